@@ -1,0 +1,66 @@
+/*
+ * billing/probes.h -- the USDT probes of a billing service.
+ *
+ * Include this header and fire probes with BILLING_<PROBE>(...), e.g.
+ *
+ *     BILLING_PAYMENT_AUTH(payment_id, amount_minor, "EUR", "stripe-sim",
+ *                          result, duration_ns);
+ *
+ * Every probe of provider/billing.d has two macros:
+ *   BILLING_<PROBE>(args...)    fires the probe.  Its arguments are evaluated
+ *                               only while a consumer (DTrace, bpftrace) is
+ *                               attached: the is-enabled check is inside.
+ *   BILLING_<PROBE>_ENABLED()   non-zero while a consumer is attached; use it
+ *                               to skip work that only feeds a probe.
+ * Integer arguments must be integers (a double, pointer or struct is a
+ * compile error); strings are const char * and NULL reaches the consumer
+ * as "".  Built without probes, both macros compile to nothing but keep
+ * the same type checks, so code that builds one way builds the other.
+ *
+ * Include this header before <sys/sdt.h> (or do not include that at all):
+ * sys/sdt.h included first yields probes without is-enabled semaphores.
+ */
+#ifndef BILLING_PROBES_H
+#define BILLING_PROBES_H
+
+#include <stdint.h>
+
+#include "billing/probes_config.h"
+
+/* The clang static analyser and Coverity see the no-op probes: the inline
+ * assembly of a probe site means nothing to them. */
+#if BILLING_PROBES_SDT && !defined(__clang_analyzer__) && !defined(__COVERITY__)
+#  if defined(_SYS_SDT_H) && !defined(_SDT_HAS_SEMAPHORES)
+#    error "include billing/probes.h before <sys/sdt.h>: its probes would have no semaphores"
+#  endif
+#  include "billing/probes_sdt.h"
+#  include "billing/probe_site.h"
+#else
+#  include "billing/probes_off.h"
+#endif
+
+#if defined(__cplusplus) || (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L)
+#  define BILLING_PROBE_INLINE_ inline
+#else
+#  define BILLING_PROBE_INLINE_ __inline__
+#endif
+
+/* A consumer's copyinstr()/str() faults on NULL: pass "" instead. */
+#define BILLING_PROBE_STR_(s) ((s) ? (s) : "")
+
+/* Integer arguments only: % is ill-formed for floating point, pointers and
+ * structs in C and C++ alike.  sizeof keeps the operand unevaluated. */
+#define BILLING_PROBE_INTEGER_(x) ((void)sizeof((x) % 1))
+
+/* sys/sdt.h passes an empty variadic argument list to its own macros,
+ * which clang -pedantic reports where our inline probe functions expand. */
+#if defined(__clang__)
+#  pragma clang diagnostic push
+#  pragma clang diagnostic ignored "-Wgnu-zero-variadic-macro-arguments"
+#endif
+#include "billing/probe_macros.h"
+#if defined(__clang__)
+#  pragma clang diagnostic pop
+#endif
+
+#endif /* BILLING_PROBES_H */
