@@ -28,8 +28,11 @@
 #include "billing/probes_config.h"
 
 /* The clang static analyser and Coverity see the no-op probes: the inline
- * assembly of a probe site means nothing to them. */
-#if BILLING_PROBES_SDT && !defined(__clang_analyzer__) && !defined(__COVERITY__)
+ * assembly of a probe site means nothing to them.  Defining
+ * BILLING_PROBES_DISABLE before the include compiles one translation unit
+ * without probes in a build that has them. */
+#if BILLING_PROBES_SDT && !defined(BILLING_PROBES_DISABLE) && \
+    !defined(__clang_analyzer__) && !defined(__COVERITY__)
 #  if defined(_SYS_SDT_H) && !defined(_SDT_HAS_SEMAPHORES)
 #    error "include billing/probes.h before <sys/sdt.h>: its probes would have no semaphores"
 #  endif
