@@ -48,8 +48,19 @@
 #  define BILLING_PROBE_INLINE_ __inline__
 #endif
 
-/* A consumer's copyinstr()/str() faults on NULL: pass "" instead. */
-#define BILLING_PROBE_STR_(s) ((s) ? (s) : "")
+/* String arguments, only evaluated while traced.  A consumer's
+ * copyinstr()/str() faults on NULL, so NULL becomes "".  And a BPF program
+ * cannot fault a page in: a string literal whose page the process has not
+ * yet touched reads as "".  Reading its first byte here makes it resident. */
+static BILLING_PROBE_INLINE_ const char *
+billing_probe_str_(const char *s)
+{
+	if (!s)
+		return "";
+	(void)*(const volatile char *)s;
+	return s;
+}
+#define BILLING_PROBE_STR_(s) billing_probe_str_(s)
 
 /* Integer arguments only: % is ill-formed for floating point, pointers and
  * structs in C and C++ alike.  sizeof keeps the operand unevaluated. */
