@@ -1,0 +1,366 @@
+/*
+ * catalogue_d.c -- provider blocks of a .d file, at run time.
+ *
+ * The tool reads billing.d itself rather than a compiled-in copy, so
+ * `check --provider other.d` works for any provider and an installed
+ * tool follows the installed billing.d.  A small tokenizer, a recursive
+ * walk of the one construct we need, and a line number in every error.
+ */
+#include "catalogue_d.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { TOK_END, TOK_IDENT, TOK_PUNCT, TOK_OTHER } tok_kind_t;
+
+typedef struct lexer {
+	const char *p, *end;
+	int line;
+	tok_kind_t kind;
+	const char *tok;
+	size_t tok_len;
+	int tok_line;
+	char *err;
+	size_t errlen;
+	int failed;
+} lexer_t;
+
+static void fail(lexer_t *lx, int line, const char *msg, const char *detail)
+{
+	if (lx->failed)
+		return;
+	lx->failed = 1;
+	if (detail)
+		snprintf(lx->err, lx->errlen, "line %d: %s %s", line, msg, detail);
+	else
+		snprintf(lx->err, lx->errlen, "line %d: %s", line, msg);
+}
+
+static int is_ident_char(char c, int first)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (!first && c >= '0' && c <= '9');
+}
+
+/* Skip blanks, comments and preprocessor / #pragma lines. */
+static void skip_space(lexer_t *lx)
+{
+	while (lx->p < lx->end) {
+		char c = *lx->p;
+		if (c == '\n') {
+			lx->line++;
+			lx->p++;
+		} else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+			lx->p++;
+		} else if (c == '#') {
+			/* #pragma, #define, #include: D has no other use for '#'. */
+			while (lx->p < lx->end && *lx->p != '\n')
+				lx->p++;
+		} else if (c == '/' && lx->p + 1 < lx->end && lx->p[1] == '*') {
+			int start = lx->line;
+			lx->p += 2;
+			while (lx->p + 1 < lx->end && !(lx->p[0] == '*' && lx->p[1] == '/')) {
+				if (*lx->p == '\n')
+					lx->line++;
+				lx->p++;
+			}
+			if (lx->p + 1 >= lx->end) {
+				fail(lx, start, "unterminated comment", NULL);
+				lx->p = lx->end;
+				return;
+			}
+			lx->p += 2;
+		} else if (c == '/' && lx->p + 1 < lx->end && lx->p[1] == '/') {
+			while (lx->p < lx->end && *lx->p != '\n')
+				lx->p++;
+		} else {
+			return;
+		}
+	}
+}
+
+static void next(lexer_t *lx)
+{
+	skip_space(lx);
+	lx->tok = lx->p;
+	lx->tok_line = lx->line;
+	if (lx->failed || lx->p >= lx->end) {
+		lx->kind = TOK_END;
+		lx->tok_len = 0;
+		return;
+	}
+	if (is_ident_char(*lx->p, 1)) {
+		while (lx->p < lx->end && is_ident_char(*lx->p, 0))
+			lx->p++;
+		lx->kind = TOK_IDENT;
+	} else if (strchr("{}();,*", *lx->p)) {
+		lx->p++;
+		lx->kind = TOK_PUNCT;
+	} else if (*lx->p == '\0') {
+		fail(lx, lx->line, "NUL byte in the file", NULL);
+		lx->kind = TOK_END;
+	} else {
+		lx->p++;
+		lx->kind = TOK_OTHER;
+	}
+	lx->tok_len = (size_t)(lx->p - lx->tok);
+}
+
+static int is_tok(const lexer_t *lx, const char *s)
+{
+	return lx->kind != TOK_END && lx->tok_len == strlen(s) && memcmp(lx->tok, s, lx->tok_len) == 0;
+}
+
+static char *tok_copy(const lexer_t *lx)
+{
+	char *s = malloc(lx->tok_len + 1);
+	if (s) {
+		memcpy(s, lx->tok, lx->tok_len);
+		s[lx->tok_len] = '\0';
+	}
+	return s;
+}
+
+static void describe_tok(const lexer_t *lx, char *buf, size_t n)
+{
+	if (lx->kind == TOK_END)
+		snprintf(buf, n, "end of file");
+	else if (lx->kind == TOK_OTHER && ((unsigned char)lx->tok[0] < 0x20 || (unsigned char)lx->tok[0] >= 0x7f))
+		snprintf(buf, n, "byte 0x%02x", (unsigned char)lx->tok[0]);
+	else
+		snprintf(buf, n, "'%.*s'", (int)(lx->tok_len > 40 ? 40 : lx->tok_len), lx->tok);
+}
+
+static int expect(lexer_t *lx, const char *what)
+{
+	if (is_tok(lx, what)) {
+		next(lx);
+		return 0;
+	}
+	char got[64], msg[96];
+	describe_tok(lx, got, sizeof got);
+	snprintf(msg, sizeof msg, "expected '%s', found", what);
+	fail(lx, lx->tok_line, msg, got);
+	return -1;
+}
+
+/* "(type, type, ...)" after the probe name: count the arguments. */
+static int count_args(lexer_t *lx)
+{
+	int start_line = lx->tok_line;
+	if (expect(lx, "(") != 0)
+		return -1;
+	int nargs = 0, tokens_in_arg = 0, only_void = 1, depth = 0;
+	for (;;) {
+		if (lx->kind == TOK_END) {
+			fail(lx, start_line, "unterminated argument list", NULL);
+			return -1;
+		}
+		if (depth == 0 && (is_tok(lx, ",") || is_tok(lx, ")"))) {
+			int closing = is_tok(lx, ")");
+			if (tokens_in_arg == 0 && (!closing || nargs > 0)) {
+				fail(lx, lx->tok_line, "empty argument type in probe declaration", NULL);
+				return -1;
+			}
+			if (tokens_in_arg > 0)
+				nargs++;
+			tokens_in_arg = 0;
+			next(lx);
+			if (closing)
+				break;
+			continue;
+		}
+		if (is_tok(lx, "("))
+			depth++;
+		else if (is_tok(lx, ")"))
+			depth--;
+		else if (is_tok(lx, ";") || is_tok(lx, "{") || is_tok(lx, "}")) {
+			char got[64];
+			describe_tok(lx, got, sizeof got);
+			fail(lx, lx->tok_line, "unexpected in argument list:", got);
+			return -1;
+		}
+		if (!is_tok(lx, "void"))
+			only_void = 0;
+		tokens_in_arg++;
+		next(lx);
+	}
+	/* "(void)" declares no arguments, as in C. */
+	if (nargs == 1 && only_void)
+		nargs = 0;
+	return nargs;
+}
+
+static int add_probe(bp_catalogue_t *c, const char *provider, char *name, int nargs, int line)
+{
+	bp_catalogue_probe_t *probes = realloc(c->probes, (c->count + 1) * sizeof *probes);
+	char *prov = malloc(strlen(provider) + 1);
+	if (!probes || !prov) {
+		free(prov);
+		if (probes)
+			c->probes = probes;
+		return -1;
+	}
+	strcpy(prov, provider);
+	c->probes = probes;
+	probes[c->count].provider = prov;
+	probes[c->count].name = name;
+	probes[c->count].nargs = nargs;
+	probes[c->count].line = line;
+	c->count++;
+	return 0;
+}
+
+static int parse_provider(lexer_t *lx, bp_catalogue_t *c)
+{
+	next(lx); /* "provider" */
+	if (lx->kind != TOK_IDENT) {
+		char got[64];
+		describe_tok(lx, got, sizeof got);
+		fail(lx, lx->tok_line, "expected a provider name, found", got);
+		return -1;
+	}
+	char *provider = tok_copy(lx);
+	if (!provider) {
+		fail(lx, lx->tok_line, "out of memory", NULL);
+		return -1;
+	}
+	next(lx);
+	int rc = -1;
+	if (expect(lx, "{") != 0)
+		goto out;
+	while (!lx->failed && !is_tok(lx, "}")) {
+		if (!is_tok(lx, "probe")) {
+			char got[64];
+			describe_tok(lx, got, sizeof got);
+			fail(lx, lx->tok_line, "expected 'probe' or '}' in provider block, found", got);
+			goto out;
+		}
+		next(lx);
+		if (lx->kind != TOK_IDENT) {
+			char got[64];
+			describe_tok(lx, got, sizeof got);
+			fail(lx, lx->tok_line, "expected a probe name, found", got);
+			goto out;
+		}
+		int line = lx->tok_line;
+		char *name = tok_copy(lx);
+		if (!name) {
+			fail(lx, line, "out of memory", NULL);
+			goto out;
+		}
+		for (size_t i = 0; i < c->count; i++) {
+			if (strcmp(c->probes[i].provider, provider) == 0 && strcmp(c->probes[i].name, name) == 0) {
+				fail(lx, line, "probe declared twice:", name);
+				free(name);
+				goto out;
+			}
+		}
+		next(lx);
+		int nargs = count_args(lx);
+		if (nargs < 0 || expect(lx, ";") != 0) {
+			free(name);
+			goto out;
+		}
+		if (add_probe(c, provider, name, nargs, line) != 0) {
+			free(name);
+			fail(lx, line, "out of memory", NULL);
+			goto out;
+		}
+	}
+	if (lx->failed)
+		goto out;
+	next(lx); /* "}" */
+	if (expect(lx, ";") != 0)
+		goto out;
+	rc = 0;
+out:
+	free(provider);
+	return rc;
+}
+
+/* Anything else at top level (typedef, struct, inline, translator):
+ * skip to the ';' that ends it, across balanced braces. */
+static void skip_declaration(lexer_t *lx)
+{
+	int depth = 0, line = lx->tok_line;
+	while (lx->kind != TOK_END) {
+		if (is_tok(lx, "{"))
+			depth++;
+		else if (is_tok(lx, "}"))
+			depth--;
+		else if (is_tok(lx, ";") && depth <= 0) {
+			next(lx);
+			return;
+		}
+		next(lx);
+	}
+	fail(lx, line, "declaration without a closing ';'", NULL);
+}
+
+int bp_catalogue_parse(const char *text, size_t len, bp_catalogue_t *out, char *err, size_t errlen)
+{
+	lexer_t lx = { text, text + len, 1, TOK_END, text, 0, 1, err, errlen, 0 };
+	int providers = 0;
+	memset(out, 0, sizeof *out);
+	next(&lx);
+	while (!lx.failed && lx.kind != TOK_END) {
+		if (is_tok(&lx, "provider")) {
+			providers++;
+			parse_provider(&lx, out);
+		} else {
+			skip_declaration(&lx);
+		}
+	}
+	if (!lx.failed && providers == 0)
+		fail(&lx, lx.line, "no 'provider NAME { ... };' block", NULL);
+	if (!lx.failed && out->count == 0)
+		fail(&lx, lx.line, "the provider declares no probes", NULL);
+	if (lx.failed) {
+		bp_catalogue_free(out);
+		return -1;
+	}
+	return 0;
+}
+
+int bp_catalogue_load(const char *path, bp_catalogue_t *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return -1;
+	}
+	/* A provider file is small; refuse anything that is not. */
+	enum { MAX_D_FILE = 4 * 1024 * 1024 };
+	char *text = malloc(MAX_D_FILE + 1);
+	if (!text) {
+		fclose(f);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	size_t len = fread(text, 1, MAX_D_FILE + 1, f);
+	int read_error = ferror(f);
+	int saved = errno;
+	fclose(f);
+	int rc = -1;
+	if (read_error)
+		snprintf(err, errlen, "%s", saved == EISDIR ? "is a directory" : strerror(saved));
+	else if (len > MAX_D_FILE)
+		snprintf(err, errlen, "larger than 4 MiB: not a provider file");
+	else
+		rc = bp_catalogue_parse(text, len, out, err, errlen);
+	free(text);
+	return rc;
+}
+
+void bp_catalogue_free(bp_catalogue_t *c)
+{
+	for (size_t i = 0; i < c->count; i++) {
+		free(c->probes[i].provider);
+		free(c->probes[i].name);
+	}
+	free(c->probes);
+	memset(c, 0, sizeof *c);
+}

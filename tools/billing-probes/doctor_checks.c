@@ -1,0 +1,1 @@
+typedef int bp_doctor_checks_placeholder_;

@@ -1,0 +1,161 @@
+/*
+ * output.c -- probe listings.
+ *
+ * Table: one probe per line, columns sized to their content, arguments
+ * decoded as "TYPE LOCATION" (the type comes from the spec's size and
+ * sign: a string argument shows as uint64, the pointer it is).  JSON:
+ * addresses are "0x..." strings, because JSON numbers lose precision
+ * above 2^53.
+ */
+#include "output.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+static void format_hex(char *buf, size_t n, uint64_t v)
+{
+	snprintf(buf, n, "0x%" PRIx64, v);
+}
+
+static void format_args(char *buf, size_t n, const bp_probe_t *p)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < p->nargs && used < n; i++) {
+		int w = snprintf(buf + used, n - used, "%s%s %s", i ? ", " : "",
+		                 sdt_arg_type_name(&p->args[i]), p->args[i].location);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+	if (p->nargs == 0)
+		snprintf(buf, n, "-");
+}
+
+static const char *traced_word(const bp_probe_t *p)
+{
+	if (!p->semaphore)
+		return "always";  /* no semaphore: the site is never skipped */
+	return p->traced == 1 ? "yes" : p->traced == 0 ? "no" : "?";
+}
+
+static const char *module_name(const bp_target_t *t, const bp_probe_t *p)
+{
+	return t->modules[p->module].path;
+}
+
+void bp_print_table(FILE *out, const bp_target_t *t, const unsigned char *selected)
+{
+	int wmod = 6, wprov = 8, wname = 4;
+	for (size_t i = 0; i < t->probe_count; i++) {
+		if (!selected[i])
+			continue;
+		const bp_probe_t *p = &t->probes[i];
+		int l;
+		if ((l = (int)strlen(module_name(t, p))) > wmod) wmod = l;
+		if ((l = (int)strlen(p->provider)) > wprov) wprov = l;
+		if ((l = (int)strlen(p->name)) > wname) wname = l;
+	}
+	if (t->is_process)
+		fprintf(out, "%-*s  ", wmod, "MODULE");
+	fprintf(out, "%-*s  %-*s  %-18s  %-18s  ", wprov, "PROVIDER", wname, "NAME", "ADDRESS", "SEMAPHORE");
+	if (t->is_process)
+		fprintf(out, "%-6s  ", "TRACED");
+	fprintf(out, "ARGUMENTS\n");
+	for (size_t i = 0; i < t->probe_count; i++) {
+		if (!selected[i])
+			continue;
+		const bp_probe_t *p = &t->probes[i];
+		char addr[24], sem[24], args[SDT_MAX_ARGS * (SDT_MAX_LOCATION + 10)];
+		format_hex(addr, sizeof addr, p->address);
+		if (p->semaphore)
+			format_hex(sem, sizeof sem, p->semaphore);
+		else
+			snprintf(sem, sizeof sem, "-");
+		format_args(args, sizeof args, p);
+		if (t->is_process)
+			fprintf(out, "%-*s  ", wmod, module_name(t, p));
+		fprintf(out, "%-*s  %-*s  %-18s  %-18s  ", wprov, p->provider, wname, p->name, addr, sem);
+		if (t->is_process)
+			fprintf(out, "%-6s  ", traced_word(p));
+		fprintf(out, "%s\n", args);
+	}
+}
+
+void bp_json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			fprintf(out, "\\%c", *c);
+		else if (*c < 0x20 || *c >= 0x7f)
+			fprintf(out, "\\u%04x", *c);
+		else
+			fputc(*c, out);
+	}
+	fputc('"', out);
+}
+
+static void json_hex_or_null(FILE *out, uint64_t v)
+{
+	if (v)
+		fprintf(out, "\"0x%" PRIx64 "\"", v);
+	else
+		fputs("null", out);
+}
+
+void bp_print_json(FILE *out, const bp_target_t *t, const unsigned char *selected)
+{
+	fputs("{\"target\": ", out);
+	bp_json_string(out, t->spec);
+	if (t->is_process)
+		fprintf(out, ", \"pid\": %d", t->pid);
+	else
+		fputs(", \"pid\": null", out);
+	fputs(", \"probes\": [", out);
+	int first = 1;
+	for (size_t i = 0; i < t->probe_count; i++) {
+		if (!selected[i])
+			continue;
+		const bp_probe_t *p = &t->probes[i];
+		fputs(first ? "\n  {" : ",\n  {", out);
+		first = 0;
+		fputs("\"module\": ", out);
+		bp_json_string(out, module_name(t, p));
+		fputs(", \"provider\": ", out);
+		bp_json_string(out, p->provider);
+		fputs(", \"name\": ", out);
+		bp_json_string(out, p->name);
+		fputs(", \"address\": ", out);
+		json_hex_or_null(out, p->address);
+		fputs(", \"semaphore\": ", out);
+		json_hex_or_null(out, p->semaphore);
+		if (t->is_process) {
+			fputs(", \"runtime_address\": ", out);
+			json_hex_or_null(out, p->runtime_address);
+			fputs(", \"runtime_semaphore\": ", out);
+			json_hex_or_null(out, p->runtime_semaphore);
+			if (p->semaphore && p->traced >= 0)
+				fprintf(out, ", \"semaphore_value\": %u, \"traced\": %s", p->semaphore_value,
+				        p->traced ? "true" : "false");
+			else
+				fputs(", \"semaphore_value\": null, \"traced\": null", out);
+		}
+		fputs(", \"args\": ", out);
+		bp_json_string(out, p->arg_string);
+		fputs(", \"arguments\": [", out);
+		for (int a = 0; a < p->nargs; a++) {
+			const sdt_arg_t *arg = &p->args[a];
+			fprintf(out, "%s{\"size\": %d, \"signed\": %s, \"type\": ", a ? ", " : "", arg->size,
+			        arg->is_signed ? "true" : "false");
+			bp_json_string(out, sdt_arg_type_name(arg));
+			fputs(", \"kind\": ", out);
+			bp_json_string(out, sdt_arg_kind_name(arg->kind));
+			fputs(", \"location\": ", out);
+			bp_json_string(out, arg->location);
+			fputc('}', out);
+		}
+		fputs("]}", out);
+	}
+	fputs(first ? "]}\n" : "\n]}\n", out);
+}

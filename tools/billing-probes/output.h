@@ -1,0 +1,20 @@
+/*
+ * output.h -- the listing of probes, as a table for people and as JSON
+ * for programs.
+ */
+#ifndef BP_OUTPUT_H
+#define BP_OUTPUT_H
+
+#include <stdio.h>
+
+#include "probes.h"
+
+/* Print the probes of t whose index has selected[i] set. */
+void bp_print_table(FILE *out, const bp_target_t *t, const unsigned char *selected);
+void bp_print_json(FILE *out, const bp_target_t *t, const unsigned char *selected);
+
+/* A JSON string literal, quotes included; control bytes and non-ASCII
+ * bytes escaped so the output is valid whatever the ELF held. */
+void bp_json_string(FILE *out, const char *s);
+
+#endif /* BP_OUTPUT_H */

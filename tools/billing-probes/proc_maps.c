@@ -1,0 +1,303 @@
+/*
+ * proc_maps.c -- the probes of a live process, from /proc/PID.
+ *
+ * /proc/PID/maps names every mapped file.  Each ELF among them is opened
+ * through /proc/PID/map_files (the very inode mapped, even if replaced or
+ * deleted on disk; needs CAP_SYS_ADMIN), else /proc/PID/root/PATH (the
+ * process's view of the file system, e.g. inside a container), else PATH.
+ * A semaphore's run-time address is the mapping of the same file that
+ * covers the semaphore's file offset; its 16-bit value is read with
+ * process_vm_readv, else from /proc/PID/mem.  A process can exit at any
+ * point: every read failing with ESRCH/ENOENT becomes "exited while
+ * being read", never a partial answer.
+ */
+#include "proc_maps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "elf_probes.h"
+
+typedef struct mapping {
+	uint64_t start, end, offset;
+	unsigned long inode;
+	char dev[16];
+	char *path;
+	size_t module;      /* index in the target, (size_t)-1 if not an ELF */
+} mapping_t;
+
+typedef struct maps {
+	mapping_t *items;
+	size_t count, cap;
+} maps_t;
+
+static void maps_free(maps_t *m)
+{
+	for (size_t i = 0; i < m->count; i++)
+		free(m->items[i].path);
+	free(m->items);
+}
+
+static int process_gone(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 1;
+	/* "pid (comm) S ...": comm may hold spaces and parentheses. */
+	char buf[512];
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *close = strrchr(buf, ')');
+	return !close || close[1] == '\0' || close[2] == 'Z' || close[2] == 'X';
+}
+
+static int read_maps(pid_t pid, maps_t *m, char *err, size_t errlen)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		if (errno == ENOENT || errno == ESRCH)
+			snprintf(err, errlen, "no such process");
+		else if (errno == EACCES || errno == EPERM)
+			snprintf(err, errlen, "permission denied reading %s (run as the process's user or as root)", path);
+		else
+			snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	char *line = NULL;
+	size_t linecap = 0;
+	ssize_t len;
+	int rc = 0;
+	errno = 0;
+	while ((len = getline(&line, &linecap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			line[--len] = '\0';
+		uint64_t start, end, offset;
+		char perms[8], dev[16];
+		unsigned long inode;
+		int consumed = 0;
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %15s %lu %n",
+		           &start, &end, perms, &offset, dev, &inode, &consumed) < 6)
+			continue;
+		const char *name = line + consumed;
+		if (inode == 0 || name[0] != '/')
+			continue; /* anonymous, [heap], [vdso], ... */
+		if (m->count == m->cap) {
+			size_t cap = m->cap ? m->cap * 2 : 64;
+			mapping_t *items = realloc(m->items, cap * sizeof *items);
+			if (!items) {
+				snprintf(err, errlen, "out of memory");
+				rc = -1;
+				break;
+			}
+			m->items = items;
+			m->cap = cap;
+		}
+		mapping_t *mp = &m->items[m->count];
+		mp->start = start;
+		mp->end = end;
+		mp->offset = offset;
+		mp->inode = inode;
+		snprintf(mp->dev, sizeof mp->dev, "%s", dev);
+		mp->path = strdup(name);
+		mp->module = (size_t)-1;
+		if (!mp->path) {
+			snprintf(err, errlen, "out of memory");
+			rc = -1;
+			break;
+		}
+		m->count++;
+	}
+	int read_errno = errno;
+	free(line);
+	fclose(f);
+	if (rc == 0 && read_errno != 0 && read_errno != ENOENT) {
+		if (read_errno == ESRCH) {
+			snprintf(err, errlen, "process exited while being read");
+		} else {
+			snprintf(err, errlen, "cannot read %s: %s", path, strerror(read_errno));
+		}
+		return -1;
+	}
+	if (rc == 0 && m->count == 0) {
+		if (process_gone(pid))
+			snprintf(err, errlen, "process has exited (zombie or gone)");
+		else
+			snprintf(err, errlen, "maps no files (a kernel thread?)");
+		return -1;
+	}
+	return rc;
+}
+
+/* Open the file behind mapping mp, the most faithful way we may. */
+static int open_mapped_file(pid_t pid, const mapping_t *mp)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, mp->start, mp->end);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	/* " (deleted)": only map_files reaches the old inode. */
+	size_t n = strlen(mp->path);
+	if (n > 10 && strcmp(mp->path + n - 10, " (deleted)") == 0)
+		return -1;
+	snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mp->path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	return open(mp->path, O_RDONLY | O_CLOEXEC);
+}
+
+/* The file's inode must be the one mapped, or offsets mean nothing. */
+static int same_inode(int fd, const mapping_t *mp)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && (unsigned long)st.st_ino == mp->inode;
+}
+
+static uint64_t runtime_address(const maps_t *m, size_t module, int64_t file_offset)
+{
+	if (file_offset < 0)
+		return 0;
+	for (size_t i = 0; i < m->count; i++) {
+		const mapping_t *mp = &m->items[i];
+		if (mp->module != module)
+			continue;
+		if ((uint64_t)file_offset >= mp->offset && (uint64_t)file_offset - mp->offset < mp->end - mp->start)
+			return mp->start + ((uint64_t)file_offset - mp->offset);
+	}
+	return 0;
+}
+
+/* Read the 16-bit semaphore; 0 ok, -1 with errno. */
+static int read_semaphore(pid_t pid, uint64_t addr, unsigned short *value)
+{
+	struct iovec local = { value, sizeof *value };
+	struct iovec remote = { (void *)(uintptr_t)addr, sizeof *value };
+	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n == (ssize_t)sizeof *value)
+		return 0;
+	if (n < 0 && errno == ESRCH)
+		return -1;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = pread(fd, value, sizeof *value, (off_t)addr);
+	int saved = errno;
+	close(fd);
+	errno = saved;
+	if (n == (ssize_t)sizeof *value)
+		return 0;
+	if (n >= 0)
+		errno = EIO;
+	return -1;
+}
+
+static int load_modules(pid_t pid, maps_t *m, bp_target_t *t, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < m->count; i++) {
+		mapping_t *mp = &m->items[i];
+		/* Same file seen already: share its module. */
+		int seen = 0;
+		for (size_t j = 0; j < i && !seen; j++) {
+			if (m->items[j].inode == mp->inode && strcmp(m->items[j].dev, mp->dev) == 0) {
+				mp->module = m->items[j].module;
+				seen = 1;
+			}
+		}
+		if (seen)
+			continue;
+		int fd = open_mapped_file(pid, mp);
+		if (fd < 0) {
+			if (process_gone(pid)) {
+				snprintf(err, errlen, "process exited while being read");
+				return -1;
+			}
+			continue; /* a file we cannot reach: not ours to judge */
+		}
+		if (!same_inode(fd, mp)) {
+			close(fd);
+			continue;
+		}
+		size_t module = bp_target_add_module(t, mp->path);
+		if (module == (size_t)-1) {
+			close(fd);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		size_t before = t->probe_count;
+		char why[256];
+		if (bp_elf_read_probes(fd, t, module, why, sizeof why) != 0) {
+			/* Data files (locale archives, fonts) are mapped too; drop
+			 * whatever a broken or foreign file yielded. */
+			for (size_t k = before; k < t->probe_count; k++) {
+				free(t->probes[k].provider);
+				free(t->probes[k].name);
+				free(t->probes[k].arg_string);
+			}
+			t->probe_count = before;
+		}
+		close(fd);
+		mp->module = module;
+	}
+	return 0;
+}
+
+int bp_proc_load(pid_t pid, bp_target_t *t, char *err, size_t errlen)
+{
+	maps_t m = { NULL, 0, 0 };
+	t->is_process = 1;
+	t->pid = (int)pid;
+	if (kill(pid, 0) != 0 && errno == ESRCH) {
+		snprintf(err, errlen, "no such process");
+		return -1;
+	}
+	int rc = read_maps(pid, &m, err, errlen);
+	if (rc == 0)
+		rc = load_modules(pid, &m, t, err, errlen);
+	for (size_t i = 0; rc == 0 && i < t->probe_count; i++) {
+		bp_probe_t *p = &t->probes[i];
+		p->runtime_address = runtime_address(&m, p->module, p->address_offset);
+		p->traced = -1;
+		if (!p->semaphore)
+			continue; /* no semaphore: always "on", nothing to read */
+		p->runtime_semaphore = runtime_address(&m, p->module, p->semaphore_offset);
+		if (!p->runtime_semaphore)
+			continue;
+		unsigned short value;
+		if (read_semaphore(pid, p->runtime_semaphore, &value) != 0) {
+			if (errno == ESRCH || errno == ENOENT || process_gone(pid))
+				snprintf(err, errlen, "process exited while being read");
+			else if (errno == EPERM || errno == EACCES)
+				snprintf(err, errlen, "permission denied reading its memory (need root, or the same user and ptrace access)");
+			else
+				snprintf(err, errlen, "cannot read semaphore of %s:%s at 0x%" PRIx64 ": %s",
+				         p->provider, p->name, p->runtime_semaphore, strerror(errno));
+			rc = -1;
+			break;
+		}
+		p->semaphore_value = value;
+		p->traced = value > 0;
+	}
+	/* Exited after the last read: what we have may be half a process. */
+	if (rc == 0 && process_gone(pid)) {
+		snprintf(err, errlen, "process exited while being read");
+		rc = -1;
+	}
+	maps_free(&m);
+	return rc;
+}

@@ -1,0 +1,71 @@
+/*
+ * sdt_note.h -- a stapsdt note descriptor and its argument specs, parsed
+ * from bytes.
+ *
+ * Pure functions over a buffer: no libelf, no I/O, no global state, so
+ * the fuzz target (tests/fuzz) feeds them raw bytes directly.  The layout
+ * is systemtap's (sys/sdt.h, "NT_STAPSDT", type 3, owner "stapsdt"):
+ *
+ *     pc, base, semaphore     three addresses, 4 or 8 bytes each
+ *     provider\0 name\0 args\0
+ *
+ * and args is a space-separated list of "[-]SIZE@OPERAND", e.g.
+ * "-4@%edx 8@$5 -8@16(%rbp) 8@%rax" (x86) or "8@x0 -4@[sp, 12]" (arm64).
+ */
+#ifndef BP_SDT_NOTE_H
+#define BP_SDT_NOTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SDT_NOTE_TYPE 3
+#define SDT_NOTE_OWNER "stapsdt"
+/* sys/sdt.h allows at most 12 arguments per probe. */
+#define SDT_MAX_ARGS 12
+#define SDT_MAX_LOCATION 64
+
+typedef enum sdt_arg_kind {
+	SDT_ARG_REGISTER,   /* %rax, x0 */
+	SDT_ARG_IMMEDIATE,  /* $5 */
+	SDT_ARG_MEMORY,     /* -8(%rbp), foo(%rip), [sp, 12] */
+	SDT_ARG_OTHER,      /* well-formed but architecture-specific: "3" (POWER r3) */
+} sdt_arg_kind_t;
+
+typedef struct sdt_arg {
+	int size;            /* bytes: 1, 2, 4 or 8; 0 when the spec gives none */
+	int is_signed;       /* a leading '-' on the size */
+	sdt_arg_kind_t kind;
+	char location[SDT_MAX_LOCATION]; /* the operand as written */
+} sdt_arg_t;
+
+typedef struct sdt_note {
+	uint64_t pc;          /* probe site, as recorded (before base adjustment) */
+	uint64_t base;        /* link-time address of .stapsdt.base */
+	uint64_t semaphore;   /* is-enabled counter, 0 when the probe has none */
+	const char *provider; /* point into the parsed buffer */
+	const char *name;
+	const char *args;     /* the raw argument string, "" for no arguments */
+} sdt_note_t;
+
+/* Parse one note descriptor of an ELF with 4-byte (is64 == 0) or 8-byte
+ * addresses in the given byte order.  Returns 0, or -1 with a one-line
+ * reason in err.  On success the strings of *out point into desc. */
+int sdt_note_parse(const unsigned char *desc, size_t len, int is64, int big_endian,
+                   sdt_note_t *out, char *err, size_t errlen);
+
+/* Split and decode an argument string into at most SDT_MAX_ARGS specs.
+ * Returns the number of arguments, or -1 with a reason in err. */
+int sdt_args_parse(const char *args, sdt_arg_t out[SDT_MAX_ARGS], char *err, size_t errlen);
+
+/* Apply the prelink adjustment systemtap and readelf document: when the
+ * ELF has a .stapsdt.base section at base_section_addr (0: none), an
+ * address recorded as addr moves by base_section_addr - note->base.
+ * Semaphore 0 means "no semaphore" and stays 0. */
+uint64_t sdt_adjust_address(uint64_t addr, uint64_t recorded_base, uint64_t base_section_addr);
+
+/* "int32", "uint64", ... for a size and signedness; "?" for size 0. */
+const char *sdt_arg_type_name(const sdt_arg_t *arg);
+/* "register", "immediate", "memory". */
+const char *sdt_arg_kind_name(sdt_arg_kind_t kind);
+
+#endif /* BP_SDT_NOTE_H */
