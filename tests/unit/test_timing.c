@@ -18,6 +18,7 @@
 #include "billing/probes.h"
 #include "billing/timing.h"
 
+#if BILLING_PROBES_SDT
 #define MS 1000000ull
 
 static void
@@ -27,7 +28,6 @@ sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-#if BILLING_PROBES_SDT
 static void
 test_request_duration_measured_while_traced(void **state)
 {

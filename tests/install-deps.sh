@@ -1,0 +1,41 @@
+#!/bin/bash
+# Installs what billing-probes needs to build, test, trace and benchmark on
+# Debian 12, and makes the kernel's tracing filesystem available.
+# Run as root.  Used by tests/run-all.sh and the demo.
+set -euo pipefail
+
+packages=(
+  # build
+  meson ninja-build gcc g++ clang pkg-config python3 binutils
+  # probes: sys/sdt.h and systemtap's dtrace -h/-G wrapper
+  systemtap-sdt-dev
+  # tests and the billing-probes tool
+  libcmocka-dev libelf-dev zlib1g-dev libclang-rt-14-dev
+  # tracing
+  bpftrace bpftool libbpf-dev
+  # examples/billingd and billing-load
+  libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev wrk
+  # benchmarks
+  valgrind linux-perf hyperfine
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps.sh: run as root (apt-get and mounting tracefs need it)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps.sh: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# bpftrace attaches uprobes through tracefs; a fresh machine may not mount it.
+if [ ! -e /sys/kernel/tracing/uprobe_events ]; then
+  mount -t tracefs nodev /sys/kernel/tracing || echo "install-deps.sh: could not mount tracefs; live tests will say why they skip" >&2
+fi
