@@ -10,13 +10,16 @@ declarations and the doc comment above each, and writes one of:
   catalogue   OUT      the C table behind billing_probe_catalogue()
   functions-h OUT      declarations of billing_fire_<probe>() for callers that
                        cannot use C macros (FFI from Python, Go, Rust, ...)
-  functions-c OUT      their definitions, compiled into libbillingprobes
+  functions-c OUT      their definitions, compiled into libbillingprobes-ffi
+  timing-h    OUT      a begin/end timing helper per NAME-start/NAME-done pair
+  timing-c    OUT      their definitions, compiled into libbillingprobes
   readme-table         the Markdown probe reference, on stdout
   check-readme README  exit 1 unless README holds the current probe reference
 
 Usage: generate.py PROVIDER.d COMMAND [ARGS...]
 """
 
+import os
 import re
 import sys
 
@@ -86,6 +89,10 @@ def parse(path):
         raise ProviderError(f"{path}: probes without a doc comment: {', '.join(missing)}")
     if not probes:
         raise ProviderError(f"{path}: provider {provider} declares no probes")
+    try:
+        span_pairs(probes)  # every output agrees on what a start/done pair is
+    except ProviderError as e:
+        raise ProviderError(f"{path}: {e}") from None
     return provider, probes
 
 
@@ -138,7 +145,7 @@ def macros(provider, probes, out):
 
 
 def function_params(p):
-    return ", ".join(f"{TYPES[t][0]}{'' if TYPES[t][0].endswith('*') else ' '}{n}" for n, t, _ in p.args)
+    return ", ".join(c_decl(a) for a in p.args)
 
 
 def functions_h(provider, probes, out):
@@ -160,6 +167,77 @@ def functions_c(provider, probes, out):
                  f"\tBILLING_{p.macro}({names});\n}}\n\n")
         o.append(f"int\nbilling_enabled_{p.func}(void)\n{{\n"
                  f"\treturn BILLING_{p.macro}_ENABLED() != 0;\n}}\n\n")
+    open(out, "w", encoding="utf-8").write("".join(o))
+
+
+def span_pairs(probes):
+    """(start, done, kept, extra) for each NAME__start / NAME__done pair.
+
+    kept: done's arguments that start also has (stored by begin);
+    extra: done's other arguments but the last, duration_ns (given to end)."""
+    by_name = {p.d_name: p for p in probes}
+    pairs = []
+    for start in probes:
+        if not start.d_name.endswith("__start"):
+            continue
+        done = by_name.get(start.d_name[:-len("__start")] + "__done")
+        if done is None:
+            continue
+        if not done.args or done.args[-1][0] != "duration_ns":
+            raise ProviderError(f"probe {done.name}: the last argument of a -done probe must be duration_ns")
+        start_names = {n for n, _, _ in start.args}
+        kept = [a for a in done.args[:-1] if a[0] in start_names]
+        extra = [a for a in done.args[:-1] if a[0] not in start_names]
+        pairs.append((start, done, kept, extra))
+    return pairs
+
+
+def c_decl(arg):
+    name, t, _ = arg
+    ctype = TYPES[t][0]
+    return f"{ctype}{'' if ctype.endswith('*') else ' '}{name}"
+
+
+def timing_h(provider, probes, out):
+    o = [BANNER, "/* Included by billing/timing.h; include that instead. */\n",
+         "#ifndef BILLING_TIMING_GEN_H\n#define BILLING_TIMING_GEN_H\n\n"]
+    for start, done, kept, extra in span_pairs(probes):
+        base = start.func[:-len("_start")]
+        o.append(f"/* {start.name} / {done.name}: begin fires {start.name}; end fires {done.name}\n"
+                 f" * with the duration since begin and returns it (0: not measured). */\n")
+        o.append(f"typedef struct billing_{base} {{\n")
+        o += [f"\t{c_decl(a)};\n" for a in kept]
+        o.append(f"\tuint64_t start_ns;\n}} billing_{base}_t;\n\n")
+        begin_params = ", ".join([f"billing_{base}_t *span"] + [c_decl(a) for a in start.args])
+        end_params = ", ".join([f"billing_{base}_t *span"] + [c_decl(a) for a in extra])
+        o.append(f"void billing_{base}_begin({begin_params});\n")
+        o.append(f"uint64_t billing_{base}_end({end_params});\n\n")
+    o.append("#endif\n")
+    open(out, "w", encoding="utf-8").write("".join(o))
+
+
+def timing_c(provider, probes, out):
+    o = [BANNER, '#include "billing/probes.h"\n#include "billing/timing.h"\n\n']
+    for start, done, kept, extra in span_pairs(probes):
+        base = start.func[:-len("_start")]
+        begin_params = ", ".join([f"billing_{base}_t *span"] + [c_decl(a) for a in start.args])
+        end_params = ", ".join([f"billing_{base}_t *span"] + [c_decl(a) for a in extra])
+        start_args = ", ".join(n for n, _, _ in start.args)
+        done_args = ", ".join([f"span->{n}" if n in {k[0] for k in kept} else n
+                               for n, _, _ in done.args[:-1]] + ["duration_ns"])
+        o.append(f"void\nbilling_{base}_begin({begin_params})\n{{\n")
+        o += [f"\tspan->{n} = {n};\n" for n, _, _ in kept]
+        o.append(f"\t/* Clocked while either probe is traced, so a tracer of {done.name}\n"
+                 f"\t * alone still gets a duration. */\n"
+                 f"\tspan->start_ns = billing_clock_if(BILLING_{start.macro}_ENABLED() ||\n"
+                 f"\t                                  BILLING_{done.macro}_ENABLED());\n"
+                 f"\tBILLING_{start.macro}({start_args});\n}}\n\n")
+        o.append(f"uint64_t\nbilling_{base}_end({end_params})\n{{\n"
+                 f"\tuint64_t duration_ns;\n\n"
+                 f"\tif (!BILLING_{done.macro}_ENABLED())\n\t\treturn 0;\n"
+                 f"\tduration_ns = billing_elapsed_ns(span->start_ns);\n"
+                 f"\tBILLING_{done.macro}({done_args});\n"
+                 f"\treturn duration_ns;\n}}\n\n")
     open(out, "w", encoding="utf-8").write("".join(o))
 
 
@@ -208,29 +286,40 @@ def main(argv):
     except (OSError, ProviderError) as e:
         print(f"generate.py: {e}", file=sys.stderr)
         return 2
-    if cmd == "sdt-header" and len(rest) == 2:
-        sdt_header(provider, probes, rest[0], rest[1])
-    elif cmd == "off-header" and len(rest) == 1:
-        off_header(provider, probes, rest[0])
-    elif cmd == "macros" and len(rest) == 1:
-        macros(provider, probes, rest[0])
-    elif cmd == "functions-h" and len(rest) == 1:
-        functions_h(provider, probes, rest[0])
-    elif cmd == "functions-c" and len(rest) == 1:
-        functions_c(provider, probes, rest[0])
-    elif cmd == "catalogue" and len(rest) == 1:
-        catalogue(provider, probes, rest[0])
-    elif cmd == "readme-table" and not rest:
-        sys.stdout.write(readme_table(provider, probes))
-    elif cmd == "check-readme" and len(rest) == 1:
-        readme = open(rest[0], encoding="utf-8").read()
-        want = readme_table(provider, probes)
-        if want not in readme:
-            print(f"generate.py: {rest[0]}: probe table is out of date with {path}; "
-                  f"regenerate it with: {argv[0]} {path} readme-table", file=sys.stderr)
-            return 1
-    else:
-        print(f"generate.py: unknown command or wrong arguments: {' '.join(argv[2:])}", file=sys.stderr)
+    try:
+        if cmd == "sdt-header" and len(rest) == 2:
+            sdt_header(provider, probes, rest[0], rest[1])
+        elif cmd == "off-header" and len(rest) == 1:
+            off_header(provider, probes, rest[0])
+        elif cmd == "macros" and len(rest) == 1:
+            macros(provider, probes, rest[0])
+        elif cmd == "functions-h" and len(rest) == 1:
+            functions_h(provider, probes, rest[0])
+        elif cmd == "functions-c" and len(rest) == 1:
+            functions_c(provider, probes, rest[0])
+        elif cmd == "timing-h" and len(rest) == 1:
+            timing_h(provider, probes, rest[0])
+        elif cmd == "timing-c" and len(rest) == 1:
+            timing_c(provider, probes, rest[0])
+        elif cmd == "catalogue" and len(rest) == 1:
+            catalogue(provider, probes, rest[0])
+        elif cmd == "readme-table" and not rest:
+            sys.stdout.write(readme_table(provider, probes))
+        elif cmd == "check-readme" and len(rest) == 1:
+            readme = open(rest[0], encoding="utf-8").read()
+            want = readme_table(provider, probes)
+            if want not in readme:
+                print(f"generate.py: {rest[0]}: probe table is out of date with {path}; "
+                      f"regenerate it with: {argv[0]} {path} readme-table", file=sys.stderr)
+                return 1
+        else:
+            print(f"generate.py: unknown command or wrong arguments: {' '.join(argv[2:])}", file=sys.stderr)
+            return 2
+    except ProviderError as e:
+        print(f"generate.py: {path}: {e}", file=sys.stderr)
+        for out in rest[-1:]:
+            if cmd not in ("check-readme", "readme-table") and os.path.exists(out):
+                os.unlink(out)
         return 2
     return 0
 

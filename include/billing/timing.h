@@ -8,7 +8,7 @@
  *     billing_request_end(&r, status);   fires request-done with duration_ns
  *
  * The clock is read only while the start or done probe of the pair is
- * traced, so untraced timing costs two semaphore loads.  A span that began
+ * traced, so untraced timing costs a call and two semaphore loads.  A span that began
  * before tracing started reports duration_ns 0 ("not measured").
  * The begin/end pair may run on different threads (a hand-off between
  * workers is timed right): the start time lives in the struct, not in
@@ -33,45 +33,12 @@ uint64_t billing_clock_if(int wanted);
 /* Nanoseconds since start_ns, or 0 when start_ns is 0 (not clocked). */
 uint64_t billing_elapsed_ns(uint64_t start_ns);
 
-typedef struct billing_request {
-	uint64_t request_id;
-	const char *handler;
-	uint64_t start_ns;
-} billing_request_t;
-
-void billing_request_begin(billing_request_t *r, uint64_t request_id, const char *handler);
-/* Fires request-done; returns the duration it reported (0: not measured). */
-uint64_t billing_request_end(billing_request_t *r, int32_t status);
-
-typedef struct billing_transaction {
-	uint64_t tx_id;
-	const char *kind;
-	uint64_t start_ns;
-} billing_transaction_t;
-
-void billing_transaction_begin(billing_transaction_t *t, uint64_t tx_id, const char *kind,
-                               int64_t amount_minor, const char *currency);
-uint64_t billing_transaction_end(billing_transaction_t *t, int32_t status);
-
-typedef struct billing_db_query {
-	uint64_t request_id;
-	const char *operation;
-	uint64_t start_ns;
-} billing_db_query_t;
-
-void billing_db_query_begin(billing_db_query_t *q, uint64_t request_id, const char *operation);
-uint64_t billing_db_query_end(billing_db_query_t *q, int32_t status);
-
-typedef struct billing_gateway_call {
-	uint64_t request_id;
-	const char *gateway;
-	const char *operation;
-	uint64_t start_ns;
-} billing_gateway_call_t;
-
-void billing_gateway_call_begin(billing_gateway_call_t *g, uint64_t request_id,
-                                const char *gateway, const char *operation);
-uint64_t billing_gateway_call_end(billing_gateway_call_t *g, int32_t status);
+/* One begin/end pair per NAME-start / NAME-done pair of billing.d,
+ * generated from it: billing_request_*, billing_transaction_*,
+ * billing_db_query_*, billing_gateway_call_*.  begin takes the -start
+ * probe's arguments; end takes the -done probe's status and returns the
+ * duration it reported (0: not measured). */
+#include "billing/timing_gen.h"
 
 #ifdef __cplusplus
 }

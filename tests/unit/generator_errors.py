@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""provider/generate.py refuses a broken billing.d with one clear line.
+
+Usage: generator_errors.py GENERATE.py PROVIDER.d
+
+Each case edits a copy of the real billing.d; the generator must exit 2
+with a single stderr line naming the file and the problem, and write no
+output file.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+CASES = {
+    "undocumented argument": (lambda s: s.replace(" * @handler handler name, e.g. \"payment.authorize\"\n", "", 1),
+                              "2 arguments but 1 @arg lines"),
+    "probe without doc comment": (lambda s: s.replace("\n};\n", "\n\tprobe nodoc(unsigned long long);\n};\n", 1),
+                                  "without a doc comment: nodoc"),
+    "system typedef": (lambda s: s.replace("probe error(unsigned long long,", "probe error(uint64_t,", 1),
+                       "type 'uint64_t' is not one of"),
+    "too many arguments": (lambda s: re.sub(r"probe error\(([^)]*)\)", r"probe error(\1, int, int, int, int)", s).replace(
+        " * @code the service's error code (never 0)\n",
+        " * @code the service's error code (never 0)\n * @a a\n * @b b\n * @c c\n * @d d\n", 1),
+        "7 arguments, at most 6"),
+    "doc names another probe": (lambda s: s.replace(" * error: the service hit", " * fault: the service hit", 1),
+                                "doc comment must start with 'error: ...'"),
+    "no provider block": (lambda s: s.replace("provider billing {", "provder billing {", 1),
+                          "no 'provider NAME { ... };' block"),
+    "-done without duration_ns": (lambda s: s.replace("probe db__query__done(unsigned long long, char *, int, unsigned long long)",
+                                                      "probe db__query__done(unsigned long long, char *, int, int)", 1)
+                                  .replace(" * @duration_ns time since db-query-start, in nanoseconds (0: not measured)",
+                                           " * @rows rows", 1),
+                                  "the last argument of a -done probe must be duration_ns"),
+}
+
+
+def main():
+    generate, provider = sys.argv[1], sys.argv[2]
+    original = open(provider).read()
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (edit, message) in CASES.items():
+            broken = os.path.join(tmp, "billing.d")
+            edited = edit(original)
+            if edited == original:
+                failures.append(f"{name}: the edit did not apply (billing.d changed?)")
+                continue
+            open(broken, "w").write(edited)
+            out = os.path.join(tmp, "out.h")
+            command = "macros"
+            r = subprocess.run([sys.executable, generate, broken, command, out], capture_output=True, text=True)
+            lines = r.stderr.strip().splitlines()
+            if r.returncode != 2 or len(lines) != 1 or message not in lines[0] or broken not in lines[0]:
+                failures.append(f"{name}: exit {r.returncode}, stderr {r.stderr!r}; want exit 2 and '{message}'")
+            if os.path.exists(out):
+                failures.append(f"{name}: wrote {out} anyway")
+                os.unlink(out)
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{len(CASES) - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
