@@ -1,9 +1,228 @@
-"""Part 4 of the benchmark: billingd end to end (placeholder)."""
+"""Part 4 of the benchmark: billingd end to end under billing-load.
+
+billingd at saturation (billing-load, gateway latency 0), built with probes
+compiled out (a nested build with -Dprobes=disabled, so the library's own
+sites are gone too), compiled in and untraced, and traced by the shipped
+bpftrace scripts tps, biz_metrics and request_latency (attached with -p).
+The configurations are interleaved within each repetition, so a slow
+moment of the machine spreads over all of them instead of one.
+"""
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import time
+import urllib.request
+
+SCRIPTS = ("tps", "biz_metrics", "request_latency")
+
+# Used only when d-scripts/bpftrace/NAME.bt is absent (reported as such):
+# programs doing the same kind of work on the same probes.
+FALLBACK = {
+    "tps": "usdt::billing:request__done { @requests = count(); } interval:s:1 { clear(@requests); }",
+    "biz_metrics": ("usdt::billing:payment__auth { @auth[str(arg2), str(arg3), arg4] = count(); "
+                    "@amount[str(arg2), str(arg3)] = sum(arg1); } "
+                    "usdt::billing:invoice__create { @inv[str(arg3)] = count(); @inv_amount[str(arg3)] = sum(arg2); } "
+                    "usdt::billing:refund__process { @ref[str(arg3), str(arg4)] = count(); }"),
+    "request_latency": "usdt::billing:request__done /arg3 > 0/ { @ns[str(arg1)] = hist(arg3); }",
+}
 
 
-def part4(build_dir, source_dir, reps, duration, skip):
-    return {"rows": [], "skipped": "billingd / billing-load not available"}
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(port, proc, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"billingd exited early ({proc.returncode})")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("billingd did not answer /healthz")
+
+
+def wait_attached(out_path, proc, timeout=60):
+    """bpftrace prints 'Attaching N probes...' before attaching; the next
+    line (a script's BEGIN banner) or a short grace period means attached."""
+    deadline = time.time() + timeout
+    seen = None
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"bpftrace exited early: {open(out_path).read()[-400:]}")
+        text = open(out_path).read()
+        if "Attaching" in text:
+            seen = seen or time.time()
+            after = text.split("Attaching", 1)[1]
+            if after.count("\n") >= 2 or time.time() - seen > 3:
+                return
+        time.sleep(0.1)
+    raise RuntimeError("bpftrace did not attach in time")
+
+
+def parse_load(stdout):
+    """Throughput (requests/s) and p99 latency (ms) from billing-load --json."""
+    for line in reversed(stdout.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            d = json.loads(line)
+            return d
+    raise RuntimeError(f"billing-load printed no JSON summary: {stdout[-300:]}")
+
+
+def one_run(billingd, load, script, duration, concurrency, workdir):
+    port = free_port()
+    out = open(os.path.join(workdir, "billingd.out"), "w")
+    srv = subprocess.Popen([billingd, "--port", str(port), "--gateway-latency-ms", "0",
+                            "--db", os.path.join(workdir, f"bench-{port}.db")],
+                           stdout=out, stderr=subprocess.STDOUT)
+    tracer = None
+    try:
+        wait_healthy(port, srv)
+        if script is not None:
+            tpath = os.path.join(workdir, "bpftrace.out")
+            tout = open(tpath, "w")
+            tracer = subprocess.Popen(["bpftrace", "-p", str(srv.pid)] + script, stdout=tout,
+                                      stderr=subprocess.STDOUT)
+            wait_attached(tpath, tracer)
+        r = subprocess.run([load, "--url", f"http://127.0.0.1:{port}", "--duration", str(duration),
+                            "--concurrency", str(concurrency), "--json"],
+                           capture_output=True, text=True, timeout=duration + 120)
+        if r.returncode != 0:
+            raise RuntimeError(f"billing-load failed ({r.returncode}): {r.stderr[-300:]}")
+        if tracer is not None and tracer.poll() is not None:
+            raise RuntimeError("bpftrace exited during the load run")
+        return parse_load(r.stdout)
+    finally:
+        if tracer is not None and tracer.poll() is None:
+            tracer.send_signal(signal.SIGINT)
+            try:
+                tracer.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                tracer.kill()
+        srv.send_signal(signal.SIGTERM)
+        try:
+            srv.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+        out.close()
+        for f in os.listdir(workdir):
+            if f.startswith(f"bench-{port}.db"):
+                os.unlink(os.path.join(workdir, f))
+
+
+def noprobes_billingd(build_dir, source_dir):
+    """billingd from a nested build with -Dprobes=disabled (built on demand)."""
+    nested = os.path.join(build_dir, "bench", "build-noprobes")
+    if not os.path.exists(os.path.join(nested, "build.ninja")):
+        r = subprocess.run(["meson", "setup", nested, source_dir, "-Dprobes=disabled", "-Dtool=disabled"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("nested -Dprobes=disabled build: meson setup failed: " + r.stdout[-400:])
+    r = subprocess.run(["ninja", "-C", nested, "examples/billingd/billingd"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("nested -Dprobes=disabled build: billingd failed to build: " + r.stdout[-400:])
+    return os.path.join(nested, "examples", "billingd", "billingd")
+
+
+def script_args(source_dir, name):
+    path = os.path.join(source_dir, "d-scripts", "bpftrace", name + ".bt")
+    if os.path.exists(path):
+        return [path], f"d-scripts/bpftrace/{name}.bt"
+    return ["-e", FALLBACK[name]], f"inline stand-in for {name}.bt (script absent)"
+
+
+def spread(values):
+    med = statistics.median(values)
+    return {"min": min(values), "median": med, "max": max(values), "runs": values,
+            "spread_pct": 100.0 * (max(values) - min(values)) / med if med else None}
+
+
+def part4(build_dir, source_dir, reps, duration, skip, concurrency=16):
+    billingd = os.path.join(build_dir, "examples", "billingd", "billingd")
+    load = os.path.join(build_dir, "examples", "billing-load", "billing-load")
+    res = {"duration_s": duration, "concurrency": concurrency, "repetitions": reps, "rows": []}
+    for path in (billingd, load):
+        if not os.path.exists(path):
+            res["skipped"] = f"{os.path.relpath(path, build_dir)} not built in this tree"
+            return res
+    configs = []
+    try:
+        configs.append(("compiled out (-Dprobes=disabled)", noprobes_billingd(build_dir, source_dir), None, None))
+    except RuntimeError as e:
+        res["rows"].append({"config": "compiled out (-Dprobes=disabled)", "skipped": str(e)})
+    configs.append(("compiled in, untraced", billingd, None, None))
+    for name in SCRIPTS:
+        if skip:
+            res["rows"].append({"config": f"traced: {name}", "skipped": skip})
+            continue
+        args, origin = script_args(source_dir, name)
+        configs.append((f"traced: {name}", billingd, args, origin))
+    samples = {c[0]: {"rps": [], "p99_ms": []} for c in configs}
+    workdir = os.path.join(build_dir, "bench", "billingd-runs")
+    os.makedirs(workdir, exist_ok=True)
+    errors = {}
+    for rep in range(reps):
+        for label, binary, script, _ in configs:
+            if label in errors:
+                continue
+            try:
+                d = one_run(binary, load, script, duration, concurrency, workdir)
+            except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as e:
+                errors[label] = str(e)
+                continue
+            samples[label]["rps"].append(float(d["throughput_rps"]))
+            samples[label]["p99_ms"].append(float(d["latency_ms"]["p99"]))
+            print(f"  billingd {label}: run {rep + 1}: {d['throughput_rps']:.0f} req/s, "
+                  f"p99 {d['latency_ms']['p99']:.2f} ms", flush=True)
+    base = None
+    for label, _, _, origin in configs:
+        if label in errors or not samples[label]["rps"]:
+            res["rows"].append({"config": label, "skipped": errors.get(label, "no run")})
+            continue
+        row = {"config": label, "rps": spread(samples[label]["rps"]),
+               "p99_ms": spread(samples[label]["p99_ms"])}
+        if origin:
+            row["script"] = origin
+        if label.startswith("compiled out"):
+            base = row
+        if base is not None:
+            row["throughput_vs_compiled_out_pct"] = 100.0 * (row["rps"]["median"] / base["rps"]["median"] - 1)
+            row["p99_vs_compiled_out_pct"] = 100.0 * (row["p99_ms"]["median"] / base["p99_ms"]["median"] - 1)
+        res["rows"].append(row)
+    return res
 
 
 def markdown(p4):
-    return ["### 4. billingd end to end", "", p4.get("skipped", ""), ""]
+    o = ["### 4. billingd end to end (billing-load at saturation)", ""]
+    if p4.get("skipped"):
+        return o + [f"Not measured: {p4['skipped']}.", ""]
+    o += [f"billing-load --concurrency {p4['concurrency']} --duration {p4['duration_s']} against billingd "
+          f"--gateway-latency-ms 0; {p4['repetitions']} runs per row, configurations interleaved; "
+          "spread = (max - min) / median.", "",
+          "| billingd | median req/s | spread | throughput vs compiled out | median p99 ms | spread | p99 vs compiled out | target |",
+          "|---|---:|---:|---:|---:|---:|---:|---|"]
+    targets = {"compiled in, untraced": "throughput within 1%", "traced: biz_metrics": "throughput within 5%"}
+    for r in p4["rows"]:
+        if "skipped" in r:
+            o.append(f"| {r['config']} | skipped: {r['skipped']} | | | | | | |")
+            continue
+        tv = r.get("throughput_vs_compiled_out_pct")
+        pv = r.get("p99_vs_compiled_out_pct")
+        o.append(f"| {r['config']} | {r['rps']['median']:.0f} | {r['rps']['spread_pct']:.1f}% | "
+                 f"{'-' if tv is None else f'{tv:+.1f}%'} | {r['p99_ms']['median']:.2f} | "
+                 f"{r['p99_ms']['spread_pct']:.1f}% | {'-' if pv is None else f'{pv:+.1f}%'} | "
+                 f"{targets.get(r['config'], '')} |")
+    scripts = [f"{r['config']}: {r['script']}" for r in p4["rows"] if r.get("script")]
+    if scripts:
+        o += ["", "Scripts: " + "; ".join(scripts) + "."]
+    return o + [""]
