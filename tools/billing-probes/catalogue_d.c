@@ -97,8 +97,11 @@ static void next(lexer_t *lx)
 	} else if (strchr("{}();,*", *lx->p)) {
 		lx->p++;
 		lx->kind = TOK_PUNCT;
-	} else if (*lx->p == '\0') {
-		fail(lx, lx->line, "NUL byte in the file", NULL);
+	} else if ((unsigned char)*lx->p < 0x20 || (unsigned char)*lx->p >= 0x7f) {
+		/* Outside comments a D file is ASCII. */
+		char byte[32];
+		snprintf(byte, sizeof byte, "0x%02x", (unsigned char)*lx->p);
+		fail(lx, lx->line, "unexpected byte", byte);
 		lx->kind = TOK_END;
 	} else {
 		lx->p++;

@@ -154,6 +154,23 @@ int bp_elf_read_probes(int fd, bp_target_t *t, size_t module, char *err, size_t 
 		snprintf(err, errlen, "truncated or corrupt ELF header (%s)", elf_errmsg(-1));
 		goto out;
 	}
+	/* libelf quietly reports no sections when the table lies past the end
+	 * of a truncated file: a missing-probes answer for a broken file. */
+	uint64_t size = (uint64_t)st.st_size;
+	size_t shnum = eh.e_shnum;
+	if (eh.e_shoff == 0) {
+		snprintf(err, errlen, "no section headers (sstrip'd?): stapsdt notes live in sections");
+		goto out;
+	}
+	if (eh.e_shoff > size || (uint64_t)eh.e_shentsize > size - eh.e_shoff ||
+	    (shnum && (uint64_t)shnum * eh.e_shentsize > size - eh.e_shoff)) {
+		snprintf(err, errlen, "truncated or corrupt ELF: no section header table within the file");
+		goto out;
+	}
+	if (eh.e_phnum && (eh.e_phoff > size || (uint64_t)eh.e_phnum * eh.e_phentsize > size - eh.e_phoff)) {
+		snprintf(err, errlen, "truncated or corrupt ELF: program header table past the end of the file");
+		goto out;
+	}
 	int is64 = eh.e_ident[EI_CLASS] == ELFCLASS64;
 	int big_endian = eh.e_ident[EI_DATA] == ELFDATA2MSB;
 	size_t phnum = 0;

@@ -181,30 +181,37 @@ static uint64_t runtime_address(const maps_t *m, size_t module, int64_t file_off
 	return 0;
 }
 
-/* Read the 16-bit semaphore; 0 ok, -1 with errno. */
-static int read_semaphore(pid_t pid, uint64_t addr, unsigned short *value)
+int bp_proc_read_memory(pid_t pid, uint64_t addr, void *buf, size_t n)
 {
-	struct iovec local = { value, sizeof *value };
-	struct iovec remote = { (void *)(uintptr_t)addr, sizeof *value };
-	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (n == (ssize_t)sizeof *value)
+	struct iovec local = { buf, n };
+	struct iovec remote = { (void *)(uintptr_t)addr, n };
+	ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (got == (ssize_t)n)
 		return 0;
-	if (n < 0 && errno == ESRCH)
+	if (got < 0 && errno == ESRCH)
 		return -1;
+	/* process_vm_readv may be filtered (seccomp) or refused where
+	 * /proc/PID/mem is allowed: try that before giving up. */
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	n = pread(fd, value, sizeof *value, (off_t)addr);
+	got = pread(fd, buf, n, (off_t)addr);
 	int saved = errno;
 	close(fd);
 	errno = saved;
-	if (n == (ssize_t)sizeof *value)
+	if (got == (ssize_t)n)
 		return 0;
-	if (n >= 0)
+	if (got >= 0)
 		errno = EIO;
 	return -1;
+}
+
+/* Read the 16-bit semaphore (sys/sdt.h: unsigned short); 0 ok, -1 with errno. */
+static int read_semaphore(pid_t pid, uint64_t addr, unsigned short *value)
+{
+	return bp_proc_read_memory(pid, addr, value, sizeof *value);
 }
 
 static int load_modules(pid_t pid, maps_t *m, bp_target_t *t, char *err, size_t errlen)

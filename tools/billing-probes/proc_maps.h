@@ -16,4 +16,7 @@
  * exited while being read, permission denied. */
 int bp_proc_load(pid_t pid, bp_target_t *t, char *err, size_t errlen);
 
+/* Read n bytes of pid's memory at addr.  0, or -1 with errno. */
+int bp_proc_read_memory(pid_t pid, uint64_t addr, void *buf, size_t n);
+
 #endif /* BP_PROC_MAPS_H */

@@ -1,0 +1,100 @@
+"""billing-probes check: the answer a service's CI trusts.
+
+- the test program (all 12 probes) and the FFI library pass;
+- libbillingprobes.so (only the helpers' 8 probes) fails naming the 4 others;
+- the program built with BILLING_PROBES_DISABLE fails naming all 12;
+- a billing.d with one probe the binary lacks: check names exactly it;
+- a billing.d declaring a wrong argument count: check names that mismatch.
+"""
+import os
+import re
+import tempfile
+
+from tooltest import (LIB_ALL, LIB_HELPERS, PROGRAM, PROGRAM_DISABLED, PROVIDER, catalogue, check,
+                      finish, need_probes, run)
+
+need_probes()
+cat = catalogue()
+check(len(cat) == 12, "billing.d declares 12 probes (read independently)")
+
+
+def problem_lines(out, kind):
+    return set(re.findall(r"^%s: (\w+:\w+)" % kind, out, flags=re.M))
+
+
+for target in (PROGRAM, LIB_ALL):
+    rc, out, err = run(["check", target, "--provider", PROVIDER])
+    check(rc == 0, "check %s exits 0 (rc=%d, stderr=%r)" % (os.path.basename(target), rc, err))
+    check("ok: all 12 probes" in out, "check %s says all 12 present" % os.path.basename(target))
+
+helpers = {"request__start", "request__done", "transaction__start", "transaction__done",
+           "db__query__start", "db__query__done", "gateway__call__start", "gateway__call__done"}
+rc, out, err = run(["check", LIB_HELPERS, "--provider", PROVIDER])
+check(rc == 1, "check libbillingprobes.so exits 1 (rc=%d)" % rc)
+want = {"billing:" + n for (_, n) in cat if n not in helpers}
+check(problem_lines(out, "missing") == want, "it names exactly the 4 probes the library does not fire: %s"
+      % sorted(problem_lines(out, "missing")))
+
+rc, out, err = run(["check", PROGRAM_DISABLED, "--provider", PROVIDER])
+check(rc == 1, "check on the no-probes build exits 1 (rc=%d)" % rc)
+missing = problem_lines(out, "missing")
+check(missing == {"billing:" + n for (_, n) in cat}, "it names every one of the 12 probes (%d named)" % len(missing))
+check("no .note.stapsdt" in out, "it says the binary has no probe notes at all")
+check(err == "", "no-probes is an answer, not an error: stderr empty (%r)" % err)
+
+rc, out, err = run(["list", PROGRAM_DISABLED])
+check(rc == 2 and len(err.splitlines()) == 1 and PROGRAM_DISABLED in err,
+      "list on the no-probes build: exit 2, one line naming it (%d, %r)" % (rc, err))
+
+with tempfile.TemporaryDirectory() as tmp:
+    text = open(PROVIDER).read()
+    extra = os.path.join(tmp, "extra.d")
+    with open(extra, "w") as f:
+        f.write(text.replace("provider billing {",
+                             "provider billing {\n\tprobe settlement__close(unsigned long long, int);", 1))
+    rc, out, err = run(["check", PROGRAM, "--provider", extra])
+    check(rc == 1, "check against a billing.d with an extra probe exits 1 (rc=%d)" % rc)
+    check(problem_lines(out, "missing") == {"billing:settlement__close"} and not problem_lines(out, "mismatch"),
+          "it names exactly billing:settlement__close (%r)" % out)
+    check("(2 arguments)" in out, "with the declared argument count")
+
+    wrong = os.path.join(tmp, "wrong.d")
+    with open(wrong, "w") as f:
+        f.write(text.replace("probe error(unsigned long long, char *, int);",
+                             "probe error(unsigned long long, char *, int, int);"))
+    rc, out, err = run(["check", PROGRAM, "--provider", wrong])
+    check(rc == 1, "check against a billing.d with a wrong argument count exits 1 (rc=%d)" % rc)
+    check(problem_lines(out, "mismatch") == {"billing:error"} and not problem_lines(out, "missing"),
+          "it names exactly the mismatched billing:error (%r)" % out)
+    check("has 3 arguments, the catalogue declares 4" in out, "with both counts")
+
+    # A D file in the D spelling with hyphens is not valid D: clean error.
+    for name, body, why in [
+        ("unterminated.d", "provider billing { probe a(int);", "expected"),
+        ("comment.d", "/* never closed\nprovider billing { probe a(int); };", "unterminated comment"),
+        ("noprovider.d", "#pragma D option quiet\n", "no 'provider"),
+        ("emptyarg.d", "provider billing {\n probe a(int, );\n};", "line 2: empty argument type"),
+        ("twice.d", "provider billing { probe a(int); probe a(int); };", "declared twice"),
+        ("binary.d", "provider billing { probe a(int\x01); };", "byte 0x01"),
+    ]:
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            f.write(body)
+        rc, out, err = run(["check", PROGRAM, "--provider", path])
+        check(rc == 2 and len(err.splitlines()) == 1 and path in err and why in err,
+              "malformed %s: exit 2, one line naming it and saying %r (%d, %r)" % (name, why, rc, err))
+    rc, out, err = run(["check", PROGRAM, "--provider", tmp])
+    check(rc == 2 and len(err.splitlines()) == 1 and "directory" in err, "a directory as provider file: exit 2 (%r)" % err)
+    rc, out, err = run(["check", PROGRAM, "--provider", os.path.join(tmp, "absent.d")])
+    check(rc == 2 and len(err.splitlines()) == 1 and "absent.d" in err, "a missing provider file: exit 2 (%r)" % err)
+
+    # (void) and named arguments count as D does.
+    ok_d = os.path.join(tmp, "forms.d")
+    with open(ok_d, "w") as f:
+        f.write("typedef struct x { int a; } x_t;\n#define FOO 1\n// line comment\n"
+                "provider billing { probe request__start(unsigned long long id, char *handler); };\n"
+                "provider other { probe tick(void); };\n")
+    rc, out, err = run(["check", PROGRAM, "--provider", ok_d])
+    check(rc == 1 and problem_lines(out, "missing") == {"other:tick"},
+          "typedef, #define, // comments, named args and (void) parse; other:tick (0 args) missing (%r %r)" % (out, err))
+finish()

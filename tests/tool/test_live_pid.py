@@ -1,0 +1,91 @@
+"""billing-probes list PID: the traced column follows bpftrace.
+
+Start the test program, list it (nothing traced), attach
+`bpftrace -p PID` to one probe, list again (that probe traced, the
+others not), stop bpftrace.  Needs root and bpftrace: skip otherwise."""
+import json
+import os
+import shutil
+import subprocess
+import time
+
+from tooltest import PROGRAM, check, finish, need_probes, run, skip
+
+need_probes()
+if os.geteuid() != 0:
+    skip("not root: bpftrace cannot attach")
+if not shutil.which("bpftrace"):
+    skip("bpftrace not installed")
+if subprocess.run(["mountpoint", "-q", "/sys/kernel/tracing"]).returncode != 0:
+    subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=False)
+
+PROBE = "payment__auth"
+
+
+def listing(pid):
+    rc, out, err = run(["list", str(pid), "--json", "-P", "billing"])
+    check(rc == 0, "list %d exits 0 (rc=%d %r)" % (pid, rc, err))
+    doc = json.loads(out) if rc == 0 else {"probes": []}
+    return doc, {p["name"]: p for p in doc["probes"]}
+
+
+prog = subprocess.Popen([PROGRAM, "30"], stdout=subprocess.PIPE, text=True)
+tracer = None
+try:
+    check(prog.stdout.readline().strip() == "ready", "test program started")
+    doc, before = listing(prog.pid)
+    check(doc["pid"] == prog.pid and len(before) == 12, "all 12 billing probes listed in PID %d" % prog.pid)
+    check(all(p["traced"] is False and p["semaphore_value"] == 0 for p in before.values()),
+          "before bpftrace: no probe traced")
+    exe = os.path.realpath(PROGRAM)
+    check(all(os.path.realpath(p["module"]) == exe for p in before.values()), "the probes live in the executable")
+    check(all(p["runtime_address"] and p["runtime_semaphore"] for p in before.values()),
+          "run-time addresses of sites and semaphores resolved")
+    rc, table, err = run(["list", str(prog.pid), "-n", PROBE])
+    check(table.splitlines()[0].split()[:7] == ["MODULE", "PROVIDER", "NAME", "ADDRESS", "SEMAPHORE", "TRACED",
+                                                "ARGUMENTS"] and " no " in table.splitlines()[1],
+          "table for a PID has MODULE and TRACED columns, 'no' before attaching")
+
+    tracer = subprocess.Popen(["bpftrace", "-p", str(prog.pid), "-e",
+                               "usdt::billing:%s { @ = count(); }" % PROBE],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    attached = False
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        line = tracer.stdout.readline()
+        if not line:
+            break
+        if "Attaching" in line:
+            attached = True
+            break
+    if not attached:
+        skip("bpftrace did not attach (kernel or permissions): " + (line or "").strip())
+    # bpftrace raises the semaphore right after it prints "Attaching".
+    for _ in range(50):
+        doc, during = listing(prog.pid)
+        if during.get(PROBE, {}).get("traced"):
+            break
+        time.sleep(0.1)
+    check(during[PROBE]["traced"] is True and during[PROBE]["semaphore_value"] >= 1,
+          "with bpftrace attached: %s traced (semaphore %s)" % (PROBE, during[PROBE]["semaphore_value"]))
+    others = [n for n, p in during.items() if n != PROBE and p["traced"]]
+    check(not others, "the other 11 probes still untraced (%s)" % others)
+    rc, table, err = run(["list", str(prog.pid), "-n", PROBE])
+    check(" yes " in table.splitlines()[1], "table shows 'yes' in TRACED for %s" % PROBE)
+
+    tracer.send_signal(2)
+    tracer.communicate(timeout=30)
+    tracer = None
+    for _ in range(50):
+        doc, after = listing(prog.pid)
+        if not after[PROBE]["traced"]:
+            break
+        time.sleep(0.1)
+    check(after[PROBE]["traced"] is False, "after bpftrace exits: %s untraced again" % PROBE)
+finally:
+    if tracer:
+        tracer.kill()
+        tracer.wait()
+    prog.kill()
+    prog.wait()
+finish()
