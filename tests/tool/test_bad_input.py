@@ -36,6 +36,12 @@ try:
     bad([tmp], tmp, "is a directory")
     bad(["/etc/hostname"], "/etc/hostname", "not an ELF file")
     bad(["/dev/null"], "/dev/null", "not a regular file")
+    fifo = os.path.join(tmp, "fifo")
+    os.mkfifo(fifo)
+    bad([fifo], fifo, "not a regular file")  # must not block in open()
+    rc, out, err = run(["check", PROGRAM, "--provider", fifo])
+    check(rc == 2 and len(err.splitlines()) == 1 and "not a regular file" in err,
+          "a FIFO as provider file: exit 2 without blocking (%r)" % err)
 
     notes = subprocess.run(["readelf", "-n", "/bin/true"], capture_output=True, text=True).stdout
     if check("stapsdt" not in notes, "/bin/true has no stapsdt notes (precondition)"):

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import time
 
-from tooltest import PROGRAM, check, finish, need_probes, run, skip
+from tooltest import FAST_SITE, PROGRAM, PROVIDER, check, finish, need_probes, run, skip
 
 need_probes()
 if os.geteuid() != 0:
@@ -73,6 +73,26 @@ try:
     rc, table, err = run(["list", str(prog.pid), "-n", PROBE])
     check(" yes " in table.splitlines()[1], "table shows 'yes' in TRACED for %s" % PROBE)
 
+    # What the kernel wrote at the attached site: int3, or a call/jmp
+    # into the uprobe trampoline when it optimizes a 5-byte-nop site.
+    optimizes = False
+    try:
+        optimizes = any(l.rstrip().endswith(" arch_uprobe_optimize") for l in open("/proc/kallsyms"))
+    except OSError:
+        pass
+    nop = "5-byte nop" if FAST_SITE else "1-byte nop"
+    attached_kind = "call/jmp (optimized uprobe attached)" if FAST_SITE and optimizes else "int3 (uprobe attached"
+    site_line = ""
+    for _ in range(50):
+        rc, out, err = run(["doctor", "-p", str(prog.pid), "--provider", PROVIDER], timeout=60)
+        site_line = [l for l in out.splitlines() if "probe sites:" in l]
+        site_line = site_line[0] if site_line else ""
+        if "1 x " + attached_kind in site_line:
+            break
+        time.sleep(0.1)
+    check("11 x %s, 1 x %s" % (nop, attached_kind) in site_line,
+          "doctor -p sees the attached site: %s" % site_line)
+
     tracer.send_signal(2)
     tracer.communicate(timeout=30)
     tracer = None
@@ -82,6 +102,8 @@ try:
             break
         time.sleep(0.1)
     check(after[PROBE]["traced"] is False, "after bpftrace exits: %s untraced again" % PROBE)
+    rc, out, err = run(["doctor", "-p", str(prog.pid), "--provider", PROVIDER], timeout=60)
+    check("probe sites: 12 x %s" % nop in out, "after bpftrace exits: every site a %s again" % nop)
 finally:
     if tracer:
         tracer.kill()

@@ -2,7 +2,8 @@
 
 Paths come from the environment meson sets (tests/tool/meson.build):
 BP_TOOL, BP_PROVIDER, BP_PROGRAM, BP_PROGRAM_DISABLED, BP_LIB_ALL,
-BP_LIB_HELPERS, BP_PROBES (1 when the build has probes).
+BP_LIB_HELPERS, BP_PROBES (1 when the build has probes), BP_FAST_SITE
+(1 for -Dprobe_site=fast: 5-byte nop sites).
 A test that cannot run here calls skip(reason): exit 77, meson's SKIP.
 """
 import os
@@ -19,6 +20,7 @@ PROGRAM_DISABLED = os.environ.get("BP_PROGRAM_DISABLED", "")
 LIB_ALL = os.environ.get("BP_LIB_ALL", "")
 LIB_HELPERS = os.environ.get("BP_LIB_HELPERS", "")
 PROBES = os.environ.get("BP_PROBES", "0") == "1"
+FAST_SITE = os.environ.get("BP_FAST_SITE", "0") == "1"
 
 failures = []
 

@@ -9,9 +9,12 @@
 #include "catalogue_d.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef enum { TOK_END, TOK_IDENT, TOK_PUNCT, TOK_OTHER } tok_kind_t;
 
@@ -330,9 +333,24 @@ int bp_catalogue_parse(const char *text, size_t len, bp_catalogue_t *out, char *
 int bp_catalogue_load(const char *path, bp_catalogue_t *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
-	FILE *f = fopen(path, "rb");
+	/* O_NONBLOCK and a type check: a FIFO or device must not hang us. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s", S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+		close(fd);
+		return -1;
+	}
+	FILE *f = fdopen(fd, "rb");
 	if (!f) {
 		snprintf(err, errlen, "%s", strerror(errno));
+		close(fd);
 		return -1;
 	}
 	/* A provider file is small; refuse anything that is not. */
@@ -349,7 +367,7 @@ int bp_catalogue_load(const char *path, bp_catalogue_t *out, char *err, size_t e
 	fclose(f);
 	int rc = -1;
 	if (read_error)
-		snprintf(err, errlen, "%s", saved == EISDIR ? "is a directory" : strerror(saved));
+		snprintf(err, errlen, "%s", strerror(saved));
 	else if (len > MAX_D_FILE)
 		snprintf(err, errlen, "larger than 4 MiB: not a provider file");
 	else

@@ -141,12 +141,26 @@ static int read_maps(pid_t pid, maps_t *m, char *err, size_t errlen)
 	return rc;
 }
 
+/* Open path only if it is a regular file: a mapped device (a GPU, a
+ * frame buffer) is not ours to open, and opening may have effects. */
+static int open_regular(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return -1;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+}
+
 /* Open the file behind mapping mp, the most faithful way we may. */
 static int open_mapped_file(pid_t pid, const mapping_t *mp)
 {
 	char path[4200];
 	snprintf(path, sizeof path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, mp->start, mp->end);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open_regular(path);
 	if (fd >= 0)
 		return fd;
 	/* " (deleted)": only map_files reaches the old inode. */
@@ -154,10 +168,10 @@ static int open_mapped_file(pid_t pid, const mapping_t *mp)
 	if (n > 10 && strcmp(mp->path + n - 10, " (deleted)") == 0)
 		return -1;
 	snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mp->path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(path);
 	if (fd >= 0)
 		return fd;
-	return open(mp->path, O_RDONLY | O_CLOEXEC);
+	return open_regular(mp->path);
 }
 
 /* The file's inode must be the one mapped, or offsets mean nothing. */

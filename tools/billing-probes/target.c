@@ -87,7 +87,8 @@ int bp_target_load(const char *spec, bp_target_t *t, char *err, size_t errlen)
 		}
 		return bp_proc_load((pid_t)pid, t, err, errlen);
 	}
-	int fd = open(spec, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO named as target must not hang the open. */
+	int fd = open(spec, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			snprintf(err, errlen, "no such file");
