@@ -125,6 +125,18 @@ try:
         bad([secret], secret, "permission denied", user=65534)
         # PID 1 belongs to root: nobody may not read its maps.
         bad(["1"], "1", "permission denied", user=65534)
+        # ...but nobody may list its own process, without map_files.
+        own = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", PROGRAM, "10"],
+                               stdout=subprocess.PIPE, text=True)
+        try:
+            own.stdout.readline()
+            rc, out, err = run(["list", str(own.pid), "-P", "billing"], user=65534)
+            rows = [l for l in out.splitlines()[1:] if " billing " in l]
+            check(rc == 0 and len(rows) == 12 and all(" no " in r for r in rows),
+                  "an unprivileged user lists its own process: 12 probes, untraced (%d %r)" % (rc, err))
+        finally:
+            own.kill()
+            own.wait()
         secret_d = os.path.join(tmp, "root-only.d")
         shutil.copy(PROVIDER, secret_d)
         os.chmod(secret_d, 0o600)

@@ -1,0 +1,1 @@
+provider p { probe a(void); probe b(int x, char *y); };
