@@ -1,0 +1,386 @@
+/*
+ * workload.c -- fires a known, deterministic sequence of billing probes so
+ * the tests can assert the exact figures the d-scripts print.
+ *
+ * usage: scripts-workload MODE [--delay-ms N | --wait-signal] [--linger-ms N]
+ *                             [--path FILE]
+ *
+ *   business  1000 invoices, 1000 payments (700 approved, 300 declined over
+ *             two gateways), 50 refunds, 24 errors: biz_metrics,
+ *             amount_dist, errors (and tps totals).
+ *   requests  150 requests on two threads at once, each with its whole
+ *             trail (transaction, db or gateway call, payment-auth, error),
+ *             reporting chosen durations: request_latency, slow_requests.
+ *   tps       three bursts of transactions, each inside one whole second
+ *             of CLOCK_MONOTONIC (the clock bpftrace's nsecs reads): tps.
+ *   system    opens --path 25 times writing 8 KiB each, fails to open
+ *             --path.missing 5 times, sleeps 20 x 10 ms, touches 512 fresh
+ *             pages, spins in workload_busy_spin() on CPU 0: the system
+ *             views (syscalls, file_opens, io_bytes, page_faults, cswitch,
+ *             cpu_profile).
+ *
+ * Each mode sleeps --delay-ms (default 1200) first so a tracer started with
+ * -p has attached -- or, with --wait-signal, waits for SIGUSR1, which the
+ * test harness sends once the script has printed its first line -- fires, then sleeps --linger-ms (default 1500) so interval
+ * output appears before the exit makes the scripts print their totals.
+ * The expected figures live in tests/scripts/expected.py: change both.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "billing/probes.h"
+
+#define MS 1000000ULL
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL) };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* One transaction of a kind, with the probes a service fires around it. */
+static void transaction(uint64_t tx_id, const char *kind, int64_t amount, const char *currency,
+                        int status)
+{
+	BILLING_TRANSACTION_START(tx_id, kind, amount, currency);
+	BILLING_TRANSACTION_DONE(tx_id, kind, status, 2 * MS);
+}
+
+/* --- business ------------------------------------------------------------ */
+
+static void run_business(void)
+{
+	static const int64_t eur_invoice[5] = { 500, 1500, 2500, 10000, 25000 };
+	static const int64_t usd_invoice[4] = { 700, 3000, 50000, 120000 };
+	uint64_t tx = 1;
+	int i;
+
+	/* 1000 invoices: 600 EUR (5 amounts x 120), 400 USD (4 amounts x 100). */
+	for (i = 0; i < 1000; i++, tx++) {
+		const char *cur = i < 600 ? "EUR" : "USD";
+		int64_t amount = i < 600 ? eur_invoice[i % 5] : usd_invoice[i % 4];
+		BILLING_TRANSACTION_START(tx, "invoice", amount, cur);
+		BILLING_INVOICE_CREATE(100000 + (uint64_t)i, 500 + (uint64_t)(i % 37), amount, cur);
+		BILLING_TRANSACTION_DONE(tx, "invoice", 0, 2 * MS);
+	}
+	/* 1000 payments: approved 400 stripe-sim EUR 2000 + 300 adyen-sim USD
+	 * 4500; declined 200 stripe-sim EUR 9900 code 51 + 100 adyen-sim USD
+	 * 15000 code 5. */
+	for (i = 0; i < 1000; i++, tx++) {
+		const char *cur, *gw;
+		int64_t amount;
+		int result;
+		if (i < 400) {
+			cur = "EUR", gw = "stripe-sim", amount = 2000, result = 0;
+		} else if (i < 700) {
+			cur = "USD", gw = "adyen-sim", amount = 4500, result = 0;
+		} else if (i < 900) {
+			cur = "EUR", gw = "stripe-sim", amount = 9900, result = 51;
+		} else {
+			cur = "USD", gw = "adyen-sim", amount = 15000, result = 5;
+		}
+		BILLING_TRANSACTION_START(tx, "payment", amount, cur);
+		BILLING_PAYMENT_AUTH(200000 + (uint64_t)i, amount, cur, gw, result, 30 * MS);
+		BILLING_TRANSACTION_DONE(tx, "payment", result, 31 * MS);
+	}
+	/* 50 refunds: 30 EUR 1000 "duplicate", 19 USD 2500 "fraud", 1 USD 777
+	 * with an empty reason (the scripts print it as "-"). */
+	for (i = 0; i < 50; i++, tx++) {
+		const char *cur = i < 30 ? "EUR" : "USD";
+		const char *reason = i < 30 ? "duplicate" : i < 49 ? "fraud" : "";
+		int64_t amount = i < 30 ? 1000 : i < 49 ? 2500 : 777;
+		BILLING_TRANSACTION_START(tx, "refund", amount, cur);
+		BILLING_REFUND_PROCESS(300000 + (uint64_t)i, 200000 + (uint64_t)i, amount, cur, reason);
+		BILLING_TRANSACTION_DONE(tx, "refund", 0, 2 * MS);
+	}
+	/* 24 errors: db 1205 x7, gateway 504 x3, validation 400 x12, "" 1 x2. */
+	for (i = 0; i < 7; i++)
+		BILLING_ERROR(0, "db", 1205);
+	for (i = 0; i < 3; i++)
+		BILLING_ERROR(0, "gateway", 504);
+	for (i = 0; i < 12; i++)
+		BILLING_ERROR(0, "validation", 400);
+	for (i = 0; i < 2; i++)
+		BILLING_ERROR(0, "", 1);
+}
+
+/* --- requests ------------------------------------------------------------ */
+
+/* Two handlers on two threads at once.  Durations are reported, not
+ * measured, so the histograms and SLO shares are exact:
+ *   invoice.create    100: 85 x 3 ms, 10 x 20 ms, 5 x 150 ms (slow)
+ *   payment.authorize  50: 40 x 40 ms, 6 x 90 ms, 4 x 250 ms (slow, 2 of
+ *                      them declined with status 402 and a gateway error)
+ * plus 3 "report.export" requests with duration 0 (not measured). */
+struct request_plan {
+	const char *handler;
+	uint64_t first_id;
+	int count;
+};
+
+static uint64_t invoice_duration(int i)
+{
+	return i < 85 ? 3 * MS : i < 95 ? 20 * MS : 150 * MS;
+}
+
+static uint64_t payment_duration(int i)
+{
+	return i < 40 ? 40 * MS : i < 46 ? 90 * MS : 250 * MS;
+}
+
+/* A short pause between probes so the two threads' trails interleave. */
+static void step(void)
+{
+	sleep_ns(100000);
+}
+
+static void invoice_request(uint64_t id, int i)
+{
+	BILLING_REQUEST_START(id, "invoice.create");
+	step();
+	BILLING_TRANSACTION_START(id, "invoice", 1234, "EUR");
+	BILLING_DB_QUERY_START(id, "invoice.insert");
+	step();
+	BILLING_DB_QUERY_DONE(id, "invoice.insert", 0, 1 * MS);
+	BILLING_INVOICE_CREATE(id, 77, 1234, "EUR");
+	BILLING_TRANSACTION_DONE(id, "invoice", 0, 2 * MS);
+	step();
+	BILLING_REQUEST_DONE(id, "invoice.create", 0, invoice_duration(i));
+}
+
+static void payment_request(uint64_t id, int i)
+{
+	int declined = i >= 48; /* the last two slow ones */
+	int result = declined ? 51 : 0;
+	BILLING_REQUEST_START(id, "payment.authorize");
+	step();
+	BILLING_TRANSACTION_START(id, "payment", 5000, "USD");
+	BILLING_GATEWAY_CALL_START(id, "stripe-sim", "authorize");
+	step();
+	BILLING_GATEWAY_CALL_DONE(id, "stripe-sim", "authorize", result, 20 * MS);
+	BILLING_PAYMENT_AUTH(id, 5000, "USD", "stripe-sim", result, 20 * MS);
+	if (declined)
+		BILLING_ERROR(id, "gateway", 402);
+	BILLING_TRANSACTION_DONE(id, "payment", result, 21 * MS);
+	step();
+	BILLING_REQUEST_DONE(id, "payment.authorize", declined ? 402 : 0, payment_duration(i));
+}
+
+static void *invoice_thread(void *unused)
+{
+	int i;
+	(void)unused;
+	for (i = 0; i < 100; i++)
+		invoice_request(1000 + (uint64_t)i, i);
+	return NULL;
+}
+
+static void *payment_thread(void *unused)
+{
+	int i;
+	(void)unused;
+	for (i = 0; i < 50; i++) {
+		payment_request(2000 + (uint64_t)i, i);
+		step(); /* half as many requests over about the same time */
+	}
+	for (i = 0; i < 3; i++) {
+		BILLING_REQUEST_START(3000 + (uint64_t)i, "report.export");
+		BILLING_REQUEST_DONE(3000 + (uint64_t)i, "report.export", 0, 0);
+	}
+	return NULL;
+}
+
+static int run_requests(void)
+{
+	pthread_t a, b;
+	if (pthread_create(&a, NULL, invoice_thread, NULL) != 0 ||
+	    pthread_create(&b, NULL, payment_thread, NULL) != 0) {
+		fprintf(stderr, "scripts-workload: cannot start threads\n");
+		return 1;
+	}
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	return 0;
+}
+
+/* --- tps ----------------------------------------------------------------- */
+
+/* Sleep until 300 ms into the next whole second of CLOCK_MONOTONIC. */
+static void sleep_to_next_second(void)
+{
+	uint64_t now = monotonic_ns();
+	uint64_t target = (now / 1000000000ULL + 1) * 1000000000ULL + 300 * MS;
+	sleep_ns(target - now);
+}
+
+/* Bursts of 100 (10 failed), 200 (20 failed), 50 (0 failed) transactions
+ * in three consecutive whole seconds. */
+static void run_tps(void)
+{
+	static const int burst[3] = { 100, 200, 50 };
+	static const int failed[3] = { 10, 20, 0 };
+	uint64_t tx = 1;
+	int b, i;
+	for (b = 0; b < 3; b++) {
+		sleep_to_next_second();
+		for (i = 0; i < burst[b]; i++, tx++)
+			transaction(tx, "payment", 1000, "EUR", i < failed[b] ? 51 : 0);
+	}
+}
+
+/* --- system -------------------------------------------------------------- */
+
+/* Burns CPU on CPU 0 (the only CPU the VM's perf timer samples) so
+ * cpu_profile sees this function in its stacks. */
+__attribute__((noinline)) static uint64_t workload_busy_spin(uint64_t ns)
+{
+	volatile uint64_t x = 0;
+	uint64_t end = monotonic_ns() + ns;
+	while (monotonic_ns() < end) {
+		int i;
+		for (i = 0; i < 10000; i++)
+			x += (uint64_t)i;
+	}
+	return x;
+}
+
+static int run_system(const char *path)
+{
+	static char block[8192];
+	char missing[4096];
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned char *pages;
+	cpu_set_t cpu0;
+	int i;
+
+	memset(block, 'b', sizeof block);
+	for (i = 0; i < 25; i++) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || write(fd, block, sizeof block) != (ssize_t)sizeof block) {
+			fprintf(stderr, "scripts-workload: cannot write %s: %s\n", path, strerror(errno));
+			return 1;
+		}
+		close(fd);
+	}
+	snprintf(missing, sizeof missing, "%s.missing", path);
+	for (i = 0; i < 5; i++) {
+		int fd = open(missing, O_RDONLY);
+		if (fd >= 0)
+			close(fd);
+	}
+	unlink(path);
+	for (i = 0; i < 20; i++)
+		sleep_ns(10 * MS);
+	pages = mmap(NULL, (size_t)page * 512, PROT_READ | PROT_WRITE,
+	             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (pages == MAP_FAILED) {
+		fprintf(stderr, "scripts-workload: mmap failed: %s\n", strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < 512; i++)
+		pages[(size_t)i * (size_t)page] = 1;
+	munmap(pages, (size_t)page * 512);
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	sched_setaffinity(0, sizeof cpu0, &cpu0); /* best effort */
+	workload_busy_spin(1500 * MS);
+	return 0;
+}
+
+/* --- main ---------------------------------------------------------------- */
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: scripts-workload business|requests|tps|system "
+	                "[--delay-ms N | --wait-signal] [--linger-ms N] [--path FILE]\n");
+	return 2;
+}
+
+/* Waits up to 60 s for SIGUSR1 (blocked since main began, so one sent
+ * early is kept pending). */
+static int wait_for_go(const sigset_t *usr1)
+{
+	struct timespec limit = { 60, 0 };
+	if (sigtimedwait(usr1, NULL, &limit) != SIGUSR1) {
+		fprintf(stderr, "scripts-workload: no SIGUSR1 within 60 s\n");
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	long delay_ms = 1200, linger_ms = 1500;
+	const char *path = "/tmp/billing-probes-workload.dat";
+	const char *mode;
+	int i, rc = 0, wait_signal = 0;
+	sigset_t usr1;
+
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
+
+	if (argc < 2)
+		return usage();
+	mode = argv[1];
+	for (i = 2; i < argc; i++) {
+		char *end = NULL;
+		if (strcmp(argv[i], "--wait-signal") == 0) {
+			wait_signal = 1;
+			continue;
+		}
+		if (i + 1 >= argc)
+			return usage();
+		if (strcmp(argv[i], "--path") == 0) {
+			path = argv[++i];
+			continue;
+		}
+		if (strcmp(argv[i], "--delay-ms") == 0)
+			delay_ms = strtol(argv[++i], &end, 10);
+		else if (strcmp(argv[i], "--linger-ms") == 0)
+			linger_ms = strtol(argv[++i], &end, 10);
+		else
+			return usage();
+		if (end == NULL || *end != '\0' || end == argv[i] || delay_ms < 0 || linger_ms < 0) {
+			fprintf(stderr, "scripts-workload: %s is not a number of milliseconds\n", argv[i]);
+			return 2;
+		}
+	}
+	if (strcmp(mode, "business") && strcmp(mode, "requests") && strcmp(mode, "tps") &&
+	    strcmp(mode, "system"))
+		return usage();
+
+	if (wait_signal) {
+		if (wait_for_go(&usr1) != 0)
+			return 1;
+	} else {
+		sleep_ns((uint64_t)delay_ms * MS);
+	}
+	if (strcmp(mode, "business") == 0)
+		run_business();
+	else if (strcmp(mode, "requests") == 0)
+		rc = run_requests();
+	else if (strcmp(mode, "tps") == 0)
+		run_tps();
+	else
+		rc = run_system(path);
+	sleep_ns((uint64_t)linger_ms * MS);
+	return rc;
+}
