@@ -10,6 +10,7 @@ moment of the machine spreads over all of them instead of one.
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import statistics
@@ -69,17 +70,41 @@ def wait_attached(out_path, proc, timeout=60):
     raise RuntimeError("bpftrace did not attach in time")
 
 
-def parse_load(stdout):
-    """Throughput (requests/s) and p99 latency (ms) from billing-load --json."""
-    for line in reversed(stdout.strip().splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            d = json.loads(line)
-            return d
-    raise RuntimeError(f"billing-load printed no JSON summary: {stdout[-300:]}")
+def billing_load_runner(load):
+    def run_load(port, duration, concurrency):
+        r = subprocess.run([load, "--url", f"http://127.0.0.1:{port}", "--duration", str(duration),
+                            "--concurrency", str(concurrency), "--json"],
+                           capture_output=True, text=True, timeout=duration + 120)
+        if r.returncode != 0:
+            raise RuntimeError(f"billing-load failed ({r.returncode}): {r.stderr[-300:]}")
+        for line in reversed(r.stdout.strip().splitlines()):
+            if line.strip().startswith("{"):
+                d = json.loads(line)
+                return float(d["throughput_rps"]), float(d["latency_ms"]["p99"])
+        raise RuntimeError(f"billing-load printed no JSON summary: {r.stdout[-300:]}")
+    return run_load
 
 
-def one_run(billingd, load, script, duration, concurrency, workdir):
+WRK_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def wrk_runner(script):
+    def run_load(port, duration, concurrency):
+        r = subprocess.run(["wrk", "-t2", f"-c{concurrency}", f"-d{duration}s", "--latency", "-s", script,
+                            f"http://127.0.0.1:{port}/invoices"],
+                           capture_output=True, text=True, timeout=duration + 120)
+        rps = re.search(r"Requests/sec:\s+([\d.]+)", r.stdout)
+        p99 = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\s*$", r.stdout, re.M)
+        errors = re.search(r"Non-2xx or 3xx responses: (\d+)", r.stdout)
+        if r.returncode != 0 or not rps or not p99:
+            raise RuntimeError(f"wrk failed ({r.returncode}): {r.stdout[-300:]} {r.stderr[-300:]}")
+        if errors:
+            raise RuntimeError(f"wrk: {errors.group(1)} requests answered with an error")
+        return float(rps.group(1)), float(p99.group(1)) * WRK_UNITS[p99.group(2)]
+    return run_load
+
+
+def one_run(billingd, run_load, script, duration, concurrency, workdir):
     port = free_port()
     out = open(os.path.join(workdir, "billingd.out"), "w")
     srv = subprocess.Popen([billingd, "--port", str(port), "--gateway-latency-ms", "0",
@@ -94,14 +119,10 @@ def one_run(billingd, load, script, duration, concurrency, workdir):
             tracer = subprocess.Popen(["bpftrace", "-p", str(srv.pid)] + script, stdout=tout,
                                       stderr=subprocess.STDOUT)
             wait_attached(tpath, tracer)
-        r = subprocess.run([load, "--url", f"http://127.0.0.1:{port}", "--duration", str(duration),
-                            "--concurrency", str(concurrency), "--json"],
-                           capture_output=True, text=True, timeout=duration + 120)
-        if r.returncode != 0:
-            raise RuntimeError(f"billing-load failed ({r.returncode}): {r.stderr[-300:]}")
+        result = run_load(port, duration, concurrency)
         if tracer is not None and tracer.poll() is not None:
             raise RuntimeError("bpftrace exited during the load run")
-        return parse_load(r.stdout)
+        return result
     finally:
         if tracer is not None and tracer.poll() is None:
             tracer.send_signal(signal.SIGINT)
@@ -151,10 +172,17 @@ def part4(build_dir, source_dir, reps, duration, skip, concurrency=16):
     billingd = os.path.join(build_dir, "examples", "billingd", "billingd")
     load = os.path.join(build_dir, "examples", "billing-load", "billing-load")
     res = {"duration_s": duration, "concurrency": concurrency, "repetitions": reps, "rows": []}
-    for path in (billingd, load):
-        if not os.path.exists(path):
-            res["skipped"] = f"{os.path.relpath(path, build_dir)} not built in this tree"
-            return res
+    if not os.path.exists(billingd):
+        res["skipped"] = "examples/billingd/billingd is not built in this tree"
+        return res
+    if os.path.exists(load):
+        run_load, res["load"] = billing_load_runner(load), "billing-load"
+    elif shutil.which("wrk"):
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wrk_invoices.lua")
+        run_load, res["load"] = wrk_runner(script), "wrk (billing-load is not built): POST /invoices"
+    else:
+        res["skipped"] = "neither billing-load nor wrk is available"
+        return res
     configs = []
     try:
         configs.append(("compiled out (-Dprobes=disabled)", noprobes_billingd(build_dir, source_dir), None, None))
@@ -176,14 +204,13 @@ def part4(build_dir, source_dir, reps, duration, skip, concurrency=16):
             if label in errors:
                 continue
             try:
-                d = one_run(binary, load, script, duration, concurrency, workdir)
-            except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as e:
+                rps, p99 = one_run(binary, run_load, script, duration, concurrency, workdir)
+            except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
                 errors[label] = str(e)
                 continue
-            samples[label]["rps"].append(float(d["throughput_rps"]))
-            samples[label]["p99_ms"].append(float(d["latency_ms"]["p99"]))
-            print(f"  billingd {label}: run {rep + 1}: {d['throughput_rps']:.0f} req/s, "
-                  f"p99 {d['latency_ms']['p99']:.2f} ms", flush=True)
+            samples[label]["rps"].append(rps)
+            samples[label]["p99_ms"].append(p99)
+            print(f"  billingd {label}: run {rep + 1}: {rps:.0f} req/s, p99 {p99:.2f} ms", flush=True)
     base = None
     for label, _, _, origin in configs:
         if label in errors or not samples[label]["rps"]:
@@ -206,7 +233,7 @@ def markdown(p4):
     o = ["### 4. billingd end to end (billing-load at saturation)", ""]
     if p4.get("skipped"):
         return o + [f"Not measured: {p4['skipped']}.", ""]
-    o += [f"billing-load --concurrency {p4['concurrency']} --duration {p4['duration_s']} against billingd "
+    o += [f"Load: {p4['load']}, concurrency {p4['concurrency']}, {p4['duration_s']} s per run, against billingd "
           f"--gateway-latency-ms 0; {p4['repetitions']} runs per row, configurations interleaved; "
           "spread = (max - min) / median.", "",
           "| billingd | median req/s | spread | throughput vs compiled out | median p99 ms | spread | p99 vs compiled out | target |",
