@@ -1,0 +1,268 @@
+/*
+ * db_ops.c -- the queries and transactions of billingd.
+ */
+#include "db_internal.h"
+
+#include <string.h>
+#include <time.h>
+
+/* Attempts of one transaction while the database stays locked; each waits
+ * busy_timeout first, so this is seconds of contention, not a spin. */
+#define DB_ATTEMPTS 3
+
+static int is_busy(int rc)
+{
+	rc &= 0xff;
+	return rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
+}
+
+static db_status_t failure(int rc)
+{
+	return is_busy(rc) ? DB_BUSY : DB_ERROR;
+}
+
+static void copy_text(char *dst, size_t size, const unsigned char *src)
+{
+	size_t n = src ? strlen((const char *)src) : 0;
+	if (n >= size)
+		n = size - 1;
+	if (n)
+		memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* Runs a statement that returns no row and resets it. */
+static int exec_done(db_t *db, uint64_t request_id, enum db_statement which, const char *op)
+{
+	int rc = db_step(db, request_id, which, op);
+	sqlite3_reset(db->st[which]);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+typedef db_status_t (*tx_body_fn)(db_t *db, uint64_t request_id, void *arg);
+
+/* BEGIN IMMEDIATE, body, COMMIT; rolled back and retried while locked. */
+static db_status_t in_transaction(db_t *db, uint64_t request_id, tx_body_fn body, void *arg)
+{
+	int attempt, rc;
+	for (attempt = 0; attempt < DB_ATTEMPTS; attempt++) {
+		db_status_t st;
+		rc = exec_done(db, request_id, ST_BEGIN, "tx.begin");
+		if (rc != SQLITE_OK) {
+			if (is_busy(rc))
+				continue;
+			return DB_ERROR;
+		}
+		st = body(db, request_id, arg);
+		if (st == DB_OK) {
+			rc = exec_done(db, request_id, ST_COMMIT, "tx.commit");
+			if (rc == SQLITE_OK)
+				return DB_OK;
+			st = failure(rc);
+		}
+		if (sqlite3_get_autocommit(db->conn) == 0)
+			exec_done(db, request_id, ST_ROLLBACK, "tx.rollback");
+		if (st != DB_BUSY)
+			return st;
+	}
+	return DB_BUSY;
+}
+
+db_status_t db_invoice_insert(db_t *db, uint64_t request_id, int64_t customer_id,
+                              int64_t amount_minor, const char *currency, invoice_row_t *out)
+{
+	sqlite3_stmt *st = db->st[ST_INVOICE_INSERT];
+	int attempt, rc = SQLITE_BUSY;
+	sqlite3_bind_int64(st, 1, customer_id);
+	sqlite3_bind_int64(st, 2, amount_minor);
+	sqlite3_bind_text(st, 3, currency, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
+	/* One INSERT is its own transaction: retry it alone while locked. */
+	for (attempt = 0; attempt < DB_ATTEMPTS; attempt++) {
+		rc = exec_done(db, request_id, ST_INVOICE_INSERT, "invoice.insert");
+		if (!is_busy(rc))
+			break;
+	}
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_OK)
+		return failure(rc);
+	out->id = sqlite3_last_insert_rowid(db->conn);
+	out->customer_id = customer_id;
+	out->amount_minor = amount_minor;
+	out->paid_minor = 0;
+	copy_text(out->currency, sizeof(out->currency), (const unsigned char *)currency);
+	copy_text(out->status, sizeof(out->status), (const unsigned char *)"open");
+	return DB_OK;
+}
+
+db_status_t db_invoice_get(db_t *db, uint64_t request_id, int64_t id, invoice_row_t *out)
+{
+	sqlite3_stmt *st = db->st[ST_INVOICE_SELECT];
+	db_status_t result;
+	int rc;
+	sqlite3_bind_int64(st, 1, id);
+	rc = db_step(db, request_id, ST_INVOICE_SELECT, "invoice.select");
+	if (rc == SQLITE_ROW) {
+		out->id = sqlite3_column_int64(st, 0);
+		out->customer_id = sqlite3_column_int64(st, 1);
+		out->amount_minor = sqlite3_column_int64(st, 2);
+		out->paid_minor = sqlite3_column_int64(st, 3);
+		copy_text(out->currency, sizeof(out->currency), sqlite3_column_text(st, 4));
+		copy_text(out->status, sizeof(out->status), sqlite3_column_text(st, 5));
+		result = DB_OK;
+	} else {
+		result = rc == SQLITE_DONE ? DB_NOT_FOUND : failure(rc);
+	}
+	sqlite3_reset(st);
+	return result;
+}
+
+db_status_t db_payment_get(db_t *db, uint64_t request_id, int64_t id, payment_row_t *out)
+{
+	sqlite3_stmt *st = db->st[ST_PAYMENT_SELECT];
+	db_status_t result;
+	int rc;
+	sqlite3_bind_int64(st, 1, id);
+	rc = db_step(db, request_id, ST_PAYMENT_SELECT, "payment.select");
+	if (rc == SQLITE_ROW) {
+		out->id = sqlite3_column_int64(st, 0);
+		out->invoice_id = sqlite3_column_int64(st, 1);
+		out->amount_minor = sqlite3_column_int64(st, 2);
+		out->refunded_minor = sqlite3_column_int64(st, 3);
+		copy_text(out->currency, sizeof(out->currency), sqlite3_column_text(st, 4));
+		copy_text(out->gateway, sizeof(out->gateway), sqlite3_column_text(st, 5));
+		out->decline_code = sqlite3_column_int(st, 6);
+		result = DB_OK;
+	} else {
+		result = rc == SQLITE_DONE ? DB_NOT_FOUND : failure(rc);
+	}
+	sqlite3_reset(st);
+	return result;
+}
+
+struct payment_args {
+	int64_t invoice_id;
+	int64_t amount_minor;
+	const char *currency;
+	const char *gateway;
+	int decline_code;
+	payment_row_t *out;
+};
+
+static db_status_t payment_body(db_t *db, uint64_t request_id, void *arg)
+{
+	struct payment_args *a = arg;
+	invoice_row_t inv;
+	sqlite3_stmt *st;
+	db_status_t s;
+	int rc;
+
+	/* Check the invoice again under the write lock: another payment may
+	 * have paid it since the handler looked. */
+	s = db_invoice_get(db, request_id, a->invoice_id, &inv);
+	if (s != DB_OK)
+		return s;
+	if (a->decline_code == 0) {
+		if (inv.paid_minor >= inv.amount_minor)
+			return DB_INVOICE_PAID;
+		if (a->amount_minor > inv.amount_minor - inv.paid_minor)
+			return DB_EXCEEDS_BALANCE;
+	}
+
+	st = db->st[ST_PAYMENT_INSERT];
+	sqlite3_bind_int64(st, 1, a->invoice_id);
+	sqlite3_bind_int64(st, 2, a->amount_minor);
+	sqlite3_bind_text(st, 3, a->currency, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, a->gateway, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, a->decline_code == 0 ? "approved" : "declined", -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 6, a->decline_code);
+	sqlite3_bind_int64(st, 7, (sqlite3_int64)time(NULL));
+	rc = exec_done(db, request_id, ST_PAYMENT_INSERT, "payment.insert");
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_OK)
+		return failure(rc);
+	a->out->id = sqlite3_last_insert_rowid(db->conn);
+
+	if (a->decline_code == 0) {
+		st = db->st[ST_INVOICE_ADD_PAID];
+		sqlite3_bind_int64(st, 1, a->invoice_id);
+		sqlite3_bind_int64(st, 2, a->amount_minor);
+		rc = exec_done(db, request_id, ST_INVOICE_ADD_PAID, "invoice.add_paid");
+		sqlite3_clear_bindings(st);
+		if (rc != SQLITE_OK)
+			return failure(rc);
+	}
+	return DB_OK;
+}
+
+db_status_t db_payment_record(db_t *db, uint64_t request_id, int64_t invoice_id,
+                              int64_t amount_minor, const char *currency, const char *gateway,
+                              int decline_code, payment_row_t *out)
+{
+	struct payment_args a = { invoice_id, amount_minor, currency, gateway, decline_code, out };
+	db_status_t s = in_transaction(db, request_id, payment_body, &a);
+	if (s == DB_OK) {
+		out->invoice_id = invoice_id;
+		out->amount_minor = amount_minor;
+		out->refunded_minor = 0;
+		copy_text(out->currency, sizeof(out->currency), (const unsigned char *)currency);
+		copy_text(out->gateway, sizeof(out->gateway), (const unsigned char *)gateway);
+		out->decline_code = decline_code;
+	}
+	return s;
+}
+
+struct refund_args {
+	int64_t payment_id;
+	int64_t amount_minor;
+	const char *reason;
+	refund_row_t *out;
+};
+
+static db_status_t refund_body(db_t *db, uint64_t request_id, void *arg)
+{
+	struct refund_args *a = arg;
+	payment_row_t pay;
+	sqlite3_stmt *st;
+	db_status_t s;
+	int rc;
+
+	s = db_payment_get(db, request_id, a->payment_id, &pay);
+	if (s != DB_OK)
+		return s;
+	if (pay.decline_code != 0)
+		return DB_NOT_CAPTURED;
+	if (a->amount_minor > pay.amount_minor - pay.refunded_minor)
+		return DB_EXCEEDS_CAPTURED;
+
+	st = db->st[ST_REFUND_INSERT];
+	sqlite3_bind_int64(st, 1, a->payment_id);
+	sqlite3_bind_int64(st, 2, a->amount_minor);
+	sqlite3_bind_text(st, 3, a->reason, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
+	rc = exec_done(db, request_id, ST_REFUND_INSERT, "refund.insert");
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_OK)
+		return failure(rc);
+	a->out->id = sqlite3_last_insert_rowid(db->conn);
+
+	st = db->st[ST_PAYMENT_ADD_REFUNDED];
+	sqlite3_bind_int64(st, 1, a->payment_id);
+	sqlite3_bind_int64(st, 2, a->amount_minor);
+	rc = exec_done(db, request_id, ST_PAYMENT_ADD_REFUNDED, "payment.add_refunded");
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_OK)
+		return failure(rc);
+	a->out->payment_id = a->payment_id;
+	a->out->amount_minor = a->amount_minor;
+	a->out->refunded_total_minor = pay.refunded_minor + a->amount_minor;
+	memcpy(a->out->currency, pay.currency, sizeof(pay.currency));
+	return DB_OK;
+}
+
+db_status_t db_refund_record(db_t *db, uint64_t request_id, int64_t payment_id,
+                             int64_t amount_minor, const char *reason, refund_row_t *out)
+{
+	struct refund_args a = { payment_id, amount_minor, reason, out };
+	return in_transaction(db, request_id, refund_body, &a);
+}

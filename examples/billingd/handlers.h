@@ -1,0 +1,27 @@
+/*
+ * handlers.h -- one handler per resource; the router calls them with the
+ * whole request body once it has arrived.
+ */
+#ifndef BILLINGD_HANDLERS_H
+#define BILLINGD_HANDLERS_H
+
+#include <stdint.h>
+
+#include "request.h"
+
+reply_t handle_invoice_create(const request_t *rq, const char *path_arg, const char *body,
+                              size_t body_len);
+reply_t handle_invoice_get(const request_t *rq, const char *path_arg, const char *body,
+                           size_t body_len);
+reply_t handle_payment_authorize(const request_t *rq, const char *path_arg, const char *body,
+                                 size_t body_len);
+reply_t handle_refund_create(const request_t *rq, const char *path_arg, const char *body,
+                             size_t body_len);
+reply_t handle_health(const request_t *rq, const char *path_arg, const char *body,
+                      size_t body_len);
+
+/* Opaque IDs from process-wide atomic counters: no lock, never reused. */
+uint64_t next_request_id(void);
+uint64_t next_transaction_id(void);
+
+#endif /* BILLINGD_HANDLERS_H */

@@ -1,0 +1,24 @@
+/*
+ * options.h -- billingd's command line.
+ */
+#ifndef BILLINGD_OPTIONS_H
+#define BILLINGD_OPTIONS_H
+
+#include <stdint.h>
+
+#include "gateway.h"
+
+typedef struct billingd_options {
+	const char *listen_address;  /* IPv4 literal; 127.0.0.1 unless told */
+	unsigned int port;           /* 0: an ephemeral port, printed at start */
+	const char *db_path;         /* NULL: a new file in a temporary directory */
+	unsigned int threads;        /* HTTP worker threads, each with its own DB connection */
+	gateway_config_t gateway;
+	uint64_t seed;
+} billingd_options_t;
+
+/* Fills opts from argv.  Returns 0 to run, 1 when --help was printed,
+ * -1 after printing one line about bad input on stderr. */
+int options_parse(billingd_options_t *opts, int argc, char **argv);
+
+#endif /* BILLINGD_OPTIONS_H */
