@@ -35,6 +35,16 @@ want = {"billing:" + n for (_, n) in cat if n not in helpers}
 check(problem_lines(out, "missing") == want, "it names exactly the 4 probes the library does not fire: %s"
       % sorted(problem_lines(out, "missing")))
 
+# Several targets are checked as one program: a service and its libraries.
+rc, out, err = run(["check", PROGRAM_DISABLED, LIB_HELPERS, "--provider", PROVIDER])
+check(rc == 1 and problem_lines(out, "missing") == want,
+      "check no-probes program + libbillingprobes.so: the union misses the same 4 (%d)" % rc)
+rc, out, err = run(["check", LIB_HELPERS, "--provider", PROVIDER, LIB_ALL])
+check(rc == 0 and "ok: all 12" in out, "check libbillingprobes.so + the FFI library: all 12 (%d %r)" % (rc, out))
+rc, out, err = run(["check", LIB_HELPERS, "/etc/hostname", "--provider", PROVIDER])
+check(rc == 2 and len(err.splitlines()) == 1 and "/etc/hostname" in err,
+      "a bad second target: exit 2 naming it (%d %r)" % (rc, err))
+
 rc, out, err = run(["check", PROGRAM_DISABLED, "--provider", PROVIDER])
 check(rc == 1, "check on the no-probes build exits 1 (rc=%d)" % rc)
 missing = problem_lines(out, "missing")

@@ -9,7 +9,9 @@
 enum { BP_EXIT_OK = 0, BP_EXIT_FAIL = 1, BP_EXIT_ERROR = 2 };
 
 typedef struct bp_options {
-	const char *target;        /* list, check */
+	const char *target;        /* list, check: the first TARGET */
+	const char **extra_targets; /* check: more TARGETs, checked as one program */
+	int extra_target_count;
 	const char *provider_file; /* --provider FILE.d */
 	const char *provider_glob; /* -P */
 	const char *name_glob;     /* -n */

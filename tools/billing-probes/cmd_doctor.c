@@ -122,7 +122,7 @@ static int target_results(const bp_options_t *opt, bp_check_result_t *carries, b
 		bp_catalogue_free(&cat);
 		return -1;
 	}
-	size_t problems = bp_check_compare(&cat, &t, NULL);
+	size_t problems = bp_check_compare(&cat, &t, 1, NULL);
 	carries->name = "target";
 	if (problems == 0) {
 		size_t traced = 0;

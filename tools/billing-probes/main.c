@@ -20,13 +20,15 @@
 
 static const char usage[] =
 	"usage: billing-probes list TARGET [-P PROVIDER] [-n NAME] [--json]\n"
-	"       billing-probes check TARGET [--provider FILE.d]\n"
+	"       billing-probes check TARGET [TARGET...] [--provider FILE.d]\n"
 	"       billing-probes doctor [-p PID | --target FILE] [--provider FILE.d]\n"
 	"\n"
 	"TARGET is an ELF executable or shared library, or the PID of a running\n"
 	"process (its executable and every mapped library; `list` then shows\n"
 	"whether each probe is being traced).  -P and -n take globs; probe names\n"
 	"match as written in ELF notes (request__start) or in D (request-start).\n"
+	"check with several TARGETs checks them as one program: a service and the\n"
+	"shared libraries that fire some of its probes.\n"
 	"The catalogue defaults to " BILLING_PROBES_CATALOGUE ".\n"
 	"Exit status: 0 ok, 1 check/doctor found a problem or nothing matched,\n"
 	"2 bad target, provider file or usage.\n";
@@ -89,6 +91,8 @@ int main(int argc, char **argv)
 
 	bp_options_t opt;
 	memset(&opt, 0, sizeof opt);
+	static const char *extra_targets[256];
+	opt.extra_targets = extra_targets;
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = NULL;
@@ -124,6 +128,10 @@ int main(int argc, char **argv)
 			return usage_error(why);
 		} else if (!is_doctor && !opt.target) {
 			opt.target = a;
+		} else if (is_check) {
+			if (opt.extra_target_count == (int)(sizeof extra_targets / sizeof extra_targets[0]))
+				return usage_error("check: too many TARGETs (at most 257)");
+			extra_targets[opt.extra_target_count++] = a;
 		} else {
 			char why[300];
 			snprintf(why, sizeof why, "%s: unexpected argument '%.200s'", cmd, a);
