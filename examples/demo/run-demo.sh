@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# run-demo.sh -- the billing-probes demo, in one command:
+#
+#     sudo bash examples/demo/run-demo.sh [--duration 30]
+#
+# On a fresh Debian 12 machine, as root, it installs what it needs, builds
+# billing-probes with meson, starts billingd with its embedded defaults,
+# drives it with billing-load for --duration seconds, and shows the shipped
+# bpftrace scripts (tps, request_latency, biz_metrics) attached to billingd
+# live.  Then it stops everything and checks that no process is left.
+# Without root or bpftrace it still runs the service and the load, and says
+# why tracing was skipped.
+#
+# Options:
+#   --duration N     seconds of load (default 30)
+#   --rate N         requests per second (default 1000; 0: as fast as possible)
+#   --build-dir DIR  meson build directory (default: $TMPDIR/billing-probes-demo-build)
+#   --no-install     do not apt-get install anything
+#   --no-trace       run without bpftrace even when it could trace
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+duration=30
+rate=1000
+build_dir="${TMPDIR:-/tmp}/billing-probes-demo-build"
+install=1
+trace=1
+
+die() { echo "run-demo: $*" >&2; exit 1; }
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--duration) [ $# -ge 2 ] || die "--duration wants a number of seconds"; duration=$2; shift 2 ;;
+	--rate) [ $# -ge 2 ] || die "--rate wants a number"; rate=$2; shift 2 ;;
+	--build-dir) [ $# -ge 2 ] || die "--build-dir wants a directory"; build_dir=$2; shift 2 ;;
+	--no-install) install=0; shift ;;
+	--no-trace) trace=0; shift ;;
+	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+	*) die "unknown option '$1' (try --help)" ;;
+	esac
+done
+[[ "$duration" =~ ^[1-9][0-9]*$ ]] || die "--duration wants a whole number of seconds, got '$duration'"
+[[ "$rate" =~ ^[0-9]+$ ]] || die "--rate wants a whole number, got '$rate'"
+
+# --- everything this script starts is stopped on the way out ---------------
+work=$(mktemp -d "${TMPDIR:-/tmp}/billing-demo.XXXXXX")
+pids=()
+billingd_pid=
+cleanup() {
+	local pid
+	trap - EXIT INT TERM
+	for pid in "${pids[@]}"; do
+		kill -INT "$pid" 2>/dev/null || true
+	done
+	[ -n "$billingd_pid" ] && kill -TERM "$billingd_pid" 2>/dev/null || true
+	for pid in "${pids[@]}" $billingd_pid; do
+		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo; echo "run-demo: interrupted"; exit 130' INT TERM
+
+# --- 1. install -------------------------------------------------------------
+packages=(meson ninja-build gcc pkg-config python3 systemtap-sdt-dev
+          libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev bpftrace)
+if [ "$(id -u)" -eq 0 ] && [ "$install" -eq 1 ] && command -v apt-get >/dev/null; then
+	missing=()
+	for p in "${packages[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		say "installing ${missing[*]}"
+		DEBIAN_FRONTEND=noninteractive apt-get update -q
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+	fi
+elif [ "$install" -eq 1 ]; then
+	echo "run-demo: not root: installing nothing (needs: ${packages[*]})"
+fi
+for tool in meson ninja cc pkg-config python3; do
+	command -v "$tool" >/dev/null || die "$tool is missing: run as root, or install: ${packages[*]}"
+done
+
+# --- 2. build ---------------------------------------------------------------
+say "building in $build_dir"
+if [ ! -f "$build_dir/build.ninja" ]; then
+	meson setup "$build_dir" "$repo" -Dexamples=enabled >"$work/meson-setup.log" 2>&1 ||
+		{ cat "$work/meson-setup.log"; die "meson setup failed"; }
+fi
+ninja -C "$build_dir" examples/billingd/billingd examples/billing-load/billing-load >"$work/ninja.log" 2>&1 ||
+	{ tail -n 40 "$work/ninja.log"; die "build failed"; }
+billingd="$build_dir/examples/billingd/billingd"
+load="$build_dir/examples/billing-load/billing-load"
+
+# --- 3. billingd --------------------------------------------------------------
+say "starting billingd"
+"$billingd" --port 0 --db "$work/billing.db" >"$work/billingd.log" 2>&1 &
+billingd_pid=$!
+port=
+for _ in $(seq 100); do
+	port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$work/billingd.log")
+	[ -n "$port" ] && break
+	kill -0 "$billingd_pid" 2>/dev/null || { cat "$work/billingd.log"; die "billingd exited"; }
+	sleep 0.1
+done
+[ -n "$port" ] || die "billingd did not start listening"
+cat "$work/billingd.log"
+
+# --- 4. tracing, when it can be done ------------------------------------------
+why_not=
+if [ "$trace" -eq 0 ]; then
+	why_not="--no-trace was given"
+elif [ "$(id -u)" -ne 0 ]; then
+	why_not="bpftrace needs root (run: sudo bash examples/demo/run-demo.sh)"
+elif ! command -v bpftrace >/dev/null; then
+	why_not="bpftrace is not installed (apt-get install bpftrace)"
+else
+	mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null ||
+		why_not="tracefs is not mounted at /sys/kernel/tracing and cannot be"
+fi
+
+interval=10
+[ "$duration" -lt 20 ] && interval=5
+script_args() {
+	case "$1" in
+	tps) echo "" ;;
+	request_latency) echo "100 $interval" ;;
+	biz_metrics) echo "$interval" ;;
+	esac
+}
+# Stand-ins, clearly labelled, used only if a shipped script is missing.
+fallback_program() {
+	case "$1" in
+	tps) echo 'usdt::billing:transaction__done { @tps = count(); }
+		interval:s:1 { time("%H:%M:%S "); print(@tps); clear(@tps); }' ;;
+	request_latency) echo 'usdt::billing:request__done /arg3 > 0/ { @usecs[str(arg1)] = hist(arg3 / 1000); }' ;;
+	biz_metrics) echo 'usdt::billing:invoice__create { @invoices[str(arg3)] = count(); }
+		usdt::billing:payment__auth { @auth_result[arg4] = count(); }
+		usdt::billing:refund__process { @refunds[str(arg4)] = count(); }' ;;
+	esac
+}
+
+# Live output of each tracer, its lines prefixed with its name; drops the
+# harmless RLIMIT_MEMLOCK warning of bpftrace 0.17 and squeezes blank lines.
+prefix_lines() {
+	sed -u -e '/RLIMIT_MEMLOCK/d' -e '/^$/N;/^\n$/D' \
+		-e "s/^\([^\n]\)/[$1] \1/" -e "s/\n\(.\)/\n[$1] \1/"
+}
+
+if [ -z "$why_not" ]; then
+	say "attaching bpftrace to billingd (pid $billingd_pid)"
+	for name in tps request_latency biz_metrics; do
+		script="$repo/d-scripts/bpftrace/$name.bt"
+		log="$work/$name.log"
+		if [ -f "$script" ]; then
+			echo "[$name] bpftrace -p $billingd_pid d-scripts/bpftrace/$name.bt $(script_args $name)"
+			# shellcheck disable=SC2046 # the arguments are words on purpose
+			bpftrace -B none -p "$billingd_pid" "$script" $(script_args "$name") \
+				> >(tee "$log" | prefix_lines "$name") 2>&1 &
+		else
+			echo "[$name] FALLBACK: d-scripts/bpftrace/$name.bt is missing; an inline one-liner stands in"
+			bpftrace -B none -p "$billingd_pid" -e "$(fallback_program "$name")" \
+				> >(tee "$log" | prefix_lines "$name") 2>&1 &
+		fi
+		pids+=($!)
+	done
+	for name in tps request_latency biz_metrics; do
+		for _ in $(seq 300); do
+			grep -q '^Attaching' "$work/$name.log" 2>/dev/null && break
+			sleep 0.1
+		done
+		grep -q '^Attaching' "$work/$name.log" 2>/dev/null || echo "[$name] did not attach within 30 s"
+	done
+	sleep 1 # BEGIN runs once every probe is attached
+else
+	say "tracing skipped: $why_not"
+	echo "billingd and billing-load run anyway; the probes cost two loads each while nobody traces."
+fi
+
+# --- 5. load ----------------------------------------------------------------
+say "billing-load: ${duration}s at $( [ "$rate" -eq 0 ] && echo 'full speed' || echo "$rate requests/s" ), 8 connections"
+load_rc=0
+"$load" --url "http://127.0.0.1:$port" --duration "$duration" --rate "$rate" --concurrency 8 \
+	>"$work/load.out" 2>&1 || load_rc=$?
+
+# --- 6. stop, in order: tracers (they print their totals), then billingd ----
+if [ ${#pids[@]} -gt 0 ]; then
+	say "detaching bpftrace (totals follow)"
+	for pid in "${pids[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
+	for pid in "${pids[@]}"; do
+		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	done
+	sleep 0.5 # let the output filters drain
+fi
+say "load generator's figures"
+cat "$work/load.out"
+say "stopping billingd"
+kill -TERM "$billingd_pid"
+wait "$billingd_pid" || true
+tail -n 2 "$work/billingd.log"
+billingd_pid=
+python3 - "$work/billing.db" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
+n = lambda sql: c.execute(sql).fetchone()[0]
+print("the books: %d invoices, %d payments approved, %d declined, %d refunds" % (
+    n("SELECT count(*) FROM invoices"),
+    n("SELECT count(*) FROM payments WHERE status = 'approved'"),
+    n("SELECT count(*) FROM payments WHERE status = 'declined'"),
+    n("SELECT count(*) FROM refunds")))
+PY
+
+# --- 7. nothing left behind ----------------------------------------------------
+sleep 0.2
+pgrep -P $$ >"$work/children" || true       # this script's children (pgrep skips itself)
+pgrep -f -- "$work/" >>"$work/children" || true  # anything still using the work dir
+if [ -s "$work/children" ]; then
+	say "processes still running:"
+	xargs -r ps -o pid=,args= -p <"$work/children" || true
+else
+	say "done: no process left behind (pgrep finds none)"
+fi
+pids=()
+[ -z "$why_not" ] || echo "(tracing was skipped: $why_not)"
+exit "$load_rc"
