@@ -10,16 +10,24 @@ import os
 import re
 import tempfile
 
-from tooltest import (LIB_ALL, LIB_HELPERS, PROGRAM, PROGRAM_DISABLED, PROVIDER, catalogue, check,
-                      finish, need_probes, run)
+from tooltest import (LIB_ALL, LIB_HELPERS, PROBES, PROGRAM, PROGRAM_DISABLED, PROVIDER, catalogue, check,
+                      finish, run)
 
-need_probes()
 cat = catalogue()
 check(len(cat) == 12, "billing.d declares 12 probes (read independently)")
 
 
 def problem_lines(out, kind):
     return set(re.findall(r"^%s: (\w+:\w+)" % kind, out, flags=re.M))
+
+
+if not PROBES:
+    # A -Dprobes=disabled build: nothing carries probes, check says so.
+    for target in (PROGRAM, LIB_ALL, LIB_HELPERS):
+        rc, out, err = run(["check", target, "--provider", PROVIDER])
+        check(rc == 1 and problem_lines(out, "missing") == {"billing:" + n for (_, n) in cat},
+              "-Dprobes=disabled: check %s exits 1 naming all 12 probes (rc=%d)" % (os.path.basename(target), rc))
+    finish()
 
 
 for target in (PROGRAM, LIB_ALL):

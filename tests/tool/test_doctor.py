@@ -4,7 +4,7 @@ import os
 import re
 import subprocess
 
-from tooltest import PROGRAM, PROGRAM_DISABLED, PROVIDER, check, finish, need_probes, run
+from tooltest import PROBES, PROGRAM, PROGRAM_DISABLED, PROVIDER, check, finish, run
 
 LINE = re.compile(r"^(OK  |WARN|FAIL)  ([a-zA-Z_ ]+): \S")
 
@@ -36,7 +36,11 @@ bpftrace = subprocess.run(["sh", "-c", "bpftrace --version 2>/dev/null"], captur
 if bpftrace:
     check(bpftrace in lines["bpftrace"], "bpftrace version as bpftrace says it: %s" % bpftrace)
 
-need_probes()
+if not PROBES:
+    rc, lines = doctor(["--target", PROGRAM, "--provider", PROVIDER])
+    check(rc == 1 and lines.get("target", "").startswith("FAIL"),
+          "-Dprobes=disabled: doctor --target PROGRAM fails the target check")
+    finish()
 rc, lines = doctor(["--target", PROGRAM, "--provider", PROVIDER])
 check(lines.get("target", "").startswith("OK") and "all 12 probes" in lines["target"],
       "doctor --target PROGRAM: carries all 12 probes")
