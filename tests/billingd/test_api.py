@@ -224,6 +224,40 @@ def test_locked_database(svc):
     locker.close()
 
 
+def test_shutdown_in_flight():
+    """SIGINT while payments wait on a slow gateway: they all finish and are
+    stored, then the database is checkpointed and closed whole."""
+    import os
+    import signal
+    svc = Billingd(billingd_exe, "--gateway-latency-ms", "1000", "--gateway-latency-dist",
+                   "fixed", "--decline-rate", "0")
+    try:
+        invoices = [invoice(svc, 900 + i) for i in range(4)]
+        results = []
+        threads = [threading.Thread(target=lambda inv=inv: results.append(
+            pay(svc, inv["id"], inv["amount_minor"])[0])) for inv in invoices]
+        for t in threads:
+            t.start()
+        time.sleep(0.4)  # the payments are now waiting on the 1 s gateway
+        svc.proc.send_signal(signal.SIGINT)
+        for t in threads:
+            t.join(timeout=20)
+        rc = svc.proc.wait(timeout=20)
+        out = svc.output()
+        check.eq("in-flight payments all answered 201", sorted(results), [201] * 4)
+        check.eq("SIGINT: exit code", rc, 0)
+        check.true("SIGINT: stopped cleanly", "SIGINT received" in out and
+                   "stopped cleanly" in out, out)
+        check.eq("in-flight payments all stored", svc.counts()["approved"], 4)
+        check.true("WAL folded into the database file",
+                   not os.path.exists(svc.db + "-wal") or os.path.getsize(svc.db + "-wal") == 0)
+        conn = sqlite3.connect(svc.db)
+        check.eq("integrity check", conn.execute("PRAGMA integrity_check").fetchone()[0], "ok")
+        conn.close()
+    finally:
+        svc.cleanup()
+
+
 def test_command_lines():
     for args in (["--port", "70000"], ["--port", "12x"], ["--decline-rate", "2"],
                  ["--threads", "0"], ["--gateway-latency-dist", "normal"], ["--bogus"],
@@ -255,5 +289,6 @@ finally:
     check.true("SIGTERM: stopped cleanly", "stopped cleanly" in out, out)
     svc.cleanup()
 test_declines()
+test_shutdown_in_flight()
 test_command_lines()
 check.finish()
