@@ -65,8 +65,11 @@ trap cleanup EXIT
 trap 'echo; echo "run-demo: interrupted"; exit 130' INT TERM
 
 # --- 1. install -------------------------------------------------------------
-packages=(meson ninja-build gcc pkg-config python3 systemtap-sdt-dev
-          libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev bpftrace)
+# The build and the demo's own needs; libelf-dev and libcmocka-dev let the
+# whole project configure (the billing-probes tool, the unit tests).
+packages=(meson ninja-build gcc libc6-dev pkg-config python3 procps systemtap-sdt-dev
+          libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev
+          libelf-dev libcmocka-dev bpftrace)
 if [ "$(id -u)" -eq 0 ] && [ "$install" -eq 1 ] && command -v apt-get >/dev/null; then
 	missing=()
 	for p in "${packages[@]}"; do
@@ -80,7 +83,7 @@ if [ "$(id -u)" -eq 0 ] && [ "$install" -eq 1 ] && command -v apt-get >/dev/null
 elif [ "$install" -eq 1 ]; then
 	echo "run-demo: not root: installing nothing (needs: ${packages[*]})"
 fi
-for tool in meson ninja cc pkg-config python3; do
+for tool in meson ninja cc pkg-config python3 pgrep; do
 	command -v "$tool" >/dev/null || die "$tool is missing: run as root, or install: ${packages[*]}"
 done
 
