@@ -14,7 +14,7 @@
 # Options:
 #   --duration N     seconds of load (default 30)
 #   --rate N         requests per second (default 1000; 0: as fast as possible)
-#   --build-dir DIR  meson build directory (default: $TMPDIR/billing-probes-demo-build)
+#   --build-dir DIR  meson build directory (default: build-demo in the source tree)
 #   --no-install     do not apt-get install anything
 #   --no-trace       run without bpftrace even when it could trace
 set -euo pipefail
@@ -22,7 +22,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 duration=30
 rate=1000
-build_dir="${TMPDIR:-/tmp}/billing-probes-demo-build"
+build_dir="$repo/build-demo"
 install=1
 trace=1
 
