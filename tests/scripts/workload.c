@@ -381,6 +381,10 @@ int main(int argc, char **argv)
 		run_tps();
 	else
 		rc = run_system(path);
+	/* Tells the harness the probes have fired: it may stop a tracer now,
+	 * while the process lives and its symbols can still be read. */
+	printf("fired\n");
+	fflush(stdout);
 	sleep_ns((uint64_t)linger_ms * MS);
 	return rc;
 }

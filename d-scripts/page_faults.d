@@ -1,0 +1,116 @@
+#!/usr/sbin/dtrace -s
+/*
+ * page_faults.d - page faults of the target process per interval, and at
+ * exit the user stacks that caused most of them.  vminfo provider
+ * (as_fault).  Twin of bpftrace/page_faults.bt.
+ *
+ * USAGE: dtrace -s page_faults.d -p PID [INTERVAL_S [JSON]]
+ *        dtrace -s page_faults.d -c 'CMD ARGS' [INTERVAL_S [JSON]]
+ *   INTERVAL_S  seconds between reports (default 10)
+ *   JSON        1: one JSON object per interval instead of a table line
+ *   (the bpftrace twin takes the PID as its first argument instead of -p)
+ *
+ * FIELDS:
+ *   FAULTS    address-space faults (vminfo:::as_fault; bpftrace: the
+ *             page-faults software event) in the interval (count);
+ *             "TOTAL" line at exit
+ *   TIME      HH:MM:SS of walltimestamp, UTC (bpftrace: local time)
+ *   @faults_by_stack[user stack]: COUNT at exit, the 10 stacks with most
+ *             faults (needs frame pointers or is cut short)
+ * JSON: {"type":"start","pid":N,"interval_s":N}, then
+ *       {"type":"interval"|"total","time":"HH:MM:SS","interval_s":N,"faults":N}
+ *
+ * OVERHEAD: one probe per fault of the process (first touches of memory:
+ * malloc'd buffers, stacks, mapped files) and a user stack walk.
+ * STABILITY: vminfo is Evolving; layout Evolving.
+ * EXAMPLE: page_faults.example.txt
+ */
+
+#pragma D option quiet
+#pragma D option defaultargs
+
+dtrace:::BEGIN
+{
+	interval = $1 > 0 ? $1 : 10;
+	json = $2;
+	secs = 0;
+	@n = sum(0);
+	@total = sum(0);
+}
+
+dtrace:::BEGIN
+/json/
+{
+	printf("{\"type\":\"start\",\"pid\":%d,\"interval_s\":%d}\n", $target, interval);
+}
+
+dtrace:::BEGIN
+/!json/
+{
+	printf("Tracing page faults of PID %d every %d s. Hit Ctrl-C to end.\n", $target, interval);
+	printf("%-8s %12s\n", "TIME", "FAULTS");
+}
+
+vminfo:::as_fault
+/pid == $target/
+{
+	@n = count();
+	@total = count();
+	@faults_by_stack[ustack(6)] = count();
+}
+
+profile:::tick-1sec
+{
+	secs++;
+	this->now = walltimestamp / 1000000000;
+}
+
+profile:::tick-1sec
+/secs >= interval && !json/
+{
+	printf("%02d:%02d:%02d", (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60);
+	printa(" %@12d\n", @n);
+}
+
+profile:::tick-1sec
+/secs >= interval && json/
+{
+	printf("{\"type\":\"interval\",\"time\":\"%02d:%02d:%02d\",\"interval_s\":%d,",
+	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
+	printa("\"faults\":%@d}\n", @n);
+}
+
+profile:::tick-1sec
+/secs >= interval/
+{
+	clear(@n);
+	secs = 0;
+}
+
+dtrace:::END
+{
+	this->now = walltimestamp / 1000000000;
+}
+
+dtrace:::END
+/!json/
+{
+	printf("%-8s", "TOTAL");
+	printa(" %@12d\n", @total);
+	printf("\nTop 10 user stacks by faults:\n");
+	trunc(@faults_by_stack, 10);
+	printa("@faults_by_stack[%k]: %@d\n", @faults_by_stack);
+}
+
+dtrace:::END
+/json/
+{
+	printf("{\"type\":\"total\",\"time\":\"%02d:%02d:%02d\",\"interval_s\":%d,",
+	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
+	printa("\"faults\":%@d}\n", @total);
+}
+
+dtrace:::END
+{
+	trunc(@n); trunc(@total); trunc(@faults_by_stack);
+}

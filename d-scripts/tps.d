@@ -1,0 +1,204 @@
+#!/usr/sbin/dtrace -s
+/*
+ * tps.d - transactions completed per second, and how many of them failed,
+ * one line per whole second.  Twin of bpftrace/tps.bt.
+ *
+ * USAGE: dtrace -s tps.d -p PID [JSON]
+ *        dtrace -s tps.d -c 'CMD ARGS' [JSON]
+ *   JSON  1: one JSON object per second instead of a table line
+ *
+ * Seconds are whole seconds of walltimestamp (bpftrace: of its monotonic
+ * clock), so every line counts exactly one second of events.  The second
+ * in which tracing started and the one cut short by Ctrl-C or the
+ * target's exit are partial: they are printed, marked "partial" with the
+ * milliseconds they cover, never as if whole.  Events go to one of two
+ * aggregations by the parity of their second, so the second being printed
+ * is never mixed with the one under way; a line is printed up to 100 ms
+ * after its second ends (a tick more than a second late would merge two
+ * seconds: DTrace reports such "drops" itself under heavy load).
+ *
+ * FIELDS:
+ *   TIME      HH:MM:SS at which the second began, UTC (bpftrace: local time)
+ *   TXNS      transaction-done events in that second (count)
+ *   FAILED    of which with status != 0 (count)
+ *   NOTE      "partial NNN ms" for a second not traced whole
+ * JSON (a "start" line, then one line per second):
+ *   {"type":"start"}
+ *   {"time":"HH:MM:SS","transactions":N,"failed":N,"partial":true|false,
+ *    "covered_ms":N}
+ *
+ * OVERHEAD: one aggregation update per transaction-done; a 10 Hz tick.
+ * STABILITY: Evolving (probe transaction-done).
+ * EXAMPLE: tps.example.txt
+ */
+
+#pragma D option quiet
+#pragma D option defaultargs
+
+dtrace:::BEGIN
+{
+	json = $1;
+	start_ns = walltimestamp;
+	last = walltimestamp / 1000000000;	/* the second under way */
+}
+
+dtrace:::BEGIN
+/json/
+{
+	printf("{\"type\":\"start\"}\n");
+}
+
+dtrace:::BEGIN
+/!json/
+{
+	printf("Tracing transactions per second. Hit Ctrl-C to end.\n");
+	printf("%-8s %8s %8s  %s\n", "TIME", "TXNS", "FAILED", "NOTE");
+}
+
+billing$target:::transaction-done
+/(walltimestamp / 1000000000) % 2 == 0/
+{
+	@tx0 = sum(1);
+	@fail0 = sum((int)arg2 != 0 ? 1 : 0);
+}
+
+billing$target:::transaction-done
+/(walltimestamp / 1000000000) % 2 == 1/
+{
+	@tx1 = sum(1);
+	@fail1 = sum((int)arg2 != 0 ? 1 : 0);
+}
+
+/*
+ * Printing one second: "end" is set by the tick (the second "last" is
+ * over) or by END (it is cut short).  The clauses below run in order.
+ */
+profile:::tick-100ms
+{
+	this->end = (walltimestamp / 1000000000) > last;
+	this->until = (last + 1) * 1000000000;
+}
+
+dtrace:::END
+{
+	this->end = 1;
+	this->until = walltimestamp;
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end/
+{
+	this->from = last * 1000000000 < start_ns ? start_ns : last * 1000000000;
+	this->covered = (this->until - this->from) / 1000000;
+	this->partial = this->covered < 1000;
+	this->t = last % 86400;
+	/* make sure both exist, so printa prints 0 for an idle second */
+	@tx0 = sum(0); @fail0 = sum(0); @tx1 = sum(0); @fail1 = sum(0);
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && !json/
+{
+	printf("%02d:%02d:%02d", this->t / 3600, (this->t % 3600) / 60, this->t % 60);
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && json/
+{
+	printf("{\"time\":\"%02d:%02d:%02d\",\"transactions\":",
+	    this->t / 3600, (this->t % 3600) / 60, this->t % 60);
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && !json && last % 2 == 0/
+{
+	printa(" %@8d", @tx0);
+	printa(" %@8d", @fail0);
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && !json && last % 2 == 1/
+{
+	printa(" %@8d", @tx1);
+	printa(" %@8d", @fail1);
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && json && last % 2 == 0/
+{
+	printa("%@d", @tx0);
+	printa(",\"failed\":%@d", @fail0);
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && json && last % 2 == 1/
+{
+	printa("%@d", @tx1);
+	printa(",\"failed\":%@d", @fail1);
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && !json/
+{
+	printf("%s", this->partial ? "  partial " : "");
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && !json && this->partial/
+{
+	printf("%d ms", this->covered);
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && !json/
+{
+	printf("\n");
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && json/
+{
+	printf(",\"partial\":%s,\"covered_ms\":%d}\n", this->partial ? "true" : "false",
+	    this->covered);
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && last % 2 == 0/
+{
+	trunc(@tx0);
+	trunc(@fail0);
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && last % 2 == 1/
+{
+	trunc(@tx1);
+	trunc(@fail1);
+}
+
+profile:::tick-100ms
+/this->end/
+{
+	last++;
+}
+
+dtrace:::END
+{
+	trunc(@tx0);
+	trunc(@fail0);
+	trunc(@tx1);
+	trunc(@fail1);
+}

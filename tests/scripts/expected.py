@@ -1,0 +1,86 @@
+"""The figures scripts-workload (workload.c) fires, as the scripts must print them.
+
+Change workload.c and this file together.  Figures are written out by hand
+from the workload's plan, not computed from the same code, so a slip in one
+shows up as a failing test.
+"""
+
+# --- business mode -----------------------------------------------------------
+
+# biz_metrics TOTAL rows: (metric, currency, label, code) -> (count, amount_minor)
+BIZ_ROWS = {
+    ("invoices", "EUR", "-", 0): (600, 4740000),
+    ("invoices", "USD", "-", 0): (400, 17370000),
+    ("approved", "EUR", "stripe-sim", 0): (400, 800000),
+    ("approved", "USD", "adyen-sim", 0): (300, 1350000),
+    ("declined", "EUR", "stripe-sim", 51): (200, 1980000),
+    ("declined", "USD", "adyen-sim", 5): (100, 1500000),
+    ("refunds", "EUR", "duplicate", 0): (30, 30000),
+    ("refunds", "USD", "fraud", 0): (19, 47500),
+    ("refunds", "USD", "-", 0): (1, 777),  # the empty reason prints as "-"
+}
+
+# errors TOTAL rows: (component, code) -> count
+ERROR_ROWS = {
+    ("db", 1205): 7,
+    ("gateway", 504): 3,
+    ("validation", 400): 12,
+    ("-", 1): 2,  # the empty component prints as "-"
+}
+
+# amount_dist per (currency, kind): count, sum, integer average, and the
+# power-of-two histogram rows with a non-zero count: {"[256, 512)": 120, ...}
+AMOUNTS = {
+    ("EUR", "invoice"): (600, 4740000, 7900,
+                         {"[256, 512)": 120, "[1K, 2K)": 120, "[2K, 4K)": 120,
+                          "[8K, 16K)": 120, "[16K, 32K)": 120}),
+    ("USD", "invoice"): (400, 17370000, 43425,
+                         {"[512, 1K)": 100, "[2K, 4K)": 100, "[32K, 64K)": 100,
+                          "[64K, 128K)": 100}),
+    ("EUR", "payment"): (600, 2780000, 4633, {"[1K, 2K)": 400, "[8K, 16K)": 200}),
+    ("USD", "payment"): (400, 2850000, 7125, {"[4K, 8K)": 300, "[8K, 16K)": 100}),
+    ("EUR", "refund"): (30, 30000, 1000, {"[512, 1K)": 30}),
+    ("USD", "refund"): (20, 48277, 2413, {"[512, 1K)": 1, "[2K, 4K)": 19}),
+}
+
+# --- requests mode -----------------------------------------------------------
+
+# Reported durations in microseconds, per handler: [(duration_us, how many)].
+REQUESTS = {
+    "invoice.create": [(3000, 85), (20000, 10), (150000, 5)],
+    "payment.authorize": [(40000, 40), (90000, 6), (250000, 4)],
+}
+UNMEASURED = 3  # report.export requests with duration 0
+SLO_THRESHOLD_MS = 100
+
+# power-of-two histogram rows of request_latency (@usecs), non-zero only
+LATENCY_HIST = {
+    "invoice.create": {"[2K, 4K)": 85, "[16K, 32K)": 10, "[128K, 256K)": 5},
+    "payment.authorize": {"[32K, 64K)": 40, "[64K, 128K)": 6, "[128K, 256K)": 4},
+}
+
+# slow_requests: the slow request IDs and the probe sequence of their trails
+SLOW_INVOICE_IDS = list(range(1095, 1100))
+SLOW_PAYMENT_IDS = list(range(2046, 2050))
+DECLINED_PAYMENT_IDS = [2048, 2049]
+INVOICE_TRAIL = ["request-start", "transaction-start", "db-query-start", "db-query-done",
+                 "invoice-create", "transaction-done", "request-done"]
+PAYMENT_TRAIL = ["request-start", "transaction-start", "gateway-call-start",
+                 "gateway-call-done", "payment-auth", "transaction-done", "request-done"]
+DECLINED_TRAIL = ["request-start", "transaction-start", "gateway-call-start",
+                  "gateway-call-done", "payment-auth", "error", "transaction-done",
+                  "request-done"]
+
+# --- tps mode ----------------------------------------------------------------
+
+# (transactions, failed) in three consecutive whole seconds
+TPS_SECONDS = [(100, 10), (200, 20), (50, 0)]
+
+# --- system mode -------------------------------------------------------------
+
+OPENS_OK = 25          # opens of --path, each writing WRITE_SIZE bytes
+OPENS_MISSING = 5      # opens of --path.missing: ENOENT (2)
+WRITE_SIZE = 8192
+SLEEPS = 20            # nanosleeps of 10 ms: voluntary switches, 8-16 ms off CPU
+TOUCHED_PAGES = 512    # fresh anonymous pages touched: page faults
+BUSY_FUNCTION = "workload_busy_spin"
