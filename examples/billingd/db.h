@@ -1,7 +1,7 @@
 /*
  * db.h -- billingd's storage: SQLite in WAL mode, one connection per worker
- * thread with its statements prepared once, so workers share no lock of
- * ours (SQLite's WAL lets readers run beside the one writer).
+ * thread with its statements prepared once; readers run in parallel
+ * (WAL), writers queue on one mutex (see db_ops.c).
  *
  * Every statement fires the db-query pair, named by operation
  * ("invoice.insert"), never by SQL text.  A write that finds the database
