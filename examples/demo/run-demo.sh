@@ -27,7 +27,12 @@ install=1
 trace=1
 
 die() { echo "run-demo: $*" >&2; exit 1; }
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+if [ -t 1 ]; then
+	say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+	say() { printf '\n== %s\n' "$*"; }
+fi
+problems=0
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -175,7 +180,8 @@ if [ -z "$why_not" ]; then
 			grep -q '^Attaching' "$work/$name.log" 2>/dev/null && break
 			sleep 0.1
 		done
-		grep -q '^Attaching' "$work/$name.log" 2>/dev/null || echo "[$name] did not attach within 30 s"
+		grep -q '^Attaching' "$work/$name.log" 2>/dev/null ||
+			{ echo "[$name] did not attach within 30 s"; problems=$((problems + 1)); }
 	done
 	sleep 1 # BEGIN runs once every probe is attached
 else
@@ -222,10 +228,12 @@ pgrep -P $$ >"$work/children" || true       # this script's children (pgrep skip
 pgrep -f -- "$work/" >>"$work/children" || true  # anything still using the work dir
 if [ -s "$work/children" ]; then
 	say "processes still running:"
+	problems=$((problems + 1))
 	xargs -r ps -o pid=,args= -p <"$work/children" || true
 else
 	say "done: no process left behind (pgrep finds none)"
 fi
 pids=()
 [ -z "$why_not" ] || echo "(tracing was skipped: $why_not)"
-exit "$load_rc"
+[ "$load_rc" -eq 0 ] || echo "run-demo: billing-load exited $load_rc (see its figures above)"
+[ "$load_rc" -eq 0 ] && [ "$problems" -eq 0 ] || exit 1

@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""The README's demo command, short: it builds (nothing left to do here),
+runs billingd under billing-load, shows the three shipped bpftrace scripts
+live when it can trace, and leaves no process behind.
+
+usage: test_demo.py RUN_DEMO_SH BUILD_DIR
+"""
+import os
+import subprocess
+import sys
+
+from harness import Checker, bpftrace_usable
+
+demo, build_dir = sys.argv[1:3]
+check = Checker()
+p = subprocess.run(["bash", demo, "--duration", "4", "--no-install", "--build-dir", build_dir],
+                   capture_output=True, text=True, timeout=240)
+out = p.stdout + p.stderr
+print(out[-6000:])
+check.eq("demo exit code", p.returncode, 0)
+check.true("billingd started", "billingd: listening on http://127.0.0.1:" in out)
+check.true("billing-load printed its figures", "throughput" in out and "unexpected         0" in out)
+check.true("billingd stopped cleanly", "billingd: stopped cleanly" in out)
+check.true("no process left behind", "no process left behind" in out)
+reason = bpftrace_usable()
+if reason is None:
+    for name in ("tps", "request_latency", "biz_metrics"):
+        check.true(f"{name} attached and printed live", f"[{name}] Attaching" in out
+                   and f"[{name}] Tracing" in out)
+    check.true("tps printed per-second lines",
+               sum(1 for line in out.splitlines() if line.startswith("[tps] ")
+                   and line.split()[-1].isdigit()) >= 2)
+else:
+    check.true("says why tracing was skipped", "tracing skipped" in out, reason)
+left = subprocess.run(["pgrep", "-f", "billing-demo\\."], capture_output=True, text=True)
+check.eq("pgrep finds nothing of the demo", left.stdout.strip(), "")
+check.finish()
