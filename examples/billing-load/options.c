@@ -37,6 +37,8 @@ static int parse_number(const char *opt, const char *text, double min, double ma
 	return 0;
 }
 
+static char url_buf[256];
+
 int load_options_parse(load_options_t *opts, int argc, char **argv)
 {
 	enum { OPT_URL = 1, OPT_RATE, OPT_DURATION, OPT_CONCURRENCY, OPT_INVALID, OPT_REFUND,
@@ -73,7 +75,11 @@ int load_options_parse(load_options_t *opts, int argc, char **argv)
 				        optarg);
 				return -1;
 			}
-			opts->url = optarg;
+			/* Paths are appended to it: drop trailing slashes. */
+			snprintf(url_buf, sizeof(url_buf), "%s", optarg);
+			while (strlen(url_buf) > 7 && url_buf[strlen(url_buf) - 1] == '/')
+				url_buf[strlen(url_buf) - 1] = '\0';
+			opts->url = url_buf;
 			break;
 		case OPT_RATE:
 			if (parse_number("--rate", optarg, 0, 1e6, &opts->rate) != 0)

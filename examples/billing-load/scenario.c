@@ -219,13 +219,13 @@ void scenario_judge(session_t *s, const load_options_t *opts, long status, const
 		state = json_string_value(json_object_get(doc, "status"));
 		if (status == 201 && state != NULL) {
 			int approved = strcmp(state, "approved") == 0;
+			int declined = strcmp(state, "declined") == 0;
 			s->payment_id = json_integer_value(json_object_get(doc, "id"));
-			if (approved)
-				st->payments_approved++;
-			else
-				st->payments_declined++;
-			expected = approved || strcmp(state, "declined") == 0;
-			after_payment(s, opts, approved);
+			st->payments_approved += approved;
+			st->payments_declined += declined;
+			expected = approved || declined;
+			if (expected)
+				after_payment(s, opts, approved);
 		}
 		break;
 	case STEP_REFUND:
