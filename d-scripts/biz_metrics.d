@@ -110,10 +110,10 @@ profile:::tick-1sec
 profile:::tick-1sec
 /secs >= interval && !json/
 {
-	printf("\n%02d:%02d:%02d  last %d s\n%-9s %-8s %-20s %6s %9s %16s\n",
+	printf("\n%02d:%02d:%02d  last %d s\n%-9s %-8s %-22s %6s %9s %16s\n",
 	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval,
 	    "METRIC", "CURRENCY", "LABEL", "CODE", "COUNT", "AMOUNT(minor)");
-	printa("%-9s %-8s %-20s %6d %@9d %@16d\n", @count, @amount);
+	printa("%-9s %-8s %-22s %6d %@9d %@16d\n", @count, @amount);
 }
 
 profile:::tick-1sec
@@ -142,10 +142,10 @@ dtrace:::END
 dtrace:::END
 /!json/
 {
-	printf("\n%02d:%02d:%02d  TOTAL since start\n%-9s %-8s %-20s %6s %9s %16s\n",
+	printf("\n%02d:%02d:%02d  TOTAL since start\n%-9s %-8s %-22s %6s %9s %16s\n",
 	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60,
 	    "METRIC", "CURRENCY", "LABEL", "CODE", "COUNT", "AMOUNT(minor)");
-	printa("%-9s %-8s %-20s %6d %@9d %@16d\n", @tcount, @tamount);
+	printa("%-9s %-8s %-22s %6d %@9d %@16d\n", @tcount, @tamount);
 }
 
 dtrace:::END

@@ -1,7 +1,7 @@
 #!/usr/sbin/dtrace -s
 /*
  * page_faults.d - page faults of the target process per interval, and at
- * exit the user stacks that caused most of them.  vminfo provider
+ * exit the user functions that caused most of them.  vminfo provider
  * (as_fault).  Twin of bpftrace/page_faults.bt.
  *
  * USAGE: dtrace -s page_faults.d -p PID [INTERVAL_S [JSON]]
@@ -15,13 +15,14 @@
  *             page-faults software event) in the interval (count);
  *             "TOTAL" line at exit
  *   TIME      HH:MM:SS of walltimestamp, UTC (bpftrace: local time)
- *   @faults_by_stack[user stack]: COUNT at exit, the 10 stacks with most
- *             faults (needs frame pointers or is cut short)
+ *   @faults_by_func[FUNCTION]: COUNT at exit, the 10 rows with most
+ *             faults: the user function of the faulting instruction
+ *             (ufunc of the user PC; bpftrace: one row per address)
  * JSON: {"type":"start","pid":N,"interval_s":N}, then
  *       {"type":"interval"|"total","time":"HH:MM:SS","interval_s":N,"faults":N}
  *
  * OVERHEAD: one probe per fault of the process (first touches of memory:
- * malloc'd buffers, stacks, mapped files) and a user stack walk.
+ * malloc'd buffers, stacks, mapped files).
  * STABILITY: vminfo is Evolving; layout Evolving.
  * EXAMPLE: page_faults.example.txt
  */
@@ -56,7 +57,7 @@ vminfo:::as_fault
 {
 	@n = count();
 	@total = count();
-	@faults_by_stack[ustack(6)] = count();
+	@faults_by_func[ufunc(uregs[R_PC])] = count();
 }
 
 profile:::tick-1sec
@@ -97,9 +98,9 @@ dtrace:::END
 {
 	printf("%-8s", "TOTAL");
 	printa(" %@12d\n", @total);
-	printf("\nTop 10 user stacks by faults:\n");
-	trunc(@faults_by_stack, 10);
-	printa("@faults_by_stack[%k]: %@d\n", @faults_by_stack);
+	printf("\nTop 10 faulting user functions:\n");
+	trunc(@faults_by_func, 10);
+	printa("@faults_by_func[%A]: %@d\n", @faults_by_func);
 }
 
 dtrace:::END
@@ -112,5 +113,5 @@ dtrace:::END
 
 dtrace:::END
 {
-	trunc(@n); trunc(@total); trunc(@faults_by_stack);
+	trunc(@n); trunc(@total); trunc(@faults_by_func);
 }

@@ -33,11 +33,13 @@
  * offsets give the order.
  * At exit: "untracked" requests (see bounded memory).
  *
- * BOUNDED MEMORY: nspec=256 speculations, so at most 256 requests are
- * followed at once: speculation() returns 0 for a request starting while
- * 256 are in flight, and that request is not traced (counted as
- * untracked).  Each speculation has specsize bytes (1 MB shared); a trail
- * that overflows it is lost and dtrace reports "speculative drops".
+ * BOUNDED MEMORY: nspec=128 speculations, so at most 128 requests are
+ * followed at once (as in the bpftrace twin): speculation() returns 0 for
+ * a request starting while 128 are in flight, and that request is not
+ * traced (counted as untracked).  There is no per-request event cap (the
+ * bpftrace twin keeps 31 + request-done): a trail that overflows the
+ * speculation buffer (specsize) is lost and dtrace reports "speculative
+ * drops".
  * OVERHEAD: a few data records per probe of every request; only slow
  * requests are printed.
  * STABILITY: Evolving (all billing probes); DETAIL's wording may change.
@@ -46,7 +48,7 @@
 
 #pragma D option quiet
 #pragma D option defaultargs
-#pragma D option nspec=256
+#pragma D option nspec=128
 #pragma D option specsize=1m
 #pragma D option cleanrate=101hz
 
@@ -248,5 +250,5 @@ billing$target:::request-done
 
 dtrace:::END
 {
-	printf("untracked requests (256 in flight): %d\n", untracked);
+	printf("untracked requests (128 in flight): %d\n", untracked);
 }

@@ -71,6 +71,14 @@ DECLINED_TRAIL = ["request-start", "transaction-start", "gateway-call-start",
                   "gateway-call-done", "payment-auth", "error", "transaction-done",
                   "request-done"]
 
+# --- bounds mode (slow_requests' bounded memory) -------------------------------
+
+LONG_TRAIL_ID = 5000
+LONG_TRAIL_KEPT = 31            # request-start + 30 db-query events, then request-done
+LONG_TRAIL_DROPPED = 82 - 1 - 31  # 82 events; request-done has its own slot
+BATCH_IDS = list(range(6000, 6130))
+MAX_IN_FLIGHT = 128             # the 129th and 130th are untracked
+
 # --- tps mode ----------------------------------------------------------------
 
 # (transactions, failed) in three consecutive whole seconds

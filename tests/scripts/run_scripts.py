@@ -392,8 +392,26 @@ def case_slow_requests(args):
                 check(events[5][2] == "component=gateway code=402", "%d: %s" % (rid, events[5]))
             check(events[-1][2] == "handler=payment.authorize status=%d duration_us=250000"
                   % (402 if declined else 0), "%d: %s" % (rid, events[-1]))
-    check(re.search(r"untracked requests \(256 in flight\): 0, events not kept \(16 per request\): 0",
+    check(re.search(r"untracked requests \(128 in flight\): 0, events not kept \(31 per request\): 0",
                     out), "untracked/dropped line missing or not zero")
+
+
+def case_slow_requests_bounds(args):
+    """More events than a trail keeps, more requests than it follows."""
+    out = run(args, "bounds", [("slow", usdt("slow_requests.bt"))])["slow"]
+    m = re.search(r"^SLOW REQUEST %d report.export\n((?:  .*\n?)*)" % X.LONG_TRAIL_ID, out, re.M)
+    check(m, "no trail for the long request")
+    lines = m.group(1).rstrip("\n").split("\n")
+    events = [l for l in lines if re.match(r"  \+", l)]
+    check(len(events) == X.LONG_TRAIL_KEPT + 1, "long trail kept %d lines" % len(events))
+    check(lines[-2] == "  ... %d more events not kept (31 per request)" % X.LONG_TRAIL_DROPPED,
+          "no 'more events' line before request-done: %r" % lines[-2])
+    check("request-done" in lines[-1] and "duration_us=500000" in lines[-1], "last line %r" % lines[-1])
+    batch = {int(i) for i in re.findall(r"^SLOW REQUEST (\d+) invoice.create$", out, re.M)}
+    check(batch == set(X.BATCH_IDS[:X.MAX_IN_FLIGHT]), "batch trails: %d of them" % len(batch))
+    check(re.search(r"untracked requests \(128 in flight\): %d, events not kept \(31 per request\): %d"
+                    % (len(X.BATCH_IDS) - X.MAX_IN_FLIGHT, X.LONG_TRAIL_DROPPED), out),
+          "untracked/dropped line wrong")
 
 
 def case_tps(args, json_mode=False):

@@ -11,6 +11,9 @@
  *   requests  150 requests on two threads at once, each with its whole
  *             trail (transaction, db or gateway call, payment-auth, error),
  *             reporting chosen durations: request_latency, slow_requests.
+ *   bounds    one request with 80 db-query events (more than slow_requests
+ *             keeps) and 130 requests in flight at once (more than it
+ *             follows), all slow: slow_requests' bounded memory.
  *   tps       three bursts of transactions, each inside one whole second
  *             of CLOCK_MONOTONIC (the clock bpftrace's nsecs reads): tps.
  *   system    opens --path 25 times writing 8 KiB each, fails to open
@@ -220,6 +223,26 @@ static int run_requests(void)
 	return 0;
 }
 
+/* --- bounds -------------------------------------------------------------- */
+
+/* Request 5000 fires 40 db-query pairs (82 events in all); then requests
+ * 6000..6129 all start before any finishes.  Every one is slow (500 ms,
+ * 200 ms reported). */
+static void run_bounds(void)
+{
+	int i;
+	BILLING_REQUEST_START(5000, "report.export");
+	for (i = 0; i < 40; i++) {
+		BILLING_DB_QUERY_START(5000, "report.page");
+		BILLING_DB_QUERY_DONE(5000, "report.page", 0, 1 * MS);
+	}
+	BILLING_REQUEST_DONE(5000, "report.export", 0, 500 * MS);
+	for (i = 0; i < 130; i++)
+		BILLING_REQUEST_START(6000 + (uint64_t)i, "invoice.create");
+	for (i = 0; i < 130; i++)
+		BILLING_REQUEST_DONE(6000 + (uint64_t)i, "invoice.create", 0, 200 * MS);
+}
+
 /* --- tps ----------------------------------------------------------------- */
 
 /* Sleep until 300 ms into the next whole second of CLOCK_MONOTONIC. */
@@ -308,7 +331,7 @@ static int run_system(const char *path)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: scripts-workload business|requests|tps|system "
+	fprintf(stderr, "usage: scripts-workload business|requests|bounds|tps|system "
 	                "[--delay-ms N | --wait-signal] [--linger-ms N] [--path FILE]\n");
 	return 2;
 }
@@ -363,8 +386,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (strcmp(mode, "business") && strcmp(mode, "requests") && strcmp(mode, "tps") &&
-	    strcmp(mode, "system"))
+	if (strcmp(mode, "business") && strcmp(mode, "requests") && strcmp(mode, "bounds") &&
+	    strcmp(mode, "tps") && strcmp(mode, "system"))
 		return usage();
 
 	if (wait_signal) {
@@ -377,6 +400,8 @@ int main(int argc, char **argv)
 		run_business();
 	else if (strcmp(mode, "requests") == 0)
 		rc = run_requests();
+	else if (strcmp(mode, "bounds") == 0)
+		run_bounds();
 	else if (strcmp(mode, "tps") == 0)
 		run_tps();
 	else
