@@ -67,7 +67,7 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'echo; echo "run-demo: interrupted"; exit 130' INT TERM
+trap 'echo; echo "run-demo: interrupted"; [ -s "$work/load.out" ] && cat "$work/load.out"; exit 130' INT TERM
 
 # --- 1. install -------------------------------------------------------------
 # The build and the demo's own needs; libelf-dev and libcmocka-dev let the
