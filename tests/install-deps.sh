@@ -14,7 +14,7 @@ packages=(
   # tracing
   bpftrace bpftool libbpf-dev
   # examples/billingd and billing-load
-  libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev wrk
+  libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev wrk procps
   # benchmarks
   valgrind linux-perf hyperfine
 )
