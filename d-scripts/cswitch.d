@@ -57,32 +57,32 @@ dtrace:::BEGIN
 sched:::off-cpu
 /pid == $target/
 {
-	self->kind = curlwpsinfo->pr_state == SRUN ? "preempted" : "sleep";
+	self->kind = curlwpsinfo->pr_state == SRUN ? 2 : 1;	/* 2 preempted, 1 sleep */
 	self->ts = timestamp;
 }
 
 sched:::off-cpu
-/pid == $target && self->kind == "sleep"/
+/pid == $target && self->kind == 1/
 {
-	@vol[tid, execname] = count();
+	@vol[tid, execname] = sum(1);
 	@invol[tid, execname] = sum(0);
-	@tvol[tid, execname] = count();
+	@tvol[tid, execname] = sum(1);
 	@tinvol[tid, execname] = sum(0);
 }
 
 sched:::off-cpu
-/pid == $target && self->kind == "preempted"/
+/pid == $target && self->kind == 2/
 {
 	@vol[tid, execname] = sum(0);
-	@invol[tid, execname] = count();
+	@invol[tid, execname] = sum(1);
 	@tvol[tid, execname] = sum(0);
-	@tinvol[tid, execname] = count();
+	@tinvol[tid, execname] = sum(1);
 }
 
 sched:::on-cpu
 /self->ts/
 {
-	@offcpu_us[self->kind] = quantize((timestamp - self->ts) / 1000);
+	@offcpu_us[self->kind == 1 ? "sleep" : "preempted"] = quantize((timestamp - self->ts) / 1000);
 	self->ts = 0;
 	self->kind = 0;
 }

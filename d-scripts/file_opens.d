@@ -20,6 +20,8 @@
  */
 
 #pragma D option quiet
+/* probes of other systems' names (open_nocancel, read_nocancel) may not exist */
+#pragma D option zdefs
 
 dtrace:::BEGIN
 {

@@ -26,6 +26,8 @@
  */
 
 #pragma D option quiet
+/* probes of other systems' names (open_nocancel, read_nocancel) may not exist */
+#pragma D option zdefs
 #pragma D option defaultargs
 
 dtrace:::BEGIN
@@ -55,16 +57,16 @@ syscall::read:return, syscall::readv:return, syscall::pread*:return,
 syscall::preadv:return, syscall::recv*:return, syscall::read_nocancel:return
 /pid == $target && (ssize_t)arg1 > 0/
 {
-	@rb = sum(arg1); @rn = count();
-	@trb = sum(arg1); @trn = count();
+	@rb = sum(arg1); @rn = sum(1);
+	@trb = sum(arg1); @trn = sum(1);
 }
 
 syscall::write:return, syscall::writev:return, syscall::pwrite*:return,
 syscall::pwritev:return, syscall::send*:return, syscall::write_nocancel:return
 /pid == $target && (ssize_t)arg1 > 0/
 {
-	@wb = sum(arg1); @wn = count();
-	@twb = sum(arg1); @twn = count();
+	@wb = sum(arg1); @wn = sum(1);
+	@twb = sum(arg1); @twn = sum(1);
 }
 
 profile:::tick-1sec

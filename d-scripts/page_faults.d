@@ -55,8 +55,8 @@ dtrace:::BEGIN
 vminfo:::as_fault
 /pid == $target/
 {
-	@n = count();
-	@total = count();
+	@n = sum(1);
+	@total = sum(1);
 	@faults_by_func[ufunc(uregs[R_PC])] = count();
 }
 
