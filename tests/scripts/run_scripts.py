@@ -28,7 +28,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "d-scripts"))
 import expected as X  # noqa: E402
+from fold_stacks import fold  # noqa: E402  the folder SREs run, tested here
 
 READY = re.compile(r'^(Tracing|Sampling)|"type":"start"')
 TIMEOUT = 90
@@ -438,17 +440,6 @@ def case_tps(args, json_mode=False):
 
 def case_tps_json(args):
     case_tps(args, json_mode=True)
-
-
-def fold(text):
-    """bpftrace stack map entries -> {"root;...;leaf": count} (stackcollapse)."""
-    folded = {}
-    for m in re.finditer(r"^@samples\[(.*?)\]: (\d+)$", text, re.M | re.S):
-        frames = [l.strip() for l in m.group(1).split("\n")]
-        frames = [re.sub(r"\+\d+$", "", f) for f in frames if f and f != ","]
-        key = ";".join(reversed(frames[:-1])) + ";" + frames[-1].lstrip(", ")
-        folded[key] = folded.get(key, 0) + int(m.group(2))
-    return folded
 
 
 def case_system(args):
