@@ -55,7 +55,7 @@ main(int argc, char **argv)
 		return usage(argv[0]);
 	mode = argv[1];
 	n = strtoull(argv[2], &end, 10);
-	if (*argv[2] == '\0' || *end != '\0' || n == 0) {
+	if (*argv[2] == '\0' || *argv[2] == '-' || *end != '\0' || n == 0) {
 		fprintf(stderr, "%s: N must be a positive integer, got '%s'\n", argv[0], argv[2]);
 		return 2;
 	}

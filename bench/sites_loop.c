@@ -91,7 +91,7 @@ main(int argc, char **argv)
 	}
 	if (argc == 2) {
 		n = strtoull(argv[1], &end, 10);
-		if (*argv[1] == '\0' || *end != '\0' || n == 0) {
+		if (*argv[1] == '\0' || *argv[1] == '-' || *end != '\0' || n == 0) {
 			fprintf(stderr, "%s: N must be a positive integer, got '%s'\n", argv[0], argv[1]);
 			return 2;
 		}
