@@ -348,7 +348,7 @@ def main():
     res["part3"] = part3(bench_dir, n_fire, reps) if 3 in parts else {"rows": []}
     print("part 3 done", flush=True)
     res["part4"] = billingd_bench.part4(os.path.abspath(a.build_dir), os.path.abspath(a.source_dir),
-                                        reps=3 if not a.quick else 1, duration=10 if not a.quick else 3,
+                                        reps=5 if not a.quick else 1, duration=8 if not a.quick else 3,
                                         skip=skip) if 4 in parts else {"rows": [], "skipped": "not run"}
     md = markdown(res, command)
     print("\n" + md)
