@@ -332,7 +332,18 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer events and runs: a smoke run, not figures")
     ap.add_argument("--publish", action="store_true",
                     help="also write SOURCE/bench/results/latest.{md,json}")
+    ap.add_argument("--render", metavar="JSON", help="print the table of an earlier run's JSON and exit")
     a = ap.parse_args()
+    if a.render:
+        with open(a.render) as f:
+            res = json.load(f)
+        for row in res["part4"].get("rows", []):
+            base = next((b for b in res["part4"]["rows"] if b["config"].startswith("compiled out") and "rps" in b), None)
+            if "rps" in row and base and "throughput_paired_pct" not in row:
+                billingd_bench.add_paired(row, {"rps": row["rps"]["runs"], "p99_ms": row["p99_ms"]["runs"]},
+                                          {"rps": base["rps"]["runs"], "p99_ms": base["p99_ms"]["runs"]})
+        print(markdown(res, res["command"]), end="")
+        return 0
     bench_dir = os.path.join(os.path.abspath(a.build_dir), "bench")
     parts = {int(p) for p in a.parts.split(",")}
     reps = 2 if a.quick else a.reps
