@@ -209,26 +209,28 @@ def part4(build_dir, source_dir, reps, duration, skip, concurrency=16):
         os.path.join(build_dir, "bench", "billingd-runs")
     os.makedirs(workdir, exist_ok=True)
     res["database"] = "tmpfs (/dev/shm)" if shm else "build directory"
-    errors = {}
-    # One discarded run first: page cache, CPU frequency and SQLite warm up.
     try:
-        one_run(configs[0][1], run_load, None, max(2, duration // 3), concurrency, workdir)
-    except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
-        print(f"  warm-up run failed: {e}", flush=True)
-    for rep in range(reps):
-        for label, binary, script, _ in configs:
-            if label in errors:
-                continue
-            try:
-                rps, p99 = one_run(binary, run_load, script, duration, concurrency, workdir)
-            except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
-                errors[label] = str(e)
-                continue
-            samples[label]["rps"].append(rps)
-            samples[label]["p99_ms"].append(p99)
-            print(f"  billingd {label}: run {rep + 1}: {rps:.0f} req/s, p99 {p99:.2f} ms", flush=True)
-    if shm:
-        shutil.rmtree(workdir, ignore_errors=True)
+        errors = {}
+        # One discarded run first: page cache, CPU frequency and SQLite warm up.
+        try:
+            one_run(configs[0][1], run_load, None, max(2, duration // 3), concurrency, workdir)
+        except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
+            print(f"  warm-up run failed: {e}", flush=True)
+        for rep in range(reps):
+            for label, binary, script, _ in configs:
+                if label in errors:
+                    continue
+                try:
+                    rps, p99 = one_run(binary, run_load, script, duration, concurrency, workdir)
+                except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
+                    errors[label] = str(e)
+                    continue
+                samples[label]["rps"].append(rps)
+                samples[label]["p99_ms"].append(p99)
+                print(f"  billingd {label}: run {rep + 1}: {rps:.0f} req/s, p99 {p99:.2f} ms", flush=True)
+    finally:
+        if shm:
+            shutil.rmtree(workdir, ignore_errors=True)
     base = None
     base_label = configs[0][0] if configs and configs[0][0].startswith("compiled out") else None
     for label, _, _, origin in configs:
