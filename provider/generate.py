@@ -105,6 +105,11 @@ def sdt_header(provider, probes, src, out):
                       lambda m: "BILLING_SDT_" + p.macro + (m.group(1) or ""), text)
     # Strings are read-only at every probe site; the C++ build needs the const.
     text = re.sub(r"(?<!const )\bchar \*", "const char *", text)
+    # Every module links its own hidden semaphores (dtrace -G's object, or
+    # libbillingprobes_semaphores.a): saying so lets the compiler address
+    # them PC-relative, a compare and a branch per untraced site.
+    text = re.sub(r"(extern unsigned short \w+_semaphore[^;]*?)\s*;",
+                  r'\1 __attribute__ ((visibility ("hidden")));', text)
     with open(out, "w", encoding="utf-8") as f:
         f.write(BANNER + "/* Post-processed output of dtrace -h. */\n" + text)
 
