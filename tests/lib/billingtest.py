@@ -1,0 +1,165 @@
+"""The one helper library of billing-probes' tests and benchmarks.
+
+Every test driver (tests/*/test_*.py) and bench/ imports it the same way:
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+    import billingtest as bt
+
+It answers the questions each driver used to answer on its own: may this
+test run here (skip with a reason, exit 77, meson's SKIP), can a tracer
+attach here, which probes does billing.d declare; and it keeps the running
+list of checks so a driver ends with one verdict.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+SKIP = 77
+TRACEFS = "/sys/kernel/tracing"
+ORACLE_DTRACE = "/opt/oracle-dtrace/bin/dtrace"
+SOURCE_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+PROVIDER_D = os.path.join(SOURCE_ROOT, "provider", "billing.d")
+
+
+# --- verdicts -----------------------------------------------------------------
+
+def skip(reason):
+    """Exit 77 with the reason: a skip always says why."""
+    print("SKIP: " + reason, flush=True)
+    sys.exit(SKIP)
+
+
+class Checks:
+    """Collects named checks; finish() prints the verdict and exits."""
+
+    def __init__(self):
+        self.failures = []
+        self.passed = 0
+
+    def check(self, cond, what):
+        if cond:
+            self.passed += 1
+            print("ok   " + what, flush=True)
+        else:
+            self.failures.append(what)
+            print("FAIL " + what, flush=True)
+        return bool(cond)
+
+    def finish(self):
+        if self.failures:
+            print("%d check(s) failed:" % len(self.failures))
+            for f in self.failures:
+                print("  " + f)
+            sys.exit(1)
+        if self.passed == 0:
+            print("FAIL no check ran")
+            sys.exit(1)
+        print("all %d checks passed" % self.passed)
+        sys.exit(0)
+
+
+_default = Checks()
+check = _default.check
+finish = _default.finish
+
+
+# --- what this machine can do ---------------------------------------------------
+
+def tracefs_ready():
+    """Mounts tracefs where it is missing (a fresh machine); True when usable."""
+    if os.path.exists(os.path.join(TRACEFS, "uprobe_events")):
+        return True
+    subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return os.path.exists(os.path.join(TRACEFS, "uprobe_events"))
+
+
+def why_no_tracing(tracer="bpftrace"):
+    """None when TRACER can attach uprobes here, else the reason it cannot."""
+    if os.geteuid() != 0:
+        return "needs root to attach uprobes (CI runs as root)"
+    if tracer and not shutil.which(tracer):
+        return "%s is not installed (tests/install-deps.sh installs it)" % tracer
+    if not tracefs_ready():
+        return "tracefs is not mounted at %s and mounting it failed" % TRACEFS
+    return None
+
+
+def require_tracing(tracer="bpftrace"):
+    why = why_no_tracing(tracer)
+    if why:
+        skip(why)
+
+
+def require_root(what="this test"):
+    if os.geteuid() != 0:
+        skip("%s needs root (CI runs as root)" % what)
+
+
+def require_program(name, package=None):
+    """The program's path, or a skip naming the package that provides it."""
+    path = shutil.which(name)
+    if not path:
+        skip("%s is not installed%s" % (name, " (apt-get install %s)" % package if package else ""))
+    return path
+
+
+def real_dtrace():
+    """(path, None) for a real D compiler, or (None, reason).
+
+    On Linux /usr/bin/dtrace is systemtap's -h/-G wrapper; Oracle's DTrace
+    is built into /opt/oracle-dtrace by ../shared/oracle-dtrace/build.sh
+    (tests/install-deps.sh runs it)."""
+    for exe in (os.environ.get("BILLING_DTRACE"), ORACLE_DTRACE, shutil.which("dtrace")):
+        if not exe or not os.access(exe, os.X_OK):
+            continue
+        try:
+            out = subprocess.run([exe, "-V"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 timeout=20).stdout.decode(errors="replace")
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if "Sun D" in out or "Oracle D" in out or re.search(r"\bD [12]\.", out):
+            if os.geteuid() != 0:
+                return None, "DTrace needs root"
+            return exe, None
+    return None, "no real DTrace (run bash ../shared/oracle-dtrace/build.sh; systemtap's dtrace only does -h/-G)"
+
+
+def require_dtrace():
+    exe, why = real_dtrace()
+    if not exe:
+        skip(why)
+    return exe
+
+
+# --- billing.d, read independently of provider/generate.py ----------------------
+
+def provider_probes(path=PROVIDER_D):
+    """[(provider, probe_d_name, [arg C types])] in billing.d's order.
+
+    A regex of its own, so a slip in the generator's parser cannot hide
+    behind the same slip here."""
+    text = open(path).read()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    out = []
+    for prov, body in re.findall(r"provider\s+(\w+)\s*\{(.*?)\}\s*;", text, flags=re.S):
+        for name, args in re.findall(r"probe\s+(\w+)\s*\(([^)]*)\)\s*;", body):
+            args = [a.strip() for a in args.split(",") if a.strip() and a.strip() != "void"]
+            out.append((prov, name.replace("__", "-"), args))
+    return out
+
+
+def elf_name(d_name):
+    """payment-auth -> payment__auth (the spelling in ELF notes and bpftrace)."""
+    return d_name.replace("-", "__")
+
+
+# --- processes ------------------------------------------------------------------
+
+def run(cmd, timeout=60, **kw):
+    """subprocess.run with text output captured; never raises on exit status."""
+    return subprocess.run(cmd, capture_output=True, text=True, errors="replace",
+                          timeout=timeout, **kw)
