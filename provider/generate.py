@@ -110,8 +110,33 @@ def sdt_header(provider, probes, src, out):
     # them PC-relative, a compare and a branch per untraced site.
     text = re.sub(r"(extern unsigned short \w+_semaphore[^;]*?)\s*;",
                   r'\1 __attribute__ ((visibility ("hidden")));', text)
+    if "#include <sys/sdt.h>" not in text:
+        raise ProviderError(f"{src}: dtrace -h output does not include <sys/sdt.h>")
+    text = text.replace("#include <sys/sdt.h>", ARG_CONSTRAINT + "#include <sys/sdt.h>", 1)
     with open(out, "w", encoding="utf-8") as f:
         f.write(BANNER + "/* Post-processed output of dtrace -h. */\n" + text)
+
+
+# sys/sdt.h lets the compiler pass an argument as an immediate ("n"): a
+# constant argument becomes `-8@$1250` in the note.  bpftrace and gdb read
+# that, perf drops the argument.  Register or memory only, so every
+# consumer sees every argument; the constant is moved into a register
+# behind the semaphore, so an untraced site costs the same.  sys/sdt.h
+# reads the macro where a probe expands, so this also holds when the
+# application included sys/sdt.h first.
+ARG_CONSTRAINT = """/* Probe arguments in registers or memory, never immediates (perf drops
+ * those): see ARG_CONSTRAINT in provider/generate.py. */
+#undef STAP_SDT_ARG_CONSTRAINT
+#if defined __powerpc__
+#define STAP_SDT_ARG_CONSTRAINT Zr
+#elif defined __ia64__
+#define STAP_SDT_ARG_CONSTRAINT r
+#elif defined __arm__
+#define STAP_SDT_ARG_CONSTRAINT rm
+#else
+#define STAP_SDT_ARG_CONSTRAINT or
+#endif
+"""
 
 
 def off_header(provider, probes, out):
