@@ -18,7 +18,7 @@ arg0... (docs/function-sites.md).  Two outputs:
 It reads billing.d with provider/generate.py's parser, so both agree on
 every probe, its C function name and its argument types.
 
-Usage: function_sites.py PROVIDER.d header|source OUT
+Usage: generate_function_sites.py PROVIDER.d header|source OUT
 """
 
 import os
@@ -28,7 +28,7 @@ sys.dont_write_bytecode = True  # the build must not write into provider/
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import generate  # noqa: E402  (the one parser of billing.d)
 
-BANNER = "/* Generated from provider/billing.d by provider/function_sites.py: do not edit. */\n"
+BANNER = "/* Generated from provider/billing.d by provider/generate_function_sites.py: do not edit. */\n"
 
 
 def header(probes):
@@ -69,7 +69,7 @@ def main(argv):
     try:
         _, probes = generate.parse(path)
     except (OSError, generate.ProviderError) as e:
-        print(f"function_sites.py: {e}", file=sys.stderr)
+        print(f"generate_function_sites.py: {e}", file=sys.stderr)
         return 2
     text = header(probes) if what == "header" else source(probes)
     with open(out, "w", encoding="utf-8") as f:
