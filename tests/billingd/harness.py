@@ -135,7 +135,9 @@ class Bpftrace:
 
     def __init__(self, program_path, pid, ready_timeout=60):
         self.out = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(["bpftrace", program_path, "-p", str(pid)],
+        # pid None: no -p, for a program whose probes name their binary.
+        self.proc = subprocess.Popen(["bpftrace", program_path]
+                                     + (["-p", str(pid)] if pid is not None else []),
                                      stdout=self.out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + ready_timeout
         while True:
