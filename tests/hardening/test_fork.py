@@ -253,12 +253,19 @@ def perf_by_path(pf):
         record.send_signal(signal.SIGINT)
         out = record.communicate(timeout=60)[0]
         record = None
-        script = bt.run([perf, "script", "-i", data, "-F", "pid,event"], timeout=120)
-        got = {}
+        script = bt.run([perf, "script", "-i", data, "-F", "pid,event,trace"], timeout=120)
+        got, wrong_args = {}, []
         for row in script.stdout.splitlines():
             fields = row.split()
             if len(fields) >= 2 and fields[1].rstrip(":") == event:
-                got[int(fields[0])] = got.get(int(fields[0]), 0) + 1
+                pid = int(fields[0])
+                got[pid] = got.get(pid, 0) + 1
+                args = dict(f.split("=", 1) for f in fields[2:] if "=" in f)
+                # invoice-create(PID, round, 1250, "EUR"): the string is an address
+                if int(args.get("arg1", "-1"), 0) != pid or int(args.get("arg3", "-1"), 0) != 1250:
+                    wrong_args.append(row)
+        bt.check(not wrong_args, "perf read arg1 == the firing PID and arg3 == 1250 in every"
+                 " record (%d wrong: %s)" % (len(wrong_args), wrong_args[:3]))
         want = {pid: rounds * FIRES for pid, rounds in want.items()}
         bt.check(got == want, "perf by path counted every process's fires: got %s, want %s"
                  % (got, want))
