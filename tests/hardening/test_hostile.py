@@ -3,12 +3,13 @@
 byte a second and a burst of silent connections, while an honest client
 asks /healthz and billing-load does business under bpftrace.
 
-usage: test_hostile.py BILLINGD BILLING_LOAD GROUND_TRUTH_BT [SLOW BURST SECONDS [BILLINGD_ARGS...]]
+usage: test_hostile.py BILLINGD BILLING_LOAD GROUND_TRUTH_BT
+                       [SLOW BURST SECONDS RSS_MIB [BILLINGD_ARGS...]]
 
 Asserts (generous bounds; the speed figures are printed, not judged):
   - every /healthz of the honest client is answered 200 within 5 s;
   - billing-load sees no transport error and no 5xx;
-  - billingd's peak RSS stays under 512 MiB;
+  - billingd's peak RSS stays under RSS_MIB (default 512 MiB);
   - what the probes counted equals the database equals billing-load
     (tests/billingd/harness.check_books), under the same attack.
 Prints: /healthz p50/p99/max before and under attack, RSS before and peak,
@@ -26,8 +27,8 @@ from harness import Billingd, Bpftrace, Checker, check_books, start_load  # noqa
 import hostile  # noqa: E402
 
 billingd_exe, load_exe, program = sys.argv[1:4]
-slow_n, burst_n, seconds = (int(a) for a in (sys.argv[4:7] or (1000, 1000, 20)))
-RSS_BOUND_KIB = 512 * 1024
+slow_n, burst_n, seconds, rss_mib = (int(a) for a in (sys.argv[4:8] or (1000, 1000, 20, 512)))
+RSS_BOUND_KIB = rss_mib * 1024
 
 bt.require_tracing("bpftrace")
 if not hostile.raise_fd_limit(slow_n + burst_n + 256):
@@ -36,7 +37,7 @@ if not hostile.raise_fd_limit(slow_n + burst_n + 256):
 
 check = Checker()
 svc = Billingd(billingd_exe, "--threads", "4", "--gateway-latency-ms", "0.5",
-               "--decline-rate", "0.15", *sys.argv[7:])
+               "--decline-rate", "0.15", *sys.argv[8:])
 figures = {}
 tracer = slow = burst = health = load = None
 try:
