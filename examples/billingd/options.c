@@ -26,19 +26,19 @@ static const char usage[] =
 	"  --seed N                 seed of the gateway simulation (default 1)\n"
 	"  --help                   this text\n";
 
-static int parse_uint(const char *opt, const char *text, unsigned long long max,
-                      unsigned long long *out)
+static int parse_uint(const char *opt, const char *text, unsigned long long min,
+                      unsigned long long max, unsigned long long *out)
 {
 	char *end = NULL;
 	errno = 0;
 	if (text[0] == '-' || text[0] == '\0')
 		goto bad;
 	*out = strtoull(text, &end, 10);
-	if (errno != 0 || *end != '\0' || *out > max)
+	if (errno != 0 || *end != '\0' || *out < min || *out > max)
 		goto bad;
 	return 0;
 bad:
-	fprintf(stderr, "billingd: %s wants an integer 0..%llu, got '%s'\n", opt, max, text);
+	fprintf(stderr, "billingd: %s wants an integer %llu..%llu, got '%s'\n", opt, min, max, text);
 	return -1;
 }
 
@@ -90,7 +90,7 @@ int options_parse(billingd_options_t *opts, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_PORT:
-			if (parse_uint("--port", optarg, 65535, &u) != 0)
+			if (parse_uint("--port", optarg, 0, 65535, &u) != 0)
 				return -1;
 			opts->port = (unsigned int)u;
 			break;
@@ -105,31 +105,19 @@ int options_parse(billingd_options_t *opts, int argc, char **argv)
 			opts->db_path = optarg;
 			break;
 		case OPT_THREADS:
-			if (parse_uint("--threads", optarg, 256, &u) != 0)
+			if (parse_uint("--threads", optarg, 1, 256, &u) != 0)
 				return -1;
-			if (u == 0) {
-				fprintf(stderr, "billingd: --threads wants at least 1\n");
-				return -1;
-			}
 			opts->threads = (unsigned int)u;
 			break;
 		case OPT_MAX_CONN:
-			if (parse_uint("--max-connections", optarg, 1000000, &u) != 0)
+			if (parse_uint("--max-connections", optarg, 16, 1000000, &u) != 0)
 				return -1;
-			if (u < 16) {
-				fprintf(stderr, "billingd: --max-connections wants at least 16\n");
-				return -1;
-			}
 			opts->max_connections = (unsigned int)u;
 			opts->max_connections_given = 1;
 			break;
 		case OPT_REQ_TIMEOUT:
-			if (parse_uint("--request-timeout", optarg, 3600, &u) != 0)
+			if (parse_uint("--request-timeout", optarg, 1, 3600, &u) != 0)
 				return -1;
-			if (u == 0) {
-				fprintf(stderr, "billingd: --request-timeout wants at least 1\n");
-				return -1;
-			}
 			opts->request_timeout = (unsigned int)u;
 			break;
 		case OPT_LATENCY:
@@ -150,7 +138,7 @@ int options_parse(billingd_options_t *opts, int argc, char **argv)
 				return -1;
 			break;
 		case OPT_SEED:
-			if (parse_uint("--seed", optarg, UINT64_MAX, &u) != 0)
+			if (parse_uint("--seed", optarg, 0, UINT64_MAX, &u) != 0)
 				return -1;
 			opts->seed = u;
 			break;
