@@ -90,26 +90,22 @@ def d_literal(s):
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+D_FORMATS = {  # probe_samples.json's argument types -> printf format, D cast
+    "uint64": ("%u", "(unsigned long long)arg%d"),
+    "int64": ("%d", "(long long)arg%d"),
+    "int32": ("%d", "(int)arg%d"),
+    "string": ("%s", "copyinstr(arg%d)"),
+}
+
+
 def print_clause(d_name, arg_types, pid="$target"):
     """A D clause printing one probe's arguments as NAME|arg0|arg1... from its
-    function site; integers by their C type, strings with copyinstr."""
+    function site; ARG_TYPES as probe_samples.json names them."""
     fmt, vals = ["%s"], [d_literal(d_name)]
     for i, t in enumerate(arg_types):
-        t = re.sub(r"\s+", " ", t)
-        if t == "char *":
-            fmt.append("%s")
-            vals.append("copyinstr(arg%d)" % i)
-        elif t == "unsigned long long":
-            fmt.append("%u")
-            vals.append("(unsigned long long)arg%d" % i)
-        elif t == "long long":
-            fmt.append("%d")
-            vals.append("(long long)arg%d" % i)
-        elif t == "int":
-            fmt.append("%d")
-            vals.append("(int)arg%d" % i)
-        else:
-            raise ValueError("billing.d type %r has no D printf format here" % t)
+        f, v = D_FORMATS[t]
+        fmt.append(f)
+        vals.append(v % i)
     return 'pid%s::%s:entry\n{\n\tprintf("%s\\n", %s);\n}\n' % (
         pid, site_function(d_name), "|".join(fmt), ", ".join(vals))
 

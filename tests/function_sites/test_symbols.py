@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Every probe of billing.d is one function site that survives the optimiser.
 
-usage: test_symbols.py PROGRAM SITES_LIB FFI_SO|- --sources C... --includes DIR...
+usage: test_symbols.py PROGRAM SITES_LIB FFI_SO|- SAMPLES_JSON --sources C... --includes DIR...
 
-PROGRAM is tests/live/probe_fire.c built with function sites (it fires
-every probe); SITES_LIB the static library they come from; FFI_SO the
-libbillingprobes-ffi.so of a -Dprobe_site=function build ('-' otherwise).
+PROGRAM is fire_samples.c built with function sites (it fires every probe
+with the samples of SAMPLES_JSON); SITES_LIB the static library they come
+from; FFI_SO the libbillingprobes-ffi.so of a -Dprobe_site=function build
+('-' otherwise).
 The same sources are linked again with -O2 -flto by gcc and clang.  For each
 program, with billing.d's probes read independently of the generator:
   - billing_fire_<probe> is a defined function, each at its own address
@@ -30,11 +31,12 @@ BARE_RETURN = {"ret", "retq", "endbr64", "bti", "paciasp", "autiasp", "hint"}
 
 
 def split_args(argv):
-    program, lib, ffi = argv[:3]
-    rest = argv[3:]
+    """(program, sites lib, ffi .so or '-', samples json, sources, includes)"""
+    program, lib, ffi, samples = argv[:4]
+    rest = argv[4:]
     sources = rest[rest.index("--sources") + 1:rest.index("--includes")]
     includes = rest[rest.index("--includes") + 1:]
-    return program, lib, ffi, sources, includes
+    return program, lib, ffi, samples, sources, includes
 
 
 def check_program(label, binary, names, rounds):
@@ -57,13 +59,13 @@ def check_program(label, binary, names, rounds):
 
 
 def main():
-    if len(sys.argv) < 6:
+    if len(sys.argv) < 8:
         print(__doc__, file=sys.stderr)
         return 2
-    program, lib, ffi, sources, includes = split_args(sys.argv[1:])
+    program, lib, ffi, samples, sources, includes = split_args(sys.argv[1:])
     names = [fsite.site_function(name) for _, name, _ in bt.provider_probes()]
-    # probe_fire.c fires each probe this many times through the macros
-    rounds = int(re.search(r"#define ROUNDS (\d+)", open(sources[0]).read()).group(1))
+    # fire_samples.c fires each probe through its macro once a round
+    rounds = bt.load_samples(samples)["rounds"]
 
     lib_syms = fsite.site_symbols(lib)
     bt.check(all(n in lib_syms for n in names), "the function-site library defines every site")
