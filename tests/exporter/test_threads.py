@@ -10,7 +10,7 @@ from exporter_harness import bt  # noqa: E402
 
 h.require_exporter_can_run()
 exe, fire = h.env_path("BX_EXPORTER"), h.env_path("BX_FIRE_STATIC")
-THREADS, EACH = 8, 50000
+THREADS, EACH = 8, 25000
 
 prog = h.FireProgram(fire, "threads", str(THREADS), str(EACH))
 exporter = None

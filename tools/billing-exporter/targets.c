@@ -1,8 +1,7 @@
 /*
- * targets.c -- the only file of billing-exporter that calls the ELF and
- * /proc reader of tools/billing-probes (TEAM.md contract 2), so that
- * `billing-probes list` and the exporter agree on what a process carries
- * and switching to the reader's library is a change of this file alone.
+ * targets.c -- the only file of billing-exporter that calls the probe
+ * reader of tools/billing-probes (probe_reader.h, TEAM.md contract 2), so
+ * `billing-probes list` and the exporter agree on what a process carries.
  */
 #include "targets.h"
 
@@ -15,7 +14,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "probes.h"   /* tools/billing-probes: bp_target_load */
+#include "probe_reader.h"   /* tools/billing-probes: the probe reader library */
 
 #define PROVIDER "billing"
 
@@ -69,24 +68,28 @@ static int add_probe(bx_module_t *m, const char *name)
 
 int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_t errlen)
 {
-	char spec[32];
-	bp_target_t bp;
+	bp_probe_set_t bp;
+	int loaded;
 
 	memset(t, 0, sizeof *t);
 	t->pid = binary ? -1 : pid;
 	if (binary) {
 		snprintf(t->label, sizeof t->label, "binary:%s", binary);
-		/* bp_target_load reads an all-digit name as a PID: "./" keeps it a file. */
 		if (!(t->binary = strdup(binary))) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
 	} else {
 		snprintf(t->label, sizeof t->label, "pid:%d", pid);
-		snprintf(spec, sizeof spec, "%d", pid);
 	}
-	if (bp_target_load(binary ? binary : spec, &bp, err, errlen) != 0)
+	memset(&bp, 0, sizeof bp);
+	/* A file named --binary is a file even when its name is all digits. */
+	loaded = binary ? bp_probe_set_add_file(&bp, binary, err, errlen)
+	                : bp_probe_set_load_pid((pid_t)pid, &bp, err, errlen);
+	if (loaded != 0) {
+		bp_probe_set_free(&bp);
 		return -1;
+	}
 	int rc = 0;
 	for (size_t i = 0; i < bp.probe_count && rc == 0; i++) {
 		const bp_probe_t *p = &bp.probes[i];
@@ -100,7 +103,7 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_
 			rc = -1;
 		}
 	}
-	bp_target_free(&bp);
+	bp_probe_set_free(&bp);
 	if (rc == 0 && t->module_count == 0) {
 		snprintf(err, errlen, binary ? "carries no billing probes (no stapsdt notes of provider billing)"
 		                            : "maps no module with billing probes");
