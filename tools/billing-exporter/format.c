@@ -42,15 +42,48 @@ void bx_buf_printf(bx_buf_t *b, const char *fmt, ...)
 	}
 }
 
+void bx_buf_append(bx_buf_t *b, const char *s, size_t n)
+{
+	if (b->failed)
+		return;
+	if (b->cap - b->len <= n) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap - b->len <= n)
+			cap *= 2;
+		char *d = realloc(b->data, cap);
+		if (!d) {
+			b->failed = 1;
+			return;
+		}
+		b->data = d;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+static void put(bx_buf_t *b, const char *s)
+{
+	bx_buf_append(b, s, strlen(s));
+}
+
+/* Copy s, escaping newlines and the characters in specials: runs of
+ * plain bytes in one piece (a scrape writes tens of thousands of them). */
 static void put_escaped(bx_buf_t *b, const char *s, const char *specials)
 {
-	for (; *s; s++) {
-		if (*s == '\n')
-			bx_buf_printf(b, "\\n");
-		else if (strchr(specials, *s))
-			bx_buf_printf(b, "\\%c", *s);
-		else
-			bx_buf_printf(b, "%c", *s);
+	while (*s) {
+		size_t run = strcspn(s, specials);
+		size_t nl = strcspn(s, "\n");
+		if (nl < run)
+			run = nl;
+		bx_buf_append(b, s, run);
+		s += run;
+		if (!*s)
+			break;
+		char esc[3] = { '\\', *s == '\n' ? 'n' : *s, '\0' };
+		bx_buf_append(b, esc, 2);
+		s++;
 	}
 }
 
@@ -80,13 +113,16 @@ static void put_labels(bx_buf_t *b, const bx_sample_t *x)
 {
 	if (x->nlabels == 0)
 		return;
-	bx_buf_printf(b, "{");
+	bx_buf_append(b, "{", 1);
 	for (size_t i = 0; i < x->nlabels; i++) {
-		bx_buf_printf(b, "%s%s=\"", i ? "," : "", x->label_names[i]);
+		if (i)
+			bx_buf_append(b, ",", 1);
+		put(b, x->label_names[i]);
+		bx_buf_append(b, "=\"", 2);
 		put_escaped(b, x->label_values[i], "\"\\");
-		bx_buf_printf(b, "\"");
+		bx_buf_append(b, "\"", 1);
 	}
-	bx_buf_printf(b, "}");
+	bx_buf_append(b, "}", 1);
 }
 
 static void write_exposition(const bx_snapshot_t *s, int om, bx_buf_t *b)
@@ -108,11 +144,12 @@ static void write_exposition(const bx_snapshot_t *s, int om, bx_buf_t *b)
 			    strcmp(family + fl - ul, m->unit) == 0)
 				bx_buf_printf(b, "# UNIT %s %s\n", family, m->unit);
 		}
-		bx_buf_printf(b, "%s%s", m->name, x->suffix);
+		put(b, m->name);
+		put(b, x->suffix);
 		put_labels(b, x);
-		bx_buf_printf(b, " ");
+		bx_buf_append(b, " ", 1);
 		put_value(b, x->value);
-		bx_buf_printf(b, "\n");
+		bx_buf_append(b, "\n", 1);
 	}
 	if (om)
 		bx_buf_printf(b, "# EOF\n");

@@ -26,6 +26,9 @@ void bx_buf_printf(bx_buf_t *b, const char *fmt, ...)
 #endif
 	;
 
+/* Append n bytes of s (kept NUL-terminated). */
+void bx_buf_append(bx_buf_t *b, const char *s, size_t n);
+
 /* Append the snapshot to b in format f.  now_seconds stamps JSON lines. */
 void bx_format(const bx_snapshot_t *s, bx_format_t f, double now_seconds, bx_buf_t *b);
 
