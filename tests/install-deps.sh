@@ -15,6 +15,9 @@ packages=(
   bpftrace bpftool libbpf-dev
   # examples/billingd and billing-load
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev wrk procps
+  # billing-exporter (clang, bpftool, libbpf-dev, libmicrohttpd-dev above) and its
+  # tests: a real Prometheus server and promtool
+  prometheus
   # benchmarks
   valgrind linux-perf hyperfine
 )
