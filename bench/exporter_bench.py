@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -66,13 +65,7 @@ class Exporter:
             return r.read()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        bt.stop_process(self.proc)
 
 
 def per_fire(build, exe, n, reps):
@@ -119,16 +112,6 @@ def start_billingd(billingd, workdir):
     return proc, port
 
 
-def stop(proc):
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def scrape_time(build, exe, workdir):
     billingd = os.path.join(build, "examples", "billingd", "billingd")
     load = os.path.join(build, "examples", "billing-load", "billing-load")
@@ -149,7 +132,7 @@ def scrape_time(build, exe, workdir):
     finally:
         if ex:
             ex.stop()
-        stop(proc)
+        bt.stop_process(proc)
 
 
 def fast_billingd(build, source):
@@ -196,7 +179,7 @@ def throughput(build, source, exe, reps, duration, sites):
                 finally:
                     if ex:
                         ex.stop()
-                    stop(proc)
+                    bt.stop_process(proc)
                 samples[label].append(rps)
                 print("  %s: run %d: %.0f req/s" % (label, rep + 1, rps), file=sys.stderr, flush=True)
     finally:

@@ -89,14 +89,7 @@ class Exporter:
         return parse_exposition(self.metrics()[1])
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode, self.output()
+        return bt.stop_process(self.proc, sig, timeout), self.output()
 
 
 def parse_labels(text):
@@ -200,13 +193,7 @@ class Prometheus:
         return float(result[0]["value"][1])
 
     def cleanup(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        bt.stop_process(self.proc)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -257,3 +244,18 @@ class FireProgram:
                 self.proc.kill()
                 self.proc.wait()
         return self.proc.returncode
+
+
+def fire_and_scrape(exporter_exe, fire_exe, fire_args, exporter_args=()):
+    """Start fire_program, attach the exporter to it with --pid, let it fire,
+    scrape once, stop both.  (fired counts, samples, exporter output, exit code)."""
+    prog = FireProgram(fire_exe, *fire_args)
+    ex = None
+    try:
+        ex = Exporter(exporter_exe, "--pid", str(prog.pid), *exporter_args)
+        fired = prog.fired()
+        samples = ex.samples()
+    finally:
+        rc, out = ex.stop() if ex else (None, "")
+        prog.release()
+    return fired, samples, out, rc

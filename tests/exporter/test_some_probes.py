@@ -12,17 +12,7 @@ from exporter_harness import bt  # noqa: E402
 h.require_exporter_can_run()
 exe, fire = h.env_path("BX_EXPORTER"), h.env_path("BX_FIRE_STATIC")
 
-prog = h.FireProgram(fire, "threads", "2", "500")
-ex = None
-try:
-    ex = h.Exporter(exe, "--pid", str(prog.pid), "--metrics", "all")
-    prog.fired()
-    s = ex.samples()
-    text = ex.output()
-finally:
-    if ex:
-        ex.stop()
-    prog.release()
+_, s, text, _ = h.fire_and_scrape(exe, fire, ["threads", "2", "500"], ["--metrics", "all"])
 
 for probe in ("db__query__done", "gateway__call__done", "transaction__done"):
     lines = [l for l in text.splitlines() if probe in l]

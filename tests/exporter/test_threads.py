@@ -12,16 +12,7 @@ h.require_exporter_can_run()
 exe, fire = h.env_path("BX_EXPORTER"), h.env_path("BX_FIRE_STATIC")
 THREADS, EACH = 8, 25000
 
-prog = h.FireProgram(fire, "threads", str(THREADS), str(EACH))
-exporter = None
-try:
-    exporter = h.Exporter(exe, "--pid", str(prog.pid))
-    fired = prog.fired()
-    s = exporter.samples()
-finally:
-    if exporter:
-        rc, out = exporter.stop()
-    prog.release()
+fired, s, _, rc = h.fire_and_scrape(exe, fire, ["threads", str(THREADS), str(EACH)])
 
 want = THREADS * EACH
 bt.check(fired["request_done"] == want, "the program fired %d request-done" % want)

@@ -14,16 +14,7 @@ h.require_exporter_can_run()
 exe, fire = h.env_path("BX_EXPORTER"), h.env_path("BX_FIRE_SHARED")
 N = 1000
 
-prog = h.FireProgram(fire, "spans", str(N))
-ex = None
-try:
-    ex = h.Exporter(exe, "--pid", str(prog.pid))
-    fired = prog.fired()
-    s = ex.samples()
-finally:
-    if ex:
-        ex.stop()
-    prog.release()
+fired, s, _, _ = h.fire_and_scrape(exe, fire, ["spans", str(N)])
 
 bt.check(h.total(s, "billing_exporter_probes_attached", probe="request__done") == 2,
          "request__done attached in 2 modules")

@@ -165,6 +165,20 @@ def run(cmd, timeout=60, **kw):
                           timeout=timeout, **kw)
 
 
+def stop_process(proc, sig=None, timeout=30):
+    """Send sig (default SIGTERM) to a Popen that still runs, wait, SIGKILL
+    after timeout seconds; returns its exit code."""
+    import signal
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM if sig is None else sig)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
 # --- sample arguments (provider/generate.py probe-samples-json) -----------------
 
 def load_samples(path):

@@ -10,54 +10,49 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Room for n more bytes and a NUL; 0, or -1 (and b->failed) when out of memory. */
+static int reserve(bx_buf_t *b, size_t n)
+{
+	if (b->failed)
+		return -1;
+	if (b->cap - b->len > n)
+		return 0;
+	size_t cap = b->cap ? b->cap : 4096;
+	while (cap - b->len <= n)
+		cap *= 2;
+	char *d = realloc(b->data, cap);
+	if (!d) {
+		b->failed = 1;
+		return -1;
+	}
+	b->data = d;
+	b->cap = cap;
+	return 0;
+}
+
 void bx_buf_printf(bx_buf_t *b, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (b->failed)
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->failed = 1;
 		return;
-	for (;;) {
-		size_t room = b->cap - b->len;
-		va_start(ap, fmt);
-		int n = vsnprintf(b->data ? b->data + b->len : NULL, room, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->failed = 1;
-			return;
-		}
-		if ((size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		while (cap - b->len <= (size_t)n)
-			cap *= 2;
-		char *d = realloc(b->data, cap);
-		if (!d) {
-			b->failed = 1;
-			return;
-		}
-		b->data = d;
-		b->cap = cap;
 	}
+	if (reserve(b, (size_t)n) != 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
 }
 
 void bx_buf_append(bx_buf_t *b, const char *s, size_t n)
 {
-	if (b->failed)
+	if (reserve(b, n) != 0)
 		return;
-	if (b->cap - b->len <= n) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap - b->len <= n)
-			cap *= 2;
-		char *d = realloc(b->data, cap);
-		if (!d) {
-			b->failed = 1;
-			return;
-		}
-		b->data = d;
-		b->cap = cap;
-	}
 	memcpy(b->data + b->len, s, n);
 	b->len += n;
 	b->data[b->len] = '\0';
