@@ -200,13 +200,14 @@ def verdict(ok, unresolved=False):
 
 def markdown(res):
     o = ["### billing-exporter", ""]
-    o += ["| site | exporter ns/fire | bpftrace count() | biz_metrics-like | exporter / count() | target |",
-          "|---|---:|---:|---:|---:|---|"]
+    o += ["| site | exporter ns/fire | bpftrace count() | biz_metrics-like | exporter / count() | exporter counted | target |",
+          "|---|---:|---:|---:|---:|---:|---|"]
     for r in res.get("per_fire", []):
         ok = r["exporter_vs_count"] <= TARGETS["count_ratio"] and r["exporter_vs_biz"] < 1
-        o.append("| %s | %.0f | %.0f | %.0f | %.2f | ≤ %.1f× count(), below biz_metrics: %s |" % (
+        o.append("| %s | %.0f | %.0f | %.0f | %.2f | %d of %d | ≤ %.1f× count(), below biz_metrics: %s |" % (
             r["site"], r["exporter"]["median"], r["count"]["median"], r["biz_metrics-like"]["median"],
-            r["exporter_vs_count"], TARGETS["count_ratio"], verdict(ok)))
+            r["exporter_vs_count"], r["exporter_counted_last_run"], r["fires_per_run"],
+            TARGETS["count_ratio"], verdict(ok)))
     s = res.get("scrape")
     if s:
         o += ["", "| /metrics scrape (50, HTTP round trip) | series | min ms | median ms | max ms | "
