@@ -199,7 +199,8 @@ def verdict(ok, unresolved=False):
 
 
 def markdown(res):
-    o = ["### billing-exporter", ""]
+    o = ["ns per fire above the untraced loop (traced minus untraced, medians); the exporter's "
+         "payment-auth program vs bpftrace on the same fire_loop.", ""]
     o += ["| site | exporter ns/fire | bpftrace count() | biz_metrics-like | exporter / count() | exporter counted | target |",
           "|---|---:|---:|---:|---:|---:|---|"]
     for r in res.get("per_fire", []):
