@@ -9,12 +9,16 @@
 """
 import json
 import os
+import sys
 import re
 import shutil
 import tempfile
 
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402,F401
 from tooltest import (LIB_ALL, LIB_HELPERS, PROBES, PROGRAM, PROGRAM_DISABLED, PROVIDER, catalogue, check,
-                      finish, readelf_names, run)
+                      finish, readelf_names, run)  # noqa: E402
 
 cat = catalogue()
 N = len(cat)
