@@ -125,7 +125,8 @@ def downstream_project(source, work, prefix, env):
     shutil.rmtree(project, ignore_errors=True)
     shutil.copytree(os.path.join(source, "tests", "install", "downstream"), project)
     shutil.copy(os.path.join(source, "examples", "minimal", "minimal.c"), project)
-    shutil.copy(os.path.join(source, "tests", "tool", "subset_program.c"), project)
+    for name in ("subset_program.c", "program_start.h"):
+        shutil.copy(os.path.join(source, "tests", "tool", name), project)
     build = os.path.join(work, "downstream-build")
     shutil.rmtree(build, ignore_errors=True)
     r = run(["meson", "setup", build, project], env=env)

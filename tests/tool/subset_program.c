@@ -18,10 +18,9 @@
  *                           header would: four arguments, not five
  */
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "billing/probes.h"
+#include "program_start.h"
 #ifdef SUBSET_REFUND_OLD_ARGS
 #  include <sys/sdt.h>
 #endif
@@ -42,16 +41,10 @@ static void refund(unsigned long long id, unsigned long long payment_id)
 
 int main(int argc, char **argv)
 {
-	long rounds = argc > 1 ? atol(argv[1]) : 1;
-	int wait = argc > 2 && strcmp(argv[2], "--wait") == 0;
+	long rounds = program_start(argc, argv);
 
-	printf("ready\n");
-	fflush(stdout);
-	if (wait) {
-		char line[64];
-		if (!fgets(line, sizeof line, stdin))
-			return 1;
-	}
+	if (rounds < 0)
+		return 1;
 	for (long i = 0; i < rounds; i++) {
 		unsigned long long id = (unsigned long long)i + 1;
 		BILLING_INVOICE_CREATE(id, 7, 1250, "EUR");

@@ -15,24 +15,17 @@
  * helpers (700 EUR, status 0), one error (component "validation", 22).
  */
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "billing/probes.h"
 #include "billing/timing.h"
+#include "program_start.h"
 
 int main(int argc, char **argv)
 {
-	long rounds = argc > 1 ? atol(argv[1]) : 1;
-	int wait = argc > 2 && strcmp(argv[2], "--wait") == 0;
+	long rounds = program_start(argc, argv);
 
-	printf("ready\n");
-	fflush(stdout);
-	if (wait) {
-		char line[64];
-		if (!fgets(line, sizeof line, stdin))
-			return 1;
-	}
+	if (rounds < 0)
+		return 1;
 	for (long i = 0; i < rounds; i++) {
 		unsigned long long id = (unsigned long long)i + 1;
 		billing_request_t req;
