@@ -152,6 +152,18 @@ def provider_probes(path=PROVIDER_D):
     return out
 
 
+def sdt_notes(path, provider="billing"):
+    """{probe ELF name: [(site address, [argument specs]) per site]} of
+    PROVIDER's stapsdt notes in the ELF file PATH, as readelf -n gives them."""
+    out = run(["readelf", "-nW", path]).stdout
+    notes = {}
+    for prov, name, loc, args in re.findall(
+            r"Provider: (\S+)\s+Name: (\S+)\s+Location: (0x[0-9a-f]+)[^\n]*\s+Arguments:([^\n]*)", out):
+        if prov == provider:
+            notes.setdefault(name, []).append((int(loc, 16), args.split()))
+    return notes
+
+
 def elf_name(d_name):
     """payment-auth -> payment__auth (the spelling in ELF notes and bpftrace)."""
     return d_name.replace("-", "__")

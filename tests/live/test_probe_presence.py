@@ -13,21 +13,10 @@ memory operand (an immediate, `-8@$1250`, is lost to perf).  bpftrace:
 the sources: LTO or a build without probes shows.
 """
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import billingtest as bt  # noqa: E402
-
-
-def readelf_probes(path):
-    """{probe name: [argument specs of each site]} for provider billing."""
-    out = bt.run(["readelf", "-nW", path]).stdout
-    probes = {}
-    for prov, name, args in re.findall(r"Provider: (\S+)\s+Name: (\S+)\s+Location:[^\n]*\s+Arguments:([^\n]*)", out):
-        if prov == "billing":
-            probes.setdefault(name, []).append(args.split())
-    return probes
 
 
 def main():
@@ -41,7 +30,7 @@ def main():
         path, which = spec.rsplit(":", 1)
         want = set(nargs) if which == "all" else paired
         if mode == "readelf":
-            found = readelf_probes(path)
+            found = {n: [specs for _, specs in sites] for n, sites in bt.sdt_notes(path).items()}
             for name in sorted(want):
                 sites = found.get(name, [])
                 bt.check(sites and all(len(s) == nargs[name] for s in sites),

@@ -13,7 +13,6 @@ Must fail: a double, a pointer or a struct as an integer argument; an
 integer as a string argument; sys/sdt.h included before billing/probes.h.
 """
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -52,16 +51,6 @@ def run(cmd):
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
-def notes(path):
-    """{probe name: [argument specs of each site]} of provider billing."""
-    out = run(["readelf", "-nW", path]).stdout
-    found = {}
-    for prov, name, args in re.findall(r"Provider: (\S+)\s+Name: (\S+)\s+Location:[^\n]*\s+Arguments:([^\n]*)", out):
-        if prov == "billing":
-            found.setdefault(name, []).append(args.split())
-    return found
-
-
 def main():
     src_inc, build_inc, sem_lib, sdt = sys.argv[1:5]
     probes_on = sdt == "1"
@@ -85,7 +74,7 @@ def main():
                 label = f"{comp} -std={std}{' -DBILLING_PROBES_DISABLE' if disable else ''}"
                 if not bt.check(r.returncode == 0, f"{label}: compiles cleanly{'' if r.returncode == 0 else chr(10) + r.stderr}"):
                     continue
-                found = notes(out)
+                found = {n: [specs for _, specs in sites] for n, sites in bt.sdt_notes(out).items()}
                 want = want_probes if probes_on and not disable else set()
                 bt.check(set(found) == want, f"{label}: notes for {len(found)} probes, want {len(want)}")
                 immediates = [f"{n} {spec}" for n, sites in found.items() for s in sites for spec in s if "@$" in spec]
