@@ -430,8 +430,9 @@ def probe_samples_json(provider):
 
     Integers as JSON numbers; strings one character per byte (decode with
     latin-1), NULL as ""; a measured duration (timing helpers) as null."""
-    pairs = {d.d_name: (s, d, kept, extra) for s, d, kept, extra in span_pairs(provider.probes)}
-    pairs.update({s.d_name: (s, d, kept, extra) for s, d, kept, extra in span_pairs(provider.probes)})
+    pairs = {}  # start's and done's name -> their pair
+    for pair in span_pairs(provider.probes):
+        pairs[pair[0].d_name] = pairs[pair[1].d_name] = pair
     index_of = samples_by_probe(provider)
     out = []
 
@@ -445,7 +446,7 @@ def probe_samples_json(provider):
                            for k in range(SAMPLE_ROUNDS)],
                  "timing": None}
         if p.d_name in pairs:
-            start, done, kept, extra = pairs[p.d_name]
+            start, done, _, _ = pairs[p.d_name]
             si = index_of[start.d_name][0]
             start_names = [n for n, _, _ in start.args]
             rounds = []
@@ -454,7 +455,7 @@ def probe_samples_json(provider):
                 for i, (n, _, _) in enumerate(p.args):
                     if p is done and i == len(p.args) - 1:
                         values.append(None)  # duration_ns: measured
-                    elif p is start or n in start_names:
+                    elif n in start_names:  # start's own, or kept by begin
                         values.append(text(sample(si, start, start_names.index(n), k, "timing")[1]))
                     else:
                         values.append(text(sample(index, p, i, k, "timing")[1]))
