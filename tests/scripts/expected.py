@@ -74,6 +74,7 @@ DECLINED_TRAIL = ["request-start", "transaction-start", "gateway-call-start",
 # --- bounds mode (slow_requests' bounded memory) -------------------------------
 
 LONG_TRAIL_ID = 5000
+LONG_TRAIL_EVENTS = 82          # request-start, 40 db-query pairs, request-done
 LONG_TRAIL_KEPT = 31            # request-start + 30 db-query events, then request-done
 LONG_TRAIL_DROPPED = 82 - 1 - 31  # 82 events; request-done has its own slot
 BATCH_IDS = list(range(6000, 6130))

@@ -2,7 +2,7 @@
  * workload.c -- fires a known, deterministic sequence of billing probes so
  * the tests can assert the exact figures the d-scripts print.
  *
- * usage: scripts-workload MODE [--delay-ms N | --wait-signal] [--linger-ms N]
+ * usage: scripts-workload MODE [--delay-ms N | --wait-stdin] [--linger-ms N]
  *                             [--path FILE]
  *
  *   business  1000 invoices, 1000 payments (700 approved, 300 declined over
@@ -23,8 +23,9 @@
  *             cpu_profile).
  *
  * Each mode sleeps --delay-ms (default 1200) first so a tracer started with
- * -p has attached -- or, with --wait-signal, waits for SIGUSR1, which the
- * test harness sends once the script has printed its first line -- fires, then sleeps --linger-ms (default 1500) so interval
+ * -p has attached -- or, with --wait-stdin, waits for a line on stdin, which
+ * the test harness writes once the script has printed its first line (not a
+ * signal: a process DTrace holds with ptrace may never see one) -- fires, then sleeps --linger-ms (default 1500) so interval
  * output appears before the exit makes the scripts print their totals.
  * The expected figures live in tests/scripts/expected.py: change both.
  */
@@ -32,7 +33,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -354,17 +355,21 @@ static int run_system(const char *path)
 static int usage(void)
 {
 	fprintf(stderr, "usage: scripts-workload business|requests|bounds|tps|system "
-	                "[--delay-ms N | --wait-signal] [--linger-ms N] [--path FILE]\n");
+	                "[--delay-ms N | --wait-stdin] [--linger-ms N] [--path FILE]\n");
 	return 2;
 }
 
-/* Waits up to 60 s for SIGUSR1 (blocked since main began, so one sent
- * early is kept pending). */
-static int wait_for_go(const sigset_t *usr1)
+/* Waits up to 60 s for a line on stdin: the harness's "go". */
+static int wait_for_go(void)
 {
-	struct timespec limit = { 60, 0 };
-	if (sigtimedwait(usr1, NULL, &limit) != SIGUSR1) {
-		fprintf(stderr, "scripts-workload: no SIGUSR1 within 60 s\n");
+	struct pollfd pfd = { STDIN_FILENO, POLLIN, 0 };
+	char line[16];
+	int n;
+	do
+		n = poll(&pfd, 1, 60000);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0 || read(STDIN_FILENO, line, sizeof line) <= 0) {
+		fprintf(stderr, "scripts-workload: no line on stdin within 60 s\n");
 		return 1;
 	}
 	return 0;
@@ -375,25 +380,21 @@ int main(int argc, char **argv)
 	long delay_ms = 1200, linger_ms = 1500;
 	const char *path = "/tmp/billing-probes-workload.dat";
 	const char *mode;
-	int i, rc = 0, wait_signal = 0;
-	sigset_t usr1;
+	int i, rc = 0, wait_stdin = 0;
 
 	/* Every page resident, now and later: the pid provider raises no
 	 * semaphore, so nothing touches a string literal before a D script's
 	 * copyinstr() reads it, and BPF cannot fault a page in. */
 	if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
 		perror("scripts-workload: mlockall (strings may read as empty)");
-	sigemptyset(&usr1);
-	sigaddset(&usr1, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &usr1, NULL);
 
 	if (argc < 2)
 		return usage();
 	mode = argv[1];
 	for (i = 2; i < argc; i++) {
 		char *end = NULL;
-		if (strcmp(argv[i], "--wait-signal") == 0) {
-			wait_signal = 1;
+		if (strcmp(argv[i], "--wait-stdin") == 0) {
+			wait_stdin = 1;
 			continue;
 		}
 		if (i + 1 >= argc)
@@ -417,8 +418,8 @@ int main(int argc, char **argv)
 	    strcmp(mode, "tps") && strcmp(mode, "system"))
 		return usage();
 
-	if (wait_signal) {
-		if (wait_for_go(&usr1) != 0)
+	if (wait_stdin) {
+		if (wait_for_go() != 0)
 			return 1;
 	} else {
 		sleep_ns((uint64_t)delay_ms * MS);
