@@ -1,4 +1,4 @@
-"""Part 4 of the benchmark: billingd end to end under billing-load.
+"""The benchmark's billingd part: billingd end to end under billing-load.
 
 billingd at saturation (billing-load, gateway latency 0), built with probes
 compiled out (a nested build with -Dprobes=disabled, so the library's own
@@ -19,18 +19,6 @@ import time
 import urllib.request
 
 SCRIPTS = ("tps", "biz_metrics", "request_latency")
-
-# Used only when d-scripts/bpftrace/NAME.bt is absent (reported as such):
-# programs doing the same kind of work on the same probes.
-FALLBACK = {
-    "tps": "usdt::billing:request__done { @requests = count(); } interval:s:1 { clear(@requests); }",
-    "biz_metrics": ("usdt::billing:payment__auth { @auth[str(arg2), str(arg3), arg4] = count(); "
-                    "@amount[str(arg2), str(arg3)] = sum(arg1); } "
-                    "usdt::billing:invoice__create { @inv[str(arg3)] = count(); @inv_amount[str(arg3)] = sum(arg2); } "
-                    "usdt::billing:refund__process { @ref[str(arg3), str(arg4)] = count(); }"),
-    "request_latency": "usdt::billing:request__done /arg3 > 0/ { @ns[str(arg1)] = hist(arg3); }",
-}
-
 
 def free_port():
     with socket.socket() as s:
@@ -162,10 +150,9 @@ def noprobes_billingd(build_dir, source_dir):
 
 
 def script_args(source_dir, name):
+    """The shipped script's path, or None when it is not in the tree."""
     path = os.path.join(source_dir, "d-scripts", "bpftrace", name + ".bt")
-    if os.path.exists(path):
-        return [path], f"d-scripts/bpftrace/{name}.bt"
-    return ["-e", FALLBACK[name]], f"inline stand-in for {name}.bt (script absent)"
+    return [path] if os.path.exists(path) else None
 
 
 def spread(values):
@@ -174,7 +161,7 @@ def spread(values):
             "spread_pct": 100.0 * (max(values) - min(values)) / med if med else None}
 
 
-def part4(build_dir, source_dir, reps, duration, skip, concurrency=16):
+def end_to_end(build_dir, source_dir, reps, duration, skip, concurrency=16):
     billingd = os.path.join(build_dir, "examples", "billingd", "billingd")
     load = os.path.join(build_dir, "examples", "billing-load", "billing-load")
     res = {"duration_s": duration, "concurrency": concurrency, "repetitions": reps, "rows": []}
@@ -199,8 +186,11 @@ def part4(build_dir, source_dir, reps, duration, skip, concurrency=16):
         if skip:
             res["rows"].append({"config": f"traced: {name}", "skipped": skip})
             continue
-        args, origin = script_args(source_dir, name)
-        configs.append((f"traced: {name}", billingd, args, origin))
+        args = script_args(source_dir, name)
+        if args is None:
+            res["rows"].append({"config": f"traced: {name}", "skipped": f"d-scripts/bpftrace/{name}.bt is missing"})
+            continue
+        configs.append((f"traced: {name}", billingd, args, f"d-scripts/bpftrace/{name}.bt"))
     samples = {c[0]: {"rps": [], "p99_ms": []} for c in configs}
     # The database on tmpfs when there is one: disk writes are the noisiest
     # part of a shared machine, and they are not what is measured here.
@@ -282,8 +272,11 @@ def verdict(row, target):
     return head + "MISSED"
 
 
+TARGETS = {"compiled in, untraced": 1.0, "traced: biz_metrics": 5.0}  # % of throughput
+
+
 def markdown(p4):
-    o = ["### 4. billingd end to end (billing-load at saturation)", ""]
+    o = ["### billingd end to end (billing-load at saturation)", ""]
     if p4.get("skipped"):
         return o + [f"Not measured: {p4['skipped']}.", ""]
     o += [f"Load: {p4['load']}, concurrency {p4['concurrency']}, {p4['duration_s']} s per run, against billingd "
@@ -293,7 +286,6 @@ def markdown(p4):
           "median (min .. max).", "",
           "| billingd | median req/s | spread | throughput vs compiled out | median p99 ms | spread | p99 vs compiled out | target |",
           "|---|---:|---:|---:|---:|---:|---:|---|"]
-    targets = {"compiled in, untraced": 1.0, "traced: biz_metrics": 5.0}
     for r in p4["rows"]:
         if "skipped" in r:
             o.append(f"| {r['config']} | skipped: {r['skipped']} | | | | | | |")
@@ -301,8 +293,26 @@ def markdown(p4):
         o.append(f"| {r['config']} | {r['rps']['median']:.0f} | {r['rps']['spread_pct']:.1f}% | "
                  f"{paired_cell(r, 'throughput')} | {r['p99_ms']['median']:.2f} | "
                  f"{r['p99_ms']['spread_pct']:.1f}% | {paired_cell(r, 'p99')} | "
-                 f"{verdict(r, targets.get(r['config']))} |")
+                 f"{verdict(r, TARGETS.get(r['config']))} |")
     scripts = [f"{r['config']}: {r['script']}" for r in p4["rows"] if r.get("script")]
     if scripts:
         o += ["", "Scripts: " + "; ".join(scripts) + "."]
     return o + [""]
+
+
+def summary_rows(p4):
+    """(what, result, target) rows for bench/README.md's summary."""
+    if p4.get("skipped"):
+        return [("billingd end to end", "not measured: " + p4["skipped"], "")]
+    rows = []
+    for r in p4["rows"]:
+        what = f"billingd {r['config']} (billing-load at saturation, {p4['concurrency']} connections)"
+        if "skipped" in r:
+            rows.append((what, "skipped: " + r["skipped"], ""))
+        elif r["config"].startswith("compiled out"):
+            rows.append((what, f"{r['rps']['median']:,.0f} req/s (the baseline)", ""))
+        else:
+            rows.append((what, f"{paired_cell(r, 'throughput')} throughput ({r['rps']['median']:,.0f} req/s)",
+                         verdict(r, TARGETS.get(r["config"]))))
+    return rows
+
