@@ -600,6 +600,14 @@ def case_system():
     print("folded stacks with %s: %d samples" % (X.BUSY_FUNCTION, busy))
 
 
+def case_file_opens_none():
+    """A view with nothing to show says so: the business mode opens no file
+    once it has been told to go."""
+    out = run("business", [("file_opens", "file_opens", [], True)])["file_opens"]
+    body = out.split("]: COUNT\n", 1)[-1].strip().split("\n")
+    check(body == ["none seen"], "after the heading: %r, want ['none seen']" % body)
+
+
 def case_parse():
     """Every .bt is compiled by bpftrace (dry run).  The USDT probes get the
     workload's path, as the -c form needs.  (The D scripts' counterpart is
