@@ -14,6 +14,8 @@
  *   bounds    one request with 80 db-query events (more than slow_requests
  *             keeps) and 130 requests in flight at once (more than it
  *             follows), all slow: slow_requests' bounded memory.
+ *   race      4 threads fire the same payment-auth and error rows 20000
+ *             times each, all at once: exact per-row totals.
  *   tps       three bursts of transactions, each inside one whole second
  *             of CLOCK_MONOTONIC (the clock bpftrace's nsecs reads): tps.
  *   system    opens --path 25 times writing 8 KiB each, fails to open
@@ -263,6 +265,45 @@ static void run_bounds(void)
 		billing_fire_request_done(6000 + (uint64_t)i, "invoice.create", 0, 200 * MS);
 }
 
+/* --- race --------------------------------------------------------------- */
+
+/* RACE_THREADS threads fire the same rows at full speed, all released at
+ * once: per-row counters that two CPUs update at the same instant must
+ * not lose an increment (expected.py: RACE_*). */
+#define RACE_THREADS 4
+#define RACE_EVENTS 20000
+
+static pthread_barrier_t race_start;
+
+static void *race_thread(void *unused)
+{
+	int i;
+	(void)unused;
+	pthread_barrier_wait(&race_start);
+	for (i = 0; i < RACE_EVENTS; i++) {
+		billing_fire_payment_auth((uint64_t)i, 1000, "EUR", "stripe-sim", 0, 1 * MS);
+		billing_fire_error(0, "db", 1205);
+	}
+	return NULL;
+}
+
+static int run_race(void)
+{
+	pthread_t t[RACE_THREADS];
+	int i, rc = 0;
+	pthread_barrier_init(&race_start, NULL, RACE_THREADS);
+	for (i = 0; i < RACE_THREADS; i++) {
+		if (pthread_create(&t[i], NULL, race_thread, NULL) != 0) {
+			fprintf(stderr, "scripts-workload: cannot start threads\n");
+			return 1; /* the started ones wait at the barrier until exit */
+		}
+	}
+	for (i = 0; i < RACE_THREADS; i++)
+		rc |= pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&race_start);
+	return rc != 0;
+}
+
 /* --- tps ----------------------------------------------------------------- */
 
 /* Sleep until 300 ms into the next whole second of CLOCK_MONOTONIC. */
@@ -354,7 +395,7 @@ static int run_system(const char *path)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: scripts-workload business|requests|bounds|tps|system "
+	fprintf(stderr, "usage: scripts-workload business|requests|bounds|race|tps|system "
 	                "[--delay-ms N | --wait-stdin] [--linger-ms N] [--path FILE]\n");
 	return 2;
 }
@@ -415,7 +456,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (strcmp(mode, "business") && strcmp(mode, "requests") && strcmp(mode, "bounds") &&
-	    strcmp(mode, "tps") && strcmp(mode, "system"))
+	    strcmp(mode, "race") && strcmp(mode, "tps") && strcmp(mode, "system"))
 		return usage();
 
 	if (wait_stdin) {
@@ -430,6 +471,8 @@ int main(int argc, char **argv)
 		rc = run_requests();
 	else if (strcmp(mode, "bounds") == 0)
 		run_bounds();
+	else if (strcmp(mode, "race") == 0)
+		rc = run_race();
 	else if (strcmp(mode, "tps") == 0)
 		run_tps();
 	else
