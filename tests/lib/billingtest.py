@@ -127,6 +127,27 @@ def real_dtrace():
     return None, "no real DTrace (run bash ../shared/oracle-dtrace/build.sh; systemtap's dtrace only does -h/-G)"
 
 
+def remove_dtrace_uprobes(dtrace_pid):
+    """Removes the uprobes a dtrace process left behind when it was killed
+    before its exit (its groups are named dt_<PID>_<provider>).  Only for a
+    PID this test started and that is gone; returns how many it removed."""
+    events = os.path.join(TRACEFS, "uprobe_events")
+    if os.path.exists("/proc/%d" % dtrace_pid) or not os.path.exists(events):
+        return 0
+    mine = re.compile(r"^[pr]:(dt_%d_[^/\s]+/\S+)" % dtrace_pid)
+    try:
+        names = [m.group(1) for m in map(mine.match, open(events).read().split("\n")) if m]
+    except OSError:
+        return 0
+    for name in names:
+        try:
+            with open(events, "a") as f:
+                f.write("-:%s\n" % name)
+        except OSError:
+            pass  # busy or already gone: nothing more this test can do
+    return len(names)
+
+
 def require_dtrace():
     exe, why = real_dtrace()
     if not exe:
