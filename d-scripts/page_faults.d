@@ -11,7 +11,8 @@
  *   (the bpftrace twin takes the PID as its first argument instead of -p)
  *
  * FIELDS:
- *   FAULTS    address-space faults (vminfo:::as_fault; bpftrace: the
+ *   FAULTS    address-space faults (vminfo:::as_fault; Linux:
+ *             rawtp:exceptions::page_fault_user; bpftrace: the
  *             page-faults software event) in the interval (count);
  *             "TOTAL" line at exit
  *   TIME      HH:MM:SS of walltimestamp, UTC (bpftrace: local time)
@@ -29,6 +30,9 @@
 
 #pragma D option quiet
 #pragma D option defaultargs
+/* Solaris-family systems have vminfo:::as_fault, Oracle's DTrace for Linux
+ * the exceptions:page_fault_user raw tracepoint: either may be absent. */
+#pragma D option zdefs
 
 dtrace:::BEGIN
 {
@@ -52,7 +56,8 @@ dtrace:::BEGIN
 	printf("%-8s %12s\n", "TIME", "FAULTS");
 }
 
-vminfo:::as_fault
+vminfo:::as_fault,
+rawtp:exceptions::page_fault_user
 /pid == $target/
 {
 	@n = sum(1);
@@ -100,7 +105,9 @@ dtrace:::END
 	printa(" %@12d\n", @total);
 	printf("\nTop 10 faulting user functions:\n");
 	trunc(@faults_by_func, 10);
-	printa("@faults_by_func[%A]: %@d\n", @faults_by_func);
+	/* printa's default layout: Oracle's DTrace for Linux aborts on a
+	 * "%A" format for a ufunc() key ("Data record list does not match") */
+	printa(@faults_by_func);
 }
 
 dtrace:::END

@@ -134,6 +134,10 @@ profile:::tick-1sec /secs >= interval && n[H] > 0/ \
 
 /* --- tracing ------------------------------------------------------------ */
 
+/* Declared before use: D rejects a "+=" on an array it has not seen. */
+int slow[int];
+int tslow[int];
+
 dtrace:::BEGIN
 {
 	threshold_ns = ($1 > 0 ? $1 : 100) * 1000000;

@@ -1,24 +1,30 @@
 #!/usr/bin/env python3
-"""Generate everything that names a probe's arguments from provider/billing.d.
+"""Generate everything that names a probe or its arguments from provider/billing.d.
 
 billing.d is the single source of truth.  This script reads its probe
-declarations and the doc comment above each, and writes one of:
+declarations and the doc comment above each, and writes one file per
+command; a command is named after the file it writes (probe-macros-h
+writes probe_macros.h), so meson loops over the names:
 
-  sdt-header  IN OUT   dtrace -h output renamed into BILLING_SDT_* with const strings
-  off-header  OUT      the same macros as no-ops, for builds without probes
-  macros      OUT      the public BILLING_<PROBE>() / _ENABLED() wrappers
-  catalogue   OUT      the C table behind billing_probe_catalogue()
-  functions-h OUT      declarations of billing_fire_<probe>() for callers that
-                       cannot use C macros (FFI from Python, Go, Rust, ...)
-  functions-c OUT      their definitions, compiled into libbillingprobes-ffi
-  timing-h    OUT      a begin/end timing helper per NAME-start/NAME-done pair
-  timing-c    OUT      their definitions, compiled into libbillingprobes
-  readme-table         the Markdown probe reference, on stdout
-  check-readme README  exit 1 unless README holds the current probe reference
+  probes-sdt-h DTRACE_H OUT  dtrace -h output renamed into BILLING_SDT_*, const strings,
+                             arguments never immediates
+  probes-off-h OUT           the same macros as no-ops, for builds without probes
+  probe-macros-h OUT         the public BILLING_<PROBE>() / _ENABLED() wrappers
+  probe-functions-gen-h OUT  declarations of billing_fire_<probe>() for callers that
+                             cannot use C macros (FFI from Python, Go, Rust, ...)
+  probe-functions-c OUT      their definitions, compiled into libbillingprobes-ffi
+  timing-gen-h OUT           a begin/end timing helper per NAME-start/NAME-done pair
+  timing-gen-c OUT           their definitions, compiled into libbillingprobes
+  catalogue-data-c OUT       the C table behind billing_catalogue()
+  probe-samples-h OUT        tests: every probe fired with sample arguments
+  probe-samples-json OUT     tests: the values consumers must see for those samples
+  probe-table OUT            the Markdown probe reference of docs/probes.md
+  check-probe-table DOC      exit 1 unless DOC holds the current probe reference
 
-Usage: generate.py PROVIDER.d COMMAND [ARGS...]
+OUT may be "-" for stdout.  Usage: generate.py PROVIDER.d COMMAND [ARGS...]
 """
 
+import json
 import os
 import re
 import sys
@@ -32,13 +38,20 @@ TYPES = {
 }
 
 MAX_ARGS = 6  # bpftrace reads arg0..arg5 of a USDT probe on x86-64
-README_BEGIN = "<!-- probe-table: generated from provider/billing.d by provider/generate.py -->"
-README_END = "<!-- /probe-table -->"
+TABLE_BEGIN = "<!-- probe-table: generated from provider/billing.d by provider/generate.py -->"
+TABLE_END = "<!-- /probe-table -->"
 BANNER = "/* Generated from provider/billing.d by provider/generate.py: do not edit. */\n"
 
 
 class ProviderError(Exception):
     pass
+
+
+class Provider:
+    def __init__(self, path, name, probes):
+        self.path = path        # provider/billing.d as given
+        self.name = name        # billing
+        self.probes = probes    # [Probe] in billing.d's order
 
 
 class Probe:
@@ -93,14 +106,14 @@ def parse(path):
         span_pairs(probes)  # every output agrees on what a start/done pair is
     except ProviderError as e:
         raise ProviderError(f"{path}: {e}") from None
-    return provider, probes
+    return Provider(path, provider, probes)
 
 
-def sdt_header(provider, probes, src, out):
-    """Rename dtrace -h's PROVIDER_PROBE macros into our BILLING_SDT_ namespace."""
-    text = open(src, encoding="utf-8").read()
-    prefix = provider.upper() + "_"
-    for p in probes:
+def probes_sdt_h(provider, dtrace_h):
+    """dtrace -h's PROVIDER_PROBE macros renamed into our BILLING_SDT_ namespace."""
+    text = open(dtrace_h, encoding="utf-8").read()
+    prefix = provider.name.upper() + "_"
+    for p in provider.probes:
         text = re.sub(r"\b%s%s(_ENABLED)?\b" % (prefix, p.macro),
                       lambda m: "BILLING_SDT_" + p.macro + (m.group(1) or ""), text)
     # Strings are read-only at every probe site; the C++ build needs the const.
@@ -110,26 +123,50 @@ def sdt_header(provider, probes, src, out):
     # them PC-relative, a compare and a branch per untraced site.
     text = re.sub(r"(extern unsigned short \w+_semaphore[^;]*?)\s*;",
                   r'\1 __attribute__ ((visibility ("hidden")));', text)
-    with open(out, "w", encoding="utf-8") as f:
-        f.write(BANNER + "/* Post-processed output of dtrace -h. */\n" + text)
+    if "#include <sys/sdt.h>" not in text:
+        raise ProviderError(f"{dtrace_h}: dtrace -h output does not include <sys/sdt.h>")
+    text = text.replace("#include <sys/sdt.h>", ARG_CONSTRAINT + "#include <sys/sdt.h>", 1)
+    return BANNER + "/* Post-processed output of dtrace -h. */\n" + text
 
 
-def off_header(provider, probes, out):
+# sys/sdt.h lets the compiler pass an argument as an immediate ("n"): a
+# constant argument becomes `-8@$1250` in the note.  bpftrace and gdb read
+# that, perf drops the argument.  Register or memory only, so every
+# consumer sees every argument; the constant is moved into a register
+# behind the semaphore, so an untraced site costs the same.  sys/sdt.h
+# reads the macro where a probe expands, so this also holds when the
+# application included sys/sdt.h first.
+ARG_CONSTRAINT = """/* Probe arguments in registers or memory, never immediates (perf drops
+ * those): see ARG_CONSTRAINT in provider/generate.py. */
+#undef STAP_SDT_ARG_CONSTRAINT
+#if defined __powerpc__
+#define STAP_SDT_ARG_CONSTRAINT Zr
+#elif defined __ia64__
+#define STAP_SDT_ARG_CONSTRAINT r
+#elif defined __arm__
+#define STAP_SDT_ARG_CONSTRAINT rm
+#else
+#define STAP_SDT_ARG_CONSTRAINT or
+#endif
+"""
+
+
+def probes_off_h(provider):
     o = [BANNER, "/* Probes compiled out: every probe is a no-op that still uses its arguments. */\n",
          "#ifndef BILLING_PROBES_OFF_H\n#define BILLING_PROBES_OFF_H\n\n"]
-    for p in probes:
+    for p in provider.probes:
         params = ", ".join(f"a{i}" for i in range(len(p.args)))
         uses = ", ".join(f"(void)(a{i})" for i in range(len(p.args)))
         o.append(f"#define BILLING_SDT_{p.macro}_ENABLED() (0)\n")
         o.append(f"#define BILLING_SDT_{p.macro}({params}) ({uses})\n")
     o.append("\n#endif\n")
-    open(out, "w", encoding="utf-8").write("".join(o))
+    return "".join(o)
 
 
-def macros(provider, probes, out):
+def probe_macros_h(provider):
     o = [BANNER, "/* Included by billing/probes.h; include that instead. */\n",
          "#ifndef BILLING_PROBE_MACROS_H\n#define BILLING_PROBE_MACROS_H\n\n"]
-    for p in probes:
+    for p in provider.probes:
         names = [a[0] for a in p.args]
         params = function_params(p)
         fire_args = ", ".join(f"BILLING_PROBE_STR_({n})" if t == "char *" else n for n, t, _ in p.args)
@@ -146,33 +183,33 @@ def macros(provider, probes, out):
                  f"\t\tif (BILLING_{p.macro}_ENABLED()) \\\n"
                  f"\t\t\tbilling_probe_fire_{p.func}_({call_args}); \\\n\t}} while (0)\n\n")
     o.append("#endif\n")
-    open(out, "w", encoding="utf-8").write("".join(o))
+    return "".join(o)
 
 
 def function_params(p):
     return ", ".join(c_decl(a) for a in p.args)
 
 
-def functions_h(provider, probes, out):
+def probe_functions_gen_h(provider):
     o = [BANNER, "/* Included by billing/probe_functions.h; include that instead. */\n",
          "#ifndef BILLING_PROBE_FUNCTIONS_GEN_H\n#define BILLING_PROBE_FUNCTIONS_GEN_H\n\n"]
-    for p in probes:
+    for p in provider.probes:
         o.append(f"/* {p.name}: {p.summary} */\n")
         o.append(f"void billing_fire_{p.func}({function_params(p)});\n")
         o.append(f"int billing_enabled_{p.func}(void);\n\n")
     o.append("#endif\n")
-    open(out, "w", encoding="utf-8").write("".join(o))
+    return "".join(o)
 
 
-def functions_c(provider, probes, out):
+def probe_functions_c(provider):
     o = [BANNER, '#include "billing/probes.h"\n#include "billing/probe_functions.h"\n\n']
-    for p in probes:
+    for p in provider.probes:
         names = ", ".join(n for n, _, _ in p.args)
         o.append(f"void\nbilling_fire_{p.func}({function_params(p)})\n{{\n"
                  f"\tBILLING_{p.macro}({names});\n}}\n\n")
         o.append(f"int\nbilling_enabled_{p.func}(void)\n{{\n"
                  f"\treturn BILLING_{p.macro}_ENABLED() != 0;\n}}\n\n")
-    open(out, "w", encoding="utf-8").write("".join(o))
+    return "".join(o)
 
 
 def span_pairs(probes):
@@ -203,10 +240,10 @@ def c_decl(arg):
     return f"{ctype}{'' if ctype.endswith('*') else ' '}{name}"
 
 
-def timing_h(provider, probes, out):
+def timing_gen_h(provider):
     o = [BANNER, "/* Included by billing/timing.h; include that instead. */\n",
          "#ifndef BILLING_TIMING_GEN_H\n#define BILLING_TIMING_GEN_H\n\n"]
-    for start, done, kept, extra in span_pairs(probes):
+    for start, done, kept, extra in span_pairs(provider.probes):
         base = start.func[:-len("_start")]
         o.append(f"/* {start.name} / {done.name}: begin fires {start.name}; end fires {done.name}\n"
                  f" * with the duration since begin and returns it (0: not measured). */\n")
@@ -218,12 +255,12 @@ def timing_h(provider, probes, out):
         o.append(f"void billing_{base}_begin({begin_params});\n")
         o.append(f"uint64_t billing_{base}_end({end_params});\n\n")
     o.append("#endif\n")
-    open(out, "w", encoding="utf-8").write("".join(o))
+    return "".join(o)
 
 
-def timing_c(provider, probes, out):
+def timing_gen_c(provider):
     o = [BANNER, '#include "billing/probes.h"\n#include "billing/timing.h"\n\n']
-    for start, done, kept, extra in span_pairs(probes):
+    for start, done, kept, extra in span_pairs(provider.probes):
         base = start.func[:-len("_start")]
         begin_params = ", ".join([f"billing_{base}_t *span"] + [c_decl(a) for a in start.args])
         end_params = ", ".join([f"billing_{base}_t *span"] + [c_decl(a) for a in extra])
@@ -243,42 +280,215 @@ def timing_c(provider, probes, out):
                  f"\tduration_ns = billing_elapsed_ns(span->start_ns);\n"
                  f"\tBILLING_{done.macro}({done_args});\n"
                  f"\treturn duration_ns;\n}}\n\n")
-    open(out, "w", encoding="utf-8").write("".join(o))
+    return "".join(o)
 
 
 def c_string(s):
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def catalogue(provider, probes, out):
+def catalogue_data_c(provider):
     o = [BANNER, '#include "catalogue_data.h"\n\n',
-         f"const char billing_catalogue_provider_[] = {c_string(provider)};\n\n"]
-    for p in probes:
+         f"const char billing_catalogue_provider_[] = {c_string(provider.name)};\n\n"]
+    for p in provider.probes:
         o.append(f"static const billing_probe_arg_t args_{p.func}[] = {{\n")
         for n, t, d in p.args:
             o.append(f"\t{{ {c_string(n)}, BILLING_ARG_{TYPES[t][1].upper()}, {c_string(d)} }},\n")
         o.append("};\n")
     o.append("\nconst billing_probe_info_t billing_catalogue_probes_[] = {\n")
-    for p in probes:
+    for p in provider.probes:
         o.append(f"\t{{ {c_string(p.name)}, {c_string(p.d_name)}, {c_string(p.summary)}, "
                  f"{len(p.args)}, args_{p.func} }},\n")
     o.append("};\n\nconst size_t billing_catalogue_count_ = "
              "sizeof billing_catalogue_probes_ / sizeof billing_catalogue_probes_[0];\n")
-    open(out, "w", encoding="utf-8").write("".join(o))
+    return "".join(o)
 
 
-def readme_table(provider, probes):
-    o = [README_BEGIN, "",
+def probe_table(provider):
+    o = [TABLE_BEGIN, "",
          "| probe (D name) | arguments | fires when / meaning |",
          "|---|---|---|"]
-    for p in probes:
+    for p in provider.probes:
         args = ", ".join(f"`{TYPES[t][1]} {n}`" for n, t, _ in p.args)
         desc = f"Fires when {p.summary[0].lower() + p.summary[1:]}"
         for i, (n, t, d) in enumerate(p.args):
             desc += f" arg{i} `{n}`: {d}."
-        o.append(f"| `{provider}:::{p.name}` | {args} | {desc.replace('|', '/')} |")
-    o += ["", README_END]
+        o.append(f"| `{provider.name}:::{p.name}` | {args} | {desc.replace('|', '/')} |")
+    o += ["", TABLE_END]
     return "\n".join(o) + "\n"
+
+
+# --- samples: every probe fired with known arguments, for the tests ---------
+
+SAMPLE_ROUNDS = 3
+TIMING_TAG = 500  # added to a tag when a timing helper fires the probe
+
+
+def sample(index, probe, arg_index, k, via="macro"):
+    """(C expression, value a consumer sees) of argument ARG_INDEX of PROBE
+    (billing.d's INDEX-th) in round K, fired through a macro or a timing helper.
+
+    Distinct per probe, argument and way of firing, so a consumer that reads
+    the wrong argument or the wrong probe fails; across the rounds each type
+    meets its edges: beyond 32 bits, beyond 2^63, negative, NULL, not UTF-8."""
+    name, d_type, _ = probe.args[arg_index]
+    tag = 1000 * (index + 1) + 10 * arg_index + k + (TIMING_TAG if via == "timing" else 0)
+    if d_type == "unsigned long long":
+        v = [tag, 1000 * 2**32 + tag, 18 * 10**18 + tag][k]
+        return f"{v}ull", v
+    if d_type == "long long":
+        v = [-tag, tag, -9 * 10**18 - tag][k]
+        return f"{v}ll", v
+    if d_type == "int":
+        v = [tag, -tag, 2**31 - 1 - tag][k]
+        return str(v), v
+    if d_type == "char *":
+        if k == 0:
+            return "NULL", b""
+        text = f"{probe.name}.{name}" + ("@timing" if via == "timing" else "")
+        v = text.encode() if k == 1 else b"caf\xc3\xa9-\xff-" + text.encode()
+        return '"' + "".join(chr(b) if 32 <= b < 127 and chr(b) not in '"\\?' else f"\\{b:03o}"
+                             for b in v) + '"', v
+    raise ProviderError(f"probe {probe.name}: no sample for type {d_type!r}")
+
+
+def samples_by_probe(provider):
+    """{d_name: (index, probe)} in billing.d's order."""
+    return {p.d_name: (i, p) for i, p in enumerate(provider.probes)}
+
+
+def paired_names(provider):
+    return {p.d_name for s, d, _, _ in span_pairs(provider.probes) for p in (s, d)}
+
+
+def probe_samples_h(provider):
+    o = [BANNER, "/* Every probe of billing.d fired with sample arguments, for the tests.\n"
+         " * Round k (0 <= k < BILLING_SAMPLE_ROUNDS) passes what probe_samples.json\n"
+         " * lists for round k.  Define BILLING_SAMPLE_COUNT(x) before the include to\n"
+         " * see each macro's first argument evaluated (it must be, only while traced). */\n",
+         "#ifndef BILLING_PROBE_SAMPLES_H\n#define BILLING_PROBE_SAMPLES_H\n\n"
+         "#include <stddef.h>\n#include <stdint.h>\n\n"
+         '#include "billing/probes.h"\n#include "billing/timing.h"\n\n'
+         "#ifndef BILLING_SAMPLE_COUNT\n#define BILLING_SAMPLE_COUNT(x) (x)\n#endif\n\n"
+         f"#define BILLING_SAMPLE_ROUNDS {SAMPLE_ROUNDS}\n\n"]
+
+    def array(via, probe, name):
+        return f"{name}_" if via == "macro" else f"{probe.func}_{name}_"
+
+    def arrays(index, probe, via, indices):
+        out = []
+        for i in indices:
+            name, t, _ = probe.args[i]
+            ctype = "const char *const" if t == "char *" else "const " + TYPES[t][0]
+            values = ", ".join(sample(index, probe, i, k, via)[0] for k in range(SAMPLE_ROUNDS))
+            out.append(f"\tstatic {ctype} {array(via, probe, name)}[BILLING_SAMPLE_ROUNDS] = {{ {values} }};\n")
+        return out
+
+    for index, p in enumerate(provider.probes):
+        args = [f"{array('macro', p, n)}[k]" for n, _, _ in p.args]
+        if args:
+            args[0] = f"BILLING_SAMPLE_COUNT({args[0]})"
+        o.append(f"static BILLING_PROBE_INLINE_ void\nbilling_sample_{p.func}(int k)\n{{\n")
+        o += arrays(index, p, "macro", range(len(p.args)))
+        o.append(f"\tBILLING_{p.macro}({', '.join(args)});\n}}\n\n")
+    paired = paired_names(provider)
+    for fn, which, what in (("fire_all", provider.probes, "Every probe through its macro"),
+                            ("fire_unpaired", [p for p in provider.probes if p.d_name not in paired],
+                             "The probes no timing helper fires, through their macros")):
+        o.append(f"/* {what}, in billing.d's order. */\n"
+                 f"static BILLING_PROBE_INLINE_ void\nbilling_sample_{fn}(int k)\n{{\n")
+        o += [f"\tbilling_sample_{p.func}(k);\n" for p in which]
+        o.append("}\n\n")
+    index_of = samples_by_probe(provider)
+    pairs = span_pairs(provider.probes)
+    o.append("/* Every timing helper pair, nested: begin with the -start probe's samples,\n"
+             " * end (in reverse order) with the -done probe's own arguments. */\n"
+             "static BILLING_PROBE_INLINE_ void\nbilling_sample_fire_timing(int k)\n{\n")
+    for start, done, kept, extra in pairs:
+        o.append(f"\tbilling_{start.func[:-len('_start')]}_t span_{start.func}_;\n")
+    for start, done, kept, extra in pairs:
+        si = index_of[start.d_name][0]
+        o += arrays(si, start, "timing", range(len(start.args)))
+    for start, done, kept, extra in pairs:
+        di = index_of[done.d_name][0]
+        o += arrays(di, done, "timing", [done.args.index(a) for a in extra])
+    for start, done, kept, extra in pairs:
+        base = start.func[:-len("_start")]
+        o.append(f"\tbilling_{base}_begin(&span_{start.func}_"
+                 + "".join(f", {array('timing', start, n)}[k]" for n, _, _ in start.args) + ");\n")
+    for start, done, kept, extra in reversed(pairs):
+        base = start.func[:-len("_start")]
+        o.append(f"\t(void)billing_{base}_end(&span_{start.func}_"
+                 + "".join(f", {array('timing', done, n)}[k]" for n, _, _ in extra) + ");\n")
+    o.append("}\n\n#endif\n")
+    return "".join(o)
+
+
+def probe_samples_json(provider):
+    """What a consumer sees for each round of probe_samples.h.
+
+    Integers as JSON numbers; strings one character per byte (decode with
+    latin-1), NULL as ""; a measured duration (timing helpers) as null."""
+    pairs = {d.d_name: (s, d, kept, extra) for s, d, kept, extra in span_pairs(provider.probes)}
+    pairs.update({s.d_name: (s, d, kept, extra) for s, d, kept, extra in span_pairs(provider.probes)})
+    index_of = samples_by_probe(provider)
+    out = []
+
+    def text(v):
+        return v.decode("latin-1") if isinstance(v, bytes) else v
+
+    for index, p in enumerate(provider.probes):
+        entry = {"name": p.name, "d_name": p.d_name,
+                 "args": [{"name": n, "type": TYPES[t][1]} for n, t, _ in p.args],
+                 "macro": [[text(sample(index, p, i, k)[1]) for i in range(len(p.args))]
+                           for k in range(SAMPLE_ROUNDS)],
+                 "timing": None}
+        if p.d_name in pairs:
+            start, done, kept, extra = pairs[p.d_name]
+            si = index_of[start.d_name][0]
+            start_names = [n for n, _, _ in start.args]
+            rounds = []
+            for k in range(SAMPLE_ROUNDS):
+                values = []
+                for i, (n, _, _) in enumerate(p.args):
+                    if p is done and i == len(p.args) - 1:
+                        values.append(None)  # duration_ns: measured
+                    elif p is start or n in start_names:
+                        values.append(text(sample(si, start, start_names.index(n), k, "timing")[1]))
+                    else:
+                        values.append(text(sample(index, p, i, k, "timing")[1]))
+                rounds.append(values)
+            entry["timing"] = rounds
+        out.append(entry)
+    return json.dumps({"provider": provider.name, "rounds": SAMPLE_ROUNDS, "probes": out}, indent=1) + "\n"
+
+
+def check_probe_table(provider, doc):
+    """None when DOC holds the current probe table, else what is wrong."""
+    if probe_table(provider) not in open(doc, encoding="utf-8").read():
+        return (f"{doc}: probe table is out of date with {provider.path}; regenerate it with: "
+                f"provider/generate.py {provider.path} probe-table -")
+    return None
+
+
+# command -> (emitter, its input arguments); every command but the check
+# writes its text to one more argument, OUT.
+COMMANDS = {
+    "probes-sdt-h": (probes_sdt_h, ["DTRACE_H"]),
+    "probes-off-h": (probes_off_h, []),
+    "probe-macros-h": (probe_macros_h, []),
+    "probe-functions-gen-h": (probe_functions_gen_h, []),
+    "probe-functions-c": (probe_functions_c, []),
+    "timing-gen-h": (timing_gen_h, []),
+    "timing-gen-c": (timing_gen_c, []),
+    "catalogue-data-c": (catalogue_data_c, []),
+    "probe-samples-h": (probe_samples_h, []),
+    "probe-samples-json": (probe_samples_json, []),
+    "probe-table": (probe_table, []),
+}
+CHECKS = {
+    "check-probe-table": (check_probe_table, ["DOC"]),
+}
 
 
 def main(argv):
@@ -286,46 +496,38 @@ def main(argv):
         sys.stderr.write(__doc__)
         return 2
     path, cmd, rest = argv[1], argv[2], argv[3:]
+    if cmd in COMMANDS:
+        emit, inputs = COMMANDS[cmd]
+        outputs = 1
+    elif cmd in CHECKS:
+        emit, inputs = CHECKS[cmd]
+        outputs = 0
+    else:
+        print(f"generate.py: unknown command {cmd!r}; one of: {', '.join([*COMMANDS, *CHECKS])}", file=sys.stderr)
+        return 2
+    if len(rest) != len(inputs) + outputs:
+        print(f"generate.py: usage: generate.py PROVIDER.d {cmd} {' '.join(inputs + ['OUT'] * outputs)}",
+              file=sys.stderr)
+        return 2
     try:
-        provider, probes = parse(path)
+        provider = parse(path)
+        result = emit(provider, *rest[:len(inputs)])
     except (OSError, ProviderError) as e:
         print(f"generate.py: {e}", file=sys.stderr)
         return 2
-    try:
-        if cmd == "sdt-header" and len(rest) == 2:
-            sdt_header(provider, probes, rest[0], rest[1])
-        elif cmd == "off-header" and len(rest) == 1:
-            off_header(provider, probes, rest[0])
-        elif cmd == "macros" and len(rest) == 1:
-            macros(provider, probes, rest[0])
-        elif cmd == "functions-h" and len(rest) == 1:
-            functions_h(provider, probes, rest[0])
-        elif cmd == "functions-c" and len(rest) == 1:
-            functions_c(provider, probes, rest[0])
-        elif cmd == "timing-h" and len(rest) == 1:
-            timing_h(provider, probes, rest[0])
-        elif cmd == "timing-c" and len(rest) == 1:
-            timing_c(provider, probes, rest[0])
-        elif cmd == "catalogue" and len(rest) == 1:
-            catalogue(provider, probes, rest[0])
-        elif cmd == "readme-table" and not rest:
-            sys.stdout.write(readme_table(provider, probes))
-        elif cmd == "check-readme" and len(rest) == 1:
-            readme = open(rest[0], encoding="utf-8").read()
-            want = readme_table(provider, probes)
-            if want not in readme:
-                print(f"generate.py: {rest[0]}: probe table is out of date with {path}; "
-                      f"regenerate it with: {argv[0]} {path} readme-table", file=sys.stderr)
-                return 1
-        else:
-            print(f"generate.py: unknown command or wrong arguments: {' '.join(argv[2:])}", file=sys.stderr)
-            return 2
-    except ProviderError as e:
-        print(f"generate.py: {path}: {e}", file=sys.stderr)
-        for out in rest[-1:]:
-            if cmd not in ("check-readme", "readme-table") and os.path.exists(out):
-                os.unlink(out)
-        return 2
+    if not outputs:
+        if result:
+            print(f"generate.py: {result}", file=sys.stderr)
+            return 1
+        return 0
+    if rest[-1] == "-":
+        sys.stdout.write(result)
+        return 0
+    # Written whole or not at all: a build never sees half a header.
+    tmp = rest[-1] + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(result)
+    os.replace(tmp, rest[-1])
     return 0
 
 

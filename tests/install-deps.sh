@@ -39,3 +39,11 @@ fi
 if [ ! -e /sys/kernel/tracing/uprobe_events ]; then
   mount -t tracefs nodev /sys/kernel/tracing || echo "install-deps.sh: could not mount tracefs; live tests will say why they skip" >&2
 fi
+
+# Oracle's DTrace for Linux: the real D compiler (and pid provider) the D
+# scripts' tests use.  Built from the source tarball in ../shared; the build
+# script is idempotent and exits at once on a working install.
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ ! -x /opt/oracle-dtrace/bin/dtrace ]; then
+  bash "$root/../shared/oracle-dtrace/build.sh"
+fi

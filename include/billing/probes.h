@@ -16,6 +16,9 @@
  * compile error); strings are const char * and NULL reaches the consumer
  * as "".  Built without probes, both macros compile to nothing but keep
  * the same type checks, so code that builds one way builds the other.
+ * Built with -Dprobe_site=function, each probe is a call of
+ * billing_fire_<probe>() for DTrace's pid provider and its arguments are
+ * always evaluated (docs/function-sites.md).
  *
  * Include this header before <sys/sdt.h> (or do not include that at all):
  * sys/sdt.h included first yields probes without is-enabled semaphores.
@@ -27,11 +30,19 @@
 
 #include "billing/probes_config.h"
 
-/* The clang static analyser and Coverity see the no-op probes: the inline
+/* Function probe sites (-Dprobe_site=function, or
+ * BILLING_PROBE_SITE_FORCE_FUNCTION for one translation unit): each probe
+ * calls billing_fire_<probe>() for DTrace's pid provider; no USDT, and
+ * BILLING_<PROBE>_ENABLED() is always 1 (docs/function-sites.md).
+ *
+ * The clang static analyser and Coverity see the no-op probes: the inline
  * assembly of a probe site means nothing to them.  Defining
  * BILLING_PROBES_DISABLE before the include compiles one translation unit
  * without probes in a build that has them. */
-#if BILLING_PROBES_SDT && !defined(BILLING_PROBES_DISABLE) && \
+#if (BILLING_PROBE_SITE_FUNCTION || defined(BILLING_PROBE_SITE_FORCE_FUNCTION)) && \
+    !defined(BILLING_PROBES_DISABLE)
+#  include "billing/probes_function.h"
+#elif BILLING_PROBES_SDT && !defined(BILLING_PROBES_DISABLE) && \
     !defined(__clang_analyzer__) && !defined(__COVERITY__)
 #  if defined(_SYS_SDT_H) && !defined(_SDT_HAS_SEMAPHORES)
 #    error "include billing/probes.h before <sys/sdt.h>: its probes would have no semaphores"
@@ -51,12 +62,13 @@
 /* String arguments, only evaluated while traced.  A consumer's
  * copyinstr()/str() faults on NULL, so NULL becomes "".  And a BPF program
  * cannot fault a page in: a string literal whose page the process has not
- * yet touched reads as "".  Reading its first byte here makes it resident. */
+ * yet touched reads as "" (or fails: "invalid address").  Reading the first
+ * byte of what is passed, the "" for NULL included, makes it resident. */
 static BILLING_PROBE_INLINE_ const char *
 billing_probe_str_(const char *s)
 {
 	if (!s)
-		return "";
+		s = "";
 	(void)*(const volatile char *)s;
 	return s;
 }

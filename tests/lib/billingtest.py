@@ -163,3 +163,22 @@ def run(cmd, timeout=60, **kw):
     """subprocess.run with text output captured; never raises on exit status."""
     return subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                           timeout=timeout, **kw)
+
+
+# --- sample arguments (provider/generate.py probe-samples-json) -----------------
+
+def load_samples(path):
+    """probe_samples.json with every string value as bytes (the JSON keeps
+    one character per byte), so it compares with what a consumer printed."""
+    import json
+    with open(path, encoding="utf-8") as f:
+        samples = json.load(f)
+
+    def as_bytes(values):
+        return [v.encode("latin-1") if isinstance(v, str) else v for v in values]
+
+    for p in samples["probes"]:
+        p["macro"] = [as_bytes(r) for r in p["macro"]]
+        if p["timing"]:
+            p["timing"] = [as_bytes(r) for r in p["timing"]]
+    return samples

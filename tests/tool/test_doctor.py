@@ -4,7 +4,9 @@ import os
 import re
 import subprocess
 
-from tooltest import PROBES, PROGRAM, PROGRAM_DISABLED, PROVIDER, check, finish, run
+from tooltest import PROBES, PROGRAM, PROGRAM_DISABLED, PROVIDER, catalogue, check, finish, run
+
+N = len(catalogue())
 
 LINE = re.compile(r"^(OK  |WARN|FAIL)  ([a-zA-Z_ ]+): \S")
 
@@ -42,20 +44,25 @@ if not PROBES:
           "-Dprobes=disabled: doctor --target PROGRAM fails the target check")
     finish()
 rc, lines = doctor(["--target", PROGRAM, "--provider", PROVIDER])
-check(lines.get("target", "").startswith("OK") and "all 12 probes" in lines["target"],
-      "doctor --target PROGRAM: carries all 12 probes")
+check(lines.get("target", "").startswith("OK") and "all %d probes" % N in lines["target"],
+      "doctor --target PROGRAM: carries all %d probes" % N)
+rc, lines = doctor([PROGRAM])
+check(lines.get("target", "").startswith("OK") and "all %d probes of the built-in billing.d" % N in lines["target"],
+      "doctor PROGRAM (positional, built-in catalogue): carries all %d probes" % N)
 check(re.search(r"probe sites: \d+ x (1|5)-byte nop", lines.get("probe sites", "")) is not None,
       "doctor --target PROGRAM: probe sites are nops (%s)" % lines.get("probe sites"))
 rc, lines = doctor(["--target", PROGRAM_DISABLED, "--provider", PROVIDER])
-check(rc == 1 and lines.get("target", "").startswith("FAIL") and "12 of the 12" in lines["target"],
-      "doctor --target on the no-probes build: FAIL, 12 missing, exit 1")
+check(rc == 1 and lines.get("target", "").startswith("FAIL") and "%d of the %d" % (N, N) in lines["target"],
+      "doctor --target on the no-probes build: FAIL, all %d missing, exit 1" % N)
 
 prog = subprocess.Popen([PROGRAM, "10"], stdout=subprocess.PIPE, text=True)
 try:
     prog.stdout.readline()
     rc, lines = doctor(["-p", str(prog.pid), "--provider", PROVIDER])
-    check(lines.get("target", "").startswith("OK") and "PID %d carries all 12" % prog.pid in lines["target"],
-          "doctor -p PID: carries all 12 probes")
+    check(lines.get("target", "").startswith("OK") and "PID %d carries all %d" % (prog.pid, N) in lines["target"],
+          "doctor -p PID: carries all %d probes" % N)
+    check(lines.get("semaphores", "").startswith("OK") and "none stale" in lines["semaphores"],
+          "doctor -p PID: no stale semaphore (%s)" % lines.get("semaphores"))
 finally:
     prog.kill()
     prog.wait()

@@ -1,33 +1,30 @@
-"""Shared helpers of the billing-probes tool tests.
+"""What the billing-probes tool tests share beyond tests/lib/billingtest.py:
+the paths meson passes (tests/tool/meson.build) and running the tool.
 
-Paths come from the environment meson sets (tests/tool/meson.build):
-BP_TOOL, BP_PROVIDER, BP_PROGRAM, BP_PROGRAM_DISABLED, BP_LIB_ALL,
-BP_LIB_HELPERS, BP_PROBES (1 when the build has probes), BP_FAST_SITE
-(1 for -Dprobe_site=fast: 5-byte nop sites).
-A test that cannot run here calls skip(reason): exit 77, meson's SKIP.
+BP_TOOL, BP_PROGRAM (every probe, fired by the generated or hand-written
+test program), BP_PROGRAM_DISABLED (the same without probes), BP_LIB_ALL
+(the FFI library: every probe), BP_LIB_HELPERS (libbillingprobes.so: the
+timing helpers' probes), BP_PROBES (1 when the build has probes),
+BP_FAST_SITE (1 for -Dprobe_site=fast: 5-byte nop sites).  The catalogue
+is billing.d, read by billingtest.provider_probes(), never a number here.
 """
 import os
 import re
 import subprocess
 import sys
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402
+from billingtest import check, finish, skip  # noqa: E402,F401
 
 TOOL = os.environ.get("BP_TOOL", "")
-PROVIDER = os.environ.get("BP_PROVIDER", "")
+PROVIDER = os.environ.get("BP_PROVIDER", bt.PROVIDER_D)
 PROGRAM = os.environ.get("BP_PROGRAM", "")
 PROGRAM_DISABLED = os.environ.get("BP_PROGRAM_DISABLED", "")
 LIB_ALL = os.environ.get("BP_LIB_ALL", "")
 LIB_HELPERS = os.environ.get("BP_LIB_HELPERS", "")
 PROBES = os.environ.get("BP_PROBES", "0") == "1"
 FAST_SITE = os.environ.get("BP_FAST_SITE", "0") == "1"
-
-failures = []
-
-
-def skip(reason):
-    print("SKIP: " + reason)
-    sys.exit(SKIP)
 
 
 def need_probes():
@@ -45,33 +42,14 @@ def run(args, timeout=20, user=None):
     return p.returncode, p.stdout, p.stderr
 
 
-def check(cond, what):
-    if cond:
-        print("ok   " + what)
-    else:
-        print("FAIL " + what)
-        failures.append(what)
-    return cond
-
-
-def finish():
-    if failures:
-        print("%d check(s) failed:" % len(failures))
-        for f in failures:
-            print("  " + f)
-        sys.exit(1)
-    print("all checks passed")
-    sys.exit(0)
-
-
 def catalogue(path=None):
-    """(provider, name) -> argument count, read from the .d file with a
-    regex independent of the tool's parser."""
-    text = open(path or PROVIDER).read()
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    out = {}
-    for prov, body in re.findall(r"provider\s+(\w+)\s*\{(.*?)\}\s*;", text, flags=re.S):
-        for name, args in re.findall(r"probe\s+(\w+)\s*\(([^)]*)\)\s*;", body):
-            args = args.strip()
-            out[(prov, name)] = 0 if args in ("", "void") else args.count(",") + 1
-    return out
+    """(provider, ELF name) -> argument count, from billing.d read by
+    billingtest's own parser (independent of the tool's)."""
+    return {(prov, bt.elf_name(name)): len(args)
+            for prov, name, args in bt.provider_probes(path or PROVIDER)}
+
+
+def readelf_names(path):
+    """ELF probe names in a file's notes, as readelf -n prints them."""
+    out = subprocess.run(["readelf", "-n", "--wide", path], capture_output=True, text=True, check=True).stdout
+    return set(re.findall(r"Name: (\S+)", out))

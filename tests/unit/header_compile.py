@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """billing/probes.h compiles cleanly where it should and fails where it must.
 
-Usage: header_compile.py SOURCE_INCLUDE BUILD_INCLUDE SEMAPHORE_LIB_OR_- PROBES_SDT(0|1)
+Usage: header_compile.py SOURCE_INCLUDE BUILD_INCLUDE LINK_LIB|- PROBES_SDT(0|1)
+(LINK_LIB: the semaphore library, or else the function-site library)
 
 Clean: header_use.c as C99/C11/C++17 with gcc and clang (those installed),
 -Wall -Wextra -Werror -pedantic, probes on and BILLING_PROBES_DISABLE;

@@ -1,9 +1,9 @@
 /*
  * catalogue_d.c -- provider blocks of a .d file, at run time.
  *
- * The tool reads billing.d itself rather than a compiled-in copy, so
- * `check --provider other.d` works for any provider and an installed
- * tool follows the installed billing.d.  A small tokenizer, a recursive
+ * `--provider FILE.d` reads a provider file at run time, so
+ * check works for any provider (the built-in catalogue, catalogue_builtin.c,
+ * is billing.d as the tool was built).  A small tokenizer, a recursive
  * walk of the one construct we need, and a line number in every error.
  */
 #include "catalogue_d.h"
@@ -151,9 +151,58 @@ static int expect(lexer_t *lx, const char *what)
 	return -1;
 }
 
-/* "(type, type, ...)" after the probe name: count the arguments. */
-static int count_args(lexer_t *lx)
+/* The width of one argument's type from its tokens, as sys/sdt.h records
+ * it on this host: pointers and longs at their host size.  0: unknown. */
+typedef struct arg_type {
+	int pointer, longs, ints, shorts, chars, other;
+} arg_type_t;
+
+static void note_type_token(const lexer_t *lx, arg_type_t *t)
 {
+	if (is_tok(lx, "*"))
+		t->pointer = 1;
+	else if (is_tok(lx, "long"))
+		t->longs++;
+	else if (is_tok(lx, "int"))
+		t->ints++;
+	else if (is_tok(lx, "short"))
+		t->shorts++;
+	else if (is_tok(lx, "char"))
+		t->chars++;
+	else if (is_tok(lx, "unsigned") || is_tok(lx, "signed") || is_tok(lx, "const") || is_tok(lx, "volatile")) {
+		/* qualifiers say nothing of the width */
+	} else if (lx->kind == TOK_IDENT) {
+		/* a named argument ("unsigned long long id") leaves one extra
+		 * identifier: only a second unknown word makes the type unknown */
+		t->other++;
+	}
+}
+
+static int type_width(const arg_type_t *t)
+{
+	if (t->pointer)
+		return (int)sizeof(void *);
+	if (t->other > 1 || (t->other == 1 && !(t->longs || t->ints || t->shorts || t->chars)))
+		return 0; /* a typedef: width unknown */
+	if (t->longs >= 2)
+		return (int)sizeof(long long);
+	if (t->longs == 1)
+		return (int)sizeof(long);
+	if (t->shorts)
+		return (int)sizeof(short);
+	if (t->chars)
+		return 1;
+	if (t->ints)
+		return (int)sizeof(int);
+	return 0;
+}
+
+/* "(type, type, ...)" after the probe name: count the arguments and note
+ * each one's width in sizes (at most BP_CATALOGUE_MAX_ARGS). */
+static int count_args(lexer_t *lx, int *sizes)
+{
+	arg_type_t type;
+	memset(&type, 0, sizeof type);
 	int start_line = lx->tok_line;
 	if (expect(lx, "(") != 0)
 		return -1;
@@ -169,8 +218,12 @@ static int count_args(lexer_t *lx)
 				fail(lx, lx->tok_line, "empty argument type in probe declaration", NULL);
 				return -1;
 			}
-			if (tokens_in_arg > 0)
+			if (tokens_in_arg > 0) {
+				if (nargs < BP_CATALOGUE_MAX_ARGS)
+					sizes[nargs] = type_width(&type);
 				nargs++;
+			}
+			memset(&type, 0, sizeof type);
 			tokens_in_arg = 0;
 			next(lx);
 			if (closing)
@@ -189,6 +242,8 @@ static int count_args(lexer_t *lx)
 		}
 		if (!is_tok(lx, "void"))
 			only_void = 0;
+		if (depth == 0)
+			note_type_token(lx, &type);
 		tokens_in_arg++;
 		next(lx);
 	}
@@ -198,7 +253,7 @@ static int count_args(lexer_t *lx)
 	return nargs;
 }
 
-static int add_probe(bp_catalogue_t *c, const char *provider, char *name, int nargs, int line)
+static int add_probe(bp_catalogue_t *c, const char *provider, char *name, int nargs, const int *sizes, int line)
 {
 	bp_catalogue_probe_t *probes = realloc(c->probes, (c->count + 1) * sizeof *probes);
 	char *prov = malloc(strlen(provider) + 1);
@@ -214,6 +269,7 @@ static int add_probe(bp_catalogue_t *c, const char *provider, char *name, int na
 	probes[c->count].name = name;
 	probes[c->count].nargs = nargs;
 	probes[c->count].line = line;
+	memcpy(probes[c->count].arg_size, sizes, sizeof probes[c->count].arg_size);
 	c->count++;
 	return 0;
 }
@@ -264,12 +320,13 @@ static int parse_provider(lexer_t *lx, bp_catalogue_t *c)
 			}
 		}
 		next(lx);
-		int nargs = count_args(lx);
+		int sizes[BP_CATALOGUE_MAX_ARGS] = { 0 };
+		int nargs = count_args(lx, sizes);
 		if (nargs < 0 || expect(lx, ";") != 0) {
 			free(name);
 			goto out;
 		}
-		if (add_probe(c, provider, name, nargs, line) != 0) {
+		if (add_probe(c, provider, name, nargs, sizes, line) != 0) {
 			free(name);
 			fail(lx, line, "out of memory", NULL);
 			goto out;
@@ -384,4 +441,12 @@ void bp_catalogue_free(bp_catalogue_t *c)
 	}
 	free(c->probes);
 	memset(c, 0, sizeof *c);
+}
+
+const bp_catalogue_probe_t *bp_catalogue_find(const bp_catalogue_t *cat, const char *provider, const char *name)
+{
+	for (size_t i = 0; i < cat->count; i++)
+		if (strcmp(cat->probes[i].provider, provider) == 0 && strcmp(cat->probes[i].name, name) == 0)
+			return &cat->probes[i];
+	return NULL;
 }

@@ -11,11 +11,22 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Argument widths are kept for the first 12 arguments (sys/sdt.h's limit). */
+#define BP_CATALOGUE_MAX_ARGS 12
+
 typedef struct bp_catalogue_probe {
 	char *provider;
 	char *name;   /* double-underscore form, as in ELF notes */
 	int nargs;
-	int line;     /* where it is declared */
+	int line;     /* where it is declared; 0 for the built-in catalogue */
+	/* Bytes of each argument as a probe site stores it (LP64: long long 8,
+	 * int 4, any pointer 8); 0 when the type is not a base C type the
+	 * parser knows (a typedef): then its width is not checked. */
+	int arg_size[BP_CATALOGUE_MAX_ARGS];
 } bp_catalogue_probe_t;
 
 typedef struct bp_catalogue {
@@ -28,5 +39,11 @@ int bp_catalogue_parse(const char *text, size_t len, bp_catalogue_t *out, char *
 /* Read and parse a file.  Returns 0, or -1 with a reason (no path) in err. */
 int bp_catalogue_load(const char *path, bp_catalogue_t *out, char *err, size_t errlen);
 void bp_catalogue_free(bp_catalogue_t *c);
+/* The probe named provider:name (ELF spelling), or NULL. */
+const bp_catalogue_probe_t *bp_catalogue_find(const bp_catalogue_t *cat, const char *provider, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* BP_CATALOGUE_D_H */

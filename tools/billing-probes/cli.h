@@ -1,33 +1,58 @@
 /*
- * cli.h -- the command line: options shared by the commands, exit codes,
- * and the one way an error reaches the user.
+ * cli.h -- the command line every command shares: its options, exit
+ * codes, the catalogue to compare against, and the one way an error
+ * reaches the user.  Commands call into cli.c; cli.c calls no command.
  */
 #ifndef BP_CLI_H
 #define BP_CLI_H
 
+#include <stddef.h>
+
+#include "probe_reader.h"
+
 /* Exit codes: the answer is yes / the answer is no / the question was bad. */
 enum { BP_EXIT_OK = 0, BP_EXIT_FAIL = 1, BP_EXIT_ERROR = 2 };
 
+enum { BP_MAX_TARGETS = 256, BP_MAX_EXPECT = 256 };
+
 typedef struct bp_options {
-	const char *target;        /* list, check: the first TARGET */
-	const char **extra_targets; /* check: more TARGETs, checked as one program */
-	int extra_target_count;
-	const char *provider_file; /* --provider FILE.d */
-	const char *provider_glob; /* -P */
-	const char *name_glob;     /* -n */
-	const char *doctor_pid;    /* doctor -p PID */
-	const char *doctor_target; /* doctor --target FILE */
-	int json;
+	const char *command;
+	/* TARGET, the same in every command: FILE or PID positionally,
+	 * or -p PID / --target FILE (doctor's old spellings). */
+	const char *targets[BP_MAX_TARGETS];
+	int target_count;
+	const char *provider_file;   /* --provider FILE.d: the catalogue (default built in) */
+	const char *provider_glob;   /* list -P */
+	const char *name_glob;       /* list -n */
+	const char *expect[BP_MAX_EXPECT]; /* check --expect NAME */
+	int expect_count;
+	const char *expect_file;     /* check --expect-file FILE */
+	int json;                    /* list, check --json */
+	int clear_stale;             /* doctor --clear-stale */
+	const char *script;          /* trace SCRIPT */
+	const char *command_line;    /* trace -c 'CMD ARGS' */
+	int dry_run;                 /* trace --dry-run */
+	char **script_args;          /* trace: what follows -- */
+	int script_arg_count;
 } bp_options_t;
 
-/* The catalogue used when --provider is not given: the installed billing.d. */
-const char *bp_default_provider_file(void);
+/* Parse argv[2..] for opt->command.  0, or BP_EXIT_ERROR after printing
+ * one usage line; BP_EXIT_OK with *done set for --help. */
+int bp_cli_parse(int argc, char **argv, bp_options_t *opt, int *done);
+/* The usage text. */
+extern const char bp_cli_usage[];
 
 /* "billing-probes: WHAT: WHY" on stderr, one line. */
 void bp_error(const char *what, const char *why);
+/* "billing-probes: WHY (try billing-probes --help)"; returns BP_EXIT_ERROR. */
+int bp_usage_error(const char *why);
 
-int bp_cmd_list(const bp_options_t *opt);
-int bp_cmd_check(const bp_options_t *opt);
-int bp_cmd_doctor(const bp_options_t *opt);
+/* The catalogue: --provider FILE.d when given, else the one built in.
+ * *source receives what to call it in messages.  0, or -1 after the one
+ * error line. */
+int bp_cli_catalogue(const bp_options_t *opt, bp_catalogue_t *cat, const char **source);
+
+/* Load TARGET into set, or print the one error line and return -1. */
+int bp_cli_load_target(const char *spec, bp_probe_set_t *set);
 
 #endif /* BP_CLI_H */

@@ -1,104 +1,158 @@
 /*
- * cmd_check.c -- `billing-probes check TARGET [--provider FILE.d]`: does
- * TARGET carry every probe the catalogue declares, each with the declared
- * number of arguments?  The question a service's CI asks after linking.
+ * cmd_check.c -- `billing-probes check TARGET... [--expect NAME]...`: does
+ * the program carry the probes it promises (default: every probe of the
+ * catalogue), each with the declared arguments?  The question a service's
+ * CI asks after linking.  Text for people, --json for CI to keep.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalogue_d.h"
 #include "check.h"
 #include "cli.h"
-#include "probes.h"
+#include "commands.h"
+#include "expect.h"
+#include "output.h"
 
-size_t bp_check_compare(const bp_catalogue_t *cat, const bp_target_t *targets, size_t ntargets, FILE *report)
+static const char *plural(int n)
 {
-	size_t problems = 0;
-	for (size_t c = 0; c < cat->count; c++) {
-		const bp_catalogue_probe_t *want = &cat->probes[c];
-		size_t sites = 0;
-		for (size_t k = 0; k < ntargets; k++) {
-			const bp_target_t *t = &targets[k];
-			for (size_t i = 0; i < t->probe_count; i++) {
-				const bp_probe_t *p = &t->probes[i];
-				if (strcmp(p->provider, want->provider) != 0 || strcmp(p->name, want->name) != 0)
-					continue;
-				sites++;
-				if (p->nargs == want->nargs)
-					continue;
-				problems++;
-				if (report)
-					fprintf(report, "mismatch: %s:%s at 0x%" PRIx64 " in %s has %d argument%s, the catalogue declares %d\n",
-					        want->provider, want->name, p->address, t->modules[p->module].path,
-					        p->nargs, p->nargs == 1 ? "" : "s", want->nargs);
-			}
-		}
-		if (sites == 0) {
-			problems++;
-			if (report)
-				fprintf(report, "missing: %s:%s (%d argument%s)\n", want->provider, want->name,
-				        want->nargs, want->nargs == 1 ? "" : "s");
-		}
-	}
-	return problems;
+	return n == 1 ? "" : "s";
 }
 
-int bp_load_catalogue_or_report(const char *path, bp_catalogue_t *cat)
+static void print_finding(FILE *out, const bp_finding_t *f)
 {
-	char err[512];
-	if (bp_catalogue_load(path, cat, err, sizeof err) != 0) {
-		char why[600];
-		snprintf(why, sizeof why, "bad provider file: %s", err);
-		bp_error(path, why);
-		return -1;
+	const char *module = f->site ? f->set->modules[f->site->module].path : "";
+	uint64_t at = f->site ? f->site->address : 0;
+	fprintf(out, "%s: %s:%s", bp_finding_word(f->kind), f->provider, f->name);
+	switch (f->kind) {
+	case BP_MISSING:
+		fprintf(out, " (%d argument%s)\n", f->want, plural(f->want));
+		break;
+	case BP_ARG_COUNT:
+		fprintf(out, " at 0x%" PRIx64 " in %s has %d argument%s, the catalogue declares %d\n", at, module, f->got,
+		        plural(f->got), f->want);
+		break;
+	case BP_ARG_WIDTH:
+		fprintf(out, " at 0x%" PRIx64 " in %s: argument %d is %d bytes wide, the catalogue declares %d\n", at,
+		        module, f->arg, f->got, f->want);
+		break;
+	case BP_UNKNOWN:
+		fprintf(out, " at 0x%" PRIx64 " in %s: the catalogue declares no such probe\n", at, module);
+		break;
+	case BP_UNGUARDED:
+		fprintf(out, " at 0x%" PRIx64 " in %s has no semaphore: the BILLING_ macros guard every probe "
+		        "(was sys/sdt.h included before billing/probes.h?)\n", at, module);
+		break;
+	case BP_UNEXPECTED:
+		fputs(" present, not expected\n", out);
+		break;
+	case BP_FINDING_KINDS:
+		fputc('\n', out);
+		break;
 	}
-	return 0;
+}
+
+static void print_json(FILE *out, const bp_options_t *opt, const char *source, const bp_check_report_t *r,
+                       int any_notes)
+{
+	fputs("{\"targets\": [", out);
+	for (int k = 0; k < opt->target_count; k++) {
+		fputs(k ? ", " : "", out);
+		bp_json_string(out, opt->targets[k]);
+	}
+	fputs("], \"catalogue\": ", out);
+	bp_json_string(out, source);
+	fprintf(out, ", \"ok\": %s, \"problems\": %zu, \"expected\": %zu, \"expected_found\": %zu, "
+	        "\"stapsdt_notes\": %s, \"findings\": [",
+	        r->problems ? "false" : "true", r->problems, r->expected, r->expected_found, any_notes ? "true" : "false");
+	for (size_t i = 0; i < r->count; i++) {
+		const bp_finding_t *f = &r->items[i];
+		fputs(i ? ",\n  {" : "\n  {", out);
+		fputs("\"kind\": ", out);
+		static const char *const kinds[BP_FINDING_KINDS] = { "missing", "argument-count", "argument-width",
+		                                                     "unknown", "unguarded", "unexpected" };
+		bp_json_string(out, kinds[f->kind]);
+		fprintf(out, ", \"problem\": %s, \"provider\": ", f->kind == BP_UNEXPECTED ? "false" : "true");
+		bp_json_string(out, f->provider);
+		fputs(", \"name\": ", out);
+		bp_json_string(out, f->name);
+		if (f->site) {
+			fputs(", \"module\": ", out);
+			bp_json_string(out, f->set->modules[f->site->module].path);
+			fprintf(out, ", \"address\": \"0x%" PRIx64 "\"", f->site->address);
+		}
+		if (f->kind == BP_ARG_WIDTH)
+			fprintf(out, ", \"argument\": %d", f->arg);
+		if (f->kind == BP_ARG_COUNT || f->kind == BP_ARG_WIDTH)
+			fprintf(out, ", \"declared\": %d, \"found\": %d", f->want, f->got);
+		else if (f->kind == BP_MISSING)
+			fprintf(out, ", \"declared\": %d", f->want);
+		fputc('}', out);
+	}
+	fputs(r->count ? "\n]}\n" : "]}\n", out);
 }
 
 int bp_cmd_check(const bp_options_t *opt)
 {
-	const char *d_file = opt->provider_file ? opt->provider_file : bp_default_provider_file();
+	const char *source;
 	bp_catalogue_t cat;
-	if (bp_load_catalogue_or_report(d_file, &cat) != 0)
+	if (bp_cli_catalogue(opt, &cat, &source) != 0)
 		return BP_EXIT_ERROR;
-
-	size_t ntargets = 1 + (size_t)opt->extra_target_count;
-	bp_target_t *targets = calloc(ntargets, sizeof *targets);
-	if (!targets) {
-		bp_error(opt->target, "out of memory");
+	bp_expect_t expect;
+	char err[600];
+	if (bp_expect_build(opt->expect, (size_t)opt->expect_count, opt->expect_file, &cat, &expect, err,
+	                    sizeof err) != 0) {
+		bp_error(opt->expect_file && !opt->expect_count ? "--expect-file" : "--expect", err);
+		bp_expect_free(&expect);
 		bp_catalogue_free(&cat);
 		return BP_EXIT_ERROR;
 	}
-	int rc = BP_EXIT_OK;
-	for (size_t k = 0; k < ntargets && rc == BP_EXIT_OK; k++) {
-		const char *spec = k == 0 ? opt->target : opt->extra_targets[k - 1];
-		char err[512];
-		if (bp_target_load(spec, &targets[k], err, sizeof err) != 0) {
-			bp_error(spec, err);
+
+	size_t nsets = (size_t)opt->target_count;
+	bp_probe_set_t *sets = calloc(nsets, sizeof *sets);
+	int rc = sets ? BP_EXIT_OK : BP_EXIT_ERROR;
+	if (!sets)
+		bp_error(opt->targets[0], "out of memory");
+	for (size_t k = 0; sets && k < nsets && rc == BP_EXIT_OK; k++)
+		if (bp_cli_load_target(opt->targets[k], &sets[k]) != 0)
 			rc = BP_EXIT_ERROR;
-		}
+
+	bp_check_report_t report;
+	memset(&report, 0, sizeof report);
+	if (rc == BP_EXIT_OK && bp_check_run(&cat, &expect, sets, nsets, &report) != 0) {
+		bp_error(opt->targets[0], "out of memory");
+		rc = BP_EXIT_ERROR;
 	}
 	if (rc == BP_EXIT_OK) {
+		int any_notes = 0;
+		for (size_t k = 0; k < nsets; k++)
+			for (size_t i = 0; i < sets[k].module_count; i++)
+				any_notes |= sets[k].modules[i].has_note_section;
 		char what[600];
-		snprintf(what, sizeof what, "%s%s", opt->target, ntargets > 1 ? " (and the other targets)" : "");
-		size_t problems = bp_check_compare(&cat, targets, ntargets, stdout);
-		if (problems == 0) {
-			printf("%s: ok: all %zu probes of %s present with their arguments\n", what, cat.count, d_file);
+		snprintf(what, sizeof what, "%s%s", opt->targets[0], nsets > 1 ? " (and the other targets)" : "");
+		if (opt->json) {
+			print_json(stdout, opt, source, &report, any_notes);
 		} else {
-			int any_notes = 0;
-			for (size_t k = 0; k < ntargets; k++)
-				for (size_t i = 0; i < targets[k].module_count; i++)
-					any_notes |= targets[k].modules[i].has_note_section;
-			printf("%s: %zu problem%s against %s%s\n", what, problems, problems == 1 ? "" : "s", d_file,
-			       any_notes ? "" : " (no .note.stapsdt at all: built without probes, with LTO, or stripped?)");
-			rc = BP_EXIT_FAIL;
+			for (size_t i = 0; i < report.count; i++)
+				print_finding(stdout, &report.items[i]);
+			size_t unexpected = report.count - report.problems;
+			if (report.problems == 0 && expect.count == 0)
+				printf("%s: ok: all %zu probes of %s present with their arguments\n", what, cat.count, source);
+			else if (report.problems == 0)
+				printf("%s: ok: the %zu expected probe%s of %s present with their arguments (%zu more present, not expected)\n",
+				       what, report.expected, report.expected == 1 ? "" : "s", source, unexpected);
+			else
+				printf("%s: %zu problem%s against %s%s\n", what, report.problems, report.problems == 1 ? "" : "s",
+				       source, any_notes ? "" : " (no .note.stapsdt at all: built without probes, with LTO, or stripped?)");
 		}
+		rc = report.problems ? BP_EXIT_FAIL : BP_EXIT_OK;
 	}
-	for (size_t k = 0; k < ntargets; k++)
-		bp_target_free(&targets[k]);
-	free(targets);
+	bp_check_report_free(&report);
+	for (size_t k = 0; sets && k < nsets; k++)
+		bp_probe_set_free(&sets[k]);
+	free(sets);
+	bp_expect_free(&expect);
 	bp_catalogue_free(&cat);
 	return rc;
 }

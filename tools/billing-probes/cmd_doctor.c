@@ -1,8 +1,8 @@
 /*
- * cmd_doctor.c -- `billing-probes doctor [-p PID | --target FILE]`: can
- * this host trace the billing probes, and how to fix what is missing.
- * One line per check: OK, WARN or FAIL, the finding, and the fix.
- * Exit 1 on any FAIL.
+ * cmd_doctor.c -- `billing-probes doctor [TARGET] [--clear-stale]`: can
+ * this host trace the billing probes, does TARGET carry them, and (for a
+ * PID) is any semaphore raised with nobody listening.  One line per
+ * check: OK, WARN or FAIL, the finding, and the fix.  Exit 1 on any FAIL.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,12 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalogue_d.h"
 #include "check.h"
 #include "cli.h"
-#include "doctor_checks.h"
-#include "probes.h"
-#include "proc_maps.h"
+#include "commands.h"
+#include "doctor_result.h"
+#include "host_checks.h"
+#include "probe_sites.h"
+#include "stale_semaphores.h"
 
 static const char *status_word(bp_status_t s)
 {
@@ -31,138 +32,148 @@ static void print_result(const bp_check_result_t *r)
 	putchar('\n');
 }
 
-/* What the instruction at a probe site is.  In a file: the nop the
- * compiler left.  In a live process: int3 (0xcc) while a uprobe traps
- * there, call/jmp once the kernel optimized it. */
-typedef enum { SITE_NOP1, SITE_NOP5, SITE_INT3, SITE_OPTIMIZED, SITE_OTHER, SITE_UNREADABLE, SITE_KINDS } site_kind_t;
-
-static const char *const site_words[SITE_KINDS] = {
-	"1-byte nop", "5-byte nop", "int3 (uprobe attached, trapping)",
-	"call/jmp (optimized uprobe attached)", "unexpected instruction", "unreadable",
-};
-
-static site_kind_t classify_site(const unsigned char b[5])
+static void sites_result(const bp_catalogue_t *cat, const bp_probe_set_t *t, bp_check_result_t *r)
 {
-	static const unsigned char nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-	if (b[0] == 0x90)
-		return SITE_NOP1;
-	if (memcmp(b, nop5, 5) == 0)
-		return SITE_NOP5;
-	if (b[0] == 0xcc)
-		return SITE_INT3;
-	if (b[0] == 0xe8 || b[0] == 0xe9)
-		return SITE_OPTIMIZED;
-	return SITE_OTHER;
-}
-
-static int in_catalogue(const bp_catalogue_t *cat, const bp_probe_t *p)
-{
-	for (size_t i = 0; i < cat->count; i++)
-		if (strcmp(cat->probes[i].provider, p->provider) == 0 && strcmp(cat->probes[i].name, p->name) == 0)
-			return 1;
-	return 0;
-}
-
-static void sites_result(const bp_catalogue_t *cat, const bp_target_t *t, bp_check_result_t *r)
-{
-	size_t counts[SITE_KINDS] = { 0 };
+	size_t counts[BP_SITE_KINDS] = { 0 };
 	int fd = t->is_process ? -1 : open(t->spec, O_RDONLY | O_CLOEXEC);
 	size_t total = 0;
 	for (size_t i = 0; i < t->probe_count; i++) {
 		const bp_probe_t *p = &t->probes[i];
-		if (!in_catalogue(cat, p))
+		if (!bp_catalogue_find(cat, p->provider, p->name))
 			continue;
-		unsigned char b[5];
-		int ok;
-		if (t->is_process)
-			ok = p->runtime_address && bp_proc_read_memory(t->pid, p->runtime_address, b, 5) == 0;
-		else
-			ok = fd >= 0 && p->address_offset >= 0 && pread(fd, b, 5, (off_t)p->address_offset) == 5;
-		counts[ok ? classify_site(b) : SITE_UNREADABLE]++;
+		counts[bp_site_read(t, p, fd)]++;
 		total++;
 	}
 	if (fd >= 0)
 		close(fd);
 	size_t used = 0;
-	for (int k = 0; k < SITE_KINDS; k++) {
+	for (int k = 0; k < BP_SITE_KINDS; k++) {
 		if (!counts[k] || used >= sizeof r->finding)
 			continue;
 		used += (size_t)snprintf(r->finding + used, sizeof r->finding - used, "%s%zu x %s", used ? ", " : "",
-		                         counts[k], site_words[k]);
+		                         counts[k], bp_site_word((bp_site_kind_t)k));
 	}
 	r->name = "probe sites";
-	r->status = (counts[SITE_OTHER] || counts[SITE_UNREADABLE]) ? BP_WARN : BP_OK;
+	r->status = (counts[BP_SITE_OTHER] || counts[BP_SITE_UNREADABLE]) ? BP_WARN : BP_OK;
 	r->fix[0] = '\0';
 	if (total == 0)
 		snprintf(r->finding, sizeof r->finding, "none");
 }
 
-/* The "carries the billing probes" check.  Returns -1 when the target
- * or the provider file could not be read at all (exit 2). */
-static int target_results(const bp_options_t *opt, bp_check_result_t *carries, bp_check_result_t *sites)
+static void carries_result(const bp_catalogue_t *cat, const char *source, const bp_probe_set_t *t,
+                           bp_check_result_t *r)
 {
-	const char *spec = opt->doctor_pid ? opt->doctor_pid : opt->doctor_target;
-	const char *d_file = opt->provider_file ? opt->provider_file : bp_default_provider_file();
-	if (opt->doctor_pid) {
-		for (const char *c = spec; *c; c++) {
-			if (*c < '0' || *c > '9') {
-				bp_error(spec, "-p needs a numeric PID");
-				return -1;
-			}
-		}
+	bp_check_report_t report;
+	r->name = "target";
+	if (bp_check_run(cat, NULL, t, 1, &report) != 0) {
+		bp_result_set(r, BP_WARN, "out of memory", NULL);
+		return;
 	}
+	if (report.problems == 0) {
+		size_t traced = 0;
+		for (size_t i = 0; i < t->probe_count; i++)
+			traced += t->probes[i].traced == 1 && bp_catalogue_find(cat, t->probes[i].provider, t->probes[i].name);
+		if (t->is_process)
+			snprintf(r->finding, sizeof r->finding, "PID %d carries all %zu probes of %s; %zu site%s traced now",
+			         t->pid, cat->count, source, traced, traced == 1 ? "" : "s");
+		else
+			snprintf(r->finding, sizeof r->finding, "%s carries all %zu probes of %s", t->spec, cat->count, source);
+		r->status = BP_OK;
+		r->fix[0] = '\0';
+	} else {
+		snprintf(r->finding, sizeof r->finding, "%s lacks or mismatches %zu of the %zu probes of %s", t->spec,
+		         report.problems, cat->count, source);
+		snprintf(r->fix, sizeof r->fix,
+		         "run `billing-probes check %s` for the list; rebuild with probes (dtrace and sys/sdt.h: "
+		         "systemtap-sdt-dev), without LTO", t->spec);
+		r->status = BP_FAIL;
+	}
+	bp_check_report_free(&report);
+}
+
+/* Semaphores raised with no uprobe at their sites; cleared on request. */
+static void semaphores_result(const bp_probe_set_t *t, int clear, bp_check_result_t *r)
+{
+	bp_semaphore_survey_t survey;
+	r->name = "semaphores";
+	r->fix[0] = '\0';
+	if (bp_semaphores_survey(t, &survey) != 0) {
+		bp_result_set(r, BP_WARN, "cannot read the process's semaphores or probe sites",
+		              "run doctor as root or as the process's user");
+		return;
+	}
+	if (survey.stale == 0) {
+		snprintf(r->finding, sizeof r->finding, "%zu raised, each with a uprobe at its site%s; none stale",
+		         survey.count, survey.count == 1 ? "" : "s");
+		r->status = BP_OK;
+		bp_semaphores_free(&survey);
+		return;
+	}
+	size_t used = 0, cleared = 0, refused = 0;
+	char names[400] = "";
+	for (size_t k = 0; k < survey.count; k++) {
+		const bp_semaphore_t *s = &survey.items[k];
+		if (!bp_semaphore_is_stale(s))
+			continue;
+		if (clear) {
+			int rc = bp_semaphore_clear(t, s);
+			cleared += rc == 1;
+			refused += rc < 0;
+		}
+		if (used < sizeof names)
+			used += (size_t)snprintf(names + used, sizeof names - used, "%s%s:%s = %u at 0x%" PRIx64,
+			                         used ? ", " : "", s->probe->provider, s->probe->name, s->value, s->address);
+	}
+	if (clear && refused == 0) {
+		snprintf(r->finding, sizeof r->finding, "cleared %zu of %zu stale semaphore%s (%s)", cleared, survey.stale,
+		         survey.stale == 1 ? "" : "s", names);
+		r->status = BP_OK;
+	} else {
+		snprintf(r->finding, sizeof r->finding,
+		         "%zu stale: raised with no uprobe at any site they guard (%s); every guarded argument is "
+		         "evaluated on every call", survey.stale, names);
+		snprintf(r->fix, sizeof r->fix, "%s`billing-probes doctor %d --clear-stale` as root, or restart the "
+		         "process (a tracer killed with SIGKILL leaves them raised)",
+		         refused ? "the write was refused: run " : "", t->pid);
+		r->status = BP_WARN;
+	}
+	bp_semaphores_free(&survey);
+}
+
+/* The target's lines.  Returns -1 when the target or the provider file
+ * could not be read at all (exit 2). */
+static int target_results(const bp_options_t *opt, bp_check_result_t *out, size_t *n)
+{
+	const char *source;
 	bp_catalogue_t cat;
-	if (bp_load_catalogue_or_report(d_file, &cat) != 0)
+	if (bp_cli_catalogue(opt, &cat, &source) != 0)
 		return -1;
-	char err[512];
-	bp_target_t t;
-	if (bp_target_load(spec, &t, err, sizeof err) != 0 || (opt->doctor_pid && !t.is_process)) {
-		bp_error(spec, opt->doctor_pid && !t.is_process ? "not a PID" : err);
-		bp_target_free(&t);
+	bp_probe_set_t t;
+	if (bp_cli_load_target(opt->targets[0], &t) != 0) {
+		bp_probe_set_free(&t);
 		bp_catalogue_free(&cat);
 		return -1;
 	}
-	size_t problems = bp_check_compare(&cat, &t, 1, NULL);
-	carries->name = "target";
-	if (problems == 0) {
-		size_t traced = 0;
-		for (size_t i = 0; i < t.probe_count; i++)
-			traced += t.probes[i].traced == 1 && in_catalogue(&cat, &t.probes[i]);
-		if (t.is_process)
-			snprintf(carries->finding, sizeof carries->finding,
-			         "PID %d carries all %zu probes of %s; %zu site%s traced now", t.pid, cat.count, d_file,
-			         traced, traced == 1 ? "" : "s");
-		else
-			snprintf(carries->finding, sizeof carries->finding, "%s carries all %zu probes of %s", spec,
-			         cat.count, d_file);
-		carries->status = BP_OK;
-		carries->fix[0] = '\0';
-	} else {
-		snprintf(carries->finding, sizeof carries->finding, "%s lacks or mismatches %zu of the %zu probes of %s", spec,
-		         problems, cat.count, d_file);
-		snprintf(carries->fix, sizeof carries->fix,
-		         "run `billing-probes check %s --provider %s` for the list; rebuild with probes (dtrace and sys/sdt.h: systemtap-sdt-dev), without LTO", spec,
-		         d_file);
-		carries->status = BP_FAIL;
-	}
-	sites_result(&cat, &t, sites);
-	bp_target_free(&t);
+	carries_result(&cat, source, &t, &out[(*n)++]);
+	sites_result(&cat, &t, &out[(*n)++]);
+	if (t.is_process)
+		semaphores_result(&t, opt->clear_stale, &out[(*n)++]);
+	bp_probe_set_free(&t);
 	bp_catalogue_free(&cat);
 	return 0;
 }
 
 int bp_cmd_doctor(const bp_options_t *opt)
 {
-	bp_check_result_t results[12];
-	size_t n = 0;
+	bp_check_result_t results[16], target[3];
+	size_t n = 0, ntarget = 0;
 	memset(results, 0, sizeof results);
+	memset(target, 0, sizeof target);
 
-	/* Read the target first: a bad -p/--target is a bad question (exit 2). */
-	bp_check_result_t carries, sites;
-	memset(&carries, 0, sizeof carries);
-	memset(&sites, 0, sizeof sites);
-	int have_target = opt->doctor_pid || opt->doctor_target;
-	if (have_target && target_results(opt, &carries, &sites) != 0)
+	if (opt->clear_stale && opt->target_count == 0)
+		return bp_usage_error("doctor: --clear-stale needs a PID");
+	/* Read the target first: a bad TARGET is a bad question (exit 2). */
+	if (opt->target_count && target_results(opt, target, &ntarget) != 0)
 		return BP_EXIT_ERROR;
 
 	bp_doctor_kernel(&results[n++]);
@@ -177,19 +188,16 @@ int bp_cmd_doctor(const bp_options_t *opt)
 	bp_check_result_t *tracer = &results[n++];
 	tracer->name = "tracer";
 	if (bpftrace_ok || dtrace_ok) {
-		tracer->status = BP_OK;
-		snprintf(tracer->finding, sizeof tracer->finding, "%s can trace the probes",
+		char msg[128];
+		snprintf(msg, sizeof msg, "%s can trace the probes",
 		         bpftrace_ok && dtrace_ok ? "bpftrace and DTrace" : bpftrace_ok ? "bpftrace" : "DTrace");
+		bp_result_set(tracer, BP_OK, msg, NULL);
 	} else {
-		tracer->status = BP_FAIL;
-		snprintf(tracer->finding, sizeof tracer->finding, "neither bpftrace nor a real DTrace is usable");
-		snprintf(tracer->fix, sizeof tracer->fix, "apt-get install bpftrace");
+		bp_result_set(tracer, BP_FAIL, "neither bpftrace nor a real DTrace is usable", "apt-get install bpftrace");
 	}
 	bp_doctor_optimized_uprobes(&results[n++]);
-	if (have_target) {
-		results[n++] = carries;
-		results[n++] = sites;
-	}
+	for (size_t i = 0; i < ntarget; i++)
+		results[n++] = target[i];
 
 	int failed = 0;
 	for (size_t i = 0; i < n; i++) {

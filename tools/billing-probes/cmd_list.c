@@ -1,6 +1,7 @@
 /*
  * cmd_list.c -- `billing-probes list TARGET`: every USDT probe of a file
- * or a process, like `dtrace -l` (-P provider, -n name glob).
+ * or a process, like `dtrace -l` (-P provider, -n name glob; --provider
+ * FILE.d keeps the probes that file declares).
  */
 #include <fnmatch.h>
 #include <stdio.h>
@@ -8,76 +9,68 @@
 #include <string.h>
 
 #include "cli.h"
+#include "commands.h"
 #include "output.h"
-#include "probes.h"
 
-/* Probe names may be given as D spells them ("request-start"). */
-static char *note_spelling(const char *pattern)
+static void report_no_probes(const bp_probe_set_t *t)
 {
-	size_t n = strlen(pattern), dashes = 0;
-	for (size_t i = 0; i < n; i++)
-		dashes += pattern[i] == '-';
-	char *s = malloc(n + dashes + 1), *o = s;
-	if (!s)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (pattern[i] == '-') {
-			*o++ = '_';
-			*o++ = '_';
-		} else {
-			*o++ = pattern[i];
-		}
-	}
-	*o = '\0';
-	return s;
+	if (t->is_process)
+		bp_error(t->spec, "no USDT probes in the executable or any mapped library");
+	else if (t->module_count && t->modules[0].has_note_section)
+		bp_error(t->spec, "empty .note.stapsdt section: no USDT probes");
+	else
+		bp_error(t->spec, "no USDT probes (no .note.stapsdt section: built without probes, or stripped?)");
 }
 
 int bp_cmd_list(const bp_options_t *opt)
 {
-	char err[512];
-	bp_target_t t;
-	if (bp_target_load(opt->target, &t, err, sizeof err) != 0) {
-		bp_error(opt->target, err);
-		bp_target_free(&t);
+	const char *target = opt->targets[0];
+	bp_catalogue_t cat;
+	const char *source = NULL;
+	memset(&cat, 0, sizeof cat);
+	if (opt->provider_file && bp_cli_catalogue(opt, &cat, &source) != 0)
+		return BP_EXIT_ERROR;
+	bp_probe_set_t t;
+	if (bp_cli_load_target(target, &t) != 0) {
+		bp_probe_set_free(&t);
+		bp_catalogue_free(&cat);
 		return BP_EXIT_ERROR;
 	}
 	if (t.probe_count == 0) {
-		if (t.is_process)
-			bp_error(opt->target, "no USDT probes in the executable or any mapped library");
-		else if (t.module_count && t.modules[0].has_note_section)
-			bp_error(opt->target, "empty .note.stapsdt section: no USDT probes");
-		else
-			bp_error(opt->target, "no USDT probes (no .note.stapsdt section: built without probes, or stripped?)");
-		bp_target_free(&t);
+		report_no_probes(&t);
+		bp_probe_set_free(&t);
+		bp_catalogue_free(&cat);
 		return BP_EXIT_ERROR;
 	}
 
-	char *name_glob = opt->name_glob ? note_spelling(opt->name_glob) : NULL;
+	size_t cap = opt->name_glob ? 2 * strlen(opt->name_glob) + 1 : 1;
+	char *name_glob = malloc(cap);
 	unsigned char *selected = calloc(t.probe_count, 1);
-	if (!selected || (opt->name_glob && !name_glob)) {
-		bp_error(opt->target, "out of memory");
-		free(selected);
-		free(name_glob);
-		bp_target_free(&t);
-		return BP_EXIT_ERROR;
+	int rc = BP_EXIT_OK;
+	if (!selected || !name_glob || (opt->name_glob && !bp_probe_name_to_elf(opt->name_glob, name_glob, cap))) {
+		bp_error(target, "out of memory");
+		rc = BP_EXIT_ERROR;
 	}
 	size_t matches = 0;
-	for (size_t i = 0; i < t.probe_count; i++) {
+	for (size_t i = 0; rc == BP_EXIT_OK && i < t.probe_count; i++) {
 		const bp_probe_t *p = &t.probes[i];
 		if (opt->provider_glob && fnmatch(opt->provider_glob, p->provider, 0) != 0)
 			continue;
-		if (name_glob && fnmatch(name_glob, p->name, 0) != 0)
+		if (opt->name_glob && fnmatch(name_glob, p->name, 0) != 0)
+			continue;
+		if (opt->provider_file && !bp_catalogue_find(&cat, p->provider, p->name))
 			continue;
 		selected[i] = 1;
 		matches++;
 	}
-	int rc = BP_EXIT_OK;
-	if (matches == 0) {
-		char why[512];
-		snprintf(why, sizeof why, "no probe matches%s%s%s%s", opt->provider_glob ? " -P " : "",
+	if (rc != BP_EXIT_OK) {
+		/* reported above */
+	} else if (matches == 0) {
+		char why[600];
+		snprintf(why, sizeof why, "no probe matches%s%s%s%s%s%s", opt->provider_glob ? " -P " : "",
 		         opt->provider_glob ? opt->provider_glob : "", opt->name_glob ? " -n " : "",
-		         opt->name_glob ? opt->name_glob : "");
-		bp_error(opt->target, why);
+		         opt->name_glob ? opt->name_glob : "", source ? " --provider " : "", source ? source : "");
+		bp_error(target, why);
 		rc = BP_EXIT_FAIL;
 	} else if (opt->json) {
 		bp_print_json(stdout, &t, selected);
@@ -86,6 +79,7 @@ int bp_cmd_list(const bp_options_t *opt)
 	}
 	free(selected);
 	free(name_glob);
-	bp_target_free(&t);
+	bp_probe_set_free(&t);
+	bp_catalogue_free(&cat);
 	return rc;
 }

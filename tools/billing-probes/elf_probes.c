@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "probe_set.h"
+
 static char *dup_string(const char *s)
 {
 	size_t n = strlen(s) + 1;
@@ -80,7 +82,7 @@ static int scan_sections(Elf *elf, off_t file_size, elf_layout_t *lay, char *err
 	return 0;
 }
 
-static int add_note(bp_target_t *t, size_t module, Elf *elf, size_t phnum, const elf_layout_t *lay,
+static int add_note(bp_probe_set_t *set, size_t module, Elf *elf, size_t phnum, const elf_layout_t *lay,
                     const unsigned char *desc, size_t len, int is64, int big_endian,
                     char *err, size_t errlen)
 {
@@ -90,7 +92,7 @@ static int add_note(bp_target_t *t, size_t module, Elf *elf, size_t phnum, const
 		snprintf(err, errlen, "malformed stapsdt note: %s", why);
 		return -1;
 	}
-	bp_probe_t *p = bp_target_add_probe(t);
+	bp_probe_t *p = bp_probe_set_add_probe(set);
 	if (!p) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -116,7 +118,7 @@ static int add_note(bp_target_t *t, size_t module, Elf *elf, size_t phnum, const
 	return 0;
 }
 
-int bp_elf_read_probes(int fd, bp_target_t *t, size_t module, char *err, size_t errlen)
+int bp_elf_read_probes(int fd, bp_probe_set_t *set, size_t module, char *err, size_t errlen)
 {
 	struct stat st;
 	if (fstat(fd, &st) != 0) {
@@ -181,7 +183,7 @@ int bp_elf_read_probes(int fd, bp_target_t *t, size_t module, char *err, size_t 
 	elf_layout_t lay;
 	if (scan_sections(elf, st.st_size, &lay, err, errlen) != 0)
 		goto out;
-	t->modules[module].has_note_section = lay.note_count > 0;
+	set->modules[module].has_note_section = lay.note_count > 0;
 
 	for (size_t s = 0; s < lay.note_count; s++) {
 		Elf_Data *data = elf_getdata(lay.notes[s], NULL);
@@ -196,7 +198,7 @@ int bp_elf_read_probes(int fd, bp_target_t *t, size_t module, char *err, size_t 
 			const char *owner = (const char *)data->d_buf + name_off;
 			if (nh.n_type == SDT_NOTE_TYPE && nh.n_namesz == sizeof SDT_NOTE_OWNER &&
 			    memcmp(owner, SDT_NOTE_OWNER, sizeof SDT_NOTE_OWNER) == 0) {
-				if (add_note(t, module, elf, phnum, &lay, (const unsigned char *)data->d_buf + desc_off,
+				if (add_note(set, module, elf, phnum, &lay, (const unsigned char *)data->d_buf + desc_off,
 				             nh.n_descsz, is64, big_endian, err, errlen) != 0)
 					goto out;
 			}

@@ -39,12 +39,12 @@ static const char *traced_word(const bp_probe_t *p)
 	return p->traced == 1 ? "yes" : p->traced == 0 ? "no" : "?";
 }
 
-static const char *module_name(const bp_target_t *t, const bp_probe_t *p)
+static const char *module_name(const bp_probe_set_t *t, const bp_probe_t *p)
 {
 	return t->modules[p->module].path;
 }
 
-void bp_print_table(FILE *out, const bp_target_t *t, const unsigned char *selected)
+void bp_print_table(FILE *out, const bp_probe_set_t *t, const unsigned char *selected)
 {
 	int wmod = 6, wprov = 8, wname = 4;
 	for (size_t i = 0; i < t->probe_count; i++) {
@@ -104,7 +104,7 @@ static void json_hex_or_null(FILE *out, uint64_t v)
 		fputs("null", out);
 }
 
-void bp_print_json(FILE *out, const bp_target_t *t, const unsigned char *selected)
+void bp_print_json(FILE *out, const bp_probe_set_t *t, const unsigned char *selected)
 {
 	fputs("{\"target\": ", out);
 	bp_json_string(out, t->spec);

@@ -7,11 +7,11 @@
 
 #include <stdio.h>
 
-#include "probes.h"
+#include "probe_reader.h"
 
 /* Print the probes of t whose index has selected[i] set. */
-void bp_print_table(FILE *out, const bp_target_t *t, const unsigned char *selected);
-void bp_print_json(FILE *out, const bp_target_t *t, const unsigned char *selected);
+void bp_print_table(FILE *out, const bp_probe_set_t *t, const unsigned char *selected);
+void bp_print_json(FILE *out, const bp_probe_set_t *t, const unsigned char *selected);
 
 /* A JSON string literal, quotes included; control bytes and non-ASCII
  * bytes escaped so the output is valid whatever the ELF held. */

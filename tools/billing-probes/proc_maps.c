@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "elf_probes.h"
+#include "probe_set.h"
 
 typedef struct mapping {
 	uint64_t start, end, offset;
@@ -228,7 +229,7 @@ static int read_semaphore(pid_t pid, uint64_t addr, unsigned short *value)
 	return bp_proc_read_memory(pid, addr, value, sizeof *value);
 }
 
-static int load_modules(pid_t pid, maps_t *m, bp_target_t *t, char *err, size_t errlen)
+static int load_modules(pid_t pid, maps_t *m, bp_probe_set_t *t, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < m->count; i++) {
 		mapping_t *mp = &m->items[i];
@@ -254,7 +255,7 @@ static int load_modules(pid_t pid, maps_t *m, bp_target_t *t, char *err, size_t 
 			close(fd);
 			continue;
 		}
-		size_t module = bp_target_add_module(t, mp->path);
+		size_t module = bp_probe_set_add_module(t, mp->path);
 		if (module == (size_t)-1) {
 			close(fd);
 			snprintf(err, errlen, "out of memory");
@@ -265,12 +266,7 @@ static int load_modules(pid_t pid, maps_t *m, bp_target_t *t, char *err, size_t 
 		if (bp_elf_read_probes(fd, t, module, why, sizeof why) != 0) {
 			/* Data files (locale archives, fonts) are mapped too; drop
 			 * whatever a broken or foreign file yielded. */
-			for (size_t k = before; k < t->probe_count; k++) {
-				free(t->probes[k].provider);
-				free(t->probes[k].name);
-				free(t->probes[k].arg_string);
-			}
-			t->probe_count = before;
+			bp_probe_set_truncate(t, before);
 		}
 		close(fd);
 		mp->module = module;
@@ -278,7 +274,7 @@ static int load_modules(pid_t pid, maps_t *m, bp_target_t *t, char *err, size_t 
 	return 0;
 }
 
-int bp_proc_load(pid_t pid, bp_target_t *t, char *err, size_t errlen)
+int bp_probe_set_load_pid(pid_t pid, bp_probe_set_t *t, char *err, size_t errlen)
 {
 	maps_t m = { NULL, 0, 0 };
 	t->is_process = 1;

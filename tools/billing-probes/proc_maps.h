@@ -1,5 +1,6 @@
 /*
  * proc_maps.h -- a live process: its mapped ELF files and its memory.
+ * Private to the probe reader library.
  */
 #ifndef BP_PROC_MAPS_H
 #define BP_PROC_MAPS_H
@@ -8,15 +9,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "probes.h"
+#include "probe_reader.h"
 
-/* Read every ELF file pid has mapped into t (is_process set), compute
- * each probe's run-time addresses and read its semaphore ("traced").
- * Returns 0, or -1 with a one-line reason in err: no such process, it
- * exited while being read, permission denied. */
-int bp_proc_load(pid_t pid, bp_target_t *t, char *err, size_t errlen);
-
-/* Read n bytes of pid's memory at addr.  0, or -1 with errno. */
-int bp_proc_read_memory(pid_t pid, uint64_t addr, void *buf, size_t n);
+/* bp_probe_set_load_pid (probe_reader.h) and bp_proc_read_memory live
+ * here: every ELF file pid maps, read into a set with run-time addresses
+ * and semaphore values.  Errors: no such process, exited while being
+ * read, permission denied. */
 
 #endif /* BP_PROC_MAPS_H */

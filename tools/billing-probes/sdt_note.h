@@ -18,6 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define SDT_NOTE_TYPE 3
 #define SDT_NOTE_OWNER "stapsdt"
 /* sys/sdt.h allows at most 12 arguments per probe. */
@@ -67,5 +71,9 @@ uint64_t sdt_adjust_address(uint64_t addr, uint64_t recorded_base, uint64_t base
 const char *sdt_arg_type_name(const sdt_arg_t *arg);
 /* "register", "immediate", "memory". */
 const char *sdt_arg_kind_name(sdt_arg_kind_t kind);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* BP_SDT_NOTE_H */

@@ -1,0 +1,236 @@
+/*
+ * cli.c -- options shared by every command, error lines, and the
+ * catalogue a command compares against.
+ *
+ * TARGET means the same everywhere: an ELF file or a PID, positionally,
+ * or -p PID / --target FILE.  --provider FILE.d means the same
+ * everywhere: the catalogue, replacing the one compiled in.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef BILLING_PROBES_VERSION
+#  define BILLING_PROBES_VERSION "unknown"
+#endif
+
+const char bp_cli_usage[] =
+	"usage: billing-probes list TARGET [-P PROVIDER] [-n NAME] [--json] [--provider FILE.d]\n"
+	"       billing-probes check TARGET [TARGET...] [--expect NAME]... [--expect-file FILE]\n"
+	"                            [--json] [--provider FILE.d]\n"
+	"       billing-probes doctor [TARGET] [--clear-stale] [--provider FILE.d]\n"
+	"       billing-probes trace SCRIPT (-p PID | -c 'CMD ARGS') [--dry-run]\n"
+	"                            [--provider FILE.d] [-- SCRIPT-ARGS...]\n"
+	"\n"
+	"TARGET is an ELF executable or shared library, or the PID of a running\n"
+	"process (its executable and every mapped library); -p PID and --target\n"
+	"FILE say the same.  check with several TARGETs checks them as one\n"
+	"program: a service and the shared libraries that fire some of its probes.\n"
+	"--provider FILE.d replaces the catalogue built in (billing.d of version\n"
+	BILLING_PROBES_VERSION "): list then shows only its providers' probes.\n"
+	"Probe names (-n, --expect) match as written in ELF notes (request__start)\n"
+	"or in D (request-start), and take globs.  --expect-file holds one name or\n"
+	"glob per line, # comments.  Without --expect, check expects every probe.\n"
+	"trace runs a bpftrace script (a path, or a name such as tps) resolved\n"
+	"for the modules of the process; --dry-run prints the resolved script.\n"
+	"doctor --clear-stale lowers semaphores raised with no uprobe attached.\n"
+	"Exit status: 0 ok, 1 check/doctor found a problem or nothing matched,\n"
+	"2 bad target, provider file or usage (trace: bpftrace's status).\n";
+
+void bp_error(const char *what, const char *why)
+{
+	fflush(stdout);
+	fprintf(stderr, "billing-probes: %s: %s\n", what, why);
+}
+
+int bp_usage_error(const char *why)
+{
+	fflush(stdout);
+	fprintf(stderr, "billing-probes: %s (try billing-probes --help)\n", why);
+	return BP_EXIT_ERROR;
+}
+
+/* "--name VALUE" or "--name=VALUE"; *i advances past what is used.
+ * 1 matched, 0 not this option, -1 the value is missing. */
+static int option_value(int argc, char **argv, int *i, const char *name, const char **value)
+{
+	size_t n = strlen(name);
+	if (strncmp(argv[*i], name, n) != 0)
+		return 0;
+	if (argv[*i][n] == '=') {
+		*value = argv[*i] + n + 1;
+		return 1;
+	}
+	if (argv[*i][n] != '\0')
+		return 0;
+	if (*i + 1 >= argc)
+		return -1;
+	*value = argv[++*i];
+	return 1;
+}
+
+static int is_number(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+static int add_target(bp_options_t *opt, const char *spec, int many)
+{
+	char why[300];
+	if (opt->target_count > 0 && !many) {
+		snprintf(why, sizeof why, "%s: one TARGET only ('%.200s' is a second)", opt->command, spec);
+		return bp_usage_error(why);
+	}
+	if (opt->target_count == BP_MAX_TARGETS)
+		return bp_usage_error("too many TARGETs (at most 256)");
+	opt->targets[opt->target_count++] = spec;
+	return 0;
+}
+
+/* What each command takes. */
+typedef struct command_shape {
+	const char *name;
+	int targets;      /* 0 none, 1 at most one, 2 several */
+	int needs_target;
+	int list_filters, json, expect, clear_stale, trace;
+} command_shape_t;
+
+static const command_shape_t shapes[] = {
+	{ "list", 1, 1, 1, 1, 0, 0, 0 },
+	{ "check", 2, 1, 0, 1, 1, 0, 0 },
+	{ "doctor", 1, 0, 0, 0, 0, 1, 0 },
+	{ "trace", 1, 0, 0, 0, 0, 0, 1 },
+};
+
+int bp_cli_parse(int argc, char **argv, bp_options_t *opt, int *done)
+{
+	const command_shape_t *shape = NULL;
+	char why[300];
+	*done = 0;
+	for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+		if (strcmp(opt->command, shapes[k].name) == 0)
+			shape = &shapes[k];
+	if (!shape) {
+		snprintf(why, sizeof why, "unknown command '%.200s': list, check, doctor or trace", opt->command);
+		return bp_usage_error(why);
+	}
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = NULL;
+		int r;
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			fputs(bp_cli_usage, stdout);
+			*done = 1;
+			return BP_EXIT_OK;
+		} else if (shape->trace && strcmp(a, "--") == 0) {
+			opt->script_args = argv + i + 1;
+			opt->script_arg_count = argc - i - 1;
+			break;
+		} else if ((r = option_value(argc, argv, &i, "--provider", &v)) != 0) {
+			if (r < 0)
+				return bp_usage_error("--provider needs a .d file");
+			opt->provider_file = v;
+		} else if ((r = option_value(argc, argv, &i, "-p", &v)) != 0) {
+			if (r < 0)
+				return bp_usage_error("-p needs a PID");
+			if (!is_number(v)) {
+				bp_error(v, "-p needs a numeric PID");
+				return BP_EXIT_ERROR;
+			}
+			if (add_target(opt, v, shape->targets == 2) != 0)
+				return BP_EXIT_ERROR;
+		} else if (!shape->trace && (r = option_value(argc, argv, &i, "--target", &v)) != 0) {
+			if (r < 0)
+				return bp_usage_error("--target needs a file");
+			if (add_target(opt, v, shape->targets == 2) != 0)
+				return BP_EXIT_ERROR;
+		} else if (shape->json && strcmp(a, "--json") == 0) {
+			opt->json = 1;
+		} else if (shape->list_filters && (r = option_value(argc, argv, &i, "-P", &v)) != 0) {
+			if (r < 0)
+				return bp_usage_error("-P needs a provider name");
+			opt->provider_glob = v;
+		} else if (shape->list_filters && (r = option_value(argc, argv, &i, "-n", &v)) != 0) {
+			if (r < 0)
+				return bp_usage_error("-n needs a probe name");
+			opt->name_glob = v;
+		} else if (shape->expect && (r = option_value(argc, argv, &i, "--expect-file", &v)) != 0) {
+			if (r < 0)
+				return bp_usage_error("--expect-file needs a file");
+			opt->expect_file = v;
+		} else if (shape->expect && (r = option_value(argc, argv, &i, "--expect", &v)) != 0) {
+			if (r < 0 || !*v)
+				return bp_usage_error("--expect needs a probe name or glob");
+			if (opt->expect_count == BP_MAX_EXPECT)
+				return bp_usage_error("too many --expect (at most 256; use --expect-file)");
+			opt->expect[opt->expect_count++] = v;
+		} else if (shape->clear_stale && strcmp(a, "--clear-stale") == 0) {
+			opt->clear_stale = 1;
+		} else if (shape->trace && (r = option_value(argc, argv, &i, "-c", &v)) != 0) {
+			if (r < 0 || !*v)
+				return bp_usage_error("-c needs a command");
+			opt->command_line = v;
+		} else if (shape->trace && strcmp(a, "--dry-run") == 0) {
+			opt->dry_run = 1;
+		} else if (a[0] == '-' && a[1] != '\0') {
+			snprintf(why, sizeof why, "%s: unknown option '%.200s'", opt->command, a);
+			return bp_usage_error(why);
+		} else if (shape->trace && !opt->script) {
+			opt->script = a;
+		} else if (shape->targets && !shape->trace) {
+			if (add_target(opt, a, shape->targets == 2) != 0)
+				return BP_EXIT_ERROR;
+		} else {
+			snprintf(why, sizeof why, "%s: unexpected argument '%.200s'", opt->command, a);
+			return bp_usage_error(why);
+		}
+	}
+	if (shape->needs_target && opt->target_count == 0) {
+		snprintf(why, sizeof why, "%s: a TARGET (file or PID) is needed", opt->command);
+		return bp_usage_error(why);
+	}
+	if (shape->trace) {
+		if (!opt->script)
+			return bp_usage_error("trace: a SCRIPT is needed (a .bt path or a name such as tps)");
+		if ((opt->target_count > 0) == (opt->command_line != NULL))
+			return bp_usage_error("trace: give -p PID or -c 'CMD ARGS' (one of them)");
+	}
+	return BP_EXIT_OK;
+}
+
+int bp_cli_catalogue(const bp_options_t *opt, bp_catalogue_t *cat, const char **source)
+{
+	if (!opt->provider_file) {
+		*source = "the built-in billing.d";
+		if (bp_catalogue_builtin(cat) != 0) {
+			bp_error("built-in catalogue", "out of memory");
+			return -1;
+		}
+		return 0;
+	}
+	char err[512];
+	*source = opt->provider_file;
+	if (bp_catalogue_load(opt->provider_file, cat, err, sizeof err) != 0) {
+		char why[600];
+		snprintf(why, sizeof why, "bad provider file: %s", err);
+		bp_error(opt->provider_file, why);
+		return -1;
+	}
+	return 0;
+}
+
+int bp_cli_load_target(const char *spec, bp_probe_set_t *set)
+{
+	char err[512];
+	if (bp_probe_set_load(spec, set, err, sizeof err) != 0) {
+		bp_error(spec, err);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,120 @@
+/*
+ * probe_reader.h -- the USDT probes of an ELF file or of a live process,
+ * and the catalogue they are checked against.  The one public header of
+ * the probe reader library (meson: probe_reader_dep), shared by
+ * billing-probes (list / check / doctor / trace) and billing-exporter, so
+ * every tool agrees on what a program or a process carries.
+ *
+ * Reading:
+ *
+ *     bp_probe_set_t set;
+ *     char err[256];
+ *     if (bp_probe_set_load("1234", &set, err, sizeof err) != 0)   // or a path
+ *             fprintf(stderr, "1234: %s\n", err);                    // one line
+ *     for (size_t i = 0; i < set.probe_count; i++) {
+ *             const bp_probe_t *p = &set.probes[i];
+ *             // p->provider, p->name ("payment__auth"), p->nargs, p->args[],
+ *             // set.modules[p->module].path, p->runtime_address, p->traced
+ *     }
+ *     bp_probe_set_free(&set);
+ *
+ * A spec of digits that is not a file is a PID: then every ELF file the
+ * process maps is read (executable and libraries; one probe may sit in
+ * several modules), run-time addresses are computed from /proc/PID/maps
+ * and each semaphore's value is read from the process's memory.  Errors
+ * come back as one line without the spec ("permission denied", "no such
+ * process", "not an ELF file (...)"); the caller prefixes what it read.
+ *
+ * The catalogue: bp_catalogue_builtin() gives the probes of billing.d as
+ * this library was built (no file needed); bp_catalogue_load() reads any
+ * .d provider file.  Names are in the ELF spelling ("payment__auth");
+ * bp_probe_name_to_elf() turns the D spelling ("payment-auth") into it.
+ *
+ * Layers, each calling only those below it:
+ *     probe_target.c   file or PID -> a probe set
+ *     proc_maps.c      /proc/PID/maps, memory reads
+ *     elf_probes.c     one ELF file's .note.stapsdt, through libelf
+ *     probe_set.c      the container (modules, probes)
+ *     sdt_note.c       note descriptors and argument specs, from bytes
+ *     catalogue_d.c, catalogue_builtin.c   the catalogue
+ */
+#ifndef BP_PROBE_READER_H
+#define BP_PROBE_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "catalogue_d.h"
+#include "sdt_note.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct bp_probe {
+	char *provider;
+	char *name;           /* ELF spelling: "request__start" */
+	char *arg_string;     /* as in the note, "" for none */
+	int nargs;
+	sdt_arg_t args[SDT_MAX_ARGS];
+	uint64_t address;     /* probe site, link-time address after .stapsdt.base adjustment */
+	uint64_t semaphore;   /* link-time address, 0 for none */
+	int64_t address_offset;   /* file offset of the site, -1 when outside every PT_LOAD */
+	int64_t semaphore_offset; /* file offset of the semaphore, -1 likewise */
+	/* Filled for process targets only. */
+	uint64_t runtime_address;   /* 0 when unknown */
+	uint64_t runtime_semaphore; /* 0 when none or unknown */
+	int traced;                 /* -1 unknown / not a process, 0 no, 1 yes */
+	unsigned semaphore_value;
+	size_t module;              /* index into bp_probe_set_t.modules */
+} bp_probe_t;
+
+typedef struct bp_module {
+	char *path;           /* as the user or /proc/PID/maps names it */
+	int has_note_section; /* .note.stapsdt present (possibly empty) */
+} bp_module_t;
+
+/* The probes of one target: a file, or every module a process maps. */
+typedef struct bp_probe_set {
+	const char *spec;     /* what the caller named (not copied) */
+	int is_process;
+	int pid;
+	bp_module_t *modules;
+	size_t module_count;
+	bp_probe_t *probes;
+	size_t probe_count;
+} bp_probe_set_t;
+
+/* --- loading ------------------------------------------------------------- */
+
+/* A file path, or a PID when spec is all digits and no such file exists.
+ * Returns 0, or -1 with a one-line reason in err.  Free the set either way. */
+int bp_probe_set_load(const char *spec, bp_probe_set_t *set, char *err, size_t errlen);
+/* One ELF file; a set may take several (call bp_probe_set_add_file on a
+ * zeroed set for each), e.g. a program and the libraries it will load. */
+int bp_probe_set_add_file(bp_probe_set_t *set, const char *path, char *err, size_t errlen);
+/* Every module of a live process, with run-time addresses and semaphores. */
+int bp_probe_set_load_pid(pid_t pid, bp_probe_set_t *set, char *err, size_t errlen);
+void bp_probe_set_free(bp_probe_set_t *set);
+
+/* Read n bytes of pid's memory at addr.  0, or -1 with errno. */
+int bp_proc_read_memory(pid_t pid, uint64_t addr, void *buf, size_t n);
+
+/* --- the catalogue ----------------------------------------------------------- */
+
+/* The probes of billing.d as the library was built.  0, or -1 (out of
+ * memory).  Free with bp_catalogue_free(). */
+int bp_catalogue_builtin(bp_catalogue_t *out);
+/* From catalogue_d.h, included above: bp_catalogue_load(PATH),
+ * bp_catalogue_parse(TEXT), bp_catalogue_find(), bp_catalogue_free(). */
+
+/* "payment-auth" -> "payment__auth" into out (n bytes); other characters
+ * (glob ones included) are copied.  Returns out, or NULL when too long. */
+char *bp_probe_name_to_elf(const char *name, char *out, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BP_PROBE_READER_H */

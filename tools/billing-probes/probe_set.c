@@ -1,0 +1,60 @@
+/*
+ * probe_set.c -- the container of modules and probes the readers fill.
+ */
+#include "probe_set.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+size_t bp_probe_set_add_module(bp_probe_set_t *set, const char *path)
+{
+	bp_module_t *mods = realloc(set->modules, (set->module_count + 1) * sizeof *mods);
+	if (!mods)
+		return (size_t)-1;
+	set->modules = mods;
+	size_t n = strlen(path) + 1;
+	char *copy = malloc(n);
+	if (!copy)
+		return (size_t)-1;
+	memcpy(copy, path, n);
+	mods[set->module_count].path = copy;
+	mods[set->module_count].has_note_section = 0;
+	return set->module_count++;
+}
+
+bp_probe_t *bp_probe_set_add_probe(bp_probe_set_t *set)
+{
+	if ((set->probe_count & (set->probe_count - 1)) == 0) {
+		/* grow at every power of two */
+		size_t cap = set->probe_count ? set->probe_count * 2 : 16;
+		bp_probe_t *probes = realloc(set->probes, cap * sizeof *probes);
+		if (!probes)
+			return NULL;
+		set->probes = probes;
+	}
+	bp_probe_t *p = &set->probes[set->probe_count++];
+	memset(p, 0, sizeof *p);
+	p->traced = -1;
+	return p;
+}
+
+void bp_probe_set_truncate(bp_probe_set_t *set, size_t count)
+{
+	for (size_t i = count; i < set->probe_count; i++) {
+		free(set->probes[i].provider);
+		free(set->probes[i].name);
+		free(set->probes[i].arg_string);
+	}
+	if (count < set->probe_count)
+		set->probe_count = count;
+}
+
+void bp_probe_set_free(bp_probe_set_t *set)
+{
+	bp_probe_set_truncate(set, 0);
+	for (size_t i = 0; i < set->module_count; i++)
+		free(set->modules[i].path);
+	free(set->probes);
+	free(set->modules);
+	memset(set, 0, sizeof *set);
+}
