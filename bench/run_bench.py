@@ -53,6 +53,11 @@ UNTRACED_VARIANTS = [
     ("scalar", "compiled in, untraced: scalar and literal arguments", 2),
     ("guarded", "compiled in, untraced: computed/string arguments behind the guard", 4),
     ("fast", "compiled in, untraced: 5-byte fast site, scalar arguments", 2),
+    # Function sites (docs/function-sites.md): a call and a return, the
+    # argument registers and a load per string; no guard, so the guarded
+    # arguments are always computed (no target: that is the figure).
+    ("function", "function sites (-Dprobe_site=function), untraced: scalar and literal arguments", 12),
+    ("function_guarded", "function sites, untraced: the guarded arguments, always evaluated", None),
 ]
 
 
@@ -258,6 +263,8 @@ def fmt(x, digits=1):
 
 def untraced_verdict(r):
     extra, target = r.get("extra_per_site"), r["target_per_site"]
+    if target is None:
+        return "no target: what it costs"
     return f"<= {target} per site: {'met' if extra is not None and extra <= target + 1e-9 else 'MISSED'}"
 
 
