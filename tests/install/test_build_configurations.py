@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""The build as a user meets it: without probes, and installed.
+
+Usage: test_build_configurations.py SOURCE_ROOT WORK_DIR
+
+1. -Dprobes=disabled: everything builds, its unit tests pass, and no ELF
+   file it produced has a .note.stapsdt section.
+2. Installed with probes: headers, libraries, pkg-config file, billing.d
+   and the scripts are where ARCHITECTURE.md says; an out-of-tree program
+   (examples/minimal) builds as C and C++ with
+   `cc app.c $(pkg-config --cflags --libs billing-probes)`, runs, and
+   carries its probe (the helpers' probes are in the installed library).
+3. A downstream project (tests/install/downstream, copied out of tree)
+   builds examples/minimal and a service carrying a subset of the probes
+   against the installed copy, and its own `meson test` runs the installed
+   `billing-probes check` (found through the pkg-config variable
+   billing_probes) with the probes each binary promises: it passes, and
+   fails when an expected probe is removed or its arguments change.
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402
+
+check = bt.check
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        print(f"$ {' '.join(cmd)}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return r
+
+
+def elf_files(root):
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            path = os.path.join(dirpath, f)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            with open(path, "rb") as fh:
+                if fh.read(4) == b"\x7fELF":
+                    yield path
+
+
+def setup(source, build, *options):
+    shutil.rmtree(build, ignore_errors=True)
+    r = run(["meson", "setup", build, source, "-Dexamples=disabled", *options])
+    return r.returncode == 0 and run(["ninja", "-C", build]).returncode == 0
+
+
+def disabled_build(source, work):
+    build = os.path.join(work, "build-disabled")
+    ok = setup(source, build, "-Dprobes=disabled")
+    check(ok, "-Dprobes=disabled configures and builds")
+    if not ok:
+        return
+    r = run(["meson", "test", "-C", build, "--suite", "unit", "--no-rebuild"])
+    check(r.returncode == 0, "-Dprobes=disabled: unit tests pass")
+    with_notes = [f for f in elf_files(build)
+                  if ".note.stapsdt" in run(["readelf", "-SW", f]).stdout]
+    elves = list(elf_files(build))
+    check(len(elves) > 5 and not with_notes,
+          f"-Dprobes=disabled: none of {len(elves)} ELF files has .note.stapsdt {with_notes[:3]}")
+
+
+def installed_build(source, work):
+    build = os.path.join(work, "build-install")
+    prefix = os.path.join(work, "prefix")
+    shutil.rmtree(prefix, ignore_errors=True)
+    ok = setup(source, build, f"--prefix={prefix}", "-Dprobes=enabled")
+    check(ok, "-Dprobes=enabled configures and builds")
+    if not ok or run(["meson", "install", "-C", build, "--no-rebuild"]).returncode != 0:
+        check(False, "meson install")
+        return
+    for rel in ["include/billing/probes.h", "include/billing/timing.h", "include/billing/catalogue.h",
+                "include/billing/probes_sdt.h", "include/billing/probes_off.h",
+                "include/billing/probe_macros.h", "include/billing/probes_config.h",
+                "share/billing-probes/billing.d"]:
+        check(os.path.isfile(os.path.join(prefix, rel)), f"installed {rel}")
+    if glob.glob(os.path.join(source, "d-scripts", "*.d")):
+        check(bool(glob.glob(os.path.join(prefix, "share/billing-probes/d-scripts/*.d"))) and
+              bool(glob.glob(os.path.join(prefix, "share/billing-probes/d-scripts/bpftrace/*.bt"))),
+              "installed D and bpftrace scripts in share/billing-probes/d-scripts")
+    pcs = glob.glob(os.path.join(prefix, "**", "pkgconfig", "billing-probes.pc"), recursive=True)
+    check(len(pcs) == 1, "installed pkgconfig/billing-probes.pc")
+    if not pcs:
+        return
+    libdir = os.path.dirname(os.path.dirname(pcs[0]))
+    for lib in ["libbillingprobes.so", "libbillingprobes.a"]:
+        check(os.path.exists(os.path.join(libdir, lib)), f"installed {lib}")
+    env = dict(os.environ, PKG_CONFIG_PATH=os.path.dirname(pcs[0]))
+    flags = run(["pkg-config", "--cflags", "--libs", "billing-probes"], env=env).stdout.split()
+    minimal = os.path.join(source, "examples", "minimal", "minimal.c")
+    for lang, compiler, std, src in (("C", "cc", "-std=c99", minimal), ("C++", "c++", "-std=c++17", None)):
+        if src is None:
+            src = os.path.join(work, "minimal.cpp")
+            shutil.copy(minimal, src)
+        exe = os.path.join(work, f"minimal-{lang}")
+        r = run([compiler, std, "-Wall", "-Wextra", "-Werror", "-pedantic", src, "-o", exe, *flags,
+                 f"-Wl,-rpath,{libdir}"])
+        check(r.returncode == 0, f"{lang}: out-of-tree build with pkg-config --cflags --libs billing-probes")
+        if r.returncode != 0:
+            continue
+        out = run([exe]).stdout
+        check("payment 1001: approved" in out, f"{lang}: the out-of-tree program runs")
+        notes = run(["readelf", "-n", exe]).stdout
+        check("Name: payment__auth" in notes and "Name: request__start" not in notes,
+              f"{lang}: the program carries its own probe; the helpers' stay in the library")
+    lib_notes = run(["readelf", "-n", os.path.join(libdir, "libbillingprobes.so")]).stdout
+    check("Name: request__start" in lib_notes, "the installed library carries the helpers' probes")
+    downstream_project(source, work, prefix, env)
+
+
+def downstream_project(source, work, prefix, env):
+    """A service's own meson project runs the installed check as a test."""
+    tool = run(["pkg-config", "--variable=billing_probes", "billing-probes"], env=env).stdout.strip()
+    check(tool == os.path.join(prefix, "bin", "billing-probes") and os.access(tool, os.X_OK),
+          f"pkg-config --variable=billing_probes names the installed tool ({tool})")
+    project = os.path.join(work, "downstream")
+    shutil.rmtree(project, ignore_errors=True)
+    shutil.copytree(os.path.join(source, "tests", "install", "downstream"), project)
+    shutil.copy(os.path.join(source, "examples", "minimal", "minimal.c"), project)
+    for name in ("subset_program.c", "program_start.h"):
+        shutil.copy(os.path.join(source, "tests", "tool", name), project)
+    build = os.path.join(work, "downstream-build")
+    shutil.rmtree(build, ignore_errors=True)
+    r = run(["meson", "setup", build, project], env=env)
+    check(r.returncode == 0, "downstream project configures against the installed copy")
+    if r.returncode != 0:
+        return
+    for variant, ok, why in (("ok", True, ""),
+                             ("without-refund", False, "missing: billing:refund__process"),
+                             ("refund-old-args", False, "mismatch: billing:refund__process")):
+        run(["meson", "configure", build, f"-Dvariant={variant}"], env=env)
+        r = run(["meson", "test", "-C", build, "--print-errorlogs"], env=env)
+        log = r.stdout + r.stderr
+        tests_ran = "probes-minimal" in log and "probes-service" in log
+        if ok:
+            check(r.returncode == 0 and tests_ran,
+                  f"downstream meson test ({variant}): check with expectations passes for minimal and the service")
+        else:
+            check(r.returncode != 0 and why in log and "probes-minimal" in log,
+                  f"downstream meson test ({variant}): the service's check fails saying {why!r}")
+
+
+def main():
+    source, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    os.makedirs(work, exist_ok=True)
+    disabled_build(source, work)
+    installed_build(source, work)
+    bt.finish()
+
+
+if __name__ == "__main__":
+    main()

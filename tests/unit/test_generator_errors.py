@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""provider/generate.py refuses a broken billing.d with one clear line,
+and keeps the docs table in step.
+
+Usage: test_generator_errors.py GENERATE.py PROVIDER.d
+
+Each case edits a copy of the real billing.d; the generator must exit 2
+with a single stderr line naming the file and the problem, and write no
+output file.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402
+
+CASES = {
+    "undocumented argument": (lambda s: s.replace(" * @handler handler name, e.g. \"payment.authorize\"\n", "", 1),
+                              "2 arguments but 1 @arg lines"),
+    "probe without doc comment": (lambda s: s.replace("\n};\n", "\n\tprobe nodoc(unsigned long long);\n};\n", 1),
+                                  "without a doc comment: nodoc"),
+    "system typedef": (lambda s: s.replace("probe error(unsigned long long,", "probe error(uint64_t,", 1),
+                       "type 'uint64_t' is not one of"),
+    "too many arguments": (lambda s: re.sub(r"probe error\(([^)]*)\)", r"probe error(\1, int, int, int, int)", s).replace(
+        " * @code the service's error code (never 0)\n",
+        " * @code the service's error code (never 0)\n * @a a\n * @b b\n * @c c\n * @d d\n", 1),
+        "7 arguments, at most 6"),
+    "doc names another probe": (lambda s: s.replace(" * error: the service hit", " * fault: the service hit", 1),
+                                "doc comment must start with 'error: ...'"),
+    "no provider block": (lambda s: s.replace("provider billing {", "provder billing {", 1),
+                          "no 'provider NAME { ... };' block"),
+    "-done without duration_ns": (lambda s: s.replace("probe db__query__done(unsigned long long, char *, int, unsigned long long)",
+                                                      "probe db__query__done(unsigned long long, char *, int, int)", 1)
+                                  .replace(" * @duration_ns time since db-query-start, in nanoseconds (0: not measured)",
+                                           " * @rows rows", 1),
+                                  "the last argument of a -done probe must be duration_ns"),
+}
+
+
+def main():
+    generate, provider = sys.argv[1], sys.argv[2]
+    original = open(provider).read()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (edit, message) in CASES.items():
+            broken = os.path.join(tmp, "billing.d")
+            edited = edit(original)
+            if not bt.check(edited != original, f"{name}: the edit applies to billing.d"):
+                continue
+            open(broken, "w").write(edited)
+            out = os.path.join(tmp, "out.h")
+            r = subprocess.run([sys.executable, generate, broken, "probe-macros-h", out],
+                               capture_output=True, text=True)
+            lines = r.stderr.strip().splitlines()
+            bt.check(r.returncode == 2 and len(lines) == 1 and message in lines[0] and broken in lines[0],
+                     f"{name}: exit {r.returncode}, stderr {r.stderr.strip()!r}; want exit 2 and '{message}'")
+            bt.check(not os.path.exists(out), f"{name}: no output file written")
+        # The docs table: a stale row is found, then rewritten in place.
+        doc = os.path.join(tmp, "probes.md")
+        text = open(os.path.join(bt.SOURCE_ROOT, "docs", "probes.md")).read()
+        open(doc, "w").write(text.replace("| `", "| `stale", 1))
+        table = [sys.executable, generate, provider]
+        stale = subprocess.run(table + ["check-probe-table", doc], capture_output=True, text=True)
+        bt.check(stale.returncode == 1 and "update-probe-table" in stale.stderr,
+                 f"check-probe-table finds a stale row (exit {stale.returncode}) and names the fix")
+        subprocess.run(table + ["update-probe-table", doc], check=True)
+        bt.check(open(doc).read() == text, "update-probe-table rewrites exactly the table")
+        open(doc, "w").write("no table here\n")
+        r = subprocess.run(table + ["update-probe-table", doc], capture_output=True, text=True)
+        bt.check(r.returncode == 1 and "markers" in r.stderr and open(doc).read() == "no table here\n",
+                 f"update-probe-table on a document without markers: exit {r.returncode}, document untouched")
+        r = subprocess.run([sys.executable, generate, provider, "no-such-command", "-"], capture_output=True, text=True)
+        bt.check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
+                 f"an unknown command: exit {r.returncode} with one line ({r.stderr.strip()!r})")
+    bt.finish()
+
+
+if __name__ == "__main__":
+    main()
