@@ -35,6 +35,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "start_stopped.h"
+#include "text_file.h"
 #include "trace_script.h"
 
 #ifndef BP_DATADIR
@@ -90,38 +91,6 @@ static int find_script(const char *script, char *out, size_t n)
 		}
 	}
 	return -1;
-}
-
-static char *read_text(const char *path, size_t *len, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		snprintf(err, errlen, "%s", errno == EACCES ? "permission denied" : strerror(errno));
-		return NULL;
-	}
-	size_t cap = 1 << 16, n = 0, got;
-	char *text = malloc(cap);
-	while (text && (got = fread(text + n, 1, cap - n - 1, f)) > 0) {
-		n += got;
-		if (n == cap - 1 && cap < (1u << 24)) {
-			char *grown = realloc(text, cap * 2);
-			if (!grown) {
-				free(text);
-				text = NULL;
-				break;
-			}
-			text = grown;
-			cap *= 2;
-		}
-	}
-	fclose(f);
-	if (!text) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	text[n] = '\0';
-	*len = n;
-	return text;
 }
 
 typedef struct drop_ctx {
@@ -273,9 +242,9 @@ int bp_cmd_trace(const bp_options_t *opt)
 		return BP_EXIT_ERROR;
 	}
 	size_t len;
-	char *text = read_text(script, &len, err, sizeof err);
+	char *text = bp_read_text_file(script, 16u << 20, &len);
 	if (!text) {
-		bp_error(script, err);
+		bp_error(script, errno == EACCES ? "permission denied" : strerror(errno));
 		return BP_EXIT_ERROR;
 	}
 
