@@ -12,7 +12,7 @@
  *   PATH    the path as passed to open/openat (relative paths are relative
  *           to the process's directory)
  *   ERRNO   0 when the open succeeded, else the errno (2 ENOENT, 13 EACCES)
- *   COUNT   opens with that result (count)
+ *   COUNT   opens with that result (count); "none seen" when there were none
  *
  * OVERHEAD: open* entry and return probes, filtered by pid.
  * STABILITY: Evolving (syscall names differ: open, openat, open_nocancel).
@@ -46,11 +46,23 @@ syscall::open*:return
 /self->path/
 {
 	@opens[copyinstr(self->path), (int)arg0 < 0 ? errno : 0] = count();
+	seen = 1;	/* a flag, not a count: a lost update cannot matter */
 	self->path = 0;
 }
 
 dtrace:::END
 {
 	printf("\nOpens of PID %d, [PATH, ERRNO (0: opened)]: COUNT\n", $target);
+}
+
+dtrace:::END
+/seen/
+{
 	printa("@opens[%s, %d]: %@d\n", @opens);
+}
+
+dtrace:::END
+/!seen/
+{
+	printf("none seen\n");
 }

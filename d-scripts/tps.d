@@ -7,8 +7,9 @@
  *        dtrace -s tps.d -c 'CMD ARGS' [JSON]
  *   JSON  1: one JSON object per second instead of a table line
  *
- * Seconds are whole seconds of walltimestamp (bpftrace: of its monotonic
- * clock), so every line counts exactly one second of events.  The second
+ * Seconds are whole seconds of the monotonic clock (timestamp; bpftrace:
+ * nsecs, the same clock on Linux), so every line counts exactly one second
+ * of events.  The second
  * in which tracing started and the one cut short by Ctrl-C or the
  * target's exit are partial: they are printed, marked "partial" with the
  * milliseconds they cover, never as if whole.  Events go to one of two
@@ -38,8 +39,9 @@
 dtrace:::BEGIN
 {
 	json = $1;
-	start_ns = walltimestamp;
-	last = walltimestamp / 1000000000;	/* the second under way */
+	start_ns = timestamp;
+	last = timestamp / 1000000000;	/* the second under way */
+	wall_off = walltimestamp - timestamp;	/* for printing TIME */
 }
 
 dtrace:::BEGIN
@@ -56,14 +58,14 @@ dtrace:::BEGIN
 }
 
 billing$target:::transaction-done
-/(walltimestamp / 1000000000) % 2 == 0/
+/(timestamp / 1000000000) % 2 == 0/
 {
 	@tx0 = sum(1);
 	@fail0 = sum((int)arg2 != 0 ? 1 : 0);
 }
 
 billing$target:::transaction-done
-/(walltimestamp / 1000000000) % 2 == 1/
+/(timestamp / 1000000000) % 2 == 1/
 {
 	@tx1 = sum(1);
 	@fail1 = sum((int)arg2 != 0 ? 1 : 0);
@@ -75,14 +77,14 @@ billing$target:::transaction-done
  */
 profile:::tick-100ms
 {
-	this->end = (walltimestamp / 1000000000) > last;
+	this->end = (timestamp / 1000000000) > last;
 	this->until = (last + 1) * 1000000000;
 }
 
 dtrace:::END
 {
 	this->end = 1;
-	this->until = walltimestamp;
+	this->until = timestamp;
 }
 
 profile:::tick-100ms,
@@ -92,7 +94,7 @@ dtrace:::END
 	this->from = last * 1000000000 < start_ns ? start_ns : last * 1000000000;
 	this->covered = (this->until - this->from) / 1000000;
 	this->partial = this->covered < 1000;
-	this->t = last % 86400;
+	this->t = ((last * 1000000000 + wall_off) / 1000000000) % 86400;
 	/* make sure both exist, so printa prints 0 for an idle second */
 	@tx0 = sum(0); @fail0 = sum(0); @tx1 = sum(0); @fail1 = sum(0);
 }

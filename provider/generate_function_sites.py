@@ -67,7 +67,7 @@ def main(argv):
         return 2
     path, what, out = argv[1:]
     try:
-        _, probes = generate.parse(path)
+        probes = generate.parse(path).probes
     except (OSError, generate.ProviderError) as e:
         print(f"generate_function_sites.py: {e}", file=sys.stderr)
         return 2

@@ -74,10 +74,17 @@ DECLINED_TRAIL = ["request-start", "transaction-start", "gateway-call-start",
 # --- bounds mode (slow_requests' bounded memory) -------------------------------
 
 LONG_TRAIL_ID = 5000
+LONG_TRAIL_EVENTS = 82          # request-start, 40 db-query pairs, request-done
 LONG_TRAIL_KEPT = 31            # request-start + 30 db-query events, then request-done
 LONG_TRAIL_DROPPED = 82 - 1 - 31  # 82 events; request-done has its own slot
 BATCH_IDS = list(range(6000, 6130))
 MAX_IN_FLIGHT = 128             # the 129th and 130th are untracked
+
+# --- race mode: the same rows from 4 threads at full speed -------------------
+
+RACE_TOTAL = 4 * 20000
+RACE_BIZ_ROWS = {("approved", "EUR", "stripe-sim", 0): (RACE_TOTAL, RACE_TOTAL * 1000)}
+RACE_ERROR_ROWS = {("db", 1205): RACE_TOTAL}
 
 # --- tps mode ----------------------------------------------------------------
 

@@ -2,7 +2,7 @@
  * workload.c -- fires a known, deterministic sequence of billing probes so
  * the tests can assert the exact figures the d-scripts print.
  *
- * usage: scripts-workload MODE [--delay-ms N | --wait-signal] [--linger-ms N]
+ * usage: scripts-workload MODE [--delay-ms N | --wait-stdin] [--linger-ms N]
  *                             [--path FILE]
  *
  *   business  1000 invoices, 1000 payments (700 approved, 300 declined over
@@ -14,6 +14,8 @@
  *   bounds    one request with 80 db-query events (more than slow_requests
  *             keeps) and 130 requests in flight at once (more than it
  *             follows), all slow: slow_requests' bounded memory.
+ *   race      4 threads fire the same payment-auth and error rows 20000
+ *             times each, all at once: exact per-row totals.
  *   tps       three bursts of transactions, each inside one whole second
  *             of CLOCK_MONOTONIC (the clock bpftrace's nsecs reads): tps.
  *   system    opens --path 25 times writing 8 KiB each, fails to open
@@ -23,8 +25,9 @@
  *             cpu_profile).
  *
  * Each mode sleeps --delay-ms (default 1200) first so a tracer started with
- * -p has attached -- or, with --wait-signal, waits for SIGUSR1, which the
- * test harness sends once the script has printed its first line -- fires, then sleeps --linger-ms (default 1500) so interval
+ * -p has attached -- or, with --wait-stdin, waits for a line on stdin, which
+ * the test harness writes once the script has printed its first line (not a
+ * signal: a process DTrace holds with ptrace may never see one) -- fires, then sleeps --linger-ms (default 1500) so interval
  * output appears before the exit makes the scripts print their totals.
  * The expected figures live in tests/scripts/expected.py: change both.
  */
@@ -32,7 +35,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,6 +265,45 @@ static void run_bounds(void)
 		billing_fire_request_done(6000 + (uint64_t)i, "invoice.create", 0, 200 * MS);
 }
 
+/* --- race --------------------------------------------------------------- */
+
+/* RACE_THREADS threads fire the same rows at full speed, all released at
+ * once: per-row counters that two CPUs update at the same instant must
+ * not lose an increment (expected.py: RACE_*). */
+#define RACE_THREADS 4
+#define RACE_EVENTS 20000
+
+static pthread_barrier_t race_start;
+
+static void *race_thread(void *unused)
+{
+	int i;
+	(void)unused;
+	pthread_barrier_wait(&race_start);
+	for (i = 0; i < RACE_EVENTS; i++) {
+		billing_fire_payment_auth((uint64_t)i, 1000, "EUR", "stripe-sim", 0, 1 * MS);
+		billing_fire_error(0, "db", 1205);
+	}
+	return NULL;
+}
+
+static int run_race(void)
+{
+	pthread_t t[RACE_THREADS];
+	int i, rc = 0;
+	pthread_barrier_init(&race_start, NULL, RACE_THREADS);
+	for (i = 0; i < RACE_THREADS; i++) {
+		if (pthread_create(&t[i], NULL, race_thread, NULL) != 0) {
+			fprintf(stderr, "scripts-workload: cannot start threads\n");
+			return 1; /* the started ones wait at the barrier until exit */
+		}
+	}
+	for (i = 0; i < RACE_THREADS; i++)
+		rc |= pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&race_start);
+	return rc != 0;
+}
+
 /* --- tps ----------------------------------------------------------------- */
 
 /* Sleep until 300 ms into the next whole second of CLOCK_MONOTONIC. */
@@ -353,18 +395,22 @@ static int run_system(const char *path)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: scripts-workload business|requests|bounds|tps|system "
-	                "[--delay-ms N | --wait-signal] [--linger-ms N] [--path FILE]\n");
+	fprintf(stderr, "usage: scripts-workload business|requests|bounds|race|tps|system "
+	                "[--delay-ms N | --wait-stdin] [--linger-ms N] [--path FILE]\n");
 	return 2;
 }
 
-/* Waits up to 60 s for SIGUSR1 (blocked since main began, so one sent
- * early is kept pending). */
-static int wait_for_go(const sigset_t *usr1)
+/* Waits up to 60 s for a line on stdin: the harness's "go". */
+static int wait_for_go(void)
 {
-	struct timespec limit = { 60, 0 };
-	if (sigtimedwait(usr1, NULL, &limit) != SIGUSR1) {
-		fprintf(stderr, "scripts-workload: no SIGUSR1 within 60 s\n");
+	struct pollfd pfd = { STDIN_FILENO, POLLIN, 0 };
+	char line[16];
+	int n;
+	do
+		n = poll(&pfd, 1, 60000);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0 || read(STDIN_FILENO, line, sizeof line) <= 0) {
+		fprintf(stderr, "scripts-workload: no line on stdin within 60 s\n");
 		return 1;
 	}
 	return 0;
@@ -375,25 +421,21 @@ int main(int argc, char **argv)
 	long delay_ms = 1200, linger_ms = 1500;
 	const char *path = "/tmp/billing-probes-workload.dat";
 	const char *mode;
-	int i, rc = 0, wait_signal = 0;
-	sigset_t usr1;
+	int i, rc = 0, wait_stdin = 0;
 
 	/* Every page resident, now and later: the pid provider raises no
 	 * semaphore, so nothing touches a string literal before a D script's
 	 * copyinstr() reads it, and BPF cannot fault a page in. */
 	if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
 		perror("scripts-workload: mlockall (strings may read as empty)");
-	sigemptyset(&usr1);
-	sigaddset(&usr1, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &usr1, NULL);
 
 	if (argc < 2)
 		return usage();
 	mode = argv[1];
 	for (i = 2; i < argc; i++) {
 		char *end = NULL;
-		if (strcmp(argv[i], "--wait-signal") == 0) {
-			wait_signal = 1;
+		if (strcmp(argv[i], "--wait-stdin") == 0) {
+			wait_stdin = 1;
 			continue;
 		}
 		if (i + 1 >= argc)
@@ -414,11 +456,11 @@ int main(int argc, char **argv)
 		}
 	}
 	if (strcmp(mode, "business") && strcmp(mode, "requests") && strcmp(mode, "bounds") &&
-	    strcmp(mode, "tps") && strcmp(mode, "system"))
+	    strcmp(mode, "race") && strcmp(mode, "tps") && strcmp(mode, "system"))
 		return usage();
 
-	if (wait_signal) {
-		if (wait_for_go(&usr1) != 0)
+	if (wait_stdin) {
+		if (wait_for_go() != 0)
 			return 1;
 	} else {
 		sleep_ns((uint64_t)delay_ms * MS);
@@ -429,6 +471,8 @@ int main(int argc, char **argv)
 		rc = run_requests();
 	else if (strcmp(mode, "bounds") == 0)
 		run_bounds();
+	else if (strcmp(mode, "race") == 0)
+		rc = run_race();
 	else if (strcmp(mode, "tps") == 0)
 		run_tps();
 	else
