@@ -121,6 +121,8 @@ for name in ("biz_metrics", "tps", "request_latency", "slow_requests", "amount_d
     for program, carries in ((SUBSET, subset_carries), (TWO, two_carries)):
         rc, out, err = run(["trace", name, "-c", program, "--dry-run"], timeout=60)
         specs = re.findall(r"^usdt:(\S*?):billing:(\w+)", out, flags=re.M)
+        check(len(re.findall(r"dropped usdt::", err)) == len(dropped(err)),
+              "%s on %s: one line per dropped probe" % (name, os.path.basename(program)))
         check(rc == 0 and dropped(err) == wanted - carries,
               "%s on %s: dropped exactly the probes it lacks %s (%d %r)"
               % (name, os.path.basename(program), sorted(wanted - carries), rc, err[-300:]))

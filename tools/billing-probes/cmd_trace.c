@@ -93,15 +93,24 @@ static int find_script(const char *script, char *out, size_t n)
 	return -1;
 }
 
+/* One line per dropped probe, however many clauses name it. */
 typedef struct drop_ctx {
 	const char *where;
-	int count;
+	char seen[4096];   /* "\nspec\n" for each reported spec */
+	size_t used;
 } drop_ctx_t;
 
 static void report_dropped(const char *spec, void *ctx)
 {
 	drop_ctx_t *d = ctx;
-	d->count++;
+	char key[520];
+	snprintf(key, sizeof key, "\n%s\n", spec);
+	if (strstr(d->seen, key))
+		return;
+	if (d->used + strlen(key) < sizeof d->seen) {
+		memcpy(d->seen + d->used, key, strlen(key) + 1);
+		d->used += strlen(key) - 1; /* entries share their newlines */
+	}
 	fflush(stdout);
 	fprintf(stderr, "billing-probes: trace: dropped %s: no module of %s carries it\n", spec, d->where);
 }
@@ -284,7 +293,8 @@ int bp_cmd_trace(const bp_options_t *opt)
 		return BP_EXIT_ERROR;
 	}
 
-	drop_ctx_t dropped = { where, 0 };
+	static drop_ctx_t dropped;
+	dropped.where = where;
 	char *resolved = bp_trace_resolve(text, len, &set, set.pid, used, report_dropped, &dropped, err, sizeof err);
 	free(text);
 	if (!resolved || opt->dry_run) {
