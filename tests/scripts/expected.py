@@ -90,6 +90,7 @@ RACE_ERROR_ROWS = {("db", 1205): RACE_TOTAL}
 
 # (transactions, failed) in three consecutive whole seconds
 TPS_SECONDS = [(100, 10), (200, 20), (50, 0)]
+TPS_FAIL_PCT = [10, 10, 0]  # FAIL% of those seconds, whole percent
 
 # --- system mode -------------------------------------------------------------
 

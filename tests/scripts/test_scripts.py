@@ -522,20 +522,27 @@ def case_tps(json_mode=False):
     argv = [1] if json_mode else []
     out = one("tps", "tps", *argv)
     lines = []  # (txns, failed, partial)
+    pcts = []   # FAIL% of each line
     if json_mode:
         for o in json_lines(out)[1:]:
             check(o["partial"] == (o["covered_ms"] < 1000), "partial flag vs covered_ms: %s" % o)
             lines.append((o["transactions"], o["failed"], o["partial"]))
+            pcts.append(o["failed_pct"])
     else:
         for line in out.split("\n"):
-            m = re.match(r"^\d\d:\d\d:\d\d\s+(\d+)\s+(\d+)(\s+partial \d+ ms)?$", line)
+            m = re.match(r"^\d\d:\d\d:\d\d\s+(\d+)\s+(\d+)\s+(\d+)(\s+partial \d+ ms)?$", line)
             if m:
-                lines.append((int(m.group(1)), int(m.group(2)), bool(m.group(3))))
+                lines.append((int(m.group(1)), int(m.group(2)), bool(m.group(4))))
+                pcts.append(int(m.group(3)))
     check(len(lines) >= 5, "too few lines: %s" % lines)
     check(lines[0][2] and lines[-1][2], "first and last seconds must be marked partial: %s" % lines)
     check(not any(p for _, _, p in lines[1:-1]), "only the first and last may be partial")
     busy = [(t, f) for t, f, _ in lines if t]
     check(busy == X.TPS_SECONDS, "busy seconds %s, want %s" % (busy, X.TPS_SECONDS))
+    want_pct = [f * 100 // t if t else 0 for t, f, _ in lines]
+    check(pcts == want_pct, "FAIL%% column %s, want %s" % (pcts, want_pct))
+    check([p for p, (t, _, _) in zip(pcts, lines) if t] == X.TPS_FAIL_PCT,
+          "FAIL%% of the busy seconds, want %s" % X.TPS_FAIL_PCT)
     first = [i for i, l in enumerate(lines) if l[0]][0]
     check(all(not lines[first + i][2] for i in range(3)), "a burst landed in a partial second")
 
