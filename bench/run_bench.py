@@ -30,13 +30,13 @@ import os
 import platform
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 import billingd_bench
+from firing import TRACED_PROGRAMS, fire_once, optimized_fires, run, summary
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib"))
 import billingtest as bt  # noqa: E402
@@ -53,11 +53,12 @@ UNTRACED_VARIANTS = [
     ("scalar", "compiled in, untraced: scalar and literal arguments", 2),
     ("guarded", "compiled in, untraced: computed/string arguments behind the guard", 4),
     ("fast", "compiled in, untraced: 5-byte fast site, scalar arguments", 2),
+    # Function sites (docs/function-sites.md): a call and a return, the
+    # argument registers and a load per string; no guard, so the guarded
+    # arguments are always computed (no target: that is the figure).
+    ("function", "function sites (-Dprobe_site=function), untraced: scalar and literal arguments", 12),
+    ("function_guarded", "function sites, untraced: the guarded arguments, always evaluated", None),
 ]
-
-
-def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
 def machine():
@@ -79,10 +80,6 @@ def can_trace():
     are skipped (the test library's answer, so bench and tests agree)."""
     why = bt.why_no_tracing("bpftrace")
     return "skipped: " + why if why else None
-
-
-def summary(values):
-    return {"min": min(values), "median": statistics.median(values), "max": max(values), "runs": values}
 
 
 # --- untraced: instructions per untraced site -------------------------------
@@ -159,44 +156,6 @@ def untraced_sites(bench_dir, n):
 
 
 # --- traced: ns per fire under bpftrace --------------------------------------
-
-# bpftrace programs of the per-fire measurement: the smallest useful one,
-# and one doing a biz_metrics-like aggregation (the shipped scripts need -p
-# to resolve usdt::billing:, and fire_loop is started with -c).
-TRACED_PROGRAMS = {
-    "count": "usdt:{bin}:billing:payment__auth {{ @fires = count(); }}",
-    "biz_metrics-like": ("usdt:{bin}:billing:payment__auth {{ @auths[str(arg2), str(arg3), arg4] = count(); "
-                         "@amount_minor[str(arg2), str(arg3)] = sum(arg1); }}"),
-}
-
-
-def fire_once(binary, n, script=None):
-    """(ns per fire, seconds from bpftrace launch to the program running)."""
-    launched = time.time_ns()
-    if script:
-        r = run(["bpftrace", "-e", script.format(bin=binary), "-c", f"{binary} {n}"], timeout=600)
-    else:
-        r = run([binary, str(n)])
-    m = re.search(r"started_at_ns=(\d+) traced=(\d) fires=\d+ ns_per_fire=([\d.]+)", r.stdout)
-    if r.returncode != 0 or not m:
-        raise RuntimeError(f"{binary} ({'traced' if script else 'untraced'}): {r.stdout[-300:]} {r.stderr[-300:]}")
-    if script and m.group(2) != "1":
-        raise RuntimeError(f"{binary}: ran under bpftrace but its probe was not enabled")
-    return float(m.group(3)), (int(m.group(1)) - launched) / 1e9
-
-
-def optimized_fires(binary, n):
-    """How many of N fires took the optimized path: the kernel's trampoline
-    enters through the uprobe syscall (x86-64 number 336), an int3 does not."""
-    prog = ("usdt:%s:billing:payment__auth { @fires = count(); } "
-            "tracepoint:raw_syscalls:sys_enter /pid == cpid && args->id == 336/ { @uprobe_syscalls = count(); }"
-            % binary)
-    r = run(["bpftrace", "-e", prog, "-c", f"{binary} {n}"], timeout=300)
-    fires = re.search(r"@fires: (\d+)", r.stdout)
-    calls = re.search(r"@uprobe_syscalls: (\d+)", r.stdout)
-    return {"fires": int(fires.group(1)) if fires else 0,
-            "through_uprobe_syscall": int(calls.group(1)) if calls else 0}
-
 
 def traced_fires(bench_dir, n, reps, skip):
     sites = [(s, os.path.join(bench_dir, "fire_" + s)) for s in ("standard", "fast")]
@@ -304,6 +263,8 @@ def fmt(x, digits=1):
 
 def untraced_verdict(r):
     extra, target = r.get("extra_per_site"), r["target_per_site"]
+    if target is None:
+        return "no target: what it costs"
     return f"<= {target} per site: {'met' if extra is not None and extra <= target + 1e-9 else 'MISSED'}"
 
 

@@ -10,6 +10,9 @@
  *              compute (table look-ups, a function call, snprintf) behind
  *              the is-enabled check the macros carry
  *   fast       as scalar, with the 5-byte nop site (-mno-red-zone)
+ *   function, function_guarded
+ *              as scalar and guarded, with function sites
+ *              (-Dprobe_site=function): a call per site, no guard
  * and divides the difference to "disabled" by N * SITES.
  *
  * Usage: sites_loop [N]   (default 1000000)

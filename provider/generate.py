@@ -20,6 +20,7 @@ writes probe_macros.h), so meson loops over the names:
   probe-samples-json OUT     tests: the values consumers must see for those samples
   probe-table OUT            the Markdown probe reference of docs/probes.md
   check-probe-table DOC      exit 1 unless DOC holds the current probe reference
+  update-probe-table DOC     rewrite the probe reference between DOC's markers
 
 OUT may be "-" for stdout.  Usage: generate.py PROVIDER.d COMMAND [ARGS...]
 """
@@ -429,8 +430,9 @@ def probe_samples_json(provider):
 
     Integers as JSON numbers; strings one character per byte (decode with
     latin-1), NULL as ""; a measured duration (timing helpers) as null."""
-    pairs = {d.d_name: (s, d, kept, extra) for s, d, kept, extra in span_pairs(provider.probes)}
-    pairs.update({s.d_name: (s, d, kept, extra) for s, d, kept, extra in span_pairs(provider.probes)})
+    pairs = {}  # start's and done's name -> their pair
+    for pair in span_pairs(provider.probes):
+        pairs[pair[0].d_name] = pairs[pair[1].d_name] = pair
     index_of = samples_by_probe(provider)
     out = []
 
@@ -444,7 +446,7 @@ def probe_samples_json(provider):
                            for k in range(SAMPLE_ROUNDS)],
                  "timing": None}
         if p.d_name in pairs:
-            start, done, kept, extra = pairs[p.d_name]
+            start, done, _, _ = pairs[p.d_name]
             si = index_of[start.d_name][0]
             start_names = [n for n, _, _ in start.args]
             rounds = []
@@ -453,7 +455,7 @@ def probe_samples_json(provider):
                 for i, (n, _, _) in enumerate(p.args):
                     if p is done and i == len(p.args) - 1:
                         values.append(None)  # duration_ns: measured
-                    elif p is start or n in start_names:
+                    elif n in start_names:  # start's own, or kept by begin
                         values.append(text(sample(si, start, start_names.index(n), k, "timing")[1]))
                     else:
                         values.append(text(sample(index, p, i, k, "timing")[1]))
@@ -466,13 +468,27 @@ def probe_samples_json(provider):
 def check_probe_table(provider, doc):
     """None when DOC holds the current probe table, else what is wrong."""
     if probe_table(provider) not in open(doc, encoding="utf-8").read():
-        return (f"{doc}: probe table is out of date with {provider.path}; regenerate it with: "
-                f"provider/generate.py {provider.path} probe-table -")
+        return (f"{doc}: probe table is out of date with {provider.path}; rewrite it with: "
+                f"python3 provider/generate.py {provider.path} update-probe-table {doc}")
     return None
 
 
-# command -> (emitter, its input arguments); every command but the check
-# writes its text to one more argument, OUT.
+def update_probe_table(provider, doc):
+    """Rewrites the probe table between DOC's markers; None, or what is wrong."""
+    text = open(doc, encoding="utf-8").read()
+    begin, end = text.find(TABLE_BEGIN), text.find(TABLE_END)
+    if begin < 0 or end < begin:
+        return f"{doc}: no '{TABLE_BEGIN}' ... '{TABLE_END}' markers"
+    new = text[:begin] + probe_table(provider) + text[end + len(TABLE_END) + 1:]
+    if new != text:
+        with open(doc, "w", encoding="utf-8") as f:
+            f.write(new)
+    return None
+
+
+# command -> (emitter, its input arguments).  A COMMANDS emitter returns
+# the text main() writes to one more argument, OUT; a DOC_COMMANDS one works
+# on the document it is given and returns what is wrong (exit 1), or None.
 COMMANDS = {
     "probes-sdt-h": (probes_sdt_h, ["DTRACE_H"]),
     "probes-off-h": (probes_off_h, []),
@@ -486,8 +502,9 @@ COMMANDS = {
     "probe-samples-json": (probe_samples_json, []),
     "probe-table": (probe_table, []),
 }
-CHECKS = {
+DOC_COMMANDS = {
     "check-probe-table": (check_probe_table, ["DOC"]),
+    "update-probe-table": (update_probe_table, ["DOC"]),
 }
 
 
@@ -499,11 +516,11 @@ def main(argv):
     if cmd in COMMANDS:
         emit, inputs = COMMANDS[cmd]
         outputs = 1
-    elif cmd in CHECKS:
-        emit, inputs = CHECKS[cmd]
+    elif cmd in DOC_COMMANDS:
+        emit, inputs = DOC_COMMANDS[cmd]
         outputs = 0
     else:
-        print(f"generate.py: unknown command {cmd!r}; one of: {', '.join([*COMMANDS, *CHECKS])}", file=sys.stderr)
+        print(f"generate.py: unknown command {cmd!r}; one of: {', '.join([*COMMANDS, *DOC_COMMANDS])}", file=sys.stderr)
         return 2
     if len(rest) != len(inputs) + outputs:
         print(f"generate.py: usage: generate.py PROVIDER.d {cmd} {' '.join(inputs + ['OUT'] * outputs)}",

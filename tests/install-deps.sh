@@ -13,8 +13,13 @@ packages=(
   libcmocka-dev libelf-dev zlib1g-dev libclang-rt-14-dev
   # tracing
   bpftrace bpftool libbpf-dev
+  # other stapsdt consumers (tests/consumers)
+  gdb
   # examples/billingd and billing-load
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev wrk procps
+  # billing-exporter (clang, bpftool, libbpf-dev, libmicrohttpd-dev above) and its
+  # tests: a real Prometheus server and promtool
+  prometheus
   # benchmarks
   valgrind linux-perf hyperfine
 )

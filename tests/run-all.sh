@@ -1,17 +1,75 @@
 #!/bin/bash
 # The test command of the README: installs what is needed, builds with
 # probes, and runs every test (unit, live bpftrace, tool, fuzz corpus,
-# scripts, billingd, install).  Run as root on Debian 12.
+# scripts, billingd, hardening, install).  Then two sanitizer builds:
+#   BUILD_DIR-asan  AddressSanitizer + UndefinedBehaviorSanitizer: the unit,
+#                   live, tool, billingd and hardening suites;
+#   BUILD_DIR-tsan  ThreadSanitizer: the timing helpers' cross-thread
+#                   hand-off (timing) and billingd under billing-load
+#                   (billingd-ground-truth, billingd-api, hostile clients).
+# A sanitizer report stops the program with a failing status, so it fails
+# its test.  Not run under sanitizers: scripts and install (they test D
+# and bpftrace scripts and meson configurations, not our C at run time),
+# the fuzz corpus beyond the tool suite, and the benchmarks.
+# Every phase runs even when an earlier one failed; the exit status is 1
+# if any did, and the last lines name them.  Run as root on Debian 12.
 #   bash tests/run-all.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
+failed=()
+
+phase() {  # phase NAME COMMAND...: runs it, remembers a failure
+  local name=$1
+  shift
+  local t0=$SECONDS
+  if "$@"; then
+    echo "run-all: $name passed ($((SECONDS - t0)) s)"
+  else
+    echo "run-all: $name FAILED ($((SECONDS - t0)) s)"
+    failed+=("$name")
+  fi
+}
+
+setup() {  # setup DIR [meson options...]
+  local dir=$1
+  shift
+  if [ -d "$dir" ]; then
+    meson setup --reconfigure "$dir" -Dprobes=enabled "$@"
+  else
+    meson setup "$dir" -Dprobes=enabled "$@"
+  fi
+}
+
+plain() {
+  setup "$build" && ninja -C "$build" &&
+    meson test -C "$build" --print-errorlogs --num-processes 2
+}
+
+asan() {
+  setup "$build-asan" -Db_sanitize=address,undefined -Db_lundef=false &&
+    ninja -C "$build-asan" &&
+    ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
+    UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1 \
+    meson test -C "$build-asan" --print-errorlogs --num-processes 2 --no-rebuild \
+      --suite unit --suite live --suite tool --suite billingd --suite hardening
+}
+
+tsan() {
+  setup "$build-tsan" -Db_sanitize=thread &&
+    ninja -C "$build-tsan" tests/unit/test_timing examples/billingd/billingd \
+      examples/billing-load/billing-load &&
+    TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1 \
+    meson test -C "$build-tsan" --print-errorlogs --num-processes 1 --no-rebuild \
+      timing billingd-ground-truth billingd-api hardening-hostile-clients
+}
 
 bash tests/install-deps.sh
-if [ -d "$build" ]; then
-  meson setup --reconfigure "$build" -Dprobes=enabled
-else
-  meson setup "$build" -Dprobes=enabled
+phase "build and test ($build)" plain
+phase "AddressSanitizer + UBSan ($build-asan)" asan
+phase "ThreadSanitizer ($build-tsan)" tsan
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'run-all: FAILED: %s\n' "${failed[@]}"
+  exit 1
 fi
-ninja -C "$build"
-meson test -C "$build" --print-errorlogs --num-processes 2
+echo "run-all: all passed"

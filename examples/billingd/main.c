@@ -16,6 +16,7 @@
 #include "db.h"
 #include "gateway.h"
 #include "options.h"
+#include "request_deadline.h"
 #include "server.h"
 
 /* Longest we wait for in-flight requests at shutdown. */
@@ -94,6 +95,9 @@ int main(int argc, char **argv)
 	unfinished = server_drain(DRAIN_TIMEOUT_MS);
 	server_stop();
 	rc = db_shutdown();
+	if (request_deadline_closed() > 0)
+		printf("billingd: closed %llu connections that sent no whole request in time\n",
+		       (unsigned long long)request_deadline_closed());
 	if (unfinished > 0)
 		fprintf(stderr, "billingd: %u requests were still running after %d ms\n", unfinished,
 		        DRAIN_TIMEOUT_MS);

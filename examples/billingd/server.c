@@ -16,12 +16,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 
 #include "billing/timing.h"
 #include "handlers.h"
 #include "reply.h"
+#include "request_deadline.h"
+
+/* Descriptors billingd needs besides its connections: the listening and
+ * epoll sockets, the threads' wake-up pipes, SQLite's files, stdio. */
+#define FD_RESERVE 64
+/* Bytes a connection may hold (headers, read and write buffers); bodies are
+ * copied out piece by piece.  libmicrohttpd's 32 KiB default made 2,000
+ * idle connections cost 75 MB of RSS. */
+#define CONNECTION_MEMORY 16384
+/* Seconds a client that stopped reading its reply keeps its connection. */
+#define IDLE_TIMEOUT_S 10
 
 typedef struct route {
 	const char *path;     /* exact, or a prefix when it ends in '/' */
@@ -80,6 +92,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, exchange_t *ex, r
 	enum MHD_Result ret;
 
 	ex->answered = 1;
+	request_deadline_answering(conn);
 	billing_request_end(&ex->rq.span, reply.status / 100 == 2 ? 0 : (int32_t)reply.status);
 	if (reply.body == NULL)
 		return MHD_NO; /* out of memory: drop the connection */
@@ -195,8 +208,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
 {
 	exchange_t *ex = *state;
 	(void)cls;
-	(void)conn;
 	(void)why;
+	request_deadline_waiting(conn);
 	if (ex == NULL)
 		return;
 	*state = NULL;
@@ -207,10 +220,36 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
 	atomic_fetch_sub(&in_flight, 1);
 }
 
+/* Raises the soft descriptor limit to fit max_connections.  An explicit
+ * --max-connections that cannot fit is an error; the default shrinks. */
+static int fit_descriptors(const billingd_options_t *opts, unsigned int *max_connections)
+{
+	struct rlimit lim;
+	rlim_t need = (rlim_t)opts->max_connections + FD_RESERVE;
+
+	*max_connections = opts->max_connections;
+	if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= need)
+		return 0;
+	lim.rlim_cur = lim.rlim_max != RLIM_INFINITY && lim.rlim_max < need ? lim.rlim_max : need;
+	setrlimit(RLIMIT_NOFILE, &lim);
+	getrlimit(RLIMIT_NOFILE, &lim);
+	if (lim.rlim_cur >= need)
+		return 0;
+	if (opts->max_connections_given || lim.rlim_cur <= FD_RESERVE + 16) {
+		fprintf(stderr, "billingd: --max-connections %u needs %llu open files; the limit is "
+		        "%llu (ulimit -n)\n", opts->max_connections, (unsigned long long)need,
+		        (unsigned long long)lim.rlim_cur);
+		return -1;
+	}
+	*max_connections = (unsigned int)(lim.rlim_cur - FD_RESERVE);
+	return 0;
+}
+
 unsigned int server_start(const billingd_options_t *opts)
 {
 	struct sockaddr_in addr;
 	const union MHD_DaemonInfo *info;
+	unsigned int max_connections;
 
 	memset(&addr, 0, sizeof(addr));
 	addr.sin_family = AF_INET;
@@ -220,19 +259,28 @@ unsigned int server_start(const billingd_options_t *opts)
 		        opts->listen_address);
 		return 0;
 	}
+	if (fit_descriptors(opts, &max_connections) != 0)
+		return 0;
+	if (request_deadline_start(opts->request_timeout, max_connections) != 0) {
+		fprintf(stderr, "billingd: cannot start the request-deadline thread\n");
+		return 0;
+	}
 	daemon_handle = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG,
 		(uint16_t)opts->port, NULL, NULL, on_request, NULL,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)opts->threads,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000,
+		MHD_OPTION_NOTIFY_CONNECTION, request_deadline_notify, NULL,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_S,
+		MHD_OPTION_CONNECTION_LIMIT, max_connections,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
 		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
 		MHD_OPTION_END);
 	if (daemon_handle == NULL) {
 		fprintf(stderr, "billingd: cannot listen on %s:%u (in use, or not allowed)\n",
 		        opts->listen_address, opts->port);
+		request_deadline_stop();
 		return 0;
 	}
 	info = MHD_get_daemon_info(daemon_handle, MHD_DAEMON_INFO_BIND_PORT);
@@ -257,6 +305,7 @@ void server_stop(void)
 	if (daemon_handle != NULL)
 		MHD_stop_daemon(daemon_handle);
 	daemon_handle = NULL;
+	request_deadline_stop();
 }
 
 uint64_t server_requests_answered(void)

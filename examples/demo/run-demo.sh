@@ -7,7 +7,8 @@
 # billing-probes with meson, starts billingd with its embedded defaults,
 # drives it with billing-load for --duration seconds, and shows the shipped
 # bpftrace scripts (tps, request_latency, biz_metrics) attached to billingd
-# live.  Then it stops everything and checks that no process is left.
+# live, and billing-exporter feeding a real Prometheus (URLs printed; the
+# totals Prometheus holds are shown beside the books).  Then it stops everything and checks that no process is left.
 # Without root or bpftrace it still runs the service and the load, and says
 # why tracing was skipped.
 #
@@ -74,7 +75,7 @@ trap 'echo; echo "run-demo: interrupted"; [ -s "$work/load.out" ] && cat "$work/
 # whole project configure (the billing-probes tool, the unit tests).
 packages=(meson ninja-build gcc libc6-dev pkg-config python3 procps systemtap-sdt-dev
           libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev
-          libelf-dev libcmocka-dev bpftrace)
+          libelf-dev libcmocka-dev bpftrace clang bpftool libbpf-dev prometheus)
 if [ "$(id -u)" -eq 0 ] && [ "$install" -eq 1 ] && command -v apt-get >/dev/null; then
 	missing=()
 	for p in "${packages[@]}"; do
@@ -189,15 +190,84 @@ else
 	echo "billingd and billing-load run anyway; the probes cost two loads each while nobody traces."
 fi
 
+# --- 4b. billing-exporter and a Prometheus scraping it ---------------------------
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+http_ok() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "$1" 2>/dev/null; }
+prom_url=
+exporter_why=$why_not
+if [ -z "$exporter_why" ] &&
+   ! ninja -C "$build_dir" tools/billing-exporter/billing-exporter >>"$work/ninja.log" 2>&1; then
+	exporter_why="billing-exporter is not built here (needs clang, bpftool, libbpf-dev, libmicrohttpd-dev; docs/exporter.md)"
+fi
+if [ -z "$exporter_why" ]; then
+	say "starting billing-exporter on billingd (pid $billingd_pid) and Prometheus"
+	"$build_dir/tools/billing-exporter/billing-exporter" --pid "$billingd_pid" --listen 127.0.0.1:0 \
+		>"$work/exporter.log" 2>&1 &
+	pids+=($!)
+	exporter_url=
+	for _ in $(seq 300); do
+		exporter_url=$(sed -n 's|.*serving \(http://127\.0\.0\.1:[0-9]*\)/metrics.*|\1|p' "$work/exporter.log")
+		[ -n "$exporter_url" ] && break
+		kill -0 "${pids[-1]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$work/exporter.log"
+	if [ -z "$exporter_url" ]; then
+		echo "[exporter] did not start"; problems=$((problems + 1))
+	elif ! command -v prometheus >/dev/null; then
+		echo "billing-exporter: $exporter_url/metrics (Prometheus is not installed: apt-get install prometheus)"
+	else
+		prom_url="http://127.0.0.1:$(free_port)"
+		cat >"$work/prometheus.yml" <<YML
+global: {scrape_interval: 1s, evaluation_interval: 1s}
+rule_files: ["$repo/monitoring/rules/billing.rules.yml"]
+scrape_configs:
+  - job_name: billing-exporter
+    static_configs: [{targets: ["${exporter_url#http://}"]}]
+YML
+		prometheus --config.file "$work/prometheus.yml" --storage.tsdb.path "$work/prometheus-data" \
+			--web.listen-address "${prom_url#http://}" >"$work/prometheus.log" 2>&1 &
+		pids+=($!)
+		for _ in $(seq 300); do http_ok "$prom_url/-/ready" && break; sleep 0.1; done
+		if http_ok "$prom_url/-/ready"; then
+			echo "billing-exporter: $exporter_url/metrics"
+			echo "Prometheus:       $prom_url/graph  (try: sum by (outcome) (rate(billing_payments_total[1m])))"
+			echo "                  alerts: $prom_url/alerts; dashboard to import: monitoring/grafana/billing-dashboard.json"
+		else
+			echo "[prometheus] did not become ready:"; tail -n 5 "$work/prometheus.log"
+			problems=$((problems + 1)); prom_url=
+		fi
+	fi
+fi
+
 # --- 5. load ----------------------------------------------------------------
 say "billing-load: ${duration}s at $( [ "$rate" -eq 0 ] && echo 'full speed' || echo "$rate requests/s" ), 8 connections"
 load_rc=0
 "$load" --url "http://127.0.0.1:$port" --duration "$duration" --rate "$rate" --concurrency 8 \
 	>"$work/load.out" 2>&1 || load_rc=$?
 
+# What Prometheus holds, read over its HTTP API once it has scraped the end.
+if [ -n "$prom_url" ]; then
+	sleep 2.5
+	say "Prometheus's totals ($prom_url)"
+	python3 - "$prom_url" <<'PY' || problems=$((problems + 1))
+import json, sys, urllib.parse, urllib.request
+def q(expr):
+    url = sys.argv[1] + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    r = json.load(urllib.request.urlopen(url, timeout=10))["data"]["result"]
+    return int(float(r[0]["value"][1])) if r else 0
+print("Prometheus: %d invoices, %d payments approved, %d declined, %d refunds, %d requests" % (
+    q("sum(billing_invoices_total)"), q('sum(billing_payments_total{outcome="approved"})'),
+    q('sum(billing_payments_total{outcome="declined"})'), q("sum(billing_refunds_total)"),
+    q("sum(billing_requests_total)")))
+PY
+elif [ -n "$exporter_why" ] && [ -z "$why_not" ]; then
+	echo "(billing-exporter skipped: $exporter_why)"
+fi
+
 # --- 6. stop, in order: tracers (they print their totals), then billingd ----
 if [ ${#pids[@]} -gt 0 ]; then
-	say "detaching bpftrace (totals follow)"
+	say "detaching bpftrace (totals follow), billing-exporter and Prometheus"
 	for pid in "${pids[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
 	for pid in "${pids[@]}"; do
 		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done

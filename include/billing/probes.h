@@ -22,6 +22,26 @@
  *
  * Include this header before <sys/sdt.h> (or do not include that at all):
  * sys/sdt.h included first yields probes without is-enabled semaphores.
+ *
+ * How one probe expands, e.g. BILLING_ERROR(id, "db", 5), through the
+ * headers below ([build]: generated from billing.d into the build tree by
+ * provider/generate.py or meson):
+ *   probe_macros.h [build]  BILLING_ERROR(a, b, c) checks that a and c are
+ *       integers (BILLING_PROBE_INTEGER_, unevaluated), then
+ *       `if (BILLING_ERROR_ENABLED()) billing_probe_fire_error_(a, b, c);`
+ *       so nothing is evaluated untraced.  The static inline function fixes
+ *       the types (uint64_t, const char *, int32_t) and passes each string
+ *       through BILLING_PROBE_STR_ (below) to BILLING_SDT_ERROR(a, b, c).
+ *   probes_sdt.h [build]  dtrace -h's output renamed into BILLING_SDT_*:
+ *       BILLING_SDT_ERROR_ENABLED() reads the semaphore
+ *       billing_error_semaphore (a consumer raises it), BILLING_SDT_ERROR()
+ *       is sys/sdt.h's DTRACE_PROBE3(billing, error, ...): a nop and a
+ *       .note.stapsdt entry saying where each argument is (a register or
+ *       memory, never an immediate: perf drops those).
+ *   probe_site.h  which nop: sys/sdt.h's 1 byte, or the 5-byte fast site.
+ *   probes_off.h [build]  instead of those two when probes are off:
+ *       BILLING_SDT_ERROR_ENABLED() is (0), BILLING_SDT_ERROR() a no-op.
+ *   probes_config.h [build]  which of them this build uses.
  */
 #ifndef BILLING_PROBES_H
 #define BILLING_PROBES_H

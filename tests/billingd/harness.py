@@ -16,12 +16,10 @@ import sys
 import tempfile
 import time
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402
 
-
-def skip(reason):
-    print(f"SKIP: {reason}")
-    sys.exit(SKIP)
+skip = bt.skip
 
 
 class Billingd:
@@ -128,16 +126,7 @@ def start_load(exe, url, *args):
 
 def bpftrace_usable():
     """None when bpftrace can run here, else the reason it cannot."""
-    if os.geteuid() != 0:
-        return "needs root for bpftrace"
-    if shutil.which("bpftrace") is None:
-        return "bpftrace is not installed"
-    if not os.path.ismount("/sys/kernel/tracing"):
-        subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"],
-                       capture_output=True)
-        if not os.path.ismount("/sys/kernel/tracing"):
-            return "tracefs is not mounted and cannot be"
-    return None
+    return bt.why_no_tracing("bpftrace")
 
 
 class Bpftrace:
@@ -146,7 +135,9 @@ class Bpftrace:
 
     def __init__(self, program_path, pid, ready_timeout=60):
         self.out = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(["bpftrace", program_path, "-p", str(pid)],
+        # pid None: no -p, for a program whose probes name their binary.
+        self.proc = subprocess.Popen(["bpftrace", program_path]
+                                     + (["-p", str(pid)] if pid is not None else []),
                                      stdout=self.out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + ready_timeout
         while True:
@@ -190,29 +181,75 @@ def parse_maps(text):
     return maps
 
 
-class Checker:
-    """Collects failed expectations so a test reports all of them."""
+def check_books(check, trace_out, rows, load, other_2xx=0):
+    """What ground_truth.bt counted == the database rows == what billing-load saw.
 
-    def __init__(self):
-        self.failures = 0
-        self.passed = 0
+    other_2xx: requests answered 200 that billing-load did not send (an honest
+    /healthz client beside it): they fire request-start/done and nothing else."""
+    maps = parse_maps(trace_out)
+    get = lambda name, key=None: maps.get((name, key), 0)
+
+    check.true("a real run", load["invoices_created"] > 100 and load["refunds"] > 10
+               and load["payments_declined"] > 10 and load["client_errors"] > 10, str(load))
+    check.eq("no transport errors", load["transport_errors"], 0)
+    check.eq("no unexpected answers", load["unexpected"], 0)
+    check.eq("no 5xx", load["server_errors"], 0)
+
+    # The books: probe == row == client.
+    check.eq("invoice-create probes == invoice rows", get("invoice_create"), rows["invoices"])
+    check.eq("invoice rows == 201s counted by billing-load", rows["invoices"],
+             load["invoices_created"])
+    declined_probes = sum(v for (name, key), v in maps.items() if name == "payment_auth"
+                          and key != "0")
+    check.eq("payment-auth approved probes == approved rows", get("payment_auth", "0"),
+             rows["approved"])
+    check.eq("approved rows == approvals counted", rows["approved"], load["payments_approved"])
+    check.eq("payment-auth declined probes == declined rows", declined_probes, rows["declined"])
+    check.eq("declined rows == declines counted", rows["declined"], load["payments_declined"])
+    check.eq("refund-process probes == refund rows", get("refund_process"), rows["refunds"])
+    check.eq("refund rows == refunds counted", rows["refunds"], load["refunds"])
+    check.eq("no payment over-refunded", rows["over_refunded"], 0)
+    check.eq("refund sums agree with payments", rows["refund_sums_wrong"], 0)
+
+    # Requests: one request-start and one request-done per response.
+    done_total = sum(v for (name, _), v in maps.items() if name == "request_done")
+    check.eq("request-done probes == responses received", done_total,
+             load["responses"] + other_2xx)
+    check.eq("request-start probes == responses received", get("request_start"),
+             load["responses"] + other_2xx)
+    ok_answers = (load["invoices_created"] + load["payments_approved"] + load["payments_declined"]
+                  + load["refunds"] + load["invoice_reads"] + other_2xx)
+    check.eq("request-done status 0 == 2xx answers", get("request_done", "0"), ok_answers)
+    for status in sorted({kind.split()[0] for kind in load["rejections"]}):
+        want = sum(c for k, c in load["rejections"].items() if k.split()[0] == status)
+        check.eq(f"request-done status {status} == {status}s received", get("request_done", status),
+                 want)
+    error_total = sum(v for (name, _), v in maps.items() if name == "error")
+    check.eq("error probes == 4xx answers", error_total, load["client_errors"])
+
+    # Transactions: each kind committed as often as its rows were written.
+    for kind, want in (("invoice", rows["invoices"]),
+                       ("payment", rows["approved"] + rows["declined"]),
+                       ("refund", rows["refunds"])):
+        check.eq(f"transaction-done {kind} committed", get("tx_done", f"{kind}, 0"), want)
+        started = get("tx_start", kind)
+        ended = sum(v for (name, key), v in maps.items() if name == "tx_done"
+                    and key.startswith(kind + ","))
+        check.eq(f"transaction-start {kind} == transaction-done {kind}", started, ended)
+    check.eq("gateway authorize calls == payments", get("gateway_call_done", "authorize"),
+             rows["approved"] + rows["declined"])
+    check.eq("gateway refund calls == refunds", get("gateway_call_done", "refund"), rows["refunds"])
+    check.eq("no failed db query", sum(v for (name, key), v in maps.items()
+                                       if name == "db_query_done" and key != "0"), 0)
+
+
+class Checker(bt.Checks):
+    """billingtest's checks, with the two shapes these tests use."""
 
     def eq(self, what, got, want):
         if got == want:
-            self.passed += 1
-            print(f"ok   {what}: {got}")
-        else:
-            self.failures += 1
-            print(f"FAIL {what}: got {got!r}, want {want!r}")
+            return self.check(True, f"{what}: {got}")
+        return self.check(False, f"{what}: got {got!r}, want {want!r}")
 
     def true(self, what, cond, detail=""):
-        if cond:
-            self.passed += 1
-            print(f"ok   {what}")
-        else:
-            self.failures += 1
-            print(f"FAIL {what} {detail}")
-
-    def finish(self):
-        print(f"{self.passed} passed, {self.failures} failed")
-        sys.exit(1 if self.failures else 0)
+        return self.check(cond, what if cond or not detail else f"{what} {detail}")

@@ -261,7 +261,9 @@ def test_shutdown_in_flight():
 def test_command_lines():
     for args in (["--port", "70000"], ["--port", "12x"], ["--decline-rate", "2"],
                  ["--threads", "0"], ["--gateway-latency-dist", "normal"], ["--bogus"],
-                 ["extra"], ["--db", ""]):
+                 ["extra"], ["--db", ""], ["--max-connections", "8"],
+                 ["--max-connections", "99999999"], ["--request-timeout", "0"],
+                 ["--request-timeout", "5s"]):
         p = subprocess.run([billingd_exe, *args], capture_output=True, text=True, timeout=10)
         lines = p.stderr.strip().splitlines()
         check.true(f"billingd {' '.join(args)}: exit 2 and one line",

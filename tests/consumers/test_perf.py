@@ -47,13 +47,6 @@ def string_at(data, loads, vaddr):
     return None
 
 
-def sites(program):
-    """{probe ELF name: note address} from readelf -n (one site per probe here)."""
-    out = bt.run(["readelf", "-nW", program]).stdout
-    return {m.group(1): int(m.group(2), 16)
-            for m in re.finditer(r"Name: (\S+)\s+Location: (0x[0-9a-f]+)", out)}
-
-
 def main():
     program, samples_path = os.path.abspath(sys.argv[1]), sys.argv[2]
     bt.require_tracing("perf")
@@ -102,7 +95,7 @@ def main():
              % (len(events), len(want_order)))
 
     data, loads = elf_loads(program)
-    site = sites(program)
+    site = {name: sites[0][0] for name, sites in bt.sdt_notes(program).items()}
     by_name = {p["d_name"]: p for p in probes}
     seen = {}
     for d_name, ip, args in events:

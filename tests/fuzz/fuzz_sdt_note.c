@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char err[256];
-	sdt_arg_t args[SDT_MAX_ARGS];
+	bp_sdt_arg_t args[BP_SDT_MAX_ARGS];
 
 	if (size < 1)
 		return 0;
@@ -33,9 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		memcpy(copy, body, body_len);
 		copy[body_len] = '\0';
-		int n = sdt_args_parse(copy, args, err, sizeof err);
+		int n = bp_sdt_args_parse(copy, args, err, sizeof err);
 		for (int i = 0; i < n; i++)
-			(void)strlen(sdt_arg_type_name(&args[i]));
+			(void)strlen(bp_sdt_arg_type_name(&args[i]));
 		free(copy);
 		return 0;
 	}
@@ -46,14 +46,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (body_len)
 		memcpy(desc, body, body_len);
-	sdt_note_t note;
-	if (sdt_note_parse(desc, body_len, flags & 1, (flags >> 1) & 1, &note, err, sizeof err) == 0) {
-		int n = sdt_args_parse(note.args, args, err, sizeof err);
+	bp_sdt_note_t note;
+	if (bp_sdt_note_parse(desc, body_len, flags & 1, (flags >> 1) & 1, &note, err, sizeof err) == 0) {
+		int n = bp_sdt_args_parse(note.args, args, err, sizeof err);
 		for (int i = 0; i < n; i++) {
 			(void)strlen(args[i].location);
-			(void)strlen(sdt_arg_kind_name(args[i].kind));
+			(void)strlen(bp_sdt_arg_kind_name(args[i].kind));
 		}
-		(void)sdt_adjust_address(note.pc, note.base, note.pc ^ note.semaphore);
+		(void)bp_sdt_adjust_address(note.pc, note.base, note.pc ^ note.semaphore);
 	} else {
 		(void)strlen(err);
 	}

@@ -11,9 +11,10 @@ any tracer, one more forked on demand):
   2. bpftrace -p PARENT while the parent forks a new worker: the new worker
      inherits the parent's memory, raised semaphore included; only the
      parent's fires are counted; after detach both are back to zero.
-  3. perf attached by path (what a --binary consumer does): every process
-     mapping the program, a worker forked during the trace too, has its
-     semaphore raised and every fire recorded per PID.
+  3. bpftrace by path (usdt:/path/prefork:billing:...) and
+  4. perf by path (what a --binary consumer does): every process mapping
+     the program, a worker forked during the trace too, has its semaphore
+     raised and every fire counted per PID.
 After each: `billing-probes list PID --json` reads every semaphore of the
 parent and every worker from /proc/PID/mem; all must be 0.
 """
@@ -175,6 +176,30 @@ def bpftrace_parent_forks(pf, script):
     check_semaphores(pf, set(), "bpftrace -p parent, detached")
 
 
+def bpftrace_by_path(pf):
+    program = tempfile.NamedTemporaryFile("w", prefix="hardfork-", suffix=".bt", delete=False)
+    program.write(PROGRAM.replace("usdt::billing:", "usdt:%s:billing:" % os.path.abspath(prefork_exe)))
+    program.close()
+    tracer = Bpftrace(program.name, None)  # no -p: the uprobe is on the file
+    try:
+        check_semaphores(pf, set(pf.everyone()), "bpftrace by path, attached")
+        born = pf.fork_worker()
+        check_semaphores(pf, set(pf.everyone()), "bpftrace by path, worker forked while attached")
+        want = {pf.parent: 2, pf.workers[0]: 1, born: 3}
+        for pid, rounds in want.items():
+            for _ in range(rounds):
+                pf.fire(pid)
+    finally:
+        rc, out = tracer.stop()
+        os.unlink(program.name)
+    print(out)
+    want = {pid: rounds * FIRES for pid, rounds in want.items()}
+    bt.check(rc == 0, "bpftrace by path exit code 0 (got %s)" % rc)
+    bt.check(fires_by_pid(out) == want, "bpftrace by path counted every process's fires: got %s,"
+             " want %s" % (fires_by_pid(out), want))
+    check_semaphores(pf, set(), "bpftrace by path, detached")
+
+
 def perf_event_line(group):
     """perf's own uprobe definition of the probe, in GROUP.
 
@@ -228,12 +253,19 @@ def perf_by_path(pf):
         record.send_signal(signal.SIGINT)
         out = record.communicate(timeout=60)[0]
         record = None
-        script = bt.run([perf, "script", "-i", data, "-F", "pid,event"], timeout=120)
-        got = {}
+        script = bt.run([perf, "script", "-i", data, "-F", "pid,event,trace"], timeout=120)
+        got, wrong_args = {}, []
         for row in script.stdout.splitlines():
             fields = row.split()
             if len(fields) >= 2 and fields[1].rstrip(":") == event:
-                got[int(fields[0])] = got.get(int(fields[0]), 0) + 1
+                pid = int(fields[0])
+                got[pid] = got.get(pid, 0) + 1
+                args = dict(f.split("=", 1) for f in fields[2:] if "=" in f)
+                # invoice-create(PID, round, 1250, "EUR"): the string is an address
+                if int(args.get("arg1", "-1"), 0) != pid or int(args.get("arg3", "-1"), 0) != 1250:
+                    wrong_args.append(row)
+        bt.check(not wrong_args, "perf read arg1 == the firing PID and arg3 == 1250 in every"
+                 " record (%d wrong: %s)" % (len(wrong_args), wrong_args[:3]))
         want = {pid: rounds * FIRES for pid, rounds in want.items()}
         bt.check(got == want, "perf by path counted every process's fires: got %s, want %s"
                  % (got, want))
@@ -260,6 +292,7 @@ try:
     check_semaphores(pf, set(), "untraced")
     bpftrace_worker(pf, script.name)
     bpftrace_parent_forks(pf, script.name)
+    bpftrace_by_path(pf)
     perf_by_path(pf)
     check_semaphores(pf, set(), "at the end")
 finally:

@@ -173,6 +173,18 @@ def provider_probes(path=PROVIDER_D):
     return out
 
 
+def sdt_notes(path, provider="billing"):
+    """{probe ELF name: [(site address, [argument specs]) per site]} of
+    PROVIDER's stapsdt notes in the ELF file PATH, as readelf -n gives them."""
+    out = run(["readelf", "-nW", path]).stdout
+    notes = {}
+    for prov, name, loc, args in re.findall(
+            r"Provider: (\S+)\s+Name: (\S+)\s+Location: (0x[0-9a-f]+)[^\n]*\s+Arguments:([^\n]*)", out):
+        if prov == provider:
+            notes.setdefault(name, []).append((int(loc, 16), args.split()))
+    return notes
+
+
 def elf_name(d_name):
     """payment-auth -> payment__auth (the spelling in ELF notes and bpftrace)."""
     return d_name.replace("-", "__")
@@ -184,6 +196,20 @@ def run(cmd, timeout=60, **kw):
     """subprocess.run with text output captured; never raises on exit status."""
     return subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                           timeout=timeout, **kw)
+
+
+def stop_process(proc, sig=None, timeout=30):
+    """Send sig (default SIGTERM) to a Popen that still runs, wait, SIGKILL
+    after timeout seconds; returns its exit code."""
+    import signal
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM if sig is None else sig)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
 
 
 # --- sample arguments (provider/generate.py probe-samples-json) -----------------
@@ -203,3 +229,54 @@ def load_samples(path):
         if p["timing"]:
             p["timing"] = [as_bytes(r) for r in p["timing"]]
     return samples
+
+
+# --- bpftrace on a program --------------------------------------------------------
+
+def run_bpftrace(program, cmd, timeout=120):
+    """bpftrace -e PROGRAM -c CMD (argv list); (stdout bytes, stderr text).
+
+    -c raises the semaphores before CMD runs.  Exits 1 with bpftrace's
+    message when it fails."""
+    r = subprocess.run(["bpftrace", "-e", program, "-c", " ".join(cmd)], capture_output=True, timeout=timeout)
+    err = r.stderr.decode(errors="replace")
+    if r.returncode != 0:
+        print("bpftrace exited %d:\n%s" % (r.returncode, err))
+        sys.exit(1)
+    return r.stdout, err
+
+
+def run_bpftrace_pid(program, cmd, timeout=120):
+    """Start CMD (which prints "ready", then waits for a line on stdin),
+    attach bpftrace -p to it, then let it go; (CMD's stdout + bpftrace's
+    stdout as bytes, bpftrace's stderr text).
+
+    For probes in shared libraries: with -c, bpftrace 0.17 looks a library
+    up before the program has loaded it."""
+    target = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    bt = None
+    try:
+        if target.stdout.readline().strip() != b"ready":
+            print("%s did not start" % cmd[0])
+            sys.exit(1)
+        # BEGIN runs once every probe is attached: its line is the signal.
+        program = 'BEGIN { printf("attached\\n"); }\n' + program
+        bt = subprocess.Popen(["bpftrace", "-p", str(target.pid), "-e", program],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        line = b""
+        while line.strip() != b"attached":
+            line = bt.stdout.readline()
+            if not line:
+                print("bpftrace did not attach:\n" + bt.stderr.read().decode(errors="replace"))
+                sys.exit(1)
+        target.stdin.write(b"go\n")
+        target.stdin.close()
+        target_out = target.stdout.read()
+        target.wait(timeout=timeout)
+        out, err = bt.communicate(timeout=timeout)
+        return target_out + out, err.decode(errors="replace")
+    finally:
+        for proc in (target, bt):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()

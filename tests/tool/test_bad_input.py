@@ -1,6 +1,7 @@
 """Bad input to list and check: exit 2, exactly one line on stderr naming
 the target, never a signal, never a hang (every run has a timeout)."""
 import os
+import sys
 import random
 import re
 import shutil
@@ -8,7 +9,10 @@ import subprocess
 import tempfile
 import time
 
-from tooltest import PROBES, PROGRAM, PROVIDER, catalogue, check, finish, run
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402,F401
+from tooltest import PROBES, PROGRAM, PROVIDER, catalogue, check, finish, run  # noqa: E402
 
 N = len(catalogue())
 

@@ -7,12 +7,18 @@
 - a billing.d with one probe the binary lacks: check names exactly it;
 - a billing.d declaring a wrong argument count: check names that mismatch.
 """
+import json
 import os
+import sys
 import re
+import shutil
 import tempfile
 
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402,F401
 from tooltest import (LIB_ALL, LIB_HELPERS, PROBES, PROGRAM, PROGRAM_DISABLED, PROVIDER, catalogue, check,
-                      finish, readelf_names, run)
+                      finish, readelf_names, run)  # noqa: E402
 
 cat = catalogue()
 N = len(cat)
@@ -113,6 +119,24 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run(["check", PROGRAM, "--provider", os.path.join(tmp, "absent.d")])
     check(rc == 2 and len(err.splitlines()) == 1 and "absent.d" in err, "a missing provider file: exit 2 (%r)" % err)
 
+    # A width the site does not have: error's code is an int (4 bytes).
+    wide = os.path.join(tmp, "wide.d")
+    with open(wide, "w") as f:
+        f.write(text.replace("probe error(unsigned long long, char *, int);",
+                             "probe error(unsigned long long, char *, long long);"))
+    rc, out, err = run(["check", PROGRAM, "--provider", wide])
+    check(rc == 1 and problem_lines(out, "mismatch") == {"billing:error"}
+          and "argument 3 is 4 bytes wide, the catalogue declares 8" in out,
+          "a billing.d declaring a wider argument: mismatch naming argument 3 and both widths (%d %r)" % (rc, out))
+    # A probe of the provider that billing.d does not know is an error even
+    # when nothing is expected of it.
+    fewer = os.path.join(tmp, "fewer.d")
+    with open(fewer, "w") as f:
+        f.write(text.replace("probe error(unsigned long long, char *, int);", ""))
+    rc, out, err = run(["check", PROGRAM, "--provider", fewer, "--expect", "payment-auth"])
+    check(rc == 1 and problem_lines(out, "unknown") == {"billing:error"},
+          "a probe billing.d does not declare: 'unknown', exit 1, whatever is expected (%d %r)" % (rc, out))
+
     # (void) and named arguments count as D does.
     ok_d = os.path.join(tmp, "forms.d")
     with open(ok_d, "w") as f:
@@ -122,4 +146,83 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run(["check", PROGRAM, "--provider", ok_d])
     check(rc == 1 and problem_lines(out, "missing") == {"other:tick"},
           "typedef, #define, // comments, named args and (void) parse; other:tick (0 args) missing (%r %r)" % (out, err))
+
+# --- expectations (issue 14): the probes a service promises -------------------
+names = [n for (_, n) in cat]
+helpers_only = sorted(helpers)
+# The timing helpers' probes, in both spellings and as a glob.
+for args in (["--expect", n.replace("__", "-")] for n in helpers_only), (["--expect", n] for n in helpers_only):
+    flat = [a for pair in args for a in pair]
+    rc, out, err = run(["check", LIB_HELPERS] + flat)
+    check(rc == 0 and "ok: the %d expected probes" % len(helpers) in out,
+          "check libbillingprobes.so --expect each helper probe: exit 0 (%d %r %r)" % (rc, out, err))
+rc, out, err = run(["check", PROGRAM, "--expect", "request-*"])
+info = problem_lines(out, "info")
+check(rc == 0 and info == {"billing:" + n for n in names if not n.startswith("request__")},
+      "check PROGRAM --expect 'request-*': exit 0, the rest reported as information (%d %r)" % (rc, out))
+rc, out, err = run(["check", LIB_HELPERS, "--expect", "payment-auth", "--expect", "request__start"])
+check(rc == 1 and problem_lines(out, "missing") == {"billing:payment__auth"},
+      "an expected probe absent: missing, exit 1 (%d %r)" % (rc, out))
+with tempfile.TemporaryDirectory() as tmp:
+    listing = os.path.join(tmp, "probes.expected")
+    with open(listing, "w") as f:
+        f.write("# what libbillingprobes.so promises\n\n" +
+                "".join("%s   # helper\n" % n.replace("__", "-") for n in helpers_only))
+    rc, out, err = run(["check", LIB_HELPERS, "--expect-file", listing])
+    check(rc == 0, "--expect-file with comments and blank lines: exit 0 (%d %r %r)" % (rc, out, err))
+    with open(listing, "a") as f:
+        f.write("payment-auth\n")
+    rc, out, err = run(["check", LIB_HELPERS, "--expect-file", listing])
+    check(rc == 1 and problem_lines(out, "missing") == {"billing:payment__auth"},
+          "--expect-file naming a probe the library lacks: missing, exit 1 (%d %r)" % (rc, out))
+    bad_file = os.path.join(tmp, "bad.expected")
+    with open(bad_file, "w") as f:
+        f.write("request-start\nno-such-probe\n")
+    for args, why in ((["--expect", "no-such-probe"], "matches no probe"),
+                      (["--expect-file", bad_file], "bad.expected:2: expected probe 'no-such-probe'"),
+                      (["--expect-file", os.path.join(tmp, "absent")], "absent"),
+                      (["--expect-file", tmp], "not a regular file"),
+                      (["--expect"], "needs a probe name")):
+        rc, out, err = run(["check", LIB_HELPERS] + args)
+        check(rc == 2 and len(err.splitlines()) == 1 and why in err,
+              "bad expectation %r: exit 2, one line saying %r (%d %r)" % (args, why, rc, err))
+
+# --- check --json ---------------------------------------------------------------
+rc, out, err = run(["check", LIB_HELPERS, "--json", "--expect", "request-*", "--expect", "payment-auth"])
+doc = json.loads(out)
+kinds = {(f["kind"], f["name"]) for f in doc["findings"]}
+check(rc == 1 and doc["ok"] is False and doc["problems"] == 1 and ("missing", "payment__auth") in kinds
+      and doc["targets"] == [LIB_HELPERS]
+      and doc["expected"] == len([n for n in names if n.startswith("request__")]) + 1
+      and doc["expected_found"] == len([n for n in helpers if n.startswith("request__")]),
+      "check --json: the verdict, the counts and the missing probe (%d %r)" % (rc, out))
+check({n for (k, n) in kinds if k == "unexpected"} == {n for n in helpers if not n.startswith("request__")},
+      "check --json: present-but-not-expected listed as 'unexpected', not problems")
+rc, out, err = run(["check", PROGRAM, "--json"])
+doc = json.loads(out)
+check(rc == 0 and doc["ok"] is True and doc["findings"] == [] and doc["expected"] == N,
+      "check --json on the full program: ok, no findings (%d)" % rc)
+
+# --- list --provider FILE.d: the probes that file declares ------------------------
+with tempfile.TemporaryDirectory() as tmp:
+    one = os.path.join(tmp, "one.d")
+    with open(one, "w") as f:
+        f.write("provider billing { probe payment__auth(unsigned long long, long long, char *, char *, int, "
+                "unsigned long long); };\n")
+    rc, out, err = run(["list", PROGRAM, "--provider", one, "--json"])
+    check(rc == 0 and [p["name"] for p in json.loads(out)["probes"]] == ["payment__auth"],
+          "list --provider FILE.d lists the probes that file declares (%d %r)" % (rc, err))
+
+# --- a file under a directory the user cannot enter: "permission denied" ---------
+if os.geteuid() == 0 and shutil.which("setpriv"):
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o700)
+        hidden = os.path.join(tmp, "program")
+        shutil.copy(PROGRAM, hidden)
+        for cmd in (["check", hidden], ["list", hidden], ["doctor", hidden]):
+            rc, out, err = run(cmd, user=65534)
+            check(rc == 2 and err.strip() == "billing-probes: %s: permission denied" % hidden,
+                  "as nobody, %s under a 0700 directory: 'permission denied', exit 2 (%d %r)" % (cmd[0], rc, err))
+else:
+    print("note: the permission case needs root and setpriv; not run")
 finish()

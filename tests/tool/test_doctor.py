@@ -1,10 +1,14 @@
 """billing-probes doctor: one OK/WARN/FAIL line per check, exit 1 iff a
 FAIL, and the target check on a program with and without probes."""
 import os
+import sys
 import re
 import subprocess
 
-from tooltest import PROBES, PROGRAM, PROGRAM_DISABLED, PROVIDER, catalogue, check, finish, run
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402,F401
+from tooltest import PROBES, PROGRAM, PROGRAM_DISABLED, PROVIDER, catalogue, check, finish, run  # noqa: E402
 
 N = len(catalogue())
 

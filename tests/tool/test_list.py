@@ -2,10 +2,14 @@
 `readelf -n`, JSON that parses back to the same listing as the table,
 and the -P / -n filters."""
 import json
+import os
 import re
 import subprocess
+import sys
 
-from tooltest import LIB_ALL, LIB_HELPERS, PROGRAM, catalogue, check, finish, need_probes, run
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402,F401
+from tooltest import LIB_ALL, LIB_HELPERS, PROGRAM, catalogue, check, finish, need_probes, run  # noqa: E402
 
 need_probes()
 

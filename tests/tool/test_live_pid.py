@@ -5,21 +5,19 @@ Start the test program, list it (nothing traced), attach
 others not), stop bpftrace.  Needs root and bpftrace: skip otherwise."""
 import json
 import os
-import shutil
+import sys
 import subprocess
 import time
 
-from tooltest import FAST_SITE, PROGRAM, PROVIDER, catalogue, check, finish, need_probes, run, skip
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402
+from tooltest import FAST_SITE, PROGRAM, PROVIDER, catalogue, check, finish, need_probes, run, skip  # noqa: E402
 
 N = len(catalogue())
 
 need_probes()
-if os.geteuid() != 0:
-    skip("not root: bpftrace cannot attach")
-if not shutil.which("bpftrace"):
-    skip("bpftrace not installed")
-if subprocess.run(["mountpoint", "-q", "/sys/kernel/tracing"]).returncode != 0:
-    subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=False)
+bt.require_tracing()
 
 PROBE = "payment__auth"
 

@@ -1,8 +1,361 @@
-/* placeholder: replaced by the trace launcher in the next commit */
+/*
+ * cmd_trace.c -- `billing-probes trace SCRIPT (-p PID | -c 'CMD ARGS')
+ * [--dry-run] [-- SCRIPT-ARGS]`: run a shipped bpftrace script on any
+ * billing service.
+ *
+ * bpftrace 0.17 resolves `usdt::billing:NAME` only with -p, fails when a
+ * probe sits in two modules of the process ("Could not resolve symbol"),
+ * and refuses a script naming a probe the process lacks.  So the launcher
+ * reads which modules carry which probes (the probe reader), resolves the
+ * script for them (trace_script.c) and runs bpftrace on the result.
+ *
+ * bpftrace runs with the resolved script (probes attached by path, kept
+ * to the process by a pid predicate: see trace_script.h) and is ended
+ * with SIGINT, so it prints its END output, when the process is gone.
+ *
+ * For -c the launcher starts the command itself, stopped at its entry
+ * point once the loader has mapped its libraries (start_stopped.c), reads
+ * its modules like any PID, waits until bpftrace has raised the
+ * semaphores of the probes it attaches to, and lets the command run.  A
+ * library opened later with dlopen() is not seen: trace such a service
+ * with -p once it has loaded it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
 #include "commands.h"
+#include "start_stopped.h"
+#include "trace_script.h"
+
+#ifndef BP_DATADIR
+#  define BP_DATADIR "/usr/local/share"
+#endif
+#ifndef BP_SOURCE_ROOT
+#  define BP_SOURCE_ROOT ""
+#endif
+#ifndef BP_BUILD_ROOT
+#  define BP_BUILD_ROOT ""
+#endif
+
+static int is_file(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* SCRIPT as given (a path), else NAME or NAME.bt in the script folders:
+ * the source tree first for a tool run from its build tree, the installed
+ * share folder (beside the executable, then the configured one) else. */
+static int find_script(const char *script, char *out, size_t n)
+{
+	if (strchr(script, '/') || is_file(script)) {
+		snprintf(out, n, "%s", script);
+		return is_file(out) ? 0 : -1;
+	}
+	char exe[PATH_MAX] = "", exe_share[PATH_MAX + 64] = "";
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (len > 0) {
+		exe[len] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(exe_share, sizeof exe_share, "%s/../share/billing-probes/d-scripts/bpftrace", exe);
+			*slash = '/';
+		}
+	}
+	int in_build_tree = BP_BUILD_ROOT[0] && strncmp(exe, BP_BUILD_ROOT "/", strlen(BP_BUILD_ROOT) + 1) == 0;
+	const char *dirs[3];
+	size_t ndirs = 0;
+	if (in_build_tree && BP_SOURCE_ROOT[0])
+		dirs[ndirs++] = BP_SOURCE_ROOT "/d-scripts/bpftrace";
+	if (exe_share[0])
+		dirs[ndirs++] = exe_share;
+	dirs[ndirs++] = BP_DATADIR "/billing-probes/d-scripts/bpftrace";
+	for (size_t d = 0; d < ndirs; d++) {
+		static const char *const suffixes[] = { "", ".bt" };
+		for (size_t s = 0; s < 2; s++) {
+			snprintf(out, n, "%s/%s%s", dirs[d], script, suffixes[s]);
+			if (is_file(out))
+				return 0;
+		}
+	}
+	return -1;
+}
+
+static char *read_text(const char *path, size_t *len, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, errlen, "%s", errno == EACCES ? "permission denied" : strerror(errno));
+		return NULL;
+	}
+	size_t cap = 1 << 16, n = 0, got;
+	char *text = malloc(cap);
+	while (text && (got = fread(text + n, 1, cap - n - 1, f)) > 0) {
+		n += got;
+		if (n == cap - 1 && cap < (1u << 24)) {
+			char *grown = realloc(text, cap * 2);
+			if (!grown) {
+				free(text);
+				text = NULL;
+				break;
+			}
+			text = grown;
+			cap *= 2;
+		}
+	}
+	fclose(f);
+	if (!text) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	text[n] = '\0';
+	*len = n;
+	return text;
+}
+
+typedef struct drop_ctx {
+	const char *where;
+	int count;
+} drop_ctx_t;
+
+static void report_dropped(const char *spec, void *ctx)
+{
+	drop_ctx_t *d = ctx;
+	d->count++;
+	fflush(stdout);
+	fprintf(stderr, "billing-probes: trace: dropped %s: no module of %s carries it\n", spec, d->where);
+}
+
+static volatile sig_atomic_t tracer_pid;
+
+static void forward_signal(int sig)
+{
+	if (tracer_pid > 0)
+		kill((pid_t)tracer_pid, sig);
+}
+
+/* Have the semaphores of every site the script uses been raised?  All
+ * of them raised means bpftrace has attached its uprobes. */
+static int attached(pid_t pid, const bp_probe_set_t *set, const unsigned char *used)
+{
+	for (size_t i = 0; i < set->probe_count; i++) {
+		const bp_probe_t *p = &set->probes[i];
+		unsigned short value;
+		if (!used[i] || !p->runtime_semaphore)
+			continue;
+		if (bp_proc_read_memory(pid, p->runtime_semaphore, &value, sizeof value) != 0 || value == 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* Is the traced process still there (not gone, not a zombie)? */
+static int process_alive(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *close = strrchr(buf, ')');
+	return close && close[1] && close[2] != 'Z' && close[2] != 'X';
+}
+
+/* Has bpftrace installed its SIGINT handler (SigCgt in /proc/PID/status)?
+ * It does so once the script is compiled, just before it attaches: a
+ * SIGINT before that would kill it without its END output. */
+static int catches_sigint(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	unsigned long long caught = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "SigCgt: %llx", &caught) == 1)
+			break;
+	fclose(f);
+	return (caught >> (SIGINT - 1)) & 1;
+}
+
+/* Run bpftrace, let a stopped command go once bpftrace is attached, and
+ * end bpftrace (SIGINT: it prints its END output) when the traced process
+ * is gone.  Returns bpftrace's exit status (128+N for a signal). */
+static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_set_t *set, const unsigned char *used)
+{
+	pid_t tracer = fork();
+	if (tracer == 0) {
+		execvp(argv[0], argv);
+		fprintf(stderr, "billing-probes: trace: cannot run %s: %s (apt-get install bpftrace)\n", argv[0],
+		        strerror(errno));
+		_exit(BP_EXIT_ERROR);
+	}
+	if (tracer < 0) {
+		bp_error("trace", "fork failed");
+		if (is_child)
+			kill(target, SIGKILL);
+		return BP_EXIT_ERROR;
+	}
+	tracer_pid = tracer;
+	signal(SIGINT, forward_signal);
+	signal(SIGTERM, forward_signal);
+	int any_semaphore = 0;
+	for (size_t i = 0; i < set->probe_count; i++)
+		any_semaphore |= used[i] && set->probes[i].runtime_semaphore;
+	struct timespec tick = { 0, 20 * 1000 * 1000 };
+	int status = 0, tracer_done = 0;
+	if (is_child) {
+		/* Up to 60 s for bpftrace to compile and attach: its
+		 * semaphores raised, or without any to watch, its SIGINT
+		 * handler in place and a moment to attach. */
+		for (int i = 0; i < 3000; i++) {
+			if (waitpid(tracer, &status, WNOHANG) == tracer) {
+				tracer_done = 1;
+				break;
+			}
+			if (any_semaphore ? attached(target, set, used) : catches_sigint(tracer)) {
+				if (!any_semaphore)
+					nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
+				break;
+			}
+			nanosleep(&tick, NULL);
+		}
+		if (tracer_done) {
+			kill(target, SIGKILL);
+			waitpid(target, NULL, 0);
+		} else {
+			kill(target, SIGCONT);
+		}
+	}
+	int interrupted = 0, target_gone = 0;
+	while (!tracer_done) {
+		pid_t done = waitpid(-1, &status, WNOHANG);
+		if (done == tracer)
+			break;
+		if (done < 0 && errno == ECHILD)
+			break;
+		if (done == target)
+			target_gone = 1;
+		else if (done == 0 && !is_child && !process_alive(target))
+			target_gone = 1;
+		if (!interrupted && target_gone && catches_sigint(tracer)) {
+			/* the traced process has ended: bpftrace prints and exits */
+			kill(tracer, SIGINT);
+			interrupted = 1;
+		}
+		if (done <= 0)
+			nanosleep(&tick, NULL);
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 int bp_cmd_trace(const bp_options_t *opt)
 {
-	(void)opt;
-	return bp_usage_error("trace: not built yet");
+	char script[PATH_MAX + 128], err[512];
+	if (find_script(opt->script, script, sizeof script) != 0) {
+		bp_error(opt->script, "no such script (a .bt path, or a name such as tps: looked in the source tree "
+		                      "and in share/billing-probes/d-scripts/bpftrace)");
+		return BP_EXIT_ERROR;
+	}
+	size_t len;
+	char *text = read_text(script, &len, err, sizeof err);
+	if (!text) {
+		bp_error(script, err);
+		return BP_EXIT_ERROR;
+	}
+
+	bp_probe_set_t set;
+	char where[PATH_MAX + 32], pid_text[32];
+	const char *pid_spec = opt->command_line ? pid_text : opt->targets[0];
+	pid_t command = -1;
+	if (opt->command_line) {
+		command = bp_start_stopped(opt->command_line, err, sizeof err);
+		int st;
+		if (command < 0 || waitpid(command, &st, WUNTRACED) != command || !WIFSTOPPED(st)) {
+			bp_error(opt->command_line, command < 0 ? err : "did not stop at its entry point");
+			if (command > 0)
+				kill(command, SIGKILL);
+			free(text);
+			return BP_EXIT_ERROR;
+		}
+		snprintf(pid_text, sizeof pid_text, "%d", (int)command);
+		snprintf(where, sizeof where, "'%.200s'", opt->command_line);
+	} else {
+		snprintf(where, sizeof where, "PID %.20s", opt->targets[0]);
+	}
+	int loaded = bp_cli_load_target(pid_spec, &set);
+	if (loaded == 0 && !set.is_process) {
+		bp_error(pid_spec, "-p needs the PID of a running process");
+		loaded = -1;
+	}
+	unsigned char *used = loaded == 0 ? calloc(set.probe_count + 1, 1) : NULL;
+	if (loaded != 0 || !used) {
+		if (command > 0) {
+			kill(command, SIGKILL);
+			waitpid(command, NULL, 0);
+		}
+		free(used);
+		bp_probe_set_free(&set);
+		free(text);
+		return BP_EXIT_ERROR;
+	}
+
+	drop_ctx_t dropped = { where, 0 };
+	char *resolved = bp_trace_resolve(text, len, &set, set.pid, used, report_dropped, &dropped, err, sizeof err);
+	free(text);
+	if (!resolved || opt->dry_run) {
+		if (resolved)
+			fputs(resolved, stdout);
+		else
+			bp_error(script, err);
+		if (command > 0) {
+			kill(command, SIGKILL);
+			waitpid(command, NULL, 0);
+		}
+		free(used);
+		bp_probe_set_free(&set);
+		free(resolved);
+		return resolved ? BP_EXIT_OK : BP_EXIT_ERROR;
+	}
+
+	/* bpftrace -e PROGRAM [ARGS...]: the probes attached by path,
+	 * kept to this process by the predicate. */
+	const char *bpftrace = getenv("BPFTRACE") ? getenv("BPFTRACE") : "bpftrace";
+	size_t argc = 0;
+	char **argv = calloc(4 + (size_t)opt->script_arg_count + 1, sizeof *argv);
+	int rc = BP_EXIT_ERROR;
+	if (argv) {
+		argv[argc++] = (char *)bpftrace;
+		argv[argc++] = (char *)"-e";
+		argv[argc++] = resolved;
+		for (int i = 0; i < opt->script_arg_count; i++)
+			argv[argc++] = opt->script_args[i];
+		argv[argc] = NULL;
+		fflush(stdout);
+		rc = run_tracer(argv, (pid_t)set.pid, command > 0, &set, used);
+	} else {
+		bp_error("trace", "out of memory");
+		if (command > 0)
+			kill(command, SIGKILL);
+	}
+	free(argv);
+	free(used);
+	bp_probe_set_free(&set);
+	free(resolved);
+	return rc;
 }

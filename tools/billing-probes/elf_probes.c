@@ -86,9 +86,9 @@ static int add_note(bp_probe_set_t *set, size_t module, Elf *elf, size_t phnum, 
                     const unsigned char *desc, size_t len, int is64, int big_endian,
                     char *err, size_t errlen)
 {
-	sdt_note_t note;
+	bp_sdt_note_t note;
 	char why[200];
-	if (sdt_note_parse(desc, len, is64, big_endian, &note, why, sizeof why) != 0) {
+	if (bp_sdt_note_parse(desc, len, is64, big_endian, &note, why, sizeof why) != 0) {
 		snprintf(err, errlen, "malformed stapsdt note: %s", why);
 		return -1;
 	}
@@ -105,13 +105,13 @@ static int add_note(bp_probe_set_t *set, size_t module, Elf *elf, size_t phnum, 
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	p->nargs = sdt_args_parse(note.args, p->args, why, sizeof why);
+	p->nargs = bp_sdt_args_parse(note.args, p->args, why, sizeof why);
 	if (p->nargs < 0) {
 		snprintf(err, errlen, "malformed arguments of probe %s:%s: %s", note.provider, note.name, why);
 		return -1;
 	}
-	p->address = sdt_adjust_address(note.pc, note.base, lay->base_addr);
-	p->semaphore = sdt_adjust_address(note.semaphore, note.base, lay->base_addr);
+	p->address = bp_sdt_adjust_address(note.pc, note.base, lay->base_addr);
+	p->semaphore = bp_sdt_adjust_address(note.semaphore, note.base, lay->base_addr);
 	p->address_offset = address_to_offset(elf, phnum, p->address);
 	p->semaphore_offset = p->semaphore ? address_to_offset(elf, phnum, p->semaphore) : -1;
 	p->traced = -1;
@@ -196,8 +196,8 @@ int bp_elf_read_probes(int fd, bp_probe_set_t *set, size_t module, char *err, si
 		size_t next;
 		while (pos < data->d_size && (next = gelf_getnote(data, pos, &nh, &name_off, &desc_off)) > 0) {
 			const char *owner = (const char *)data->d_buf + name_off;
-			if (nh.n_type == SDT_NOTE_TYPE && nh.n_namesz == sizeof SDT_NOTE_OWNER &&
-			    memcmp(owner, SDT_NOTE_OWNER, sizeof SDT_NOTE_OWNER) == 0) {
+			if (nh.n_type == BP_SDT_NOTE_TYPE && nh.n_namesz == sizeof BP_SDT_NOTE_OWNER &&
+			    memcmp(owner, BP_SDT_NOTE_OWNER, sizeof BP_SDT_NOTE_OWNER) == 0) {
 				if (add_note(set, module, elf, phnum, &lay, (const unsigned char *)data->d_buf + desc_off,
 				             nh.n_descsz, is64, big_endian, err, errlen) != 0)
 					goto out;

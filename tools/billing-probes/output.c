@@ -23,7 +23,7 @@ static void format_args(char *buf, size_t n, const bp_probe_t *p)
 	buf[0] = '\0';
 	for (int i = 0; i < p->nargs && used < n; i++) {
 		int w = snprintf(buf + used, n - used, "%s%s %s", i ? ", " : "",
-		                 sdt_arg_type_name(&p->args[i]), p->args[i].location);
+		                 bp_sdt_arg_type_name(&p->args[i]), p->args[i].location);
 		if (w < 0)
 			break;
 		used += (size_t)w;
@@ -66,7 +66,7 @@ void bp_print_table(FILE *out, const bp_probe_set_t *t, const unsigned char *sel
 		if (!selected[i])
 			continue;
 		const bp_probe_t *p = &t->probes[i];
-		char addr[24], sem[24], args[SDT_MAX_ARGS * (SDT_MAX_LOCATION + 10)];
+		char addr[24], sem[24], args[BP_SDT_MAX_ARGS * (BP_SDT_MAX_LOCATION + 10)];
 		format_hex(addr, sizeof addr, p->address);
 		if (p->semaphore)
 			format_hex(sem, sizeof sem, p->semaphore);
@@ -145,12 +145,12 @@ void bp_print_json(FILE *out, const bp_probe_set_t *t, const unsigned char *sele
 		bp_json_string(out, p->arg_string);
 		fputs(", \"arguments\": [", out);
 		for (int a = 0; a < p->nargs; a++) {
-			const sdt_arg_t *arg = &p->args[a];
+			const bp_sdt_arg_t *arg = &p->args[a];
 			fprintf(out, "%s{\"size\": %d, \"signed\": %s, \"type\": ", a ? ", " : "", arg->size,
 			        arg->is_signed ? "true" : "false");
-			bp_json_string(out, sdt_arg_type_name(arg));
+			bp_json_string(out, bp_sdt_arg_type_name(arg));
 			fputs(", \"kind\": ", out);
-			bp_json_string(out, sdt_arg_kind_name(arg->kind));
+			bp_json_string(out, bp_sdt_arg_kind_name(arg->kind));
 			fputs(", \"location\": ", out);
 			bp_json_string(out, arg->location);
 			fputc('}', out);

@@ -57,7 +57,7 @@ typedef struct bp_probe {
 	char *name;           /* ELF spelling: "request__start" */
 	char *arg_string;     /* as in the note, "" for none */
 	int nargs;
-	sdt_arg_t args[SDT_MAX_ARGS];
+	bp_sdt_arg_t args[BP_SDT_MAX_ARGS];
 	uint64_t address;     /* probe site, link-time address after .stapsdt.base adjustment */
 	uint64_t semaphore;   /* link-time address, 0 for none */
 	int64_t address_offset;   /* file offset of the site, -1 when outside every PT_LOAD */

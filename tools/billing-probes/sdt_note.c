@@ -54,8 +54,8 @@ static int is_identifier(const char *s)
 	return 1;
 }
 
-int sdt_note_parse(const unsigned char *desc, size_t len, int is64, int big_endian,
-                   sdt_note_t *out, char *err, size_t errlen)
+int bp_sdt_note_parse(const unsigned char *desc, size_t len, int is64, int big_endian,
+                   bp_sdt_note_t *out, char *err, size_t errlen)
 {
 	size_t addr_size = is64 ? 8 : 4;
 	if (!desc || len < 3 * addr_size) {
@@ -86,7 +86,7 @@ int sdt_note_parse(const unsigned char *desc, size_t len, int is64, int big_endi
 	return 0;
 }
 
-uint64_t sdt_adjust_address(uint64_t addr, uint64_t recorded_base, uint64_t base_section_addr)
+uint64_t bp_sdt_adjust_address(uint64_t addr, uint64_t recorded_base, uint64_t base_section_addr)
 {
 	if (addr == 0 || base_section_addr == 0)
 		return addr;
@@ -209,27 +209,27 @@ static int is_bare_word(const char *s, size_t n)
 	return 1;
 }
 
-static int classify_operand(const char *s, size_t n, sdt_arg_kind_t *kind)
+static int classify_operand(const char *s, size_t n, bp_sdt_arg_kind_t *kind)
 {
 	if (n == 0)
 		return -1;
 	if (s[0] == '%' && is_x86_register(s, n))
-		*kind = SDT_ARG_REGISTER;
+		*kind = BP_SDT_ARG_REGISTER;
 	else if (s[0] == '$' && n > 1 && is_displacement(s + 1, n - 1))
-		*kind = SDT_ARG_IMMEDIATE;
+		*kind = BP_SDT_ARG_IMMEDIATE;
 	else if (s[0] == '[' && is_bracket_memory(s, n))
-		*kind = SDT_ARG_MEMORY;
+		*kind = BP_SDT_ARG_MEMORY;
 	else if (s[n - 1] == ')' && is_x86_memory(s, n))
-		*kind = SDT_ARG_MEMORY;
+		*kind = BP_SDT_ARG_MEMORY;
 	else if (is_bare_word(s, n))
-		*kind = (is_alpha(s[0])) ? SDT_ARG_REGISTER : SDT_ARG_OTHER;
+		*kind = (is_alpha(s[0])) ? BP_SDT_ARG_REGISTER : BP_SDT_ARG_OTHER;
 	else
 		return -1;
 	return 0;
 }
 
 /* One spec "[-]SIZE@OPERAND" of length n. */
-static int parse_one(const char *s, size_t n, sdt_arg_t *arg, char *err, size_t errlen, int index)
+static int parse_one(const char *s, size_t n, bp_sdt_arg_t *arg, char *err, size_t errlen, int index)
 {
 	char msg[160];
 	const char *at = memchr(s, '@', n);
@@ -265,8 +265,8 @@ static int parse_one(const char *s, size_t n, sdt_arg_t *arg, char *err, size_t 
 		set_err(err, errlen, msg);
 		return -1;
 	}
-	if (operand_len >= SDT_MAX_LOCATION) {
-		snprintf(msg, sizeof msg, "argument %d: operand longer than %d bytes", index + 1, SDT_MAX_LOCATION - 1);
+	if (operand_len >= BP_SDT_MAX_LOCATION) {
+		snprintf(msg, sizeof msg, "argument %d: operand longer than %d bytes", index + 1, BP_SDT_MAX_LOCATION - 1);
 		set_err(err, errlen, msg);
 		return -1;
 	}
@@ -285,7 +285,7 @@ static int parse_one(const char *s, size_t n, sdt_arg_t *arg, char *err, size_t 
 	return 0;
 }
 
-int sdt_args_parse(const char *args, sdt_arg_t out[SDT_MAX_ARGS], char *err, size_t errlen)
+int bp_sdt_args_parse(const char *args, bp_sdt_arg_t out[BP_SDT_MAX_ARGS], char *err, size_t errlen)
 {
 	int count = 0;
 	const char *p = args;
@@ -314,7 +314,7 @@ int sdt_args_parse(const char *args, sdt_arg_t out[SDT_MAX_ARGS], char *err, siz
 			set_err(err, errlen, "argument string has unbalanced brackets");
 			return -1;
 		}
-		if (count == SDT_MAX_ARGS) {
+		if (count == BP_SDT_MAX_ARGS) {
 			set_err(err, errlen, "more than 12 arguments in one probe");
 			return -1;
 		}
@@ -326,7 +326,7 @@ int sdt_args_parse(const char *args, sdt_arg_t out[SDT_MAX_ARGS], char *err, siz
 	return count;
 }
 
-const char *sdt_arg_type_name(const sdt_arg_t *arg)
+const char *bp_sdt_arg_type_name(const bp_sdt_arg_t *arg)
 {
 	switch (arg->size) {
 	case 1: return arg->is_signed ? "int8" : "uint8";
@@ -337,13 +337,13 @@ const char *sdt_arg_type_name(const sdt_arg_t *arg)
 	}
 }
 
-const char *sdt_arg_kind_name(sdt_arg_kind_t kind)
+const char *bp_sdt_arg_kind_name(bp_sdt_arg_kind_t kind)
 {
 	switch (kind) {
-	case SDT_ARG_REGISTER: return "register";
-	case SDT_ARG_IMMEDIATE: return "immediate";
-	case SDT_ARG_MEMORY: return "memory";
-	case SDT_ARG_OTHER: return "other";
+	case BP_SDT_ARG_REGISTER: return "register";
+	case BP_SDT_ARG_IMMEDIATE: return "immediate";
+	case BP_SDT_ARG_MEMORY: return "memory";
+	case BP_SDT_ARG_OTHER: return "other";
 	}
 	return "?";
 }

@@ -22,55 +22,55 @@
 extern "C" {
 #endif
 
-#define SDT_NOTE_TYPE 3
-#define SDT_NOTE_OWNER "stapsdt"
+#define BP_SDT_NOTE_TYPE 3
+#define BP_SDT_NOTE_OWNER "stapsdt"
 /* sys/sdt.h allows at most 12 arguments per probe. */
-#define SDT_MAX_ARGS 12
-#define SDT_MAX_LOCATION 64
+#define BP_SDT_MAX_ARGS 12
+#define BP_SDT_MAX_LOCATION 64
 
-typedef enum sdt_arg_kind {
-	SDT_ARG_REGISTER,   /* %rax, x0 */
-	SDT_ARG_IMMEDIATE,  /* $5 */
-	SDT_ARG_MEMORY,     /* -8(%rbp), foo(%rip), [sp, 12] */
-	SDT_ARG_OTHER,      /* well-formed but architecture-specific: "3" (POWER r3) */
-} sdt_arg_kind_t;
+typedef enum bp_sdt_arg_kind {
+	BP_SDT_ARG_REGISTER,   /* %rax, x0 */
+	BP_SDT_ARG_IMMEDIATE,  /* $5 */
+	BP_SDT_ARG_MEMORY,     /* -8(%rbp), foo(%rip), [sp, 12] */
+	BP_SDT_ARG_OTHER,      /* well-formed but architecture-specific: "3" (POWER r3) */
+} bp_sdt_arg_kind_t;
 
-typedef struct sdt_arg {
+typedef struct bp_sdt_arg {
 	int size;            /* bytes: 1, 2, 4 or 8; 0 when the spec gives none */
 	int is_signed;       /* a leading '-' on the size */
-	sdt_arg_kind_t kind;
-	char location[SDT_MAX_LOCATION]; /* the operand as written */
-} sdt_arg_t;
+	bp_sdt_arg_kind_t kind;
+	char location[BP_SDT_MAX_LOCATION]; /* the operand as written */
+} bp_sdt_arg_t;
 
-typedef struct sdt_note {
+typedef struct bp_sdt_note {
 	uint64_t pc;          /* probe site, as recorded (before base adjustment) */
 	uint64_t base;        /* link-time address of .stapsdt.base */
 	uint64_t semaphore;   /* is-enabled counter, 0 when the probe has none */
 	const char *provider; /* point into the parsed buffer */
 	const char *name;
 	const char *args;     /* the raw argument string, "" for no arguments */
-} sdt_note_t;
+} bp_sdt_note_t;
 
 /* Parse one note descriptor of an ELF with 4-byte (is64 == 0) or 8-byte
  * addresses in the given byte order.  Returns 0, or -1 with a one-line
  * reason in err.  On success the strings of *out point into desc. */
-int sdt_note_parse(const unsigned char *desc, size_t len, int is64, int big_endian,
-                   sdt_note_t *out, char *err, size_t errlen);
+int bp_sdt_note_parse(const unsigned char *desc, size_t len, int is64, int big_endian,
+                   bp_sdt_note_t *out, char *err, size_t errlen);
 
-/* Split and decode an argument string into at most SDT_MAX_ARGS specs.
+/* Split and decode an argument string into at most BP_SDT_MAX_ARGS specs.
  * Returns the number of arguments, or -1 with a reason in err. */
-int sdt_args_parse(const char *args, sdt_arg_t out[SDT_MAX_ARGS], char *err, size_t errlen);
+int bp_sdt_args_parse(const char *args, bp_sdt_arg_t out[BP_SDT_MAX_ARGS], char *err, size_t errlen);
 
 /* Apply the prelink adjustment systemtap and readelf document: when the
  * ELF has a .stapsdt.base section at base_section_addr (0: none), an
  * address recorded as addr moves by base_section_addr - note->base.
  * Semaphore 0 means "no semaphore" and stays 0. */
-uint64_t sdt_adjust_address(uint64_t addr, uint64_t recorded_base, uint64_t base_section_addr);
+uint64_t bp_sdt_adjust_address(uint64_t addr, uint64_t recorded_base, uint64_t base_section_addr);
 
 /* "int32", "uint64", ... for a size and signedness; "?" for size 0. */
-const char *sdt_arg_type_name(const sdt_arg_t *arg);
+const char *bp_sdt_arg_type_name(const bp_sdt_arg_t *arg);
 /* "register", "immediate", "memory". */
-const char *sdt_arg_kind_name(sdt_arg_kind_t kind);
+const char *bp_sdt_arg_kind_name(bp_sdt_arg_kind_t kind);
 
 #ifdef __cplusplus
 }

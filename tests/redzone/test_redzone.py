@@ -2,13 +2,13 @@
 """The fast probe site (5-byte nop) and the x86-64 red zone.
 
 Usage:
-  redzone_test.py guard SOURCE_INCLUDE BUILD_INCLUDE CC [CC_ARGS...]
+  test_redzone.py guard SOURCE_INCLUDE BUILD_INCLUDE CC [CC_ARGS...]
       The header in fast mode refuses to compile without -mno-red-zone
       -DBILLING_NO_RED_ZONE=1 (and names them), and compiles with them.
-  redzone_test.py site FAST_BIN STANDARD_BIN
+  test_redzone.py site FAST_BIN STANDARD_BIN
       readelf -n's probe address is the 5-byte nop 0f 1f 44 00 00 in the
       fast binary and sys/sdt.h's 1-byte nop 90 in the standard one.
-  redzone_test.py traced FAST_BIN STANDARD_BIN HAZARD_BIN [CALLS]
+  test_redzone.py traced FAST_BIN STANDARD_BIN HAZARD_BIN [CALLS]
       Each binary runs CALLS (1,000,000) calls of a leaf function keeping
       15 longs in the red zone across a probe, under bpftrace.  The probe
       must fire CALLS times (the tracer really was attached) and the fast
@@ -25,7 +25,9 @@ import subprocess
 import sys
 import tempfile
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402
+
 FAST_NOP = "0f 1f 44 00 00"
 STANDARD_NOP = "90"
 
@@ -44,26 +46,14 @@ def guard(src_inc, build_inc, cc):
             # Whatever the configured site, this TU starts from a red zone.
             "-mred-zone", "-UBILLING_NO_RED_ZONE",
             "-c", src, "-o", os.path.join(tmp, "guard.o")]
-    failures = []
     bad = subprocess.run(base, capture_output=True, text=True)
-    if bad.returncode == 0:
-        failures.append("fast site without -mno-red-zone compiled; it must be a compile error")
-    elif "-mno-red-zone" not in bad.stderr or "BILLING_NO_RED_ZONE" not in bad.stderr:
-        failures.append("fast site without -mno-red-zone failed, but not with the header's "
-                        "message naming the flags:\n" + bad.stderr)
-    else:
-        print("fast site without -mno-red-zone: refused, as it must be")
-    good = subprocess.run(base + ["-mno-red-zone", "-DBILLING_NO_RED_ZONE=1"],
-                          capture_output=True, text=True)
-    if good.returncode != 0:
-        failures.append("fast site with -mno-red-zone -DBILLING_NO_RED_ZONE=1 does not compile:\n"
-                        + good.stderr)
-    else:
-        print("fast site with -mno-red-zone -DBILLING_NO_RED_ZONE=1: compiles")
+    bt.check(bad.returncode != 0, "fast site without -mno-red-zone is a compile error")
+    bt.check(bad.returncode == 0 or ("-mno-red-zone" in bad.stderr and "BILLING_NO_RED_ZONE" in bad.stderr),
+             "the header's message names both flags" + ("" if bad.returncode == 0 else ":\n" + bad.stderr))
+    good = subprocess.run(base + ["-mno-red-zone", "-DBILLING_NO_RED_ZONE=1"], capture_output=True, text=True)
+    bt.check(good.returncode == 0, "fast site with -mno-red-zone -DBILLING_NO_RED_ZONE=1 compiles" +
+             ("" if good.returncode == 0 else ":\n" + good.stderr))
     shutil.rmtree(tmp, ignore_errors=True)
-    for f in failures:
-        print("FAIL:", f)
-    return 1 if failures else 0
 
 
 def site_bytes(binary):
@@ -80,19 +70,11 @@ def site_bytes(binary):
 
 
 def site(fast_bin, standard_bin):
-    failures = []
     for binary, want in ((fast_bin, FAST_NOP), (standard_bin, STANDARD_NOP)):
         sites = site_bytes(binary)
-        if not sites:
-            failures.append(f"{binary}: no billing probe notes")
+        bt.check(sites, f"{binary}: has billing probe notes")
         for name, got in sites:
-            ok = got == want
-            print(f"{os.path.basename(binary)}: {name} site: {got} ({'ok' if ok else 'want ' + want})")
-            if not ok:
-                failures.append(f"{binary}: probe {name} site is {got}, want {want}")
-    for f in failures:
-        print("FAIL:", f)
-    return 1 if failures else 0
+            bt.check(got == want, f"{os.path.basename(binary)}: {name} site: {got} (want {want})")
 
 
 def run_traced(binary, calls):
@@ -108,54 +90,38 @@ def run_traced(binary, calls):
 
 
 def traced(fast_bin, standard_bin, hazard_bin, calls):
-    if os.geteuid() != 0:
-        print("skipped: needs root (bpftrace attaches uprobes)")
-        return SKIP
-    if not shutil.which("bpftrace"):
-        print("skipped: bpftrace not installed")
-        return SKIP
-    if subprocess.run(["mountpoint", "-q", "/sys/kernel/tracing"]).returncode != 0:
-        subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"])
-    failures = []
-    results = {}
+    bt.require_tracing()
+    results, attached = {}, True
     for label, binary in (("fast, -mno-red-zone", fast_bin), ("standard", standard_bin),
                           ("hazard: fast WITH red zone", hazard_bin)):
         wrong, fires = run_traced(binary, calls)
         results[label] = wrong
         print(f"{label:28s} calls={calls} probe fires={fires} wrong sums={wrong}")
-        if fires != calls:
-            failures.append(f"{label}: probe fired {fires} times, want {calls}: the tracer was not attached")
+        attached &= bt.check(fires == calls, f"{label}: probe fired {fires} times, want {calls} (the tracer was attached)")
+    clean = True
     for label in ("fast, -mno-red-zone", "standard"):
-        if results[label] != 0:
-            failures.append(f"{label}: {results[label]} of {calls} calls returned a wrong sum "
-                            "(red zone overwritten under the tracer)")
-    for f in failures:
-        print("FAIL:", f)
-    if failures:
-        return 1
-    if results["hazard: fast WITH red zone"] == 0:
-        print("skipped: this kernel does not optimize a uprobe on a 5-byte nop (no corruption even "
-              "with a red zone), so a clean fast run proves nothing here")
-        return SKIP
-    print("ok: the hazard is real on this kernel and -mno-red-zone removes it")
-    return 0
+        clean &= bt.check(results[label] == 0, f"{label}: {results[label]} of {calls} calls returned a wrong sum "
+                 "(0: the red zone was not overwritten under the tracer)")
+    if attached and clean and results["hazard: fast WITH red zone"] == 0:
+        bt.skip("this kernel does not optimize a uprobe on a 5-byte nop (no corruption even "
+                "with a red zone), so a clean fast run proves nothing here")
+    bt.check(results["hazard: fast WITH red zone"] > 0,
+             "the hazard is real on this kernel (fast site with a red zone corrupts) and -mno-red-zone removes it")
 
 
 def main(argv):
-    if len(argv) < 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    cmd, args = argv[1], argv[2:]
+    cmd, args = (argv[1], argv[2:]) if len(argv) > 1 else (None, [])
     if cmd == "guard" and len(args) >= 3:
-        return guard(args[0], args[1], args[2:])
-    if cmd == "site" and len(args) == 2:
-        return site(*args)
-    if cmd == "traced" and len(args) in (3, 4):
-        calls = int(args[3]) if len(args) == 4 else 1000000
-        return traced(args[0], args[1], args[2], calls)
-    print(f"redzone_test.py: bad arguments {argv[1:]}; see --help", file=sys.stderr)
-    return 2
+        guard(args[0], args[1], args[2:])
+    elif cmd == "site" and len(args) == 2:
+        site(*args)
+    elif cmd == "traced" and len(args) in (3, 4):
+        traced(args[0], args[1], args[2], int(args[3]) if len(args) == 4 else 1000000)
+    else:
+        print(f"test_redzone.py: bad arguments {argv[1:]}; see the usage at its top", file=sys.stderr)
+        sys.exit(2)
+    bt.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    main(sys.argv)

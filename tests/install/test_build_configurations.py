@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The build as a user meets it: without probes, and installed.
 
-Usage: build_configurations.py SOURCE_ROOT WORK_DIR
+Usage: test_build_configurations.py SOURCE_ROOT WORK_DIR
 
 1. -Dprobes=disabled: everything builds, its unit tests pass, and no ELF
    file it produced has a .note.stapsdt section.
@@ -10,6 +10,12 @@ Usage: build_configurations.py SOURCE_ROOT WORK_DIR
    (examples/minimal) builds as C and C++ with
    `cc app.c $(pkg-config --cflags --libs billing-probes)`, runs, and
    carries its probe (the helpers' probes are in the installed library).
+3. A downstream project (tests/install/downstream, copied out of tree)
+   builds examples/minimal and a service carrying a subset of the probes
+   against the installed copy, and its own `meson test` runs the installed
+   `billing-probes check` (found through the pkg-config variable
+   billing_probes) with the probes each binary promises: it passes, and
+   fails when an expected probe is removed or its arguments change.
 """
 import glob
 import os
@@ -17,8 +23,10 @@ import shutil
 import subprocess
 import sys
 
-failures = []
-passes = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402
+
+check = bt.check
 
 
 def run(cmd, **kw):
@@ -26,11 +34,6 @@ def run(cmd, **kw):
     if r.returncode != 0:
         print(f"$ {' '.join(cmd)}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
     return r
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    (passes if ok else failures).append(what)
 
 
 def elf_files(root):
@@ -110,6 +113,39 @@ def installed_build(source, work):
               f"{lang}: the program carries its own probe; the helpers' stay in the library")
     lib_notes = run(["readelf", "-n", os.path.join(libdir, "libbillingprobes.so")]).stdout
     check("Name: request__start" in lib_notes, "the installed library carries the helpers' probes")
+    downstream_project(source, work, prefix, env)
+
+
+def downstream_project(source, work, prefix, env):
+    """A service's own meson project runs the installed check as a test."""
+    tool = run(["pkg-config", "--variable=billing_probes", "billing-probes"], env=env).stdout.strip()
+    check(tool == os.path.join(prefix, "bin", "billing-probes") and os.access(tool, os.X_OK),
+          f"pkg-config --variable=billing_probes names the installed tool ({tool})")
+    project = os.path.join(work, "downstream")
+    shutil.rmtree(project, ignore_errors=True)
+    shutil.copytree(os.path.join(source, "tests", "install", "downstream"), project)
+    shutil.copy(os.path.join(source, "examples", "minimal", "minimal.c"), project)
+    for name in ("subset_program.c", "program_start.h"):
+        shutil.copy(os.path.join(source, "tests", "tool", name), project)
+    build = os.path.join(work, "downstream-build")
+    shutil.rmtree(build, ignore_errors=True)
+    r = run(["meson", "setup", build, project], env=env)
+    check(r.returncode == 0, "downstream project configures against the installed copy")
+    if r.returncode != 0:
+        return
+    for variant, ok, why in (("ok", True, ""),
+                             ("without-refund", False, "missing: billing:refund__process"),
+                             ("refund-old-args", False, "mismatch: billing:refund__process")):
+        run(["meson", "configure", build, f"-Dvariant={variant}"], env=env)
+        r = run(["meson", "test", "-C", build, "--print-errorlogs"], env=env)
+        log = r.stdout + r.stderr
+        tests_ran = "probes-minimal" in log and "probes-service" in log
+        if ok:
+            check(r.returncode == 0 and tests_ran,
+                  f"downstream meson test ({variant}): check with expectations passes for minimal and the service")
+        else:
+            check(r.returncode != 0 and why in log and "probes-minimal" in log,
+                  f"downstream meson test ({variant}): the service's check fails saying {why!r}")
 
 
 def main():
@@ -117,9 +153,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     disabled_build(source, work)
     installed_build(source, work)
-    print(f"{len(passes)} passed, {len(failures)} failed")
-    return 1 if failures else 0
+    bt.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

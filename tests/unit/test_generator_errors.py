@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""provider/generate.py refuses a broken billing.d with one clear line.
+"""provider/generate.py refuses a broken billing.d with one clear line,
+and keeps the docs table in step.
 
-Usage: generator_errors.py GENERATE.py PROVIDER.d
+Usage: test_generator_errors.py GENERATE.py PROVIDER.d
 
 Each case edits a copy of the real billing.d; the generator must exit 2
 with a single stderr line naming the file and the problem, and write no
@@ -12,6 +13,9 @@ import re
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402
 
 CASES = {
     "undocumented argument": (lambda s: s.replace(" * @handler handler name, e.g. \"payment.authorize\"\n", "", 1),
@@ -39,29 +43,39 @@ CASES = {
 def main():
     generate, provider = sys.argv[1], sys.argv[2]
     original = open(provider).read()
-    failures = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, (edit, message) in CASES.items():
             broken = os.path.join(tmp, "billing.d")
             edited = edit(original)
-            if edited == original:
-                failures.append(f"{name}: the edit did not apply (billing.d changed?)")
+            if not bt.check(edited != original, f"{name}: the edit applies to billing.d"):
                 continue
             open(broken, "w").write(edited)
             out = os.path.join(tmp, "out.h")
-            command = "macros"
-            r = subprocess.run([sys.executable, generate, broken, command, out], capture_output=True, text=True)
+            r = subprocess.run([sys.executable, generate, broken, "probe-macros-h", out],
+                               capture_output=True, text=True)
             lines = r.stderr.strip().splitlines()
-            if r.returncode != 2 or len(lines) != 1 or message not in lines[0] or broken not in lines[0]:
-                failures.append(f"{name}: exit {r.returncode}, stderr {r.stderr!r}; want exit 2 and '{message}'")
-            if os.path.exists(out):
-                failures.append(f"{name}: wrote {out} anyway")
-                os.unlink(out)
-    for f in failures:
-        print("FAIL:", f)
-    print(f"{len(CASES) - len(failures)} passed, {len(failures)} failed")
-    return 1 if failures else 0
+            bt.check(r.returncode == 2 and len(lines) == 1 and message in lines[0] and broken in lines[0],
+                     f"{name}: exit {r.returncode}, stderr {r.stderr.strip()!r}; want exit 2 and '{message}'")
+            bt.check(not os.path.exists(out), f"{name}: no output file written")
+        # The docs table: a stale row is found, then rewritten in place.
+        doc = os.path.join(tmp, "probes.md")
+        text = open(os.path.join(bt.SOURCE_ROOT, "docs", "probes.md")).read()
+        open(doc, "w").write(text.replace("| `", "| `stale", 1))
+        table = [sys.executable, generate, provider]
+        stale = subprocess.run(table + ["check-probe-table", doc], capture_output=True, text=True)
+        bt.check(stale.returncode == 1 and "update-probe-table" in stale.stderr,
+                 f"check-probe-table finds a stale row (exit {stale.returncode}) and names the fix")
+        subprocess.run(table + ["update-probe-table", doc], check=True)
+        bt.check(open(doc).read() == text, "update-probe-table rewrites exactly the table")
+        open(doc, "w").write("no table here\n")
+        r = subprocess.run(table + ["update-probe-table", doc], capture_output=True, text=True)
+        bt.check(r.returncode == 1 and "markers" in r.stderr and open(doc).read() == "no table here\n",
+                 f"update-probe-table on a document without markers: exit {r.returncode}, document untouched")
+        r = subprocess.run([sys.executable, generate, provider, "no-such-command", "-"], capture_output=True, text=True)
+        bt.check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
+                 f"an unknown command: exit {r.returncode} with one line ({r.stderr.strip()!r})")
+    bt.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

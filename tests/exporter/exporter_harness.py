@@ -1,0 +1,261 @@
+"""Helpers of the exporter tests: run billing-exporter, scrape it, run a
+real Prometheus against it, and read the semaphores with billing-probes.
+
+Every process started here is stopped by the caller's finally block
+(stop()/cleanup()); ports are chosen free on 127.0.0.1; Prometheus keeps
+its data in its own temporary directory, removed on cleanup.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+MONITORING = os.path.join(SOURCE_ROOT, "monitoring")
+
+
+def env_path(name):
+    """A program path the meson test passes through the environment."""
+    path = os.environ.get(name)
+    if not path:
+        bt.skip("%s is not set: run through meson test" % name)
+    return path
+
+
+def require_exporter_can_run():
+    why = bt.why_no_tracing(tracer=None)
+    if why:
+        bt.skip(why)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, headers=None, timeout=10):
+    req = urllib.request.Request(url, headers=headers or {})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.status, dict(r.headers), r.read()
+
+
+class Exporter:
+    """billing-exporter on a free port; ready once it prints its URL."""
+
+    def __init__(self, exe, *args, serve=True, timeout=60):
+        self.out = tempfile.TemporaryFile(mode="w+")
+        cmd = [exe, *args] + (["--listen", "127.0.0.1:0"] if serve else [])
+        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT)
+        self.url = None
+        deadline = time.monotonic() + timeout
+        want = "serving http://" if serve else "probe attachments"
+        while True:
+            text = self.output()
+            if want in text:
+                break
+            if self.proc.poll() is not None:
+                raise RuntimeError("billing-exporter exited (%s):\n%s" % (self.proc.returncode, text))
+            if time.monotonic() > deadline:
+                self.proc.kill()
+                raise RuntimeError("billing-exporter not ready within %d s:\n%s" % (timeout, text))
+            time.sleep(0.05)
+        if serve:
+            line = [l for l in self.output().splitlines() if "serving http://" in l][0]
+            self.url = line.split("serving ", 1)[1].rsplit("/metrics", 1)[0]
+            self.port = int(self.url.rsplit(":", 1)[1])
+
+    def output(self):
+        self.out.seek(0)
+        return self.out.read()
+
+    def metrics(self, accept=None):
+        _, headers, body = http_get(self.url + "/metrics", {"Accept": accept} if accept else None)
+        return headers, body.decode("utf-8")
+
+    def samples(self):
+        """{(name, frozenset(labels.items())): value} from /metrics."""
+        return parse_exposition(self.metrics()[1])
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        return bt.stop_process(self.proc, sig, timeout), self.output()
+
+
+def parse_labels(text):
+    """'a="x",b="y\\"z"' -> {"a": "x", "b": 'y"z'} (the exposition's escapes)."""
+    labels, i = {}, 0
+    while i < len(text):
+        eq = text.index("=", i)
+        name = text[i:eq].strip(", ")
+        j, value = eq + 2, []
+        while text[j] != '"':
+            if text[j] == "\\":
+                value.append({"n": "\n", "\\": "\\", '"': '"'}[text[j + 1]])
+                j += 2
+            else:
+                value.append(text[j])
+                j += 1
+        labels[name] = "".join(value)
+        i = j + 1
+    return labels
+
+
+def parse_exposition(text):
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        head, value = line.rsplit(" ", 1)
+        if "{" in head:
+            name, rest = head.split("{", 1)
+            labels = parse_labels(rest[:-1])
+        else:
+            name, labels = head, {}
+        out[(name, frozenset(labels.items()))] = float(value)
+    return out
+
+
+def total(samples, name, **want):
+    """Sum of a metric's samples whose labels include want."""
+    return sum(v for (n, labels), v in samples.items()
+               if n == name and all(dict(labels).get(k) == w for k, w in want.items()))
+
+
+class Prometheus:
+    """A real Prometheus scraping the given targets every second, with the
+    shipped rules, on a free loopback port, storing into a temp dir."""
+
+    def __init__(self, targets, rule_files=(), timeout=60):
+        self.dir = tempfile.mkdtemp(prefix="billing-prom-")
+        self.port = free_port()
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "rule_files": [os.path.abspath(f) for f in rule_files],
+            "scrape_configs": [{
+                "job_name": "billing-exporter",
+                "static_configs": [{"targets": list(targets)}],
+            }],
+        }
+        cfg = os.path.join(self.dir, "prometheus.yml")
+        with open(cfg, "w") as f:
+            json.dump(config, f)  # JSON is YAML
+        self.log = open(os.path.join(self.dir, "prometheus.log"), "w+")
+        self.proc = subprocess.Popen(
+            ["prometheus", "--config.file", cfg, "--storage.tsdb.path", os.path.join(self.dir, "data"),
+             "--web.listen-address", "127.0.0.1:%d" % self.port, "--web.enable-lifecycle"],
+            stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir)
+        self.url = "http://127.0.0.1:%d" % self.port
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if http_get(self.url + "/-/ready", timeout=2)[0] == 200:
+                    break
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError("prometheus exited:\n" + self.output())
+            if time.monotonic() > deadline:
+                raise RuntimeError("prometheus not ready within %d s:\n%s" % (timeout, self.output()))
+            time.sleep(0.2)
+
+    def output(self):
+        self.log.seek(0)
+        return self.log.read()
+
+    def query(self, expr):
+        """The result list of an instant query (raises on a PromQL error)."""
+        url = self.url + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        try:
+            _, _, body = http_get(url)
+        except urllib.error.HTTPError as e:
+            raise RuntimeError("query %r failed: %s" % (expr, e.read().decode(errors="replace")))
+        doc = json.loads(body)
+        if doc.get("status") != "success":
+            raise RuntimeError("query %r: %s" % (expr, doc))
+        return doc["data"]["result"]
+
+    def scalar(self, expr):
+        """The single value of expr, or None when it returns nothing."""
+        result = self.query(expr)
+        if not result:
+            return None
+        return float(result[0]["value"][1])
+
+    def cleanup(self):
+        bt.stop_process(self.proc)
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def semaphores(tool, pid):
+    """{probe: traced 'yes'/'no'} per module line of billing-probes list PID."""
+    p = bt.run([tool, "list", str(pid)])
+    out = {}
+    for line in p.stdout.splitlines()[1:]:
+        cols = line.split()
+        if len(cols) >= 6 and cols[1] == "billing":
+            out.setdefault(cols[2], []).append(cols[5])
+    return out
+
+
+class FireProgram:
+    """tests/exporter/fire_program: waits for the exporter, fires, then
+    stays alive until release()."""
+
+    def __init__(self, exe, *args):
+        self.proc = subprocess.Popen([exe, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        first = self.proc.stdout.readline()
+        if not first.startswith("waiting pid"):
+            raise RuntimeError("fire_program did not start: %r %s" % (first, self.proc.stderr.read()))
+        self.pid = self.proc.pid
+
+    def fired(self, timeout=120):
+        """The 'fired k=v ...' line as a dict, once it has fired."""
+        import select
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            raise RuntimeError("fire_program did not fire within %d s" % timeout)
+        line = self.proc.stdout.readline()
+        if not line.startswith("fired"):
+            raise RuntimeError("fire_program: %r %s" % (line, self.proc.stderr.read()))
+        return {k: int(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
+
+    def release(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def fire_and_scrape(exporter_exe, fire_exe, fire_args, exporter_args=()):
+    """Start fire_program, attach the exporter to it with --pid, let it fire,
+    scrape once, stop both.  (fired counts, samples, exporter output, exit code)."""
+    prog = FireProgram(fire_exe, *fire_args)
+    ex = None
+    try:
+        ex = Exporter(exporter_exe, "--pid", str(prog.pid), *exporter_args)
+        fired = prog.fired()
+        samples = ex.samples()
+    finally:
+        rc, out = ex.stop() if ex else (None, "")
+        prog.release()
+    return fired, samples, out, rc

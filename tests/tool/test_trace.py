@@ -1,0 +1,193 @@
+"""billing-probes trace: the shipped bpftrace scripts on any billing service.
+
+Two services the scripts were not written for:
+- subset_program: only invoice, payment and refund probes (its own module);
+- two_module_program: request-start/done both in the executable (its own
+  macros) and in libbillingprobes.so (the timing helpers), plus the
+  helpers' transactions and an error of its own.
+Each script is resolved for the process (--dry-run: specs the process
+lacks dropped, one spec per module), then run for real with -c and with
+-p, and its figures must equal what the program fired: exact counts and
+amounts, not just "it started".  Needs root and bpftrace (CI has both).
+
+    test_trace.py            resolution and figures (meson: tool-trace)
+    test_trace.py --subset   every script starts and ends cleanly on the
+                             subset service, with whole clauses dropped
+                             (meson: tool-trace-subset; it needs scripts
+                             that stay valid when a clause is dropped)
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402
+from tooltest import TOOL, check, finish, need_probes, readelf_names, run  # noqa: E402
+
+need_probes()
+bt.require_tracing()
+
+SUBSET = os.environ["BP_SUBSET_PROGRAM"]
+TWO = os.environ["BP_TWO_MODULE_PROGRAM"]
+LIB = os.path.realpath(os.environ["BP_LIB_HELPERS"])
+SCRIPTS = os.path.join(bt.SOURCE_ROOT, "d-scripts", "bpftrace")
+ROUNDS = 7
+
+
+def script_probes(name):
+    """The usdt::billing:NAME probes a script names, comments stripped."""
+    text = open(os.path.join(SCRIPTS, name + ".bt")).read()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return set(re.findall(r"usdt::billing:(\w+)", text))
+
+
+def dropped(err):
+    return set(re.findall(r"dropped usdt::billing:(\w+): no module of", err))
+
+
+def json_lines(out):
+    docs = []
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                docs.append(json.loads(line.replace(",null]", "]").replace("[null]", "[]")))
+            except ValueError:
+                pass
+    return docs
+
+
+def total(out):
+    docs = [d for d in json_lines(out) if d.get("type") == "total"]
+    return docs[-1] if docs else {}
+
+
+def trace_c(script, program, args=(), rounds=ROUNDS):
+    t0 = time.time()
+    rc, out, err = run(["trace", script, "-c", "%s %d" % (program, rounds), "--"] + list(args), timeout=120)
+    print("  (%s -c %s: %.1f s)" % (script, os.path.basename(program), time.time() - t0))
+    return rc, out, err
+
+
+def trace_p(script, program, args=(), rounds=ROUNDS):
+    """Start PROGRAM --wait, attach trace -p, wait until the semaphores are
+    raised (list PID says traced), let it fire, return trace's result."""
+    prog = subprocess.Popen([program, str(rounds), "--wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    tracer = None
+    try:
+        prog.stdout.readline()
+        tracer = subprocess.Popen([TOOL, "trace", script, "-p", str(prog.pid), "--"] + list(args),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 60
+        attached = False
+        while time.time() < deadline and not attached and tracer.poll() is None:
+            rc, listing, _ = run(["list", str(prog.pid), "--json", "-P", "billing"])
+            attached = rc == 0 and any(p["traced"] for p in json.loads(listing)["probes"])
+            time.sleep(0.1)
+        check(attached, "%s -p: bpftrace attached (semaphores raised) within 60 s" % script)
+        prog.stdin.write("go\n")
+        prog.stdin.flush()
+        prog.wait(timeout=60)
+        out, err = tracer.communicate(timeout=60)
+        return tracer.returncode, out, err
+    finally:
+        for p in (tracer, prog):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+subset_carries = readelf_names(SUBSET)
+two_carries = readelf_names(TWO) | readelf_names(LIB)
+
+if "--subset" in sys.argv[1:]:
+    for script, args in (("biz_metrics", ["1", "1"]), ("tps", ["1"]), ("slow_requests", ["1"]),
+                         ("request_latency", ["1", "1", "1"]), ("amount_dist", []), ("errors", ["1", "1"])):
+        rc, out, err = trace_c(script, SUBSET, args)
+        errors = [l for l in err.splitlines() if "ERROR" in l and "RLIMIT_MEMLOCK" not in l]
+        check(rc == 0 and "fired %d" % ROUNDS in out and dropped(err) == script_probes(script) - subset_carries,
+              "%s -c on the subset service starts and ends cleanly, its absent probes dropped (%d %s)"
+              % (script, rc, errors[:3]))
+    finish()
+
+# --- resolution (--dry-run) ---------------------------------------------------------
+for name in ("biz_metrics", "tps", "request_latency", "slow_requests", "amount_dist", "errors"):
+    wanted = script_probes(name)
+    for program, carries in ((SUBSET, subset_carries), (TWO, two_carries)):
+        rc, out, err = run(["trace", name, "-c", program, "--dry-run"], timeout=60)
+        specs = re.findall(r"^usdt:(\S*?):billing:(\w+)", out, flags=re.M)
+        check(rc == 0 and dropped(err) == wanted - carries,
+              "%s on %s: dropped exactly the probes it lacks %s (%d %r)"
+              % (name, os.path.basename(program), sorted(wanted - carries), rc, err[-300:]))
+        check(all(path.startswith("/") for path, _ in specs) and {n for _, n in specs} == wanted & carries,
+              "%s on %s: every kept spec names its module" % (name, os.path.basename(program)))
+rc, out, err = run(["trace", "request_latency", "-c", TWO, "--dry-run"])
+modules = {os.path.realpath(p) for p, n in re.findall(r"^usdt:(\S*?):billing:(\w+)", out, flags=re.M)
+           if n == "request__done"}
+check(modules == {os.path.realpath(TWO), LIB},
+      "request-done in two modules: one spec for each (%s)" % sorted(modules))
+rc, out, err = run(["trace", os.path.join(SCRIPTS, "tps.bt"), "-c", TWO, "--dry-run"])
+check(rc == 0 and "transaction__done" in out, "a script given by path resolves too")
+for args, why in ((["trace", "no_such_script", "-c", TWO], "no such script"),
+                  (["trace", "tps"], "give -p PID or -c"),
+                  (["trace", "tps", "-p", "1", "-c", TWO], "give -p PID or -c"),
+                  (["trace", "tps", "-p", "999999999"], "no such process"),
+                  (["trace", "tps", "-c", "/nonexistent/program"], "cannot run it")):
+    rc, out, err = run(args, timeout=60)
+    check(rc == 2 and len(err.splitlines()) == 1 and why in err, "%s: exit 2, one line %r (%d %r)" % (args, why, rc, err))
+
+# --- real runs: the subset service ------------------------------------------------
+# A round fires 1 invoice (1250 EUR), 1 approved payment (1999), 1 declined
+# (250000, code 51), 1 refund (500).
+for how in ("-c", "-p"):
+    rc, out, err = trace_c("biz_metrics", SUBSET, ["1", "1"]) if how == "-c" else \
+        trace_p("biz_metrics", SUBSET, ["1", "1"])
+    rows = {(r["metric"], r["code"]): (r["count"], r["amount_minor"]) for r in total(out).get("rows", [])}
+    check(rc == 0 and rows == {("invoices", 0): (ROUNDS, ROUNDS * 1250), ("approved", 0): (ROUNDS, ROUNDS * 1999),
+                               ("declined", 51): (ROUNDS, ROUNDS * 250000), ("refunds", 0): (ROUNDS, ROUNDS * 500)},
+          "biz_metrics %s on the subset service: exact counts and amounts (%d %s %r)" % (how, rc, rows, err[-300:]))
+
+# --- real runs: probes in two modules ------------------------------------------------
+# A round: a request through the helpers (library), one through the macros
+# (executable, 2 ms), a 700 EUR payment transaction (helpers), one error.
+for how in ("-c", "-p"):
+    rc, out, err = trace_c("request_latency", TWO, ["1", "1", "1"]) if how == "-c" else \
+        trace_p("request_latency", TWO, ["1", "1", "1"])
+    handlers = {h["handler"]: h for h in total(out).get("handlers", [])}
+    check(rc == 0 and handlers.get("helper.req", {}).get("count") == ROUNDS
+          and handlers.get("macro.req", {}).get("count") == ROUNDS
+          and handlers["macro.req"].get("slow") == ROUNDS and handlers["helper.req"].get("slow") == 0,
+          "request_latency %s, request-done in two modules: %d helper requests (library) and %d macro ones, "
+          "all 2 ms macro requests slow (%d %s %r)" % (how, ROUNDS, ROUNDS, rc, handlers, err[-300:]))
+
+rc, out, err = trace_c("tps", TWO, ["1"])
+seconds = [d for d in json_lines(out) if "transactions" in d]
+check(rc == 0 and sum(d["transactions"] for d in seconds) == ROUNDS and sum(d["failed"] for d in seconds) == 0,
+      "tps -c: the library's transactions counted exactly, none failed (%d %s)" % (rc, seconds))
+
+rc, out, err = trace_c("errors", TWO, ["1", "1"])
+errs = {(e["component"], e["code"]): e["count"] for e in total(out).get("errors", [])}
+check(rc == 0 and errs == {("validation", 22): ROUNDS}, "errors -c: exact count (%d %s)" % (rc, errs))
+
+rc, out, err = trace_c("amount_dist", TWO)
+count = re.search(r"@count\[EUR, payment\]: (\d+)", out)
+sums = re.search(r"@sum_minor\[EUR, payment\]: (\d+)", out)
+bucket = re.search(r"\[512, 1K\)\s+(\d+) \|", out)
+check(rc == 0 and count and int(count.group(1)) == ROUNDS and sums and int(sums.group(1)) == ROUNDS * 700
+      and bucket and int(bucket.group(1)) == ROUNDS,
+      "amount_dist -c: %d payments of 700 EUR in the [512, 1K) bucket, sum exact (%d)" % (ROUNDS, rc))
+
+rc, out, err = trace_c("slow_requests", TWO, ["1"])
+trails = re.findall(r"^SLOW REQUEST (\d+) (\S+)", out, flags=re.M)
+queued = re.search(r"(\d+) slow trails? still queued", out)
+queued = int(queued.group(1)) if queued else 0
+check(rc == 0 and len(trails) + queued == ROUNDS and all(h == "macro.req" for _, h in trails)
+      and "error               component=validation code=22" in out,
+      "slow_requests -c: the %d slow (2 ms) macro requests, trails with their error (%d printed + %d queued)"
+      % (ROUNDS, len(trails), queued))
+finish()

@@ -1,0 +1,157 @@
+/*
+ * attach.c -- load the BPF side and attach it to the targets.
+ *
+ * Only the programs of the enabled metric groups are loaded and attached,
+ * and only to "-done" and event probes (durations travel in the -done
+ * probe's duration_ns), so an always-on exporter costs one fire per
+ * counted event.  libbpf attaches each USDT site through a uprobe with
+ * the kernel's reference counter for its semaphore: the kernel raises it
+ * while attached and lowers it when the exporter exits, even by SIGKILL.
+ */
+#include "exporter.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+/* bpftool's generated skeleton is not ISO C99: an empty struct for the
+ * read-only data and the object embedded as one long string. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#pragma GCC diagnostic ignored "-Woverlength-strings"
+#include "billing_exporter.skel.h"
+#pragma GCC diagnostic pop
+
+static int verbose_libbpf;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	if (!verbose_libbpf)
+		return 0;  /* failures are reported once, by us, in one line */
+	return vfprintf(stderr, fmt, ap);
+}
+
+static const bx_map_desc_t *map_of_program(const char *prog)
+{
+	for (size_t i = 0; i < bx_map_count; i++)
+		if (strcmp(bx_maps[i].probe, prog) == 0)
+			return &bx_maps[i];
+	return NULL;
+}
+
+int bx_bpf_load(bx_exporter_t *ex, int bpf_stats, char *err, size_t errlen)
+{
+	struct bpf_program *prog;
+
+	verbose_libbpf = ex->verbose;
+	libbpf_set_print(libbpf_print);
+	ex->stats_fd = -1;
+	ex->skel = billing_exporter_bpf__open();
+	if (!ex->skel) {
+		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
+		return -1;
+	}
+	bpf_object__for_each_program(prog, ex->skel->obj) {
+		const bx_map_desc_t *m = map_of_program(bpf_program__name(prog));
+		bpf_program__set_autoload(prog, m && (m->group & ex->groups));
+	}
+	int rc = billing_exporter_bpf__load(ex->skel);
+	if (rc != 0) {
+		int e = -rc;
+		if (e == EPERM || e == EACCES)
+			snprintf(err, errlen, "no permission to load BPF programs: run as root "
+			         "(or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)");
+		else
+			snprintf(err, errlen, "cannot load the BPF programs: %s (--verbose shows libbpf's log)",
+			         strerror(e));
+		return -1;
+	}
+	if (bpf_stats) {
+		ex->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (ex->stats_fd < 0) {
+			snprintf(err, errlen, "cannot turn on BPF run-time statistics: %s", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int add_link(bx_exporter_t *ex, struct bpf_link *link)
+{
+	struct bpf_link **links = realloc(ex->links, (ex->link_count + 1) * sizeof *links);
+	if (!links)
+		return -1;
+	ex->links = links;
+	links[ex->link_count++] = link;
+	return 0;
+}
+
+int bx_attach_all(bx_exporter_t *ex, char *err, size_t errlen)
+{
+	for (size_t t = 0; t < ex->target_count; t++) {
+		const bx_target_t *tg = &ex->targets[t];
+		for (size_t i = 0; i < bx_map_count; i++) {
+			const bx_map_desc_t *m = &bx_maps[i];
+			if (!(m->group & ex->groups))
+				continue;
+			if (!bx_target_has_probe(tg, m->probe)) {
+				fprintf(stderr, "billing-exporter: %s: no %s probe, skipped\n", tg->label, m->probe);
+				continue;
+			}
+			struct bpf_program *prog = bpf_object__find_program_by_name(ex->skel->obj, m->probe);
+			for (size_t j = 0; j < tg->module_count; j++) {
+				const bx_module_t *mod = &tg->modules[j];
+				if (!bx_module_has_probe(mod, m->probe))
+					continue;
+				struct bpf_link *link = bpf_program__attach_usdt(prog, tg->pid, mod->path,
+				                                                 "billing", m->probe, NULL);
+				if (!link) {
+					snprintf(err, errlen, "%s: cannot attach %s in %s: %s", tg->label, m->probe,
+					         mod->path, strerror(errno));
+					return -1;
+				}
+				if (add_link(ex, link) != 0) {
+					bpf_link__destroy(link);
+					snprintf(err, errlen, "out of memory");
+					return -1;
+				}
+				ex->attached[i]++;
+			}
+		}
+	}
+	return 0;
+}
+
+void bx_bpf_close(bx_exporter_t *ex)
+{
+	for (size_t i = 0; i < ex->link_count; i++)
+		bpf_link__destroy(ex->links[i]);
+	free(ex->links);
+	ex->links = NULL;
+	ex->link_count = 0;
+	if (ex->skel)
+		billing_exporter_bpf__destroy(ex->skel);
+	ex->skel = NULL;
+	if (ex->stats_fd >= 0)
+		close(ex->stats_fd);
+	ex->stats_fd = -1;
+}
+
+int bx_map_fd(const bx_exporter_t *ex, const char *name)
+{
+	struct bpf_map *map = bpf_object__find_map_by_name(ex->skel->obj, name);
+	return map ? bpf_map__fd(map) : -1;
+}
+
+int bx_prog_fd(const bx_exporter_t *ex, const char *name)
+{
+	struct bpf_program *prog = bpf_object__find_program_by_name(ex->skel->obj, name);
+	return prog && bpf_program__autoload(prog) ? bpf_program__fd(prog) : -1;
+}

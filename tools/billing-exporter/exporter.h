@@ -1,0 +1,57 @@
+/*
+ * exporter.h -- the running exporter: BPF object, targets, attachments,
+ * label slots.  One instance; the HTTP thread and the main loop share it
+ * under its lock.
+ */
+#ifndef BX_EXPORTER_H
+#define BX_EXPORTER_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "labels.h"
+#include "metric_table.h"
+#include "targets.h"
+
+#define BX_MAX_MAPS 16
+
+struct billing_exporter_bpf;
+struct bpf_link;
+
+typedef struct bx_exporter {
+	unsigned groups;                 /* BX_GROUP_* enabled */
+	struct billing_exporter_bpf *skel;
+	bx_target_t *targets;
+	size_t target_count;
+	struct bpf_link **links;
+	size_t link_count;
+	size_t attached[BX_MAX_MAPS];    /* attachments per map (= per probe) */
+	bx_label_slot_t slots[BX_MAX_MAPS][BX_MAX_FIELDS];
+	int stats_fd;                    /* bpf_enable_stats, -1 when off */
+	double last_scrape_seconds;
+	int verbose;
+	pthread_mutex_t lock;
+} bx_exporter_t;
+
+/* Exit codes: clean / runtime failure / bad input or environment. */
+enum { BX_EXIT_OK = 0, BX_EXIT_FAIL = 1, BX_EXIT_USAGE = 2 };
+
+/* "billing-exporter: WHAT" on stderr, one line. */
+void bx_error(const char *fmt, ...)
+#ifdef __GNUC__
+	__attribute__((format(printf, 1, 2)))
+#endif
+	;
+
+/* attach.c: open and load the BPF object with only the enabled groups'
+ * programs; then attach each enabled probe in every module of every
+ * target that carries it.  0, or -1 with a one-line reason in err. */
+int bx_bpf_load(bx_exporter_t *ex, int bpf_stats, char *err, size_t errlen);
+int bx_attach_all(bx_exporter_t *ex, char *err, size_t errlen);
+void bx_bpf_close(bx_exporter_t *ex);
+/* The fd of BPF map `name`, -1 if absent. */
+int bx_map_fd(const bx_exporter_t *ex, const char *name);
+/* The fd of BPF program `name` when loaded, -1 otherwise. */
+int bx_prog_fd(const bx_exporter_t *ex, const char *name);
+
+#endif /* BX_EXPORTER_H */

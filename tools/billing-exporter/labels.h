@@ -1,0 +1,37 @@
+/*
+ * labels.h -- label values made safe for the exposition: escaped bytes and
+ * a cap on distinct values per label.
+ */
+#ifndef BX_LABELS_H
+#define BX_LABELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* At most this many distinct values per (map, label); later ones are
+ * reported as BX_LABEL_OTHER. */
+#define BX_LABEL_CAP 64
+#define BX_LABEL_OTHER "other"
+
+/* Write the bytes of src (up to its NUL or n bytes) into dst as a label
+ * value that needs no further escaping except the exposition's own
+ * (backslash, quote): valid UTF-8 printable text is kept; control bytes,
+ * backslashes and bytes that are not valid UTF-8 become the four
+ * characters \xNN.  dst receives at most dstlen - 1 bytes and a NUL. */
+void bx_label_sanitize(const char *src, size_t n, char *dst, size_t dstlen);
+
+/* The distinct values seen per label slot; one per map key field. */
+typedef struct bx_label_slot {
+	char *values[BX_LABEL_CAP];
+	size_t count;
+	uint64_t *folded;       /* set of hashes of values folded into "other" */
+	size_t folded_count, folded_cap;
+} bx_label_slot_t;
+
+/* value itself when it is one of the slot's first BX_LABEL_CAP values
+ * (remembering it when there is room), else BX_LABEL_OTHER, and the
+ * value counted as folded once. */
+const char *bx_label_admit(bx_label_slot_t *slot, const char *value);
+void bx_label_slot_free(bx_label_slot_t *slot);
+
+#endif /* BX_LABELS_H */

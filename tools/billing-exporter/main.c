@@ -1,0 +1,338 @@
+/*
+ * billing-exporter -- the billing USDT probes as exact Prometheus metrics.
+ *
+ *   billing-exporter (--pid PID | --binary PATH)... [--metrics GROUPS]
+ *                    [--listen ADDR:PORT] [--once | --interval N] [--format table|json]
+ *
+ * Reads what each target carries (tools/billing-probes' reader), loads
+ * the BPF programs of the enabled metric groups, attaches them to every
+ * module that carries their probe, and serves /metrics until SIGINT or
+ * SIGTERM; or prints snapshots for a terminal.  docs/exporter.md is the
+ * manual.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exporter.h"
+#include "format.h"
+#include "http.h"
+#include "metric_check.h"
+
+void bx_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("billing-exporter: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: billing-exporter (--pid PID | --binary PATH)... [options]\n"
+		"  --pid PID           every module of process PID that carries billing probes (repeatable)\n"
+		"  --binary PATH       every process, running now or later, that runs or maps PATH (repeatable)\n"
+		"  --metrics GROUPS    comma list of business,requests,db,gateway or all (default business,requests)\n"
+		"  --listen ADDR:PORT  serve /metrics there (default %s:%d; port 0: any free port)\n"
+		"  --once              print one snapshot after --interval seconds (default 5) and exit\n"
+		"  --interval N        print a snapshot every N seconds\n"
+		"  --format F          snapshot format: table (default) or json (one JSON object per line)\n"
+		"  --bpf-stats         turn on the kernel's BPF run-time statistics while running\n"
+		"  --print-metric-table  print the metric table (markdown) and exit\n"
+		"  --check-table       check the metric table against billing.d's catalogue and exit\n"
+		"  --verbose           show libbpf's messages\n",
+		BX_DEFAULT_ADDRESS, BX_DEFAULT_PORT);
+}
+
+static int parse_groups(const char *list, unsigned *groups)
+{
+	char copy[256];
+	snprintf(copy, sizeof copy, "%s", list);
+	*groups = BX_GROUP_SELF;
+	for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		unsigned g = strcmp(tok, "all") == 0 ? (BX_GROUP_BUSINESS | BX_GROUP_REQUESTS | BX_GROUP_DB |
+		                                        BX_GROUP_GATEWAY) : bx_group_by_name(tok);
+		if (g == 0 || g == BX_GROUP_SELF) {
+			bx_error("--metrics: unknown group %s (business, requests, db, gateway, all)", tok);
+			return -1;
+		}
+		*groups |= g;
+	}
+	return 0;
+}
+
+static int parse_listen(const char *s, char *addr, size_t addrlen, int *port)
+{
+	const char *colon = strrchr(s, ':');
+	char *end;
+	if (!colon || colon == s || (size_t)(colon - s) >= addrlen)
+		return -1;
+	long p = strtol(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || p < 0 || p > 65535)
+		return -1;
+	snprintf(addr, addrlen, "%.*s", (int)(colon - s), s);
+	*port = (int)p;
+	return 0;
+}
+
+static int parse_pid(const char *s, int *pid)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v <= 0 || v > 0x7fffffffL)
+		return -1;
+	*pid = (int)v;
+	return 0;
+}
+
+typedef struct opts {
+	const char **pids, **binaries;
+	size_t pid_count, binary_count;
+	unsigned groups;
+	char addr[64];
+	int port, listen_given, once, interval, format, bpf_stats, verbose;
+} opts_t;
+
+static int parse_args(int argc, char **argv, opts_t *o)
+{
+	enum { O_PID = 256, O_BINARY, O_METRICS, O_LISTEN, O_ONCE, O_INTERVAL, O_FORMAT, O_STATS,
+	       O_TABLE, O_CHECK, O_VERBOSE, O_HELP };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, O_PID }, { "binary", required_argument, NULL, O_BINARY },
+		{ "metrics", required_argument, NULL, O_METRICS }, { "listen", required_argument, NULL, O_LISTEN },
+		{ "once", no_argument, NULL, O_ONCE }, { "interval", required_argument, NULL, O_INTERVAL },
+		{ "format", required_argument, NULL, O_FORMAT }, { "bpf-stats", no_argument, NULL, O_STATS },
+		{ "print-metric-table", no_argument, NULL, O_TABLE }, { "check-table", no_argument, NULL, O_CHECK },
+		{ "verbose", no_argument, NULL, O_VERBOSE }, { "help", no_argument, NULL, O_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	char err[256];
+
+	memset(o, 0, sizeof *o);
+	o->groups = BX_GROUPS_DEFAULT;
+	snprintf(o->addr, sizeof o->addr, "%s", BX_DEFAULT_ADDRESS);
+	o->port = BX_DEFAULT_PORT;
+	o->format = BX_FMT_TABLE;
+	o->pids = calloc((size_t)argc, sizeof *o->pids);
+	o->binaries = calloc((size_t)argc, sizeof *o->binaries);
+	if (!o->pids || !o->binaries)
+		return BX_EXIT_FAIL;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_PID: o->pids[o->pid_count++] = optarg; break;
+		case O_BINARY: o->binaries[o->binary_count++] = optarg; break;
+		case O_METRICS:
+			if (parse_groups(optarg, &o->groups) != 0)
+				return BX_EXIT_USAGE;
+			break;
+		case O_LISTEN:
+			if (parse_listen(optarg, o->addr, sizeof o->addr, &o->port) != 0) {
+				bx_error("--listen: want ADDR:PORT, e.g. 127.0.0.1:%d, got %s", BX_DEFAULT_PORT, optarg);
+				return BX_EXIT_USAGE;
+			}
+			o->listen_given = 1;
+			break;
+		case O_ONCE: o->once = 1; break;
+		case O_INTERVAL: {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+			if (*end || end == optarg || n < 1 || n > 86400) {
+				bx_error("--interval: want whole seconds 1..86400, got %s", optarg);
+				return BX_EXIT_USAGE;
+			}
+			o->interval = (int)n;
+			break;
+		}
+		case O_FORMAT:
+			if (strcmp(optarg, "table") == 0)
+				o->format = BX_FMT_TABLE;
+			else if (strcmp(optarg, "json") == 0)
+				o->format = BX_FMT_JSON;
+			else {
+				bx_error("--format: want table or json, got %s", optarg);
+				return BX_EXIT_USAGE;
+			}
+			break;
+		case O_STATS: o->bpf_stats = 1; break;
+		case O_VERBOSE: o->verbose = 1; break;
+		case O_TABLE: {
+			bx_buf_t b = { 0 };
+			bx_format_metric_table(&b);
+			fputs(b.data ? b.data : "", stdout);
+			free(b.data);
+			exit(b.failed ? BX_EXIT_FAIL : BX_EXIT_OK);
+		}
+		case O_CHECK:
+			if (bx_metric_table_check(err, sizeof err) != 0) {
+				bx_error("%s", err);
+				exit(BX_EXIT_FAIL);
+			}
+			printf("metric table agrees with billing.d (%zu maps, %zu metric entries)\n", bx_map_count,
+			       bx_metric_count);
+			exit(BX_EXIT_OK);
+		case O_HELP: usage(stdout); exit(BX_EXIT_OK);
+		default:
+			bx_error("unknown or incomplete option %s (--help lists them)", argv[optind - 1]);
+			return BX_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		bx_error("unexpected argument %s (targets are --pid PID or --binary PATH)", argv[optind]);
+		return BX_EXIT_USAGE;
+	}
+	if (o->pid_count + o->binary_count == 0) {
+		bx_error("no target: give --pid PID or --binary PATH");
+		return BX_EXIT_USAGE;
+	}
+	if (o->once && o->interval == 0)
+		o->interval = 5;
+	return BX_EXIT_OK;
+}
+
+static int read_targets(const opts_t *o, bx_exporter_t *ex)
+{
+	char err[512];
+	ex->targets = calloc(o->pid_count + o->binary_count, sizeof *ex->targets);
+	if (!ex->targets)
+		return BX_EXIT_FAIL;
+	for (size_t i = 0; i < o->pid_count + o->binary_count; i++) {
+		int pid = 0;
+		const char *binary = i < o->pid_count ? NULL : o->binaries[i - o->pid_count];
+		if (!binary && parse_pid(o->pids[i], &pid) != 0) {
+			bx_error("--pid %s: not a process ID", o->pids[i]);
+			return BX_EXIT_USAGE;
+		}
+		if (bx_target_read(&ex->targets[i], pid, binary, err, sizeof err) != 0) {
+			if (binary)
+				bx_error("--binary %s: %s", binary, err);
+			else
+				bx_error("--pid %d: %s", pid, err);
+			return BX_EXIT_USAGE;
+		}
+		ex->target_count++;
+	}
+	return BX_EXIT_OK;
+}
+
+static void print_snapshot(bx_exporter_t *ex, int format)
+{
+	size_t len = 0;
+	char *text = bx_render(ex, format, &len);
+	if (!text) {
+		bx_error("out of memory while taking a snapshot");
+		return;
+	}
+	fwrite(text, 1, len, stdout);
+	if (format == BX_FMT_TABLE)
+		fputc('\n', stdout);
+	fflush(stdout);
+	free(text);
+}
+
+/* Wait for SIGINT/SIGTERM up to `seconds`; 1 when one came. */
+static int wait_signal(const sigset_t *set, int seconds)
+{
+	struct timespec ts = { seconds, 0 };
+	for (;;) {
+		int s = sigtimedwait(set, NULL, &ts);
+		if (s > 0)
+			return 1;
+		if (errno == EAGAIN)
+			return 0;
+		if (errno != EINTR)
+			return 0;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	opts_t o;
+	bx_exporter_t ex;
+	bx_http_t *http = NULL;
+	char err[512];
+	int rc = parse_args(argc, argv, &o);
+
+	memset(&ex, 0, sizeof ex);
+	ex.stats_fd = -1;
+	pthread_mutex_init(&ex.lock, NULL);
+	if (rc != BX_EXIT_OK)
+		goto out;
+	ex.groups = o.groups;
+	ex.verbose = o.verbose;
+	if (bx_metric_table_check(err, sizeof err) != 0) {
+		bx_error("%s", err);
+		rc = BX_EXIT_FAIL;
+		goto out;
+	}
+	if ((rc = read_targets(&o, &ex)) != BX_EXIT_OK)
+		goto out;
+
+	/* Signals go to sigtimedwait in this thread, never to the HTTP thread. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	int port = 0;
+	int serve = o.listen_given || o.interval == 0;
+	if (serve && !(http = bx_http_start(&ex, o.addr, o.port, &port, err, sizeof err))) {
+		bx_error("%s", err);
+		rc = BX_EXIT_USAGE;
+		goto out;
+	}
+	if (bx_bpf_load(&ex, o.bpf_stats, err, sizeof err) != 0 ||
+	    bx_attach_all(&ex, err, sizeof err) != 0) {
+		bx_error("%s", err);
+		rc = BX_EXIT_USAGE;
+		goto out;
+	}
+	size_t groups_text = 0;
+	char groups[128] = "";
+	for (unsigned g = BX_GROUP_BUSINESS; g < BX_GROUP_SELF; g <<= 1)
+		if (ex.groups & g)
+			groups_text += (size_t)snprintf(groups + groups_text, sizeof groups - groups_text, "%s%s",
+			                                groups_text ? "," : "", bx_group_name(g));
+	fprintf(stderr, "billing-exporter: %zu probe attachments on %zu target(s), metrics %s\n",
+	        ex.link_count, ex.target_count, groups);
+	if (http)
+		fprintf(stderr, "billing-exporter: serving http://%s:%d/metrics\n", o.addr, port);
+	fflush(stderr);
+
+	if (o.once) {
+		if (!wait_signal(&set, o.interval))
+			print_snapshot(&ex, o.format);
+	} else if (o.interval) {
+		while (!wait_signal(&set, o.interval))
+			print_snapshot(&ex, o.format);
+	} else {
+		while (!wait_signal(&set, 3600))
+			;
+	}
+	rc = BX_EXIT_OK;
+out:
+	bx_http_stop(http);
+	bx_bpf_close(&ex);
+	for (size_t i = 0; i < ex.target_count; i++)
+		bx_target_free(&ex.targets[i]);
+	free(ex.targets);
+	for (size_t i = 0; i < BX_MAX_MAPS; i++)
+		for (size_t f = 0; f < BX_MAX_FIELDS; f++)
+			bx_label_slot_free(&ex.slots[i][f]);
+	free((void *)o.pids);
+	free((void *)o.binaries);
+	return rc;
+}

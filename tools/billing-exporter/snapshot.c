@@ -1,0 +1,355 @@
+/*
+ * snapshot.c -- read the per-CPU maps, decode their keys into labels (the
+ * metric table says how), fold label values past the cap, and derive
+ * every enabled metric's samples.
+ */
+#include "snapshot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "billing_exporter.h"
+
+typedef struct row {
+	const char *labels[BX_MAX_FIELDS];  /* admitted values or "other" */
+	long long ints[BX_MAX_FIELDS];      /* INT32 fields, raw (outcomes, filters) */
+	struct bx_value v;
+} row_t;
+
+typedef struct rows {
+	row_t *items;
+	size_t count;
+} rows_t;
+
+static void add_value(struct bx_value *dst, const struct bx_value *src)
+{
+	dst->count += src->count;
+	dst->amount_sum += src->amount_sum;
+	for (int b = 0; b < BX_AMOUNT_BUCKETS; b++)
+		dst->amount_buckets[b] += src->amount_buckets[b];
+	dst->dur_count += src->dur_count;
+	dst->dur_sum_ns += src->dur_sum_ns;
+	for (int b = 0; b < BX_DUR_BUCKETS; b++)
+		dst->dur_buckets[b] += src->dur_buckets[b];
+}
+
+static void decode_key(bx_exporter_t *ex, size_t mi, const unsigned char *key, row_t *r)
+{
+	const bx_map_desc_t *m = &bx_maps[mi];
+	char buf[4 * BX_STR + 1];
+
+	for (size_t f = 0; f < m->nfields; f++) {
+		const bx_key_field_t *kf = &m->fields[f];
+		if (kf->kind == BX_KEY_STRING) {
+			bx_label_sanitize((const char *)key + kf->offset, kf->size, buf, sizeof buf);
+			r->ints[f] = 0;
+		} else {
+			int32_t v;
+			memcpy(&v, key + kf->offset, sizeof v);
+			snprintf(buf, sizeof buf, "%d", (int)v);
+			r->ints[f] = v;
+		}
+		r->labels[f] = bx_label_admit(&ex->slots[mi][f], buf);
+	}
+}
+
+static int read_map(bx_exporter_t *ex, size_t mi, rows_t *out)
+{
+	const bx_map_desc_t *m = &bx_maps[mi];
+	int fd = bx_map_fd(ex, m->map);
+	int ncpu = libbpf_num_possible_cpus();
+	unsigned char key[256], next[256];
+	size_t cap = 0;
+
+	out->items = NULL;
+	out->count = 0;
+	if (fd < 0 || ncpu <= 0 || m->key_size > sizeof key)
+		return -1;
+	struct bx_value *percpu = calloc((size_t)ncpu, sizeof *percpu);
+	if (!percpu)
+		return -1;
+	int more = bpf_map_get_next_key(fd, NULL, next) == 0;
+	while (more) {
+		if (bpf_map_lookup_elem(fd, next, percpu) == 0) {
+			if (out->count == cap) {
+				cap = cap ? cap * 2 : 64;
+				row_t *items = realloc(out->items, cap * sizeof *items);
+				if (!items) {
+					free(percpu);
+					return -1;
+				}
+				out->items = items;
+			}
+			row_t *r = &out->items[out->count++];
+			memset(r, 0, sizeof *r);
+			for (int c = 0; c < ncpu; c++)
+				add_value(&r->v, &percpu[c]);
+			decode_key(ex, mi, next, r);
+		}
+		memcpy(key, next, m->key_size);
+		more = bpf_map_get_next_key(fd, key, next) == 0;
+	}
+	free(percpu);
+	return 0;
+}
+
+/* --- samples ------------------------------------------------------------ */
+
+static char *own(bx_snapshot_t *s, const char *text)
+{
+	if (s->owned_count == s->owned_cap) {
+		size_t cap = s->owned_cap ? s->owned_cap * 2 : 32;
+		char **o = realloc(s->owned, cap * sizeof *o);
+		if (!o)
+			return NULL;
+		s->owned = o;
+		s->owned_cap = cap;
+	}
+	char *copy = strdup(text);
+	if (copy)
+		s->owned[s->owned_count++] = copy;
+	return copy;
+}
+
+static bx_sample_t *add_sample(bx_snapshot_t *s, const bx_metric_t *m, const char *suffix, double value)
+{
+	if (s->count == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		bx_sample_t *n = realloc(s->samples, cap * sizeof *n);
+		if (!n)
+			return NULL;
+		s->samples = n;
+		s->cap = cap;
+	}
+	bx_sample_t *x = &s->samples[s->count++];
+	memset(x, 0, sizeof *x);
+	x->metric = m;
+	x->suffix = suffix;
+	x->value = value;
+	return x;
+}
+
+static int add_label(bx_sample_t *x, const char *name, const char *value)
+{
+	if (!x || !value || x->nlabels == BX_SAMPLE_LABELS)
+		return -1;
+	x->label_names[x->nlabels] = name;
+	x->label_values[x->nlabels] = value;
+	x->nlabels++;
+	return 0;
+}
+
+typedef struct agg {
+	size_t n;
+	const char *values[BX_MAX_FIELDS];
+	struct bx_value v;
+} agg_t;
+
+static int agg_cmp(const void *a, const void *b)
+{
+	const agg_t *x = a, *y = b;
+	for (size_t i = 0; i < x->n; i++) {
+		int c = strcmp(x->values[i], y->values[i]);
+		if (c)
+			return c;
+	}
+	return 0;
+}
+
+static const char *label_value(const bx_label_t *l, const row_t *r)
+{
+	switch (l->decode) {
+	case BX_DEC_OUTCOME_AUTH: return r->ints[l->field] == 0 ? "approved" : "declined";
+	case BX_DEC_OUTCOME_TX: return r->ints[l->field] == 0 ? "committed" : "failed";
+	case BX_DEC_CONSTANT: return l->constant;
+	case BX_DEC_VALUE: break;
+	}
+	return r->labels[l->field];
+}
+
+static char le_dur[BX_DUR_BUCKETS][32], le_amount[BX_AMOUNT_BUCKETS][32];
+
+static void format_bounds(void)
+{
+	for (int b = 0; b < BX_DUR_BOUNDS; b++)
+		snprintf(le_dur[b], sizeof le_dur[b], "%g", bx_dur_bounds_seconds[b]);
+	snprintf(le_dur[BX_DUR_BOUNDS], sizeof le_dur[0], "+Inf");
+	for (int b = 0; b < BX_AMOUNT_BOUNDS; b++)
+		snprintf(le_amount[b], sizeof le_amount[b], "%.0f", bx_amount_bounds[b]);
+	snprintf(le_amount[BX_AMOUNT_BOUNDS], sizeof le_amount[0], "+Inf");
+}
+
+static int emit_series(bx_snapshot_t *s, const bx_metric_t *m, const agg_t *a)
+{
+	const struct bx_value *v = &a->v;
+#define LABELS(x) do { \
+		if (!(x)) return -1; \
+		for (size_t i_ = 0; i_ < m->nlabels; i_++) add_label((x), m->labels[i_].name, a->values[i_]); \
+	} while (0)
+	bx_sample_t *x;
+
+	switch (m->source) {
+	case BX_SRC_COUNT:
+		x = add_sample(s, m, "", (double)v->count);
+		LABELS(x);
+		return 0;
+	case BX_SRC_AMOUNT_SUM:
+		x = add_sample(s, m, "", (double)v->amount_sum);
+		LABELS(x);
+		return 0;
+	case BX_SRC_AMOUNT_HIST:
+	case BX_SRC_DUR_HIST: {
+		int dur = m->source == BX_SRC_DUR_HIST;
+		int nb = dur ? BX_DUR_BUCKETS : BX_AMOUNT_BUCKETS;
+		const bx_u64 *buckets = dur ? v->dur_buckets : v->amount_buckets;
+		double cumulative = 0;
+		for (int b = 0; b < nb; b++) {
+			cumulative += (double)buckets[b];
+			x = add_sample(s, m, "_bucket", cumulative);
+			LABELS(x);
+			add_label(x, "le", dur ? le_dur[b] : le_amount[b]);
+		}
+		x = add_sample(s, m, "_sum", dur ? (double)v->dur_sum_ns / 1e9 : (double)v->amount_sum);
+		LABELS(x);
+		x = add_sample(s, m, "_count", (double)(dur ? v->dur_count : v->count));
+		LABELS(x);
+		return 0;
+	}
+	case BX_SRC_SELF:
+		break;
+	}
+	return -1;
+#undef LABELS
+}
+
+static int derive(bx_snapshot_t *s, const bx_metric_t *m, const rows_t *rows)
+{
+	agg_t *aggs = calloc(rows->count ? rows->count : 1, sizeof *aggs);
+	size_t n = 0;
+	int rc = 0;
+
+	if (!aggs)
+		return -1;
+	for (size_t i = 0; i < rows->count; i++) {
+		const row_t *r = &rows->items[i];
+		if (m->where_nonzero != BX_WHERE_ALL && r->ints[m->where_nonzero] == 0)
+			continue;
+		agg_t *a = &aggs[n++];
+		a->n = m->nlabels;
+		for (size_t l = 0; l < m->nlabels; l++)
+			a->values[l] = label_value(&m->labels[l], r);
+		a->v = r->v;
+	}
+	qsort(aggs, n, sizeof *aggs, agg_cmp);
+	for (size_t i = 0; i < n && rc == 0;) {
+		agg_t merged = aggs[i];
+		size_t j = i + 1;
+		for (; j < n && agg_cmp(&aggs[i], &aggs[j]) == 0; j++)
+			add_value(&merged.v, &aggs[j].v);
+		rc = emit_series(s, m, &merged);
+		i = j;
+	}
+	free(aggs);
+	return rc;
+}
+
+/* --- the exporter's own metrics ----------------------------------------- */
+
+static int self_metric(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m)
+{
+	const char *n = m->name + strlen("billing_exporter_");
+	bx_sample_t *x;
+
+	if (strcmp(n, "target_up") == 0) {
+		for (size_t t = 0; t < ex->target_count; t++) {
+			char buf[4 * sizeof ex->targets[t].label + 1];
+			bx_label_sanitize(ex->targets[t].label, sizeof ex->targets[t].label, buf, sizeof buf);
+			x = add_sample(s, m, "", bx_target_alive(&ex->targets[t]));
+			if (add_label(x, "target", own(s, buf)) != 0)
+				return -1;
+		}
+		return 0;
+	}
+	if (strcmp(n, "scrape_duration_seconds") == 0)
+		return add_sample(s, m, "", ex->last_scrape_seconds) ? 0 : -1;
+
+	uint64_t dropped[BX_DROP_SLOTS] = { 0 };
+	if (strcmp(n, "dropped_fires_total") == 0) {
+		int fd = bx_map_fd(ex, "m_dropped"), ncpu = libbpf_num_possible_cpus();
+		uint64_t *percpu = ncpu > 0 ? calloc((size_t)ncpu, sizeof *percpu) : NULL;
+		for (uint32_t slot = 0; percpu && fd >= 0 && slot < BX_DROP_SLOTS; slot++)
+			if (bpf_map_lookup_elem(fd, &slot, percpu) == 0)
+				for (int c = 0; c < ncpu; c++)
+					dropped[slot] += percpu[c];
+		free(percpu);
+	}
+	for (size_t i = 0; i < bx_map_count; i++) {
+		const bx_map_desc_t *md = &bx_maps[i];
+		if (!(md->group & ex->groups))
+			continue;
+		if (strcmp(n, "probes_attached") == 0) {
+			x = add_sample(s, m, "", (double)ex->attached[i]);
+			if (add_label(x, "probe", md->probe) != 0)
+				return -1;
+		} else if (strcmp(n, "label_values_folded_total") == 0) {
+			for (size_t f = 0; f < md->nfields; f++) {
+				x = add_sample(s, m, "", (double)ex->slots[i][f].folded_count);
+				if (add_label(x, "map", md->map) != 0 || add_label(x, "label", md->fields[f].arg) != 0)
+					return -1;
+			}
+		} else if (strcmp(n, "dropped_fires_total") == 0) {
+			x = add_sample(s, m, "", (double)dropped[md->drop_slot]);
+			if (add_label(x, "map", md->map) != 0)
+				return -1;
+		} else {
+			struct bpf_prog_info info;
+			uint32_t len = sizeof info;
+			int fd = bx_prog_fd(ex, md->probe);
+			memset(&info, 0, sizeof info);
+			if (fd >= 0)
+				bpf_obj_get_info_by_fd(fd, &info, &len);
+			double value = strcmp(n, "bpf_program_runs_total") == 0 ? (double)info.run_cnt
+			             : strcmp(n, "bpf_program_run_seconds_total") == 0 ? (double)info.run_time_ns / 1e9
+			             : (double)info.recursion_misses;
+			x = add_sample(s, m, "", value);
+			if (add_label(x, "program", md->probe) != 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *s)
+{
+	rows_t rows[BX_MAX_MAPS];
+	int rc = 0;
+
+	memset(s, 0, sizeof *s);
+	memset(rows, 0, sizeof rows);
+	format_bounds();
+	for (size_t i = 0; i < bx_map_count && rc == 0; i++)
+		if (bx_maps[i].group & ex->groups)
+			rc = read_map(ex, i, &rows[i]);
+	for (size_t k = 0; k < bx_metric_count && rc == 0; k++) {
+		const bx_metric_t *m = &bx_metrics[k];
+		if (!(bx_metric_group(m) & ex->groups))
+			continue;
+		rc = m->source == BX_SRC_SELF ? self_metric(ex, s, m) : derive(s, m, &rows[m->map]);
+	}
+	for (size_t i = 0; i < bx_map_count; i++)
+		free(rows[i].items);
+	return rc;
+}
+
+void bx_snapshot_free(bx_snapshot_t *s)
+{
+	for (size_t i = 0; i < s->owned_count; i++)
+		free(s->owned[i]);
+	free(s->owned);
+	free(s->samples);
+	memset(s, 0, sizeof *s);
+}

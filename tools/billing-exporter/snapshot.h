@@ -1,0 +1,37 @@
+/*
+ * snapshot.h -- one reading of every enabled map, turned into samples:
+ * (family, sample suffix, labels, value), in the order of the metric
+ * table.  The writers (format.c) print the same samples as Prometheus
+ * text, OpenMetrics, a table or JSON lines.
+ */
+#ifndef BX_SNAPSHOT_H
+#define BX_SNAPSHOT_H
+
+#include <stddef.h>
+
+#include "exporter.h"
+
+#define BX_SAMPLE_LABELS 4   /* the metric's labels + le */
+
+typedef struct bx_sample {
+	const bx_metric_t *metric;   /* its family: name, type, help, unit */
+	const char *suffix;          /* "", "_bucket", "_sum", "_count" */
+	size_t nlabels;
+	const char *label_names[BX_SAMPLE_LABELS];
+	const char *label_values[BX_SAMPLE_LABELS];  /* sanitized, stable for the snapshot */
+	double value;
+} bx_sample_t;
+
+typedef struct bx_snapshot {
+	bx_sample_t *samples;
+	size_t count, cap;
+	char **owned;                /* strings the snapshot allocated (le, target labels) */
+	size_t owned_count, owned_cap;
+} bx_snapshot_t;
+
+/* Read the maps and build the samples.  Call with ex->lock held: the
+ * label slots change.  0, or -1 when out of memory. */
+int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *snap);
+void bx_snapshot_free(bx_snapshot_t *snap);
+
+#endif /* BX_SNAPSHOT_H */

@@ -1,0 +1,310 @@
+/*
+ * trace_script.c -- rewrite a bpftrace script's USDT specs for the
+ * modules of one process.
+ *
+ * A bpftrace program is a list of clauses "SPECS [/PREDICATE/] { BODY }"
+ * (plus preprocessor lines and comments).  The scanner walks the text at
+ * brace depth 0, skipping comments, strings and bodies; the text between
+ * one clause's closing brace and the next '{' or '/' predicate is the spec
+ * list, split at commas.  Only specs of the form usdt::PROVIDER:NAME are
+ * touched; a NAME with glob characters expands to every matching probe.
+ */
+#include "trace_script.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct buf {
+	char *s;
+	size_t len, cap;
+	int failed;
+} buf_t;
+
+static void put(buf_t *b, const char *s, size_t n)
+{
+	if (b->failed)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (b->len + n + 1 > cap)
+			cap *= 2;
+		char *grown = realloc(b->s, cap);
+		if (!grown) {
+			b->failed = 1;
+			return;
+		}
+		b->s = grown;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+}
+
+static void puts_(buf_t *b, const char *s)
+{
+	put(b, s, strlen(s));
+}
+
+/* Past a comment or string starting at p (which must start one), or p. */
+static const char *skip_lexical(const char *p, const char *end, int *bad)
+{
+	if (p + 1 < end && p[0] == '/' && p[1] == '*') {
+		const char *close = p + 2;
+		while (close + 1 < end && !(close[0] == '*' && close[1] == '/'))
+			close++;
+		if (close + 1 >= end) {
+			*bad = 1;
+			return end;
+		}
+		return close + 2;
+	}
+	if (p + 1 < end && p[0] == '/' && p[1] == '/') {
+		while (p < end && *p != '\n')
+			p++;
+		return p;
+	}
+	if (*p == '"') {
+		for (p++; p < end && *p != '"'; p++)
+			if (*p == '\\' && p + 1 < end)
+				p++;
+		if (p >= end) {
+			*bad = 1;
+			return end;
+		}
+		return p + 1;
+	}
+	return p;
+}
+
+/* Past the block starting at the '{' at p. */
+static const char *skip_block(const char *p, const char *end, int *bad)
+{
+	int depth = 0;
+	while (p < end) {
+		const char *q = skip_lexical(p, end, bad);
+		if (q != p) {
+			p = q;
+			continue;
+		}
+		if (*p == '{')
+			depth++;
+		else if (*p == '}' && --depth == 0)
+			return p + 1;
+		p++;
+	}
+	*bad = 1;
+	return end;
+}
+
+/* Past the predicate "/ ... /" starting at p. */
+static const char *skip_predicate(const char *p, const char *end, int *bad)
+{
+	for (p++; p < end; p++) {
+		const char *q = skip_lexical(p, end, bad);
+		if (q != p) {
+			p = q - 1;
+			continue;
+		}
+		if (*p == '/')
+			return p + 1;
+	}
+	*bad = 1;
+	return end;
+}
+
+/* A '/' opens a predicate when blank space precedes it; inside a spec it
+ * is part of a path ("usdt:/usr/bin/x:p:n", "uprobe:/lib/libc.so.6:f"). */
+static int is_predicate_start(const char *start, const char *p, const char *end)
+{
+	if (*p != '/' || (p + 1 < end && (p[1] == '*' || p[1] == '/')))
+		return 0;
+	return p == start || p[-1] == ' ' || p[-1] == '\t' || p[-1] == '\n' || p[-1] == '\r';
+}
+
+static int has_glob(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+/* Expand one spec (trimmed, n bytes) into out; returns how many specs it
+ * became (0: dropped). */
+static int expand_spec(const char *spec, size_t n, const bp_probe_set_t *set, unsigned char *used, buf_t *out,
+                       int first, int *passthrough, bp_dropped_fn dropped, void *ctx)
+{
+	char text[512];
+	if (n >= sizeof text)
+		n = sizeof text - 1;
+	memcpy(text, spec, n);
+	text[n] = '\0';
+	if (strncmp(text, "usdt::", 6) != 0 || !strchr(text + 6, ':')) {
+		if (!first)
+			puts_(out, ",\n");
+		puts_(out, text);
+		(*passthrough)++;
+		return 1;
+	}
+	char *provider = text + 6;
+	char *colon = strchr(provider, ':');
+	*colon = '\0';
+	const char *name = colon + 1;
+	int made = 0;
+	for (size_t m = 0; m < set->module_count; m++) {
+		/* each probe name once per module, in the set's order */
+		for (size_t i = 0; i < set->probe_count; i++) {
+			const bp_probe_t *p = &set->probes[i];
+			if (p->module != m || strcmp(p->provider, provider) != 0)
+				continue;
+			if (has_glob(name) ? fnmatch(name, p->name, 0) != 0 : strcmp(name, p->name) != 0)
+				continue;
+			if (used)
+				used[i] = 1;
+			int seen = 0;
+			for (size_t j = 0; j < i && !seen; j++)
+				seen = set->probes[j].module == m && strcmp(set->probes[j].provider, p->provider) == 0 &&
+				       strcmp(set->probes[j].name, p->name) == 0;
+			if (seen)
+				continue;
+			if (!first || made)
+				puts_(out, ",\n");
+			puts_(out, "usdt:");
+			puts_(out, set->modules[m].path);
+			puts_(out, ":");
+			puts_(out, p->provider);
+			puts_(out, ":");
+			puts_(out, p->name);
+			made++;
+		}
+	}
+	if (!made && dropped) {
+		*colon = ':';
+		dropped(text, ctx);
+	}
+	return made;
+}
+
+/* Rewrite a spec list [s, e) into out.  Returns the number of specs. */
+static int rewrite_specs(const char *s, const char *e, const bp_probe_set_t *set, unsigned char *used, buf_t *out,
+                         int *passthrough, bp_dropped_fn dropped, void *ctx)
+{
+	int made = 0;
+	while (s < e) {
+		const char *comma = s;
+		while (comma < e && *comma != ',')
+			comma++;
+		const char *a = s, *b = comma;
+		while (a < b && (*a == ' ' || *a == '\t' || *a == '\n' || *a == '\r'))
+			a++;
+		while (b > a && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\n' || b[-1] == '\r'))
+			b--;
+		if (b > a)
+			made += expand_spec(a, (size_t)(b - a), set, used, out, made == 0, passthrough, dropped, ctx);
+		s = comma < e ? comma + 1 : e;
+	}
+	return made;
+}
+
+char *bp_trace_resolve(const char *text, size_t len, const bp_probe_set_t *set, int pid, unsigned char *used,
+                       bp_dropped_fn dropped, void *ctx, char *err, size_t errlen)
+{
+	buf_t out = { NULL, 0, 0, 0 };
+	const char *p = text, *end = text + len;
+	int bad = 0;
+	/* A "#!" first line cannot go through -e: keep the line, blank. */
+	if (len >= 2 && p[0] == '#' && p[1] == '!') {
+		while (p < end && *p != '\n')
+			p++;
+	}
+	while (p < end && !bad) {
+		/* Leading blanks, comments and preprocessor lines pass through. */
+		const char *q = skip_lexical(p, end, &bad);
+		if (q != p) {
+			put(&out, p, (size_t)(q - p));
+			p = q;
+			continue;
+		}
+		if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
+			put(&out, p, 1);
+			p++;
+			continue;
+		}
+		if (*p == '#') {
+			const char *eol = p;
+			while (eol < end && *eol != '\n')
+				eol++;
+			put(&out, p, (size_t)(eol - p));
+			p = eol;
+			continue;
+		}
+		/* A clause: specs up to '{' or a predicate's '/'. */
+		const char *specs = p;
+		while (p < end && *p != '{' && !is_predicate_start(specs, p, end))
+			p++;
+		if (p >= end) {
+			bad = 1;
+			break;
+		}
+		const char *specs_end = p;
+		const char *clause_end = p;
+		if (*p == '/')
+			clause_end = skip_predicate(p, end, &bad);
+		while (!bad && clause_end < end && *clause_end != '{') {
+			const char *q2 = skip_lexical(clause_end, end, &bad);
+			clause_end = q2 != clause_end ? q2 : clause_end + 1;
+		}
+		if (bad || clause_end >= end) {
+			bad = 1;
+			break;
+		}
+		clause_end = skip_block(clause_end, end, &bad);
+		buf_t specs_out = { NULL, 0, 0, 0 };
+		int passthrough = 0;
+		int made = rewrite_specs(specs, specs_end, set, used, &specs_out, &passthrough, dropped, ctx);
+		if (specs_out.failed)
+			out.failed = 1;
+		if (made > 0) {
+			put(&out, specs_out.s, specs_out.len);
+			put(&out, " ", 1);
+			if (pid > 0 && passthrough == 0) {
+				/* attached by path: keep to this process */
+				char filter[64];
+				snprintf(filter, sizeof filter, "/pid == %d", pid);
+				puts_(&out, filter);
+				if (*specs_end == '/') {
+					const char *pred_end = skip_predicate(specs_end, end, &bad);
+					puts_(&out, " && (");
+					put(&out, specs_end + 1, (size_t)(pred_end - 1 - (specs_end + 1)));
+					puts_(&out, ")/");
+					put(&out, pred_end, (size_t)(clause_end - pred_end));
+				} else {
+					puts_(&out, "/ ");
+					put(&out, specs_end, (size_t)(clause_end - specs_end));
+				}
+			} else {
+				put(&out, specs_end, (size_t)(clause_end - specs_end));
+			}
+		} else {
+			puts_(&out, "/* dropped: no module of the process carries its probes */");
+		}
+		free(specs_out.s);
+		p = clause_end;
+	}
+	if (bad) {
+		snprintf(err, errlen, "cannot read the script: an unterminated comment, string, predicate or block");
+		free(out.s);
+		return NULL;
+	}
+	if (out.failed || !out.s) {
+		if (!out.failed && !out.s) {
+			out.s = calloc(1, 1);
+			if (out.s)
+				return out.s;
+		}
+		snprintf(err, errlen, "out of memory");
+		free(out.s);
+		return NULL;
+	}
+	return out.s;
+}

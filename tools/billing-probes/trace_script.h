@@ -1,0 +1,33 @@
+/*
+ * trace_script.h -- a bpftrace script resolved for one process: every
+ * `usdt::PROVIDER:NAME` spec (empty path, TEAM.md contract 1) becomes one
+ * `usdt:/abs/module:PROVIDER:NAME` per module that carries the probe;
+ * specs no module carries are dropped, and a clause whose specs all
+ * vanish is dropped whole.  Everything else passes through unchanged.
+ *
+ * Why paths and a pid predicate rather than `bpftrace -p`: bpftrace 0.17
+ * with -p cannot resolve a probe that sits in two modules of the process
+ * even when each spec names its module ("Could not resolve symbol");
+ * attached by path, each module's probe resolves on its own, and the
+ * kernel raises each module's semaphore (uprobe ref_ctr).
+ */
+#ifndef BP_TRACE_SCRIPT_H
+#define BP_TRACE_SCRIPT_H
+
+#include <stddef.h>
+
+#include "probe_reader.h"
+
+/* Called once per dropped spec (the spec as written). */
+typedef void (*bp_dropped_fn)(const char *spec, void *ctx);
+
+/* Resolve text (len bytes) against set into a malloc'd NUL-terminated
+ * string.  With pid > 0 every clause made only of resolved USDT specs
+ * gets the predicate "pid == PID" (anded with its own): specs with a path
+ * attach to every process running that file.  used (set->probe_count bytes, or NULL) receives 1 for every
+ * site the resolved script attaches to.  Returns NULL with a one-line
+ * reason in err (out of memory, an unterminated comment, string or block). */
+char *bp_trace_resolve(const char *text, size_t len, const bp_probe_set_t *set, int pid, unsigned char *used,
+                       bp_dropped_fn dropped, void *ctx, char *err, size_t errlen);
+
+#endif /* BP_TRACE_SCRIPT_H */
