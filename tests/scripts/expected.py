@@ -20,6 +20,10 @@ BIZ_ROWS = {
     ("refunds", "USD", "-", 0): (1, 777),  # the empty reason prints as "-"
 }
 
+# biz_metrics' summary at exit: counts and approved / (approved + declined)
+BIZ_SUMMARY = {"invoices": 1000, "approved": 700, "declined": 300, "approval_pct": 70,
+               "refunds": 50}
+
 # errors TOTAL rows: (component, code) -> count
 ERROR_ROWS = {
     ("db", 1205): 7,

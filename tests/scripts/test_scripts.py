@@ -255,8 +255,13 @@ def scalar_map(text, name):
 
 
 def total_table(text, title, ncols):
+    """The rows under the column heading (an upper-case first word) of the
+    section titled title_re; lines before it (a summary) are skipped."""
+    body = section(text, title)
+    heads = [i for i, l in enumerate(body) if re.match(r"^[A-Z][A-Z_]+\s", l)]
+    check(heads, "no column heading under %r" % title)
     rows = []
-    for line in section(text, title)[1:]:
+    for line in body[heads[0] + 1:]:
         f = line.split()
         check(len(f) == ncols, "bad row %r" % line)
         rows.append(f)
@@ -294,13 +299,38 @@ def case_biz_metrics():
     check(total == X.BIZ_ROWS, "TOTAL rows differ:\n%s\nexpected\n%s" % (total, X.BIZ_ROWS))
     # Every event shows in exactly one interval: the intervals sum to the total.
     sums = {}
+    summed = dict.fromkeys(X.BIZ_SUMMARY, 0)
     for m in re.finditer(r"^\d\d:\d\d:\d\d  last 1 s\n(.*?)(?=\n\n|\Z)", out, re.S | re.M):
-        for line in m.group(1).split("\n")[1:]:
+        lines = m.group(1).split("\n")
+        s = biz_summary("\n".join(lines[:3]), per_second=True)
+        for k in ("invoices", "approved", "declined", "refunds"):
+            summed[k] += s[k]
+        for line in lines[4:]:
             f = line.split()
             k = (f[0], f[1], f[2], int(f[3]))
             c, a = sums.get(k, (0, 0))
             sums[k] = (c + int(f[4]), a + int(f[5]))
     intervals_add_up(sums, X.BIZ_ROWS, "biz_metrics")
+    total = biz_summary("\n".join(section(out, r"TOTAL since start")[:3]))
+    check(total == X.BIZ_SUMMARY, "TOTAL summary %s, want %s" % (total, X.BIZ_SUMMARY))
+    summed["approval_pct"] = total["approval_pct"]
+    intervals_add_up(summed, X.BIZ_SUMMARY, "biz_metrics summary")
+
+
+def biz_summary(text, per_second=False):
+    """biz_metrics' three summary lines -> {"invoices": N, ...}; with
+    per_second (1 s intervals) each rate must equal its count."""
+    rate = r" \((\d+)/s\)" if per_second else ""
+    m = re.match(r"invoices (\d+)%s\npayments approved (\d+) declined (\d+) \(%sapproval (\d+)%%\)\n"
+                 r"refunds (\d+)%s$" % (rate, r"(\d+)/s, " if per_second else "", rate), text)
+    check(m, "summary lines %r" % text)
+    g = [int(x) for x in m.groups()]
+    if per_second:
+        check(g[0] == g[1] and g[2] + g[3] == g[4] and g[6] == g[7], "rates of a 1 s interval %r" % text)
+        g = [g[0], g[2], g[3], g[5], g[6]]
+    pay = g[1] + g[2]
+    check(g[3] == (g[1] * 100 // pay if pay else 0), "approval %% in %r" % text)
+    return dict(zip(("invoices", "approved", "declined", "approval_pct", "refunds"), g))
 
 
 def case_biz_metrics_json():
