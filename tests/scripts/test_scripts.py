@@ -121,7 +121,7 @@ class Tracer:
     def cleanup(self, proc):
         """A dtrace killed before its exit leaves its uprobes behind."""
         if self.dtrace:
-            bt.remove_dtrace_uprobes(proc.pid)
+            bt.remove_dtrace_uprobes(proc.pid, self.workload)
 
 
 TRACER = None  # set by main()
