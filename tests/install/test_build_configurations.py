@@ -113,7 +113,22 @@ def installed_build(source, work):
               f"{lang}: the program carries its own probe; the helpers' stay in the library")
     lib_notes = run(["readelf", "-n", os.path.join(libdir, "libbillingprobes.so")]).stdout
     check("Name: request__start" in lib_notes, "the installed library carries the helpers' probes")
+    installed_trace(prefix, libdir, os.path.join(work, "minimal-C"))
     downstream_project(source, work, prefix, env)
+
+
+def installed_trace(prefix, libdir, program):
+    """The installed tool finds a script by its bare name in the installed
+    share folder, and resolves it for the program and the library it loads."""
+    tool = os.path.join(prefix, "bin", "billing-probes")
+    if not os.path.exists(program):
+        check(False, "installed trace: the out-of-tree program was built")
+        return
+    r = run([tool, "trace", "tps", "-c", program, "--dry-run"], cwd="/")
+    lib = os.path.realpath(os.path.join(libdir, "libbillingprobes.so"))
+    check(r.returncode == 0 and f"usdt:{lib}:billing:transaction__done" in r.stdout,
+          "installed `billing-probes trace tps -c PROGRAM --dry-run`: the installed script, "
+          "resolved to the installed library the program loads")
 
 
 def downstream_project(source, work, prefix, env):

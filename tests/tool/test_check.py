@@ -16,7 +16,7 @@ import tempfile
 
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-import billingtest as bt  # noqa: E402,F401
+import billingtest as bt  # noqa: E402
 from tooltest import (LIB_ALL, LIB_HELPERS, PROBES, PROGRAM, PROGRAM_DISABLED, PROVIDER, catalogue, check,
                       finish, readelf_names, run)  # noqa: E402
 
@@ -89,15 +89,21 @@ with tempfile.TemporaryDirectory() as tmp:
           "it names exactly billing:settlement__close (%r)" % out)
     check("(2 arguments)" in out, "with the declared argument count")
 
+    # The probe the edits below work on: the first with an int argument,
+    # its declaration as billing.d writes it (read by billingtest).
+    victim, vargs = next((name, args) for (_, name, args) in bt.provider_probes(PROVIDER) if "int" in args)
+    velf = bt.elf_name(victim)
+    decl = "probe %s(%s);" % (velf, ", ".join(vargs))
+    check(decl in text, "billing.d declares %r (precondition of the edits below)" % decl)
+
     wrong = os.path.join(tmp, "wrong.d")
     with open(wrong, "w") as f:
-        f.write(text.replace("probe error(unsigned long long, char *, int);",
-                             "probe error(unsigned long long, char *, int, int);"))
+        f.write(text.replace(decl, "probe %s(%s);" % (velf, ", ".join(vargs + ["int"]))))
     rc, out, err = run(["check", PROGRAM, "--provider", wrong])
     check(rc == 1, "check against a billing.d with a wrong argument count exits 1 (rc=%d)" % rc)
-    check(problem_lines(out, "mismatch") == {"billing:error"} and not problem_lines(out, "missing"),
-          "it names exactly the mismatched billing:error (%r)" % out)
-    check("has 3 arguments, the catalogue declares 4" in out, "with both counts")
+    check(problem_lines(out, "mismatch") == {"billing:" + velf} and not problem_lines(out, "missing"),
+          "it names exactly the mismatched billing:%s (%r)" % (velf, out))
+    check("has %d arguments, the catalogue declares %d" % (len(vargs), len(vargs) + 1) in out, "with both counts")
 
     # A D file in the D spelling with hyphens is not valid D: clean error.
     for name, body, why in [
@@ -119,22 +125,24 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run(["check", PROGRAM, "--provider", os.path.join(tmp, "absent.d")])
     check(rc == 2 and len(err.splitlines()) == 1 and "absent.d" in err, "a missing provider file: exit 2 (%r)" % err)
 
-    # A width the site does not have: error's code is an int (4 bytes).
+    # A width the site does not have: the int (4 bytes) declared long long.
+    k = vargs.index("int")
     wide = os.path.join(tmp, "wide.d")
     with open(wide, "w") as f:
-        f.write(text.replace("probe error(unsigned long long, char *, int);",
-                             "probe error(unsigned long long, char *, long long);"))
+        f.write(text.replace(decl, "probe %s(%s);" % (velf, ", ".join(vargs[:k] + ["long long"] + vargs[k + 1:]))))
     rc, out, err = run(["check", PROGRAM, "--provider", wide])
-    check(rc == 1 and problem_lines(out, "mismatch") == {"billing:error"}
-          and "argument 3 is 4 bytes wide, the catalogue declares 8" in out,
-          "a billing.d declaring a wider argument: mismatch naming argument 3 and both widths (%d %r)" % (rc, out))
+    check(rc == 1 and problem_lines(out, "mismatch") == {"billing:" + velf}
+          and "argument %d is 4 bytes wide, the catalogue declares 8" % (k + 1) in out,
+          "a billing.d declaring a wider argument: mismatch naming argument %d and both widths (%d %r)"
+          % (k + 1, rc, out))
     # A probe of the provider that billing.d does not know is an error even
     # when nothing is expected of it.
     fewer = os.path.join(tmp, "fewer.d")
     with open(fewer, "w") as f:
-        f.write(text.replace("probe error(unsigned long long, char *, int);", ""))
-    rc, out, err = run(["check", PROGRAM, "--provider", fewer, "--expect", "payment-auth"])
-    check(rc == 1 and problem_lines(out, "unknown") == {"billing:error"},
+        f.write(text.replace(decl, ""))
+    other = next(n for (_, n) in cat if n != velf)
+    rc, out, err = run(["check", PROGRAM, "--provider", fewer, "--expect", other])
+    check(rc == 1 and problem_lines(out, "unknown") == {"billing:" + velf},
           "a probe billing.d does not declare: 'unknown', exit 1, whatever is expected (%d %r)" % (rc, out))
 
     # (void) and named arguments count as D does.

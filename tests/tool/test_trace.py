@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -121,6 +122,8 @@ for name in ("biz_metrics", "tps", "request_latency", "slow_requests", "amount_d
     for program, carries in ((SUBSET, subset_carries), (TWO, two_carries)):
         rc, out, err = run(["trace", name, "-c", program, "--dry-run"], timeout=60)
         specs = re.findall(r"^usdt:(\S*?):billing:(\w+)", out, flags=re.M)
+        check(len(re.findall(r"dropped usdt::", err)) == len(dropped(err)),
+              "%s on %s: one line per dropped probe" % (name, os.path.basename(program)))
         check(rc == 0 and dropped(err) == wanted - carries,
               "%s on %s: dropped exactly the probes it lacks %s (%d %r)"
               % (name, os.path.basename(program), sorted(wanted - carries), rc, err[-300:]))
@@ -131,6 +134,31 @@ modules = {os.path.realpath(p) for p, n in re.findall(r"^usdt:(\S*?):billing:(\w
            if n == "request__done"}
 check(modules == {os.path.realpath(TWO), LIB},
       "request-done in two modules: one spec for each (%s)" % sorted(modules))
+# The scanner on a script of awkward shapes: braces and slashes inside a
+# string and comments, a predicate of its own, a glob, a path spec.
+with tempfile.TemporaryDirectory() as tmp:
+    odd = os.path.join(tmp, "odd.bt")
+    with open(odd, "w") as f:
+        f.write('#!/usr/bin/env bpftrace\n'
+                'BEGIN { printf("{ not a block \\"/\\" }\\n"); }\n'
+                '// usdt::billing:error { }\n'
+                'usdt::billing:request__done,\nusdt::billing:request__start\n/arg0 > 0/\n'
+                '{ @[str(arg1)] = count(); /* } */ }\n'
+                'usdt::billing:payment__auth { @p = count(); }\n'
+                'usdt::billing:request__* { @all = count(); }\n'
+                'uprobe:/bin/true:main /pid > 0/ { }\n')
+    rc, out, err = run(["trace", odd, "-c", TWO, "--dry-run"])
+    pid_filter = re.findall(r"/pid == (\d+)", out)
+    check(rc == 0 and 'printf("{ not a block \\"/\\" }\\n")' in out and "// usdt::billing:error { }" in out
+          and "{ @[str(arg1)] = count(); /* } */ }" in out, "string, comments and body pass through unchanged")
+    check(len(pid_filter) == 2 and re.search(r"/pid == \d+ && \(arg0 > 0\)/", out),
+          "the pid predicate is anded with the clause's own (%s)" % pid_filter)
+    glob = out.split("/* dropped")[1].split("{ @all")[0] if "/* dropped" in out else ""
+    check(len(re.findall(r"^usdt:/", glob, flags=re.M)) == 4,
+          "usdt::billing:request__* expands to both request probes in both modules")
+    check("uprobe:/bin/true:main /pid > 0/ { }" in out and dropped(err) == {"payment__auth"},
+          "a path spec passes through; the clause of an absent probe is dropped")
+
 rc, out, err = run(["trace", os.path.join(SCRIPTS, "tps.bt"), "-c", TWO, "--dry-run"])
 check(rc == 0 and "transaction__done" in out, "a script given by path resolves too")
 for args, why in ((["trace", "no_such_script", "-c", TWO], "no such script"),

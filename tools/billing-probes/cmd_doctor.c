@@ -103,8 +103,11 @@ static void semaphores_result(const bp_probe_set_t *t, int clear, bp_check_resul
 		return;
 	}
 	if (survey.stale == 0) {
-		snprintf(r->finding, sizeof r->finding, "%zu raised, each with a uprobe at its site%s; none stale",
-		         survey.count, survey.count == 1 ? "" : "s");
+		if (survey.count == 0)
+			snprintf(r->finding, sizeof r->finding, "0 raised (nothing traced); none stale");
+		else
+			snprintf(r->finding, sizeof r->finding, "%zu raised, each with a uprobe at its sites; none stale",
+			         survey.count);
 		r->status = BP_OK;
 		bp_semaphores_free(&survey);
 		return;

@@ -35,6 +35,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "start_stopped.h"
+#include "text_file.h"
 #include "trace_script.h"
 
 #ifndef BP_DATADIR
@@ -92,47 +93,24 @@ static int find_script(const char *script, char *out, size_t n)
 	return -1;
 }
 
-static char *read_text(const char *path, size_t *len, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		snprintf(err, errlen, "%s", errno == EACCES ? "permission denied" : strerror(errno));
-		return NULL;
-	}
-	size_t cap = 1 << 16, n = 0, got;
-	char *text = malloc(cap);
-	while (text && (got = fread(text + n, 1, cap - n - 1, f)) > 0) {
-		n += got;
-		if (n == cap - 1 && cap < (1u << 24)) {
-			char *grown = realloc(text, cap * 2);
-			if (!grown) {
-				free(text);
-				text = NULL;
-				break;
-			}
-			text = grown;
-			cap *= 2;
-		}
-	}
-	fclose(f);
-	if (!text) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	text[n] = '\0';
-	*len = n;
-	return text;
-}
-
+/* One line per dropped probe, however many clauses name it. */
 typedef struct drop_ctx {
 	const char *where;
-	int count;
+	char seen[4096];   /* "\nspec\n" for each reported spec */
+	size_t used;
 } drop_ctx_t;
 
 static void report_dropped(const char *spec, void *ctx)
 {
 	drop_ctx_t *d = ctx;
-	d->count++;
+	char key[520];
+	snprintf(key, sizeof key, "\n%s\n", spec);
+	if (strstr(d->seen, key))
+		return;
+	if (d->used + strlen(key) < sizeof d->seen) {
+		memcpy(d->seen + d->used, key, strlen(key) + 1);
+		d->used += strlen(key) - 1; /* entries share their newlines */
+	}
 	fflush(stdout);
 	fprintf(stderr, "billing-probes: trace: dropped %s: no module of %s carries it\n", spec, d->where);
 }
@@ -273,9 +251,9 @@ int bp_cmd_trace(const bp_options_t *opt)
 		return BP_EXIT_ERROR;
 	}
 	size_t len;
-	char *text = read_text(script, &len, err, sizeof err);
+	char *text = bp_read_text_file(script, 16u << 20, &len);
 	if (!text) {
-		bp_error(script, err);
+		bp_error(script, errno == EACCES ? "permission denied" : strerror(errno));
 		return BP_EXIT_ERROR;
 	}
 
@@ -315,7 +293,8 @@ int bp_cmd_trace(const bp_options_t *opt)
 		return BP_EXIT_ERROR;
 	}
 
-	drop_ctx_t dropped = { where, 0 };
+	static drop_ctx_t dropped;
+	dropped.where = where;
 	char *resolved = bp_trace_resolve(text, len, &set, set.pid, used, report_dropped, &dropped, err, sizeof err);
 	free(text);
 	if (!resolved || opt->dry_run) {

@@ -14,31 +14,14 @@
 #  include <zlib.h>
 #endif
 
+#include "text_file.h"
+
 static int read_plain(const char *path, kconfig_t *k)
 {
-	FILE *f = fopen(path, "r");
-	if (!f)
+	size_t len;
+	k->text = bp_read_text_file(path, 64u << 20, &len);
+	if (!k->text)
 		return -1;
-	size_t cap = 1 << 18, len = 0, n;
-	char *buf = malloc(cap);
-	while (buf && (n = fread(buf + len, 1, cap - 1 - len, f)) > 0) {
-		len += n;
-		if (len == cap - 1) {
-			char *grown = realloc(buf, cap * 2);
-			if (!grown) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = grown;
-			cap *= 2;
-		}
-	}
-	fclose(f);
-	if (!buf)
-		return -1;
-	buf[len] = '\0';
-	k->text = buf;
 	snprintf(k->source, sizeof k->source, "%s", path);
 	return 0;
 }

@@ -1,0 +1,50 @@
+/*
+ * text_file.c -- read a whole (small) text file: a kernel config, a
+ * bpftrace script.
+ */
+#include "text_file.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+char *bp_read_text_file(const char *path, size_t max, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	size_t cap = 1 << 16, n = 0, got;
+	char *text = malloc(cap);
+	while (text && (got = fread(text + n, 1, cap - n - 1, f)) > 0) {
+		n += got;
+		if (n > max) {
+			free(text);
+			text = NULL;
+			errno = EFBIG;
+			break;
+		}
+		if (n == cap - 1) {
+			char *grown = realloc(text, cap * 2);
+			if (!grown) {
+				free(text);
+				text = NULL;
+				errno = ENOMEM;
+				break;
+			}
+			text = grown;
+			cap *= 2;
+		}
+	}
+	int read_error = ferror(f);
+	fclose(f);
+	if (text && read_error) {
+		free(text);
+		errno = EIO;
+		return NULL;
+	}
+	if (!text)
+		return NULL;
+	text[n] = '\0';
+	*len = n;
+	return text;
+}
