@@ -134,6 +134,15 @@ usdt::billing:invoice__create { @fires[pid] = count(); @rounds[pid, arg1] = coun
 """
 
 
+def stop_tracer(tracer):
+    """SIGINT and wait.  Once, under a full test run, bpftrace took over 30 s
+    to exit after SIGINT (its uprobes' detach); wait long, say how long."""
+    t0 = time.monotonic()
+    rc, out = tracer.stop(timeout=120)
+    print("bpftrace exited %.1f s after SIGINT" % (time.monotonic() - t0))
+    return rc, out
+
+
 def fires_by_pid(text):
     return {int(k): v for (name, k), v in parse_maps(text).items() if name == "fires"}
 
@@ -148,7 +157,7 @@ def bpftrace_worker(pf, script):
         pf.fire(pf.parent)
         pf.fire(other)
     finally:
-        rc, out = tracer.stop()
+        rc, out = stop_tracer(tracer)
     print(out)
     bt.check(rc == 0, "bpftrace -p worker exit code 0 (got %s)" % rc)
     bt.check(fires_by_pid(out) == {worker: 3 * FIRES},
@@ -167,7 +176,7 @@ def bpftrace_parent_forks(pf, script):
         pf.fire(pf.parent)
         pf.fire(pf.parent)
     finally:
-        rc, out = tracer.stop()
+        rc, out = stop_tracer(tracer)
     print(out)
     bt.check(rc == 0, "bpftrace -p parent exit code 0 (got %s)" % rc)
     bt.check(fires_by_pid(out) == {pf.parent: 2 * FIRES},
@@ -190,7 +199,7 @@ def bpftrace_by_path(pf):
             for _ in range(rounds):
                 pf.fire(pid)
     finally:
-        rc, out = tracer.stop()
+        rc, out = stop_tracer(tracer)
         os.unlink(program.name)
     print(out)
     want = {pid: rounds * FIRES for pid, rounds in want.items()}
