@@ -35,7 +35,7 @@ sys.path.insert(0, BENCH_DIR)
 sys.path.insert(0, os.path.join(BENCH_DIR, "..", "tests", "lib"))
 import billingtest as bt  # noqa: E402
 import billingd_bench  # noqa: E402
-from run_bench import TRACED_PROGRAMS, fire_once, summary  # noqa: E402
+from firing import TRACED_PROGRAMS, fire_once, summary  # noqa: E402
 
 TARGETS = {"count_ratio": 1.3, "scrape_ms": 5.0, "default_standard_pct": 5.0, "default_fast_pct": 3.0}
 

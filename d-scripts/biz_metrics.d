@@ -20,6 +20,11 @@
  *   COUNT       events in the interval (TOTAL: since start)
  *   AMOUNT      sum of amounts, minor units of CURRENCY (cents)
  *   TIME        HH:MM:SS of walltimestamp, UTC (bpftrace: local time)
+ * SUMMARY (table only, before the rows of each interval and of TOTAL):
+ *   invoices N (R/s); payments approved N declined N (R/s, approval P%);
+ *   refunds N (R/s).  R: events per second of the interval, rounded down
+ *   (not on the TOTAL summary); P: approved / (approved + declined),
+ *   whole percent rounded down.  Amounts stay in the rows, per currency.
  *
  * JSON schema (a "start" line, one line per interval, "total" at exit):
  *   {"type":"start","interval_s":N}
@@ -32,19 +37,30 @@
  * refund-process; everything is aggregated in the kernel.
  * STABILITY: fields and JSON keys are Evolving (billing.d's probe names
  * and arguments); the table layout may change, the JSON schema only by
- * adding keys.  Row order: printa's (by count), not first-seen as in the
- * bpftrace twin.
+ * adding keys.  Row order: by count, most first (printa with aggsortrev),
+ * not first-seen as in the bpftrace twin.
  * EXAMPLE: biz_metrics.example.txt
  */
 
 #pragma D option quiet
 #pragma D option defaultargs
+/* rows with the most events first */
+#pragma D option aggsortrev
 
 dtrace:::BEGIN
 {
 	interval = $1 > 0 ? $1 : 10;
 	json = $2;
 	secs = 0;
+	/* every summary figure exists from the start, so a quiet interval
+	 * prints 0 rather than dropping the line */
+	@s_inv = count(); @s_inv_rate = count(); @t_inv = count();
+	@s_appr = sum(0); @s_decl = sum(0); @s_pay_rate = count(); @s_pct = avg(0);
+	@t_appr = sum(0); @t_decl = sum(0); @t_pct = avg(0);
+	@s_ref = count(); @s_ref_rate = count(); @t_ref = count();
+	clear(@s_inv); clear(@s_inv_rate); clear(@t_inv); clear(@s_appr); clear(@s_decl);
+	clear(@s_pay_rate); clear(@s_pct); clear(@t_appr); clear(@t_decl); clear(@t_pct);
+	clear(@s_ref); clear(@s_ref_rate); clear(@t_ref);
 }
 
 dtrace:::BEGIN
@@ -91,6 +107,31 @@ billing$target:::refund-process
 	this->amount = (long long)arg2;
 }
 
+billing$target:::invoice-create
+{
+	@s_inv = count();
+	@s_inv_rate = count();
+	@t_inv = count();
+}
+
+billing$target:::payment-auth
+{
+	@s_appr = sum((int)arg4 == 0 ? 1 : 0);
+	@s_decl = sum((int)arg4 != 0 ? 1 : 0);
+	@s_pay_rate = count();
+	@s_pct = avg((int)arg4 == 0 ? 100 : 0);
+	@t_appr = sum((int)arg4 == 0 ? 1 : 0);
+	@t_decl = sum((int)arg4 != 0 ? 1 : 0);
+	@t_pct = avg((int)arg4 == 0 ? 100 : 0);
+}
+
+billing$target:::refund-process
+{
+	@s_ref = count();
+	@s_ref_rate = count();
+	@t_ref = count();
+}
+
 billing$target:::payment-auth,
 billing$target:::invoice-create,
 billing$target:::refund-process
@@ -110,8 +151,16 @@ profile:::tick-1sec
 profile:::tick-1sec
 /secs >= interval && !json/
 {
-	printf("\n%02d:%02d:%02d  last %d s\n%-9s %-8s %-22s %6s %9s %16s\n",
-	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval,
+	printf("\n%02d:%02d:%02d  last %d s\n",
+	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
+	normalize(@s_inv_rate, interval);
+	normalize(@s_pay_rate, interval);
+	normalize(@s_ref_rate, interval);
+	printa("invoices %@d (%@d/s)\n", @s_inv, @s_inv_rate);
+	printa("payments approved %@d declined %@d (%@d/s, approval %@d%%)\n",
+	    @s_appr, @s_decl, @s_pay_rate, @s_pct);
+	printa("refunds %@d (%@d/s)\n", @s_ref, @s_ref_rate);
+	printf("%-9s %-8s %-22s %6s %9s %16s\n",
 	    "METRIC", "CURRENCY", "LABEL", "CODE", "COUNT", "AMOUNT(minor)");
 	printa("%-9s %-8s %-22s %6d %@9d %@16d\n", @count, @amount);
 }
@@ -131,6 +180,9 @@ profile:::tick-1sec
 {
 	trunc(@count);
 	trunc(@amount);
+	/* clear, not trunc: the summary keeps printing 0 for a quiet interval */
+	clear(@s_inv); clear(@s_inv_rate); clear(@s_appr); clear(@s_decl);
+	clear(@s_pay_rate); clear(@s_pct); clear(@s_ref); clear(@s_ref_rate);
 	secs = 0;
 }
 
@@ -142,8 +194,12 @@ dtrace:::END
 dtrace:::END
 /!json/
 {
-	printf("\n%02d:%02d:%02d  TOTAL since start\n%-9s %-8s %-22s %6s %9s %16s\n",
-	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60,
+	printf("\n%02d:%02d:%02d  TOTAL since start\n",
+	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60);
+	printa("invoices %@d\n", @t_inv);
+	printa("payments approved %@d declined %@d (approval %@d%%)\n", @t_appr, @t_decl, @t_pct);
+	printa("refunds %@d\n", @t_ref);
+	printf("%-9s %-8s %-22s %6s %9s %16s\n",
 	    "METRIC", "CURRENCY", "LABEL", "CODE", "COUNT", "AMOUNT(minor)");
 	printa("%-9s %-8s %-22s %6d %@9d %@16d\n", @tcount, @tamount);
 }

@@ -22,11 +22,12 @@
  *   TIME      HH:MM:SS at which the second began, UTC (bpftrace: local time)
  *   TXNS      transaction-done events in that second (count)
  *   FAILED    of which with status != 0 (count)
+ *   FAIL%     FAILED / TXNS, whole percent rounded down (0 in an idle second)
  *   NOTE      "partial NNN ms" for a second not traced whole
  * JSON (a "start" line, then one line per second):
  *   {"type":"start"}
- *   {"time":"HH:MM:SS","transactions":N,"failed":N,"partial":true|false,
- *    "covered_ms":N}
+ *   {"time":"HH:MM:SS","transactions":N,"failed":N,"failed_pct":N,
+ *    "partial":true|false,"covered_ms":N}
  *
  * OVERHEAD: one aggregation update per transaction-done; a 10 Hz tick.
  * STABILITY: Evolving (probe transaction-done).
@@ -42,6 +43,8 @@ dtrace:::BEGIN
 	start_ns = timestamp;
 	last = timestamp / 1000000000;	/* the second under way */
 	wall_off = walltimestamp - timestamp;	/* for printing TIME */
+	had0 = 0;	/* has the even / odd second seen a transaction */
+	had1 = 0;
 }
 
 dtrace:::BEGIN
@@ -54,7 +57,7 @@ dtrace:::BEGIN
 /!json/
 {
 	printf("Tracing transactions per second. Hit Ctrl-C to end.\n");
-	printf("%-8s %8s %8s  %s\n", "TIME", "TXNS", "FAILED", "NOTE");
+	printf("%-8s %8s %8s %6s  %s\n", "TIME", "TXNS", "FAILED", "FAIL%", "NOTE");
 }
 
 billing$target:::transaction-done
@@ -62,6 +65,8 @@ billing$target:::transaction-done
 {
 	@tx0 = sum(1);
 	@fail0 = sum((int)arg2 != 0 ? 1 : 0);
+	@pct0 = avg((int)arg2 != 0 ? 100 : 0);	/* floor(100 * failed / txns) */
+	had0 = 1;	/* a flag, not a count: a lost update cannot matter */
 }
 
 billing$target:::transaction-done
@@ -69,6 +74,8 @@ billing$target:::transaction-done
 {
 	@tx1 = sum(1);
 	@fail1 = sum((int)arg2 != 0 ? 1 : 0);
+	@pct1 = avg((int)arg2 != 0 ? 100 : 0);
+	had1 = 1;
 }
 
 /*
@@ -146,6 +153,63 @@ dtrace:::END
 	printa(",\"failed\":%@d", @fail1);
 }
 
+/* FAIL%: an idle second has no average to print */
+profile:::tick-100ms,
+dtrace:::END
+/this->end && json && ((last % 2 == 0 && had0) || (last % 2 == 1 && had1))/
+{
+	printf(",\"failed_pct\":");
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && !json && ((last % 2 == 0 && had0) || (last % 2 == 1 && had1))/
+{
+	printf(" ");
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && !json && last % 2 == 0 && had0/
+{
+	printa("%@6d", @pct0);
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && !json && last % 2 == 1 && had1/
+{
+	printa("%@6d", @pct1);
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && json && last % 2 == 0 && had0/
+{
+	printa("%@d", @pct0);
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && json && last % 2 == 1 && had1/
+{
+	printa("%@d", @pct1);
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && json && !((last % 2 == 0 && had0) || (last % 2 == 1 && had1))/
+{
+	printf(",\"failed_pct\":0");
+}
+
+profile:::tick-100ms,
+dtrace:::END
+/this->end && !json && !((last % 2 == 0 && had0) || (last % 2 == 1 && had1))/
+{
+	printf(" %6d", 0);
+}
+
 profile:::tick-100ms,
 dtrace:::END
 /this->end && !json/
@@ -181,6 +245,8 @@ dtrace:::END
 {
 	trunc(@tx0);
 	trunc(@fail0);
+	trunc(@pct0);
+	had0 = 0;
 }
 
 profile:::tick-100ms,
@@ -189,6 +255,8 @@ dtrace:::END
 {
 	trunc(@tx1);
 	trunc(@fail1);
+	trunc(@pct1);
+	had1 = 0;
 }
 
 profile:::tick-100ms
@@ -203,4 +271,6 @@ dtrace:::END
 	trunc(@fail0);
 	trunc(@tx1);
 	trunc(@fail1);
+	trunc(@pct0);
+	trunc(@pct1);
 }

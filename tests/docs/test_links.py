@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """The documentation holds together: every relative link in README.md,
-docs/, d-scripts/README.md, bench/README.md and the examples' READMEs
-names a file that exists (and a heading that exists, for #anchors);
+docs/*.md and every folder's README.md (two levels down) names a file that exists (and a heading that exists, for #anchors);
 every file in docs/ is listed in docs/README.md; README.md stays short.
 
 Usage: test_links.py SOURCE_ROOT
@@ -66,7 +65,12 @@ def main():
              os.path.join(root, "d-scripts", "README.md"),
              os.path.join(root, "bench", "README.md")]
     pages += sorted(glob.glob(os.path.join(root, "docs", "*.md")))
-    pages += sorted(glob.glob(os.path.join(root, "examples", "*", "README.md")))
+    # Every other folder's README (build trees left out).
+    for readme in sorted(glob.glob(os.path.join(root, "*", "README.md")) +
+                         glob.glob(os.path.join(root, "*", "*", "README.md"))):
+        top = os.path.relpath(readme, root).split(os.sep)[0]
+        if readme not in pages and not top.startswith("build"):
+            pages.append(readme)
 
     for page in pages:
         rel = os.path.relpath(page, root)

@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 SKIP = 77
 TRACEFS = "/sys/kernel/tracing"
@@ -127,24 +128,37 @@ def real_dtrace():
     return None, "no real DTrace (run bash ../shared/oracle-dtrace/build.sh; systemtap's dtrace only does -h/-G)"
 
 
-def remove_dtrace_uprobes(dtrace_pid):
+def remove_dtrace_uprobes(dtrace_pid, binary=None):
     """Removes the uprobes a dtrace process left behind when it was killed
-    before its exit (its groups are named dt_<PID>_<provider>).  Only for a
-    PID this test started and that is gone; returns how many it removed."""
+    before its exit: its own groups (dt_<PID>_<provider>) and, given the
+    test's own BINARY, the pid provider's dt_pid/ probes on it (shared
+    between dtrace processes: the kernel refuses to remove one still in
+    use).  Only for a PID this test started and that is gone; returns how
+    many it asked to remove."""
     events = os.path.join(TRACEFS, "uprobe_events")
     if os.path.exists("/proc/%d" % dtrace_pid) or not os.path.exists(events):
         return 0
     mine = re.compile(r"^[pr]:(dt_%d_[^/\s]+/\S+)" % dtrace_pid)
+    on_binary = re.compile(r"^[pr]:(dt_pid[^/\s]*/\S+) %s:" % re.escape(binary)) if binary else None
     try:
-        names = [m.group(1) for m in map(mine.match, open(events).read().split("\n")) if m]
+        lines = open(events).read().split("\n")
+        names = [m.group(1) for m in map(mine.match, lines) if m]
+        if on_binary:
+            names += [m.group(1) for m in map(on_binary.match, lines) if m]
     except OSError:
         return 0
     for name in names:
-        try:
-            with open(events, "a") as f:
-                f.write("-:%s\n" % name)
-        except OSError:
-            pass  # busy or already gone: nothing more this test can do
+        # just after the kill the kernel may still hold the event (EBUSY)
+        for _ in range(10):
+            try:  # os.open: Python's "a" mode seeks, which tracefs refuses
+                fd = os.open(events, os.O_WRONLY | os.O_APPEND)
+                try:
+                    os.write(fd, ("-:%s\n" % name).encode())
+                finally:
+                    os.close(fd)
+                break
+            except OSError:
+                time.sleep(0.2)  # busy, or in use by another dtrace: leave it
     return len(names)
 
 

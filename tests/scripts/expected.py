@@ -20,6 +20,10 @@ BIZ_ROWS = {
     ("refunds", "USD", "-", 0): (1, 777),  # the empty reason prints as "-"
 }
 
+# biz_metrics' summary at exit: counts and approved / (approved + declined)
+BIZ_SUMMARY = {"invoices": 1000, "approved": 700, "declined": 300, "approval_pct": 70,
+               "refunds": 50}
+
 # errors TOTAL rows: (component, code) -> count
 ERROR_ROWS = {
     ("db", 1205): 7,
@@ -90,6 +94,7 @@ RACE_ERROR_ROWS = {("db", 1205): RACE_TOTAL}
 
 # (transactions, failed) in three consecutive whole seconds
 TPS_SECONDS = [(100, 10), (200, 20), (50, 0)]
+TPS_FAIL_PCT = [10, 10, 0]  # FAIL% of those seconds, whole percent
 
 # --- system mode -------------------------------------------------------------
 
