@@ -166,6 +166,13 @@ class Bpftrace:
             try:
                 self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
+                print("bpftrace still running %d s after SIGINT; where its threads wait:" % timeout)
+                for task in sorted(os.listdir("/proc/%d/task" % self.proc.pid)):
+                    try:
+                        with open("/proc/%d/task/%s/wchan" % (self.proc.pid, task)) as f:
+                            print("  thread %s: %s" % (task, f.read().strip() or "running"))
+                    except OSError:
+                        pass
                 self.proc.kill()
                 self.proc.wait()
             if time.monotonic() - t0 > 5:
