@@ -643,6 +643,8 @@ def case_system():
 
     m = re.search(r"^TOTAL\s+(\d+)$", out["page_faults"], re.M)
     check(m and int(m.group(1)) >= X.TOUCHED_PAGES, "page faults TOTAL")
+    kernel = re.findall(r"^.*\b0xffff[0-9a-f]{12}\b.*$", out["page_faults"].split("Top 10")[-1], re.M)
+    check(not kernel, "kernel addresses listed as user functions: %s" % kernel)
 
     rows = total_table(out["cswitch"], r"TOTAL since start", 4)
     vol = sum(int(r[2]) for r in rows)
