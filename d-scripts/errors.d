@@ -21,6 +21,8 @@
  *    "errors":[{"component":S,"code":N,"count":N}, ..., null]}
  *   the list ends with a null sentinel (printa cannot omit a last comma).
  *
+ * Row order: by count, most first (aggsortrev); the bpftrace twin's rows
+ * come in first-seen order (bpftrace 0.17 cannot sort a plain map).
  * OVERHEAD: one aggregation update per error probe.
  * STABILITY: Evolving (probe error).
  * EXAMPLE: errors.example.txt
@@ -28,6 +30,8 @@
 
 #pragma D option quiet
 #pragma D option defaultargs
+/* rows with the most errors first */
+#pragma D option aggsortrev
 
 dtrace:::BEGIN
 {
