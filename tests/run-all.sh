@@ -3,7 +3,7 @@
 # probes, and runs every test (unit, live bpftrace, tool, fuzz corpus,
 # scripts, billingd, hardening, install).  Then two sanitizer builds:
 #   BUILD_DIR-asan  AddressSanitizer + UndefinedBehaviorSanitizer: the unit,
-#                   live, tool, billingd and hardening suites;
+#                   live, tool, billingd, hardening and exporter suites;
 #   BUILD_DIR-tsan  ThreadSanitizer: the timing helpers' cross-thread
 #                   hand-off (timing) and billingd under billing-load
 #                   (billingd-ground-truth, billingd-api, hostile clients).
@@ -42,7 +42,9 @@ setup() {  # setup DIR [meson options...]
 }
 
 plain() {
-  setup "$build" && ninja -C "$build" &&
+  # Every optional part enabled: a missing dependency fails the setup
+  # instead of silently dropping a suite.
+  setup "$build" -Dtool=enabled -Dexamples=enabled -Dexporter=enabled && ninja -C "$build" &&
     meson test -C "$build" --print-errorlogs --num-processes 2
 }
 
@@ -52,7 +54,23 @@ asan() {
     ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
     UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1 \
     meson test -C "$build-asan" --print-errorlogs --num-processes 2 --no-rebuild \
-      --suite unit --suite live --suite tool --suite billingd --suite hardening
+      --suite unit --suite live --suite tool --suite billingd --suite hardening \
+      --suite exporter
+}
+
+tally() {  # one closing line over every phase's meson test log
+  python3 - "$build" "$build-asan" "$build-tsan" <<'PY'
+import json, os, sys
+n = {"OK": 0, "FAIL": 0, "SKIP": 0}
+for d in sys.argv[1:]:
+    log = os.path.join(d, "meson-logs", "testlog.json")
+    if not os.path.exists(log):
+        continue
+    for line in open(log):
+        r = json.loads(line).get("result", "FAIL")
+        n["OK" if r == "OK" else "SKIP" if r == "SKIP" else "FAIL"] += 1
+print("run-all: %d passed, %d failed, %d skipped" % (n["OK"], n["FAIL"], n["SKIP"]))
+PY
 }
 
 tsan() {
@@ -68,6 +86,7 @@ bash tests/install-deps.sh
 phase "build and test ($build)" plain
 phase "AddressSanitizer + UBSan ($build-asan)" asan
 phase "ThreadSanitizer ($build-tsan)" tsan
+tally
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'run-all: FAILED: %s\n' "${failed[@]}"
   exit 1

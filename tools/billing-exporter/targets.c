@@ -88,6 +88,7 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_
 	                : bp_probe_set_load_pid((pid_t)pid, &bp, err, errlen);
 	if (loaded != 0) {
 		bp_probe_set_free(&bp);
+		bx_target_free(t);
 		return -1;
 	}
 	int rc = 0;
@@ -109,6 +110,8 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_
 		                            : "maps no module with billing probes");
 		rc = -1;
 	}
+	if (rc != 0)
+		bx_target_free(t); /* a failed read leaves nothing to free */
 	return rc;
 }
 

@@ -23,7 +23,7 @@ typedef struct bx_target {
 
 /* Read the billing probes of process pid (binary NULL) or of the ELF file
  * binary (pid -1).  0, or -1 with a one-line reason in err: no such
- * process, not an ELF file, no billing probes... */
+ * process, not an ELF file, no billing probes...; then t holds nothing. */
 int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_t errlen);
 
 /* 1 when some module of t carries probe. */
