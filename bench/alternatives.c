@@ -41,8 +41,7 @@ usage(const char *argv0)
 	return 2;
 }
 
-int
-main(int argc, char **argv)
+int main(int argc, char **argv)
 {
 	unsigned long long n, i, total = 0;
 	const char *mode;

@@ -28,8 +28,7 @@ now_ns(clockid_t clock)
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-int
-main(int argc, char **argv)
+int main(int argc, char **argv)
 {
 	unsigned long long n = 1000000, i;
 	double started, t0, t1;

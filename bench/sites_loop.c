@@ -82,8 +82,7 @@ bench_loop(uint64_t n)
 		handle(i);
 }
 
-int
-main(int argc, char **argv)
+int main(int argc, char **argv)
 {
 	unsigned long long n = 1000000;
 	char *end;

@@ -47,8 +47,7 @@ billing_arg_type_name(billing_arg_type_t type)
 	return "unknown";
 }
 
-int
-billing_probes_compiled_in(void)
+int billing_probes_compiled_in(void)
 {
 	return BILLING_PROBES_SDT;
 }

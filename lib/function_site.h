@@ -39,9 +39,14 @@
 
 #if defined(__GNUC__)
 #  define BILLING_FUNCTION_SITE_ \
-	__attribute__((noinline, used, visibility("default"))) BILLING_FUNCTION_SITE_NOIPA_
-#  define BILLING_FUNCTION_SITE_ARG_(x) __asm__ __volatile__("" : : "r"(x))
-#  define BILLING_FUNCTION_SITE_BARRIER_() __asm__ __volatile__("" : : : "memory")
+    __attribute__((noinline, used, visibility("default"))) BILLING_FUNCTION_SITE_NOIPA_
+#  define BILLING_FUNCTION_SITE_ARG_(x) __asm__ __volatile__("" \
+		                                             : \
+		                                             : "r"(x))
+#  define BILLING_FUNCTION_SITE_BARRIER_() __asm__ __volatile__("" \
+		                                                : \
+		                                                : \
+		                                                : "memory")
 #elif defined(_MSC_VER)
 #  include <intrin.h>
 /* Untested (no Windows here): docs/function-sites.md says what else a

@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   # build
-  meson ninja-build gcc g++ clang pkg-config python3 binutils
+  meson ninja-build gcc g++ clang clang-format pkg-config python3 binutils
   # probes: sys/sdt.h and systemtap's dtrace -h/-G wrapper
   systemtap-sdt-dev
   # tests and the billing-probes tool

@@ -52,7 +52,8 @@ int main(int argc, char **argv)
 	rc = 0;
 	if (stats.transport_errors > 0 || stats.unexpected > 0) {
 		fprintf(stderr, "billing-load: %llu requests got no response and %llu an unexpected "
-		                "one\n", (unsigned long long)stats.transport_errors,
+		                "one\n",
+		        (unsigned long long)stats.transport_errors,
 		        (unsigned long long)stats.unexpected);
 		rc = 1;
 	} else if (stats.responses == 0) {

@@ -11,16 +11,16 @@
 #include <string.h>
 
 static const char usage[] =
-	"usage: billing-load [options]\n"
-	"  --url URL           billingd's base URL (default http://127.0.0.1:8080)\n"
-	"  --rate N            requests per second (default 0: as fast as possible)\n"
-	"  --duration S        seconds to keep starting requests (default 10)\n"
-	"  --concurrency N     connections, each with one request in flight (default 8)\n"
-	"  --invalid-rate R    fraction of flows that send one bad request (default 0.05)\n"
-	"  --refund-rate R     fraction of approved payments refunded (default 0.3)\n"
-	"  --seed N            random seed of the request mix (default 1)\n"
-	"  --json              print the summary as one JSON object\n"
-	"  --help              this text\n";
+    "usage: billing-load [options]\n"
+    "  --url URL           billingd's base URL (default http://127.0.0.1:8080)\n"
+    "  --rate N            requests per second (default 0: as fast as possible)\n"
+    "  --duration S        seconds to keep starting requests (default 10)\n"
+    "  --concurrency N     connections, each with one request in flight (default 8)\n"
+    "  --invalid-rate R    fraction of flows that send one bad request (default 0.05)\n"
+    "  --refund-rate R     fraction of approved payments refunded (default 0.3)\n"
+    "  --seed N            random seed of the request mix (default 1)\n"
+    "  --json              print the summary as one JSON object\n"
+    "  --help              this text\n";
 
 static int parse_number(const char *opt, const char *text, double min, double max,
                         double *out)
@@ -41,8 +41,15 @@ static char url_buf[256];
 
 int load_options_parse(load_options_t *opts, int argc, char **argv)
 {
-	enum { OPT_URL = 1, OPT_RATE, OPT_DURATION, OPT_CONCURRENCY, OPT_INVALID, OPT_REFUND,
-	       OPT_SEED, OPT_JSON, OPT_HELP };
+	enum { OPT_URL = 1,
+	       OPT_RATE,
+	       OPT_DURATION,
+	       OPT_CONCURRENCY,
+	       OPT_INVALID,
+	       OPT_REFUND,
+	       OPT_SEED,
+	       OPT_JSON,
+	       OPT_HELP };
 	static const struct option longopts[] = {
 		{ "url", required_argument, NULL, OPT_URL },
 		{ "rate", required_argument, NULL, OPT_RATE },

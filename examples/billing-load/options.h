@@ -7,14 +7,14 @@
 #include <stdint.h>
 
 typedef struct load_options {
-	const char *url;        /* base URL of billingd, no trailing slash */
-	double rate;            /* requests per second; 0: as fast as possible */
-	double duration_s;      /* how long to start new requests */
+	const char *url;   /* base URL of billingd, no trailing slash */
+	double rate;       /* requests per second; 0: as fast as possible */
+	double duration_s; /* how long to start new requests */
 	unsigned int concurrency;
-	double invalid_rate;    /* fraction of flows that are one bad request */
-	double refund_rate;     /* fraction of approved payments refunded */
+	double invalid_rate; /* fraction of flows that are one bad request */
+	double refund_rate;  /* fraction of approved payments refunded */
 	uint64_t seed;
-	int json;               /* print the summary as JSON */
+	int json; /* print the summary as JSON */
 } load_options_t;
 
 /* 0: run; 1: --help printed; -1: bad input, one line printed on stderr. */

@@ -11,7 +11,7 @@
 typedef struct invalid_case {
 	const char *method;
 	const char *path;
-	const char *body;        /* NULL: none; OVERSIZED: more than billingd takes */
+	const char *body; /* NULL: none; OVERSIZED: more than billingd takes */
 	unsigned int status;
 	const char *code;
 } invalid_case_t;
@@ -41,9 +41,11 @@ static const invalid_case_t invalid_cases[] = {
 	  "unknown_gateway" },
 	{ "POST", "/payments/authorize",
 	  "{\"invoice_id\":999999999999,\"amount_minor\":100,\"currency\":\"EUR\","
-	  "\"gateway\":\"stripe-sim\"}", 404, "invoice_not_found" },
+	  "\"gateway\":\"stripe-sim\"}",
+	  404, "invoice_not_found" },
 	{ "POST", "/refunds", "{\"payment_id\":999999999999,\"amount_minor\":100,"
-	  "\"reason\":\"duplicate\"}", 404, "payment_not_found" },
+	                      "\"reason\":\"duplicate\"}",
+	  404, "payment_not_found" },
 	{ "POST", "/refunds", "{\"payment_id\":1,\"amount_minor\":100,\"reason\":\"because\"}", 400,
 	  "invalid_reason" },
 	{ "GET", "/invoices/999999999999", NULL, 404, "invoice_not_found" },

@@ -16,7 +16,7 @@
 #include "stats.h"
 
 typedef enum step {
-	STEP_NONE,          /* between flows */
+	STEP_NONE, /* between flows */
 	STEP_CREATE_INVOICE,
 	STEP_AUTHORIZE,
 	STEP_REFUND,
@@ -36,9 +36,9 @@ typedef struct session {
 #define SCENARIO_BODY_MAX 512
 
 typedef struct http_request {
-	const char *method;      /* "GET", "POST", "DELETE" */
+	const char *method; /* "GET", "POST", "DELETE" */
 	char path[96];
-	const char *body;        /* NULL for no body */
+	const char *body; /* NULL for no body */
 	size_t body_len;
 	char body_buf[SCENARIO_BODY_MAX];
 } http_request_t;

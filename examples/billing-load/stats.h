@@ -19,16 +19,16 @@ typedef struct rejection_kind {
 
 typedef struct stats {
 	uint64_t requests_sent;
-	uint64_t responses;          /* complete HTTP responses of any status */
+	uint64_t responses; /* complete HTTP responses of any status */
 	uint64_t invoices_created;
 	uint64_t payments_approved;
 	uint64_t payments_declined;
 	uint64_t refunds;
 	uint64_t invoice_reads;
 	uint64_t health_checks;
-	uint64_t server_errors;      /* 5xx */
-	uint64_t transport_errors;   /* no response: refused, reset, timed out */
-	uint64_t unexpected;         /* a response other than the one the scenario expects */
+	uint64_t server_errors;                                 /* 5xx */
+	uint64_t transport_errors;                              /* no response: refused, reset, timed out */
+	uint64_t unexpected;                                    /* a response other than the one the scenario expects */
 	rejection_kind_t rejections[STATS_MAX_REJECTION_KINDS]; /* 4xx by status and code */
 	size_t rejection_kinds;
 	double *latency_ms;

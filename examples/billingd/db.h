@@ -17,12 +17,12 @@
 typedef enum db_status {
 	DB_OK = 0,
 	DB_NOT_FOUND,
-	DB_BUSY,              /* still locked after the retries: answer 503 */
-	DB_ERROR,             /* any other failure: answer 500 */
-	DB_INVOICE_PAID,      /* payment on an invoice already paid in full */
-	DB_EXCEEDS_BALANCE,   /* payment larger than what is left to pay */
-	DB_NOT_CAPTURED,      /* refund of a payment that was declined */
-	DB_EXCEEDS_CAPTURED,  /* refund larger than what is left to refund */
+	DB_BUSY,             /* still locked after the retries: answer 503 */
+	DB_ERROR,            /* any other failure: answer 500 */
+	DB_INVOICE_PAID,     /* payment on an invoice already paid in full */
+	DB_EXCEEDS_BALANCE,  /* payment larger than what is left to pay */
+	DB_NOT_CAPTURED,     /* refund of a payment that was declined */
+	DB_EXCEEDS_CAPTURED, /* refund larger than what is left to refund */
 } db_status_t;
 
 typedef struct invoice_row {
@@ -31,7 +31,7 @@ typedef struct invoice_row {
 	int64_t amount_minor;
 	int64_t paid_minor;
 	char currency[4];
-	char status[8];       /* "open" or "paid" */
+	char status[8]; /* "open" or "paid" */
 } invoice_row_t;
 
 typedef struct payment_row {
@@ -41,14 +41,14 @@ typedef struct payment_row {
 	int64_t refunded_minor;
 	char currency[4];
 	char gateway[32];
-	int decline_code;     /* 0: approved (and captured) */
+	int decline_code; /* 0: approved (and captured) */
 } payment_row_t;
 
 typedef struct refund_row {
 	int64_t id;
 	int64_t payment_id;
 	int64_t amount_minor;
-	int64_t refunded_total_minor;  /* of the payment, this refund included */
+	int64_t refunded_total_minor; /* of the payment, this refund included */
 	char currency[4];
 } refund_row_t;
 

@@ -89,7 +89,7 @@ static void wait_like_a_network(void)
 static int draw_decline(void)
 {
 	static const int codes[] = { GATEWAY_INSUFFICIENT_FUNDS, GATEWAY_DO_NOT_HONOR,
-	                             GATEWAY_EXPIRED_CARD, GATEWAY_INVALID_CARD };
+		                     GATEWAY_EXPIRED_CARD, GATEWAY_INVALID_CARD };
 	if (config.decline_rate <= 0.0 || rng_unit() >= config.decline_rate)
 		return GATEWAY_APPROVED;
 	return codes[rng_next() % (sizeof(codes) / sizeof(codes[0]))];

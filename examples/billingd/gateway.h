@@ -13,12 +13,12 @@
 
 typedef enum gateway_latency_distribution {
 	GATEWAY_LATENCY_FIXED,
-	GATEWAY_LATENCY_UNIFORM,      /* 0 .. 2 x mean */
-	GATEWAY_LATENCY_EXPONENTIAL,  /* mean, capped at 10 x mean */
+	GATEWAY_LATENCY_UNIFORM,     /* 0 .. 2 x mean */
+	GATEWAY_LATENCY_EXPONENTIAL, /* mean, capped at 10 x mean */
 } gateway_latency_distribution_t;
 
 typedef struct gateway_config {
-	double latency_ms;   /* mean latency of one gateway call */
+	double latency_ms; /* mean latency of one gateway call */
 	gateway_latency_distribution_t distribution;
 	double decline_rate; /* 0..1 */
 } gateway_config_t;

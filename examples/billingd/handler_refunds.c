@@ -11,7 +11,10 @@
 #include "validate.h"
 
 static const char *const refund_reasons[] = {
-	"duplicate", "fraud", "requested_by_customer", NULL,
+	"duplicate",
+	"fraud",
+	"requested_by_customer",
+	NULL,
 };
 
 static reply_t refusal(const request_t *rq, db_status_t s)

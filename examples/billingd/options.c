@@ -12,19 +12,19 @@
 #include <string.h>
 
 static const char usage[] =
-	"usage: billingd [options]\n"
-	"  --port N                 TCP port on 127.0.0.1 (default 8080; 0: ephemeral)\n"
-	"  --listen ADDR            IPv4 address to listen on (default 127.0.0.1)\n"
-	"  --db PATH                SQLite database file (default: new file in a temp dir)\n"
-	"  --threads N              worker threads (default 8)\n"
-	"  --max-connections N      open connections at most (default 4096; needs N+64 open files)\n"
-	"  --request-timeout S      seconds a client has to send a whole request (default 10;\n"
-	"                           1 once 3/4 of the connections are open)\n"
-	"  --gateway-latency-ms MS  mean simulated card-gateway latency (default 1; 0: none)\n"
-	"  --gateway-latency-dist D fixed | uniform | exponential (default exponential)\n"
-	"  --decline-rate R         fraction of authorisations declined, 0..1 (default 0.1)\n"
-	"  --seed N                 seed of the gateway simulation (default 1)\n"
-	"  --help                   this text\n";
+    "usage: billingd [options]\n"
+    "  --port N                 TCP port on 127.0.0.1 (default 8080; 0: ephemeral)\n"
+    "  --listen ADDR            IPv4 address to listen on (default 127.0.0.1)\n"
+    "  --db PATH                SQLite database file (default: new file in a temp dir)\n"
+    "  --threads N              worker threads (default 8)\n"
+    "  --max-connections N      open connections at most (default 4096; needs N+64 open files)\n"
+    "  --request-timeout S      seconds a client has to send a whole request (default 10;\n"
+    "                           1 once 3/4 of the connections are open)\n"
+    "  --gateway-latency-ms MS  mean simulated card-gateway latency (default 1; 0: none)\n"
+    "  --gateway-latency-dist D fixed | uniform | exponential (default exponential)\n"
+    "  --decline-rate R         fraction of authorisations declined, 0..1 (default 0.1)\n"
+    "  --seed N                 seed of the gateway simulation (default 1)\n"
+    "  --help                   this text\n";
 
 static int parse_uint(const char *opt, const char *text, unsigned long long min,
                       unsigned long long max, unsigned long long *out)
@@ -56,8 +56,17 @@ static int parse_double(const char *opt, const char *text, double min, double ma
 
 int options_parse(billingd_options_t *opts, int argc, char **argv)
 {
-	enum { OPT_PORT = 1, OPT_LISTEN, OPT_DB, OPT_THREADS, OPT_MAX_CONN, OPT_REQ_TIMEOUT,
-	       OPT_LATENCY, OPT_DIST, OPT_DECLINE, OPT_SEED, OPT_HELP };
+	enum { OPT_PORT = 1,
+	       OPT_LISTEN,
+	       OPT_DB,
+	       OPT_THREADS,
+	       OPT_MAX_CONN,
+	       OPT_REQ_TIMEOUT,
+	       OPT_LATENCY,
+	       OPT_DIST,
+	       OPT_DECLINE,
+	       OPT_SEED,
+	       OPT_HELP };
 	static const struct option longopts[] = {
 		{ "port", required_argument, NULL, OPT_PORT },
 		{ "listen", required_argument, NULL, OPT_LISTEN },
@@ -128,7 +137,8 @@ int options_parse(billingd_options_t *opts, int argc, char **argv)
 		case OPT_DIST:
 			if (gateway_distribution_parse(optarg, &opts->gateway.distribution) != 0) {
 				fprintf(stderr, "billingd: --gateway-latency-dist wants fixed, uniform or "
-				                "exponential, got '%s'\n", optarg);
+				                "exponential, got '%s'\n",
+				        optarg);
 				return -1;
 			}
 			break;

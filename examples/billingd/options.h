@@ -9,13 +9,13 @@
 #include "gateway.h"
 
 typedef struct billingd_options {
-	const char *listen_address;  /* IPv4 literal; 127.0.0.1 unless told */
-	unsigned int port;           /* 0: an ephemeral port, printed at start */
-	const char *db_path;         /* NULL: a new file in a temporary directory */
-	unsigned int threads;        /* HTTP worker threads, each with its own DB connection */
-	unsigned int max_connections;  /* open connections at most */
-	int max_connections_given;     /* on the command line: must fit, not shrink */
-	unsigned int request_timeout;  /* seconds a client has to send a whole request */
+	const char *listen_address;   /* IPv4 literal; 127.0.0.1 unless told */
+	unsigned int port;            /* 0: an ephemeral port, printed at start */
+	const char *db_path;          /* NULL: a new file in a temporary directory */
+	unsigned int threads;         /* HTTP worker threads, each with its own DB connection */
+	unsigned int max_connections; /* open connections at most */
+	int max_connections_given;    /* on the command line: must fit, not shrink */
+	unsigned int request_timeout; /* seconds a client has to send a whole request */
 	gateway_config_t gateway;
 	uint64_t seed;
 } billingd_options_t;

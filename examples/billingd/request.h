@@ -10,15 +10,15 @@
 #include "billing/timing.h"
 
 typedef struct request {
-	uint64_t id;             /* opaque, from a process-wide counter */
-	const char *handler;     /* static string, e.g. "payment.authorize" */
-	billing_request_t span;  /* request-start/-done */
+	uint64_t id;            /* opaque, from a process-wide counter */
+	const char *handler;    /* static string, e.g. "payment.authorize" */
+	billing_request_t span; /* request-start/-done */
 } request_t;
 
 typedef struct reply {
-	unsigned int status;     /* HTTP status */
-	char *body;              /* malloc'd JSON text, owned by the reply */
-	const char *allow;       /* Allow header of a 405, else NULL */
+	unsigned int status; /* HTTP status */
+	char *body;          /* malloc'd JSON text, owned by the reply */
+	const char *allow;   /* Allow header of a 405, else NULL */
 } reply_t;
 
 /* A handler: the request, the path's argument (the {id} of /invoices/{id},

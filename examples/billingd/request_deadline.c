@@ -31,12 +31,12 @@
 typedef struct tracked {
 	struct tracked *prev, *next;
 	int fd;
-	uint64_t waiting_since_ms;  /* 0: a request is being handled */
-	int shut;                   /* shut down already; await libmicrohttpd */
+	uint64_t waiting_since_ms; /* 0: a request is being handled */
+	int shut;                  /* shut down already; await libmicrohttpd */
 } tracked_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static tracked_t ring = { &ring, &ring, -1, 0, 0 };  /* list head */
+static tracked_t ring = { &ring, &ring, -1, 0, 0 }; /* list head */
 static unsigned int open_count;
 static uint64_t deadline_ms;
 static unsigned int pressure_at;
@@ -101,7 +101,7 @@ void request_deadline_stop(void)
 }
 
 void request_deadline_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
-                            enum MHD_ConnectionNotificationCode code)
+                             enum MHD_ConnectionNotificationCode code)
 {
 	tracked_t *t;
 	const union MHD_ConnectionInfo *info;
@@ -141,7 +141,7 @@ void request_deadline_notify(void *cls, struct MHD_Connection *conn, void **sock
 static void set_waiting(struct MHD_Connection *conn, uint64_t since)
 {
 	const union MHD_ConnectionInfo *info =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	tracked_t *t = info != NULL ? info->socket_context : NULL;
 	if (t == NULL)
 		return;

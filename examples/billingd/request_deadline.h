@@ -17,7 +17,7 @@ void request_deadline_stop(void);
 
 /* MHD_OPTION_NOTIFY_CONNECTION callback: tracks every connection. */
 void request_deadline_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
-                            enum MHD_ConnectionNotificationCode code);
+                             enum MHD_ConnectionNotificationCode code);
 
 /* A request is in and being answered: the connection is not waiting. */
 void request_deadline_answering(struct MHD_Connection *conn);

@@ -36,9 +36,9 @@
 #define IDLE_TIMEOUT_S 10
 
 typedef struct route {
-	const char *path;     /* exact, or a prefix when it ends in '/' */
+	const char *path; /* exact, or a prefix when it ends in '/' */
 	const char *method;
-	const char *handler;  /* the handler name the probes carry */
+	const char *handler; /* the handler name the probes carry */
 	handler_fn fn;
 } route_t;
 
@@ -53,9 +53,9 @@ static const route_t routes[] = {
 /* One request on a connection. */
 typedef struct exchange {
 	request_t rq;
-	const route_t *route;   /* NULL: answered 404 or 405 */
-	const char *allow;      /* for a 405: the method the path takes */
-	const char *path_arg;   /* points into the URL libmicrohttpd keeps */
+	const route_t *route; /* NULL: answered 404 or 405 */
+	const char *allow;    /* for a 405: the method the path takes */
+	const char *path_arg; /* points into the URL libmicrohttpd keeps */
 	char *body;
 	size_t body_len, body_cap;
 	int too_large;
@@ -179,8 +179,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*state = ex;
 		find_route(ex, url, method);
 		ex->rq.id = next_request_id();
-		ex->rq.handler = ex->route ? ex->route->handler
-		                 : ex->allow ? "method_not_allowed" : "not_found";
+		ex->rq.handler = ex->route   ? ex->route->handler
+		                 : ex->allow ? "method_not_allowed"
+		                             : "not_found";
 		billing_request_begin(&ex->rq.span, ex->rq.id, ex->rq.handler);
 		if (declared_too_large(conn))
 			return send_reply(conn, ex, too_large(&ex->rq)); /* do not read it */
@@ -237,7 +238,8 @@ static int fit_descriptors(const billingd_options_t *opts, unsigned int *max_con
 		return 0;
 	if (opts->max_connections_given || lim.rlim_cur <= FD_RESERVE + 16) {
 		fprintf(stderr, "billingd: --max-connections %u needs %llu open files; the limit is "
-		        "%llu (ulimit -n)\n", opts->max_connections, (unsigned long long)need,
+		                "%llu (ulimit -n)\n",
+		        opts->max_connections, (unsigned long long)need,
 		        (unsigned long long)lim.rlim_cur);
 		return -1;
 	}
@@ -266,17 +268,17 @@ unsigned int server_start(const billingd_options_t *opts)
 		return 0;
 	}
 	daemon_handle = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG,
-		(uint16_t)opts->port, NULL, NULL, on_request, NULL,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-		MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)opts->threads,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-		MHD_OPTION_NOTIFY_CONNECTION, request_deadline_notify, NULL,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_S,
-		MHD_OPTION_CONNECTION_LIMIT, max_connections,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
-		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
-		MHD_OPTION_END);
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG,
+	    (uint16_t)opts->port, NULL, NULL, on_request, NULL,
+	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)opts->threads,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+	    MHD_OPTION_NOTIFY_CONNECTION, request_deadline_notify, NULL,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_S,
+	    MHD_OPTION_CONNECTION_LIMIT, max_connections,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
+	    MHD_OPTION_END);
 	if (daemon_handle == NULL) {
 		fprintf(stderr, "billingd: cannot listen on %s:%u (in use, or not allowed)\n",
 		        opts->listen_address, opts->port);

@@ -26,8 +26,7 @@ authorize(unsigned long long payment_id, long long amount_minor, const char *cur
 	return result;
 }
 
-int
-main(void)
+int main(void)
 {
 	billing_request_t request;
 	int result;

@@ -22,15 +22,15 @@ typedef enum billing_arg_type {
 } billing_arg_type_t;
 
 typedef struct billing_probe_arg {
-	const char *name;          /* "amount_minor" */
+	const char *name; /* "amount_minor" */
 	billing_arg_type_t type;
-	const char *doc;           /* meaning and units */
+	const char *doc; /* meaning and units */
 } billing_probe_arg_t;
 
 typedef struct billing_probe_info {
-	const char *name;          /* "payment-auth", as D scripts spell it */
-	const char *sdt_name;      /* "payment__auth", as in ELF notes and bpftrace */
-	const char *summary;       /* when it fires */
+	const char *name;     /* "payment-auth", as D scripts spell it */
+	const char *sdt_name; /* "payment__auth", as in ELF notes and bpftrace */
+	const char *summary;  /* when it fires */
 	size_t nargs;
 	const billing_probe_arg_t *args;
 } billing_probe_info_t;

@@ -49,7 +49,12 @@
  * choice of nop.  Semicolons, not commas: sys/sdt.h passes _SDT_NOP through
  * a one-argument macro. */
 #  undef _SDT_NOP
-#  define _SDT_NOP .byte 0x0f; .byte 0x1f; .byte 0x44; .byte 0x00; .byte 0x00
+#  define _SDT_NOP \
+    .byte 0x0f; \
+    .byte 0x1f; \
+    .byte 0x44; \
+    .byte 0x00; \
+    .byte 0x00
 #endif
 
 #endif /* BILLING_PROBE_SITE_H */

@@ -6,8 +6,7 @@
  */
 #include "billing/probe_samples.h"
 
-int
-main(void)
+int main(void)
 {
 	int k;
 

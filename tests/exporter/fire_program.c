@@ -74,8 +74,16 @@ static int run_threads(int threads, long n)
 static int run_hostile(void)
 {
 	static const char *const odd[] = {
-		"bad\xff\xfeutf8", "quote\"inside", "back\\slash", "new\nline", "tab\tand\rcr",
-		"\xc3\x28", "\xe2\x82", "ok-\xc3\xa9t\xc3\xa9", "", "other",
+		"bad\xff\xfeutf8",
+		"quote\"inside",
+		"back\\slash",
+		"new\nline",
+		"tab\tand\rcr",
+		"\xc3\x28",
+		"\xe2\x82",
+		"ok-\xc3\xa9t\xc3\xa9",
+		"",
+		"other",
 	};
 	char name[400];
 	long fired = 0;

@@ -13,8 +13,7 @@ static int evaluations;
 #define BILLING_SAMPLE_COUNT(x) (evaluations++, (x))
 #include "billing/probe_samples.h"
 
-int
-main(void)
+int main(void)
 {
 	int k;
 

@@ -23,7 +23,7 @@
 #include "billing/timing.h"
 
 #if !defined(BILLING_PROBE_SITE_FORCE_FUNCTION) && !BILLING_PROBE_SITE_FUNCTION
-#error "this test is built with function_sites_dep (BILLING_PROBE_SITE_FORCE_FUNCTION)"
+#  error "this test is built with function_sites_dep (BILLING_PROBE_SITE_FORCE_FUNCTION)"
 #endif
 
 /* --- the recorder --------------------------------------------------------- */
@@ -52,9 +52,8 @@ forget(void)
 	memset(&seen, 0, sizeof seen);
 }
 
-void
-__wrap_billing_fire_payment_auth(uint64_t payment_id, int64_t amount_minor, const char *currency,
-                                 const char *gateway, int32_t result, uint64_t duration_ns)
+void __wrap_billing_fire_payment_auth(uint64_t payment_id, int64_t amount_minor, const char *currency,
+                                      const char *gateway, int32_t result, uint64_t duration_ns)
 {
 	seen.calls++;
 	seen.u[0] = payment_id;
@@ -66,9 +65,8 @@ __wrap_billing_fire_payment_auth(uint64_t payment_id, int64_t amount_minor, cons
 	__real_billing_fire_payment_auth(payment_id, amount_minor, currency, gateway, result, duration_ns);
 }
 
-void
-__wrap_billing_fire_refund_process(uint64_t refund_id, uint64_t payment_id, int64_t amount_minor,
-                                   const char *currency, const char *reason)
+void __wrap_billing_fire_refund_process(uint64_t refund_id, uint64_t payment_id, int64_t amount_minor,
+                                        const char *currency, const char *reason)
 {
 	seen.calls++;
 	seen.u[0] = refund_id;
@@ -79,8 +77,7 @@ __wrap_billing_fire_refund_process(uint64_t refund_id, uint64_t payment_id, int6
 	__real_billing_fire_refund_process(refund_id, payment_id, amount_minor, currency, reason);
 }
 
-void
-__wrap_billing_fire_error(uint64_t request_id, const char *component, int32_t code)
+void __wrap_billing_fire_error(uint64_t request_id, const char *component, int32_t code)
 {
 	seen.calls++;
 	seen.u[0] = request_id;
@@ -89,9 +86,8 @@ __wrap_billing_fire_error(uint64_t request_id, const char *component, int32_t co
 	__real_billing_fire_error(request_id, component, code);
 }
 
-void
-__wrap_billing_fire_request_done(uint64_t request_id, const char *handler, int32_t status,
-                                 uint64_t duration_ns)
+void __wrap_billing_fire_request_done(uint64_t request_id, const char *handler, int32_t status,
+                                      uint64_t duration_ns)
 {
 	seen.calls++;
 	seen.u[0] = request_id;
@@ -204,8 +200,7 @@ test_timing_helpers_clock_every_span(void **state)
 	assert_true(seen.ns == ns);
 }
 
-int
-main(void)
+int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_fire_is_one_call_with_its_arguments_in_order),

@@ -30,11 +30,10 @@ static int evaluations;
 #include "billing/probe_samples.h"
 
 #ifndef APP_FIRES_PAIRED_PROBES
-#define APP_FIRES_PAIRED_PROBES 1
+#  define APP_FIRES_PAIRED_PROBES 1
 #endif
 
-int
-main(int argc, char **argv)
+int main(int argc, char **argv)
 {
 	int k;
 

@@ -41,8 +41,7 @@ sum_across_probe(long seed)
 	return sum;
 }
 
-int
-main(int argc, char **argv)
+int main(int argc, char **argv)
 {
 	long calls = 1000000, wrong = 0, n;
 	char *end;

@@ -12,16 +12,16 @@
 static int failures;
 
 #define CHECK(cond, ...) \
-	do { \
-		if (cond) { \
-			printf("ok   "); \
-		} else { \
-			printf("FAIL "); \
-			failures++; \
-		} \
-		printf(__VA_ARGS__); \
-		putchar('\n'); \
-	} while (0)
+  do { \
+    if (cond) { \
+      printf("ok   "); \
+    } else { \
+      printf("FAIL "); \
+      failures++; \
+    } \
+    printf(__VA_ARGS__); \
+    putchar('\n'); \
+  } while (0)
 
 static size_t put_addr(unsigned char *p, unsigned long long v, int is64, int big_endian)
 {
@@ -56,8 +56,8 @@ static void test_notes(void)
 			size_t n = make_note(buf, is64, be, "billing", "payment__auth", "8@%rdi -4@%esi");
 			int rc = bp_sdt_note_parse(buf, n, is64, be, &note, err, sizeof err);
 			CHECK(rc == 0 && note.pc == 0x1234 && note.base == 0x3b40 && note.semaphore == 0x5030 &&
-			      strcmp(note.provider, "billing") == 0 && strcmp(note.name, "payment__auth") == 0 &&
-			      strcmp(note.args, "8@%rdi -4@%esi") == 0,
+			          strcmp(note.provider, "billing") == 0 && strcmp(note.name, "payment__auth") == 0 &&
+			          strcmp(note.args, "8@%rdi -4@%esi") == 0,
 			      "%d-bit %s-endian note parses", is64 ? 64 : 32, be ? "big" : "little");
 			/* every truncation fails cleanly */
 			int all_fail = 1;
@@ -93,7 +93,7 @@ static void test_args(void)
 	bp_sdt_arg_t a[BP_SDT_MAX_ARGS];
 	char err[200];
 	int n = bp_sdt_args_parse("-4@%edx 8@$5 -8@16(%rbp) 8@%rax 1@-1(%rip) 8@foo+8(%rip) 2@(%rax,%rbx,2) 4@$-3", a, err,
-	                       sizeof err);
+	                          sizeof err);
 	CHECK(n == 8, "eight x86-64 specs parse (%d: %s)", n, n < 0 ? err : "");
 	if (n == 8) {
 		CHECK(a[0].size == 4 && a[0].is_signed && a[0].kind == BP_SDT_ARG_REGISTER && !strcmp(a[0].location, "%edx"),
@@ -107,14 +107,30 @@ static void test_args(void)
 	}
 	n = bp_sdt_args_parse("8@x0 -4@[sp, 12] 8@[x29, -8] 4@w1", a, err, sizeof err);
 	CHECK(n == 4 && a[1].kind == BP_SDT_ARG_MEMORY && !strcmp(a[1].location, "[sp, 12]") &&
-	      a[0].kind == BP_SDT_ARG_REGISTER, "arm64 specs, brackets with a space, parse (%d)", n);
+	          a[0].kind == BP_SDT_ARG_REGISTER,
+	      "arm64 specs, brackets with a space, parse (%d)", n);
 	CHECK(bp_sdt_args_parse("", a, err, sizeof err) == 0 && bp_sdt_args_parse("   ", a, err, sizeof err) == 0,
 	      "empty argument string: 0 arguments");
 	CHECK(bp_sdt_args_parse("%eax", a, err, sizeof err) == 1 && a[0].size == 0, "a spec without size (old sdt.h)");
 
 	static const char *const bad[] = {
-		"8@", "@%rax", "3@%rax", "16@%rax", "x@%rax", "-@%rax", "8@%", "8@%1ax", "8@16(%rbp", "8@16(%rbp))",
-		"8@(%rax,)", "8@[sp, 12", "8@sp]", "8@$", "8@%rax\t8@%rbx", "8@a(b)", "8@%rax,%rbx",
+		"8@",
+		"@%rax",
+		"3@%rax",
+		"16@%rax",
+		"x@%rax",
+		"-@%rax",
+		"8@%",
+		"8@%1ax",
+		"8@16(%rbp",
+		"8@16(%rbp))",
+		"8@(%rax,)",
+		"8@[sp, 12",
+		"8@sp]",
+		"8@$",
+		"8@%rax\t8@%rbx",
+		"8@a(b)",
+		"8@%rax,%rbx",
 		"8@%r1 8@%r2 8@%r3 8@%r4 8@%r5 8@%r6 8@%r7 8@%r8 8@%r9 8@%r10 8@%r11 8@%r12 8@%r13",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

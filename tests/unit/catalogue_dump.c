@@ -7,8 +7,7 @@
 
 #include "billing/catalogue.h"
 
-int
-main(void)
+int main(void)
 {
 	size_t count, i, j;
 	const billing_probe_info_t *probes = billing_catalogue(&count);

@@ -5,8 +5,7 @@
  * integers of its argument types, strings, and NULL. */
 #include "billing/probe_samples.h"
 
-int
-main(int argc, char **argv)
+int main(int argc, char **argv)
 {
 	(void)argv;
 	billing_sample_fire_all(argc % BILLING_SAMPLE_ROUNDS);

@@ -72,8 +72,7 @@ test_compiled_in_flag_matches_build(void **state)
 	assert_string_equal(billing_arg_type_name(BILLING_ARG_INT64), "int64");
 }
 
-int
-main(void)
+int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_probe_is_described),

@@ -17,10 +17,10 @@
 #include "billing/probes.h"
 
 #if BILLING_PROBES_SDT && !defined(BILLING_PROBES_DISABLE)
-#define HAVE_SEMAPHORES 1
-#define SET_TRACED(sem, on) ((sem) = (unsigned short)((on) ? 1 : 0))
+#  define HAVE_SEMAPHORES 1
+#  define SET_TRACED(sem, on) ((sem) = (unsigned short)((on) ? 1 : 0))
 #else
-#define HAVE_SEMAPHORES 0
+#  define HAVE_SEMAPHORES 0
 #endif
 
 static int evaluations;
@@ -140,8 +140,7 @@ test_probes_in_statement_positions(void **state)
 	assert_int_equal(fired, 3);
 }
 
-int
-main(void)
+int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_arguments_not_evaluated_while_untraced),

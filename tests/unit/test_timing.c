@@ -19,7 +19,7 @@
 #include "billing/timing.h"
 
 #if BILLING_PROBES_SDT
-#define MS 1000000ull
+#  define MS 1000000ull
 
 static void
 sleep_ms(long ms)
@@ -133,8 +133,7 @@ test_clock_helpers(void **state)
 	assert_true(billing_elapsed_ns(a) >= 1);
 }
 
-int
-main(void)
+int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #if BILLING_PROBES_SDT

@@ -34,7 +34,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 {
 	(void)level;
 	if (!verbose_libbpf)
-		return 0;  /* failures are reported once, by us, in one line */
+		return 0; /* failures are reported once, by us, in one line */
 	return vfprintf(stderr, fmt, ap);
 }
 
@@ -58,7 +58,8 @@ int bx_bpf_load(bx_exporter_t *ex, int bpf_stats, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
 		return -1;
 	}
-	bpf_object__for_each_program(prog, ex->skel->obj) {
+	bpf_object__for_each_program(prog, ex->skel->obj)
+	{
 		const bx_map_desc_t *m = map_of_program(bpf_program__name(prog));
 		bpf_program__set_autoload(prog, m && (m->group & ex->groups));
 	}
@@ -67,7 +68,7 @@ int bx_bpf_load(bx_exporter_t *ex, int bpf_stats, char *err, size_t errlen)
 		int e = -rc;
 		if (e == EPERM || e == EACCES)
 			snprintf(err, errlen, "no permission to load BPF programs: run as root "
-			         "(or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)");
+			                      "(or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)");
 		else
 			snprintf(err, errlen, "cannot load the BPF programs: %s (--verbose shows libbpf's log)",
 			         strerror(e));

@@ -27,13 +27,13 @@
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define BX_HASH(name, keytype) \
-	struct { \
-		__uint(type, BPF_MAP_TYPE_PERCPU_HASH); \
-		__uint(max_entries, BX_MAX_ENTRIES); \
-		__uint(map_flags, BPF_F_NO_PREALLOC); \
-		__type(key, struct keytype); \
-		__type(value, struct bx_value); \
-	} name SEC(".maps")
+  struct { \
+    __uint(type, BPF_MAP_TYPE_PERCPU_HASH); \
+    __uint(max_entries, BX_MAX_ENTRIES); \
+    __uint(map_flags, BPF_F_NO_PREALLOC); \
+    __type(key, struct keytype); \
+    __type(value, struct bx_value); \
+  } name SEC(".maps")
 
 BX_HASH(m_request_done, bx_key_request);
 BX_HASH(m_transaction_done, bx_key_transaction);
@@ -91,7 +91,7 @@ static __always_inline void observe_duration(struct bx_value *v, __u64 ns)
 	__u32 i = 0;
 
 	if (ns == 0)
-		return;  /* not measured: never observed */
+		return; /* not measured: never observed */
 #pragma unroll
 	for (int b = 0; b < BX_DUR_BOUNDS; b++)
 		i += ns > dur_bounds[b];

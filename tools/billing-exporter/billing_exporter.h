@@ -12,12 +12,12 @@
 #define BILLING_EXPORTER_H
 
 #ifdef __bpf__
-#include <linux/types.h>
+#  include <linux/types.h>
 typedef __u64 bx_u64;
 typedef __s64 bx_s64;
 typedef __s32 bx_s32;
 #else
-#include <stdint.h>
+#  include <stdint.h>
 typedef uint64_t bx_u64;
 typedef int64_t bx_s64;
 typedef int32_t bx_s32;
@@ -38,14 +38,14 @@ typedef int32_t bx_s32;
 #define BX_DUR_BOUNDS 14
 #define BX_DUR_BUCKETS (BX_DUR_BOUNDS + 1)
 #define BX_DUR_BOUND_LIST \
-	500000ULL, 1000000ULL, 2500000ULL, 5000000ULL, 10000000ULL, 25000000ULL, \
-	50000000ULL, 100000000ULL, 250000000ULL, 500000000ULL, 1000000000ULL, \
-	2500000000ULL, 5000000000ULL, 10000000000ULL
+  500000ULL, 1000000ULL, 2500000ULL, 5000000ULL, 10000000ULL, 25000000ULL, \
+      50000000ULL, 100000000ULL, 250000000ULL, 500000000ULL, 1000000000ULL, \
+      2500000000ULL, 5000000000ULL, 10000000000ULL
 #define BX_AMOUNT_BOUNDS 10
 #define BX_AMOUNT_BUCKETS (BX_AMOUNT_BOUNDS + 1)
 #define BX_AMOUNT_BOUND_LIST \
-	100LL, 500LL, 1000LL, 5000LL, 10000LL, 50000LL, 100000LL, 500000LL, \
-	1000000LL, 10000000LL
+  100LL, 500LL, 1000LL, 5000LL, 10000LL, 50000LL, 100000LL, 500000LL, \
+      1000000LL, 10000000LL
 
 /* One value layout for every map (per CPU): fires, the sum of the
  * probe's amount, the amount histogram, and the duration histogram over
@@ -60,19 +60,53 @@ struct bx_value {
 };
 
 /* Keys: the label-bearing arguments of one probe, fixed size. */
-struct bx_key_request { char handler[BX_STR]; bx_s32 status; bx_s32 pad; };
-struct bx_key_transaction { char kind[BX_STR]; bx_s32 status; bx_s32 pad; };
-struct bx_key_currency { char currency[BX_CURRENCY]; };
-struct bx_key_payment { char gateway[BX_STR]; char currency[BX_CURRENCY]; bx_s32 result; bx_s32 pad; };
-struct bx_key_refund { char reason[BX_STR]; char currency[BX_CURRENCY]; };
-struct bx_key_error { char component[BX_STR]; bx_s32 code; bx_s32 pad; };
-struct bx_key_db { char operation[BX_STR]; };
-struct bx_key_gateway { char gateway[BX_STR]; char operation[BX_STR]; };
+struct bx_key_request {
+	char handler[BX_STR];
+	bx_s32 status;
+	bx_s32 pad;
+};
+struct bx_key_transaction {
+	char kind[BX_STR];
+	bx_s32 status;
+	bx_s32 pad;
+};
+struct bx_key_currency {
+	char currency[BX_CURRENCY];
+};
+struct bx_key_payment {
+	char gateway[BX_STR];
+	char currency[BX_CURRENCY];
+	bx_s32 result;
+	bx_s32 pad;
+};
+struct bx_key_refund {
+	char reason[BX_STR];
+	char currency[BX_CURRENCY];
+};
+struct bx_key_error {
+	char component[BX_STR];
+	bx_s32 code;
+	bx_s32 pad;
+};
+struct bx_key_db {
+	char operation[BX_STR];
+};
+struct bx_key_gateway {
+	char gateway[BX_STR];
+	char operation[BX_STR];
+};
 
 /* Slots of the m_dropped array: fires whose new label set found its map
  * full, per map. */
-enum { BX_DROP_REQUEST, BX_DROP_TRANSACTION, BX_DROP_INVOICE, BX_DROP_PAYMENT,
-       BX_DROP_REFUND, BX_DROP_ERROR, BX_DROP_DB, BX_DROP_GATEWAY, BX_DROP_SLOTS };
+enum { BX_DROP_REQUEST,
+       BX_DROP_TRANSACTION,
+       BX_DROP_INVOICE,
+       BX_DROP_PAYMENT,
+       BX_DROP_REFUND,
+       BX_DROP_ERROR,
+       BX_DROP_DB,
+       BX_DROP_GATEWAY,
+       BX_DROP_SLOTS };
 
 /* Which argument each program reads (0-based, billing.d order). */
 #define BX_ARG_REQUEST_DONE_HANDLER 1

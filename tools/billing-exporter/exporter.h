@@ -19,29 +19,31 @@ struct billing_exporter_bpf;
 struct bpf_link;
 
 typedef struct bx_exporter {
-	unsigned groups;                 /* BX_GROUP_* enabled */
+	unsigned groups; /* BX_GROUP_* enabled */
 	struct billing_exporter_bpf *skel;
 	bx_target_t *targets;
 	size_t target_count;
 	struct bpf_link **links;
 	size_t link_count;
-	size_t attached[BX_MAX_MAPS];    /* attachments per map (= per probe) */
+	size_t attached[BX_MAX_MAPS]; /* attachments per map (= per probe) */
 	bx_label_slot_t slots[BX_MAX_MAPS][BX_MAX_FIELDS];
-	int stats_fd;                    /* bpf_enable_stats, -1 when off */
+	int stats_fd; /* bpf_enable_stats, -1 when off */
 	double last_scrape_seconds;
 	int verbose;
 	pthread_mutex_t lock;
 } bx_exporter_t;
 
 /* Exit codes: clean / runtime failure / bad input or environment. */
-enum { BX_EXIT_OK = 0, BX_EXIT_FAIL = 1, BX_EXIT_USAGE = 2 };
+enum { BX_EXIT_OK = 0,
+       BX_EXIT_FAIL = 1,
+       BX_EXIT_USAGE = 2 };
 
 /* "billing-exporter: WHAT" on stderr, one line. */
 void bx_error(const char *fmt, ...)
 #ifdef __GNUC__
-	__attribute__((format(printf, 1, 2)))
+    __attribute__((format(printf, 1, 2)))
 #endif
-	;
+    ;
 
 /* attach.c: open and load the BPF object with only the enabled groups'
  * programs; then attach each enabled probe in every module of every

@@ -92,7 +92,8 @@ static void put_value(bx_buf_t *b, double v)
 
 static const char *type_name(bx_metric_type_t t)
 {
-	return t == BX_COUNTER ? "counter" : t == BX_GAUGE ? "gauge" : "histogram";
+	return t == BX_COUNTER ? "counter" : t == BX_GAUGE ? "gauge"
+	                                                   : "histogram";
 }
 
 /* OpenMetrics names a counter family without its _total. */

@@ -9,7 +9,10 @@
 
 #include "snapshot.h"
 
-typedef enum bx_format { BX_FMT_PROMETHEUS, BX_FMT_OPENMETRICS, BX_FMT_TABLE, BX_FMT_JSON } bx_format_t;
+typedef enum bx_format { BX_FMT_PROMETHEUS,
+	                 BX_FMT_OPENMETRICS,
+	                 BX_FMT_TABLE,
+	                 BX_FMT_JSON } bx_format_t;
 
 #define BX_CONTENT_TYPE_PROMETHEUS "text/plain; version=0.0.4; charset=utf-8"
 #define BX_CONTENT_TYPE_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -17,14 +20,14 @@ typedef enum bx_format { BX_FMT_PROMETHEUS, BX_FMT_OPENMETRICS, BX_FMT_TABLE, BX
 typedef struct bx_buf {
 	char *data;
 	size_t len, cap;
-	int failed;           /* out of memory: data is incomplete */
+	int failed; /* out of memory: data is incomplete */
 } bx_buf_t;
 
 void bx_buf_printf(bx_buf_t *b, const char *fmt, ...)
 #ifdef __GNUC__
-	__attribute__((format(printf, 2, 3)))
+    __attribute__((format(printf, 2, 3)))
 #endif
-	;
+    ;
 
 /* Append n bytes of s (kept NUL-terminated). */
 void bx_buf_append(bx_buf_t *b, const char *s, size_t n);

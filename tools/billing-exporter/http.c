@@ -56,10 +56,10 @@ char *bx_render(bx_exporter_t *ex, int format, size_t *len)
 }
 
 static const char index_page[] =
-	"<!doctype html><html><head><title>billing-exporter</title></head><body>"
-	"<h1>billing-exporter</h1><p>USDT probes of billing services as Prometheus metrics.</p>"
-	"<ul><li><a href=\"/metrics\">/metrics</a></li><li><a href=\"/healthz\">/healthz</a></li></ul>"
-	"</body></html>\n";
+    "<!doctype html><html><head><title>billing-exporter</title></head><body>"
+    "<h1>billing-exporter</h1><p>USDT probes of billing services as Prometheus metrics.</p>"
+    "<ul><li><a href=\"/metrics\">/metrics</a></li><li><a href=\"/healthz\">/healthz</a></li></ul>"
+    "</body></html>\n";
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
                              char *body, size_t len, enum MHD_ResponseMemoryMode mode)
@@ -78,7 +78,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                               size_t *upload_size, void **state)
 {
 	bx_http_t *h = cls;
-	(void)version; (void)upload; (void)upload_size; (void)state;
+	(void)version;
+	(void)upload;
+	(void)upload_size;
+	(void)state;
 
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", (char *)"method not allowed\n",

@@ -24,11 +24,14 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	if (c < 0x80)
 		return 1;
 	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2; cp = c & 0x1f;
+		len = 2;
+		cp = c & 0x1f;
 	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3; cp = c & 0x0f;
+		len = 3;
+		cp = c & 0x0f;
 	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4; cp = c & 0x07;
+		len = 4;
+		cp = c & 0x07;
 	} else {
 		return 0;
 	}
@@ -103,7 +106,7 @@ static void note_folded(bx_label_slot_t *slot, const char *value)
 		size_t cap = slot->folded_cap ? slot->folded_cap * 2 : 128;
 		uint64_t *set = calloc(cap, sizeof *set);
 		if (!set)
-			return;  /* the count stays low; the exposition stays right */
+			return; /* the count stays low; the exposition stays right */
 		for (size_t i = 0; i < slot->folded_cap; i++)
 			if (slot->folded[i])
 				folded_insert(set, cap, slot->folded[i]);

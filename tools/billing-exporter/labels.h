@@ -24,7 +24,7 @@ void bx_label_sanitize(const char *src, size_t n, char *dst, size_t dstlen);
 typedef struct bx_label_slot {
 	char *values[BX_LABEL_CAP];
 	size_t count;
-	uint64_t *folded;       /* set of hashes of values folded into "other" */
+	uint64_t *folded; /* set of hashes of values folded into "other" */
 	size_t folded_count, folded_cap;
 } bx_label_slot_t;
 

@@ -38,19 +38,19 @@ void bx_error(const char *fmt, ...)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: billing-exporter (--pid PID | --binary PATH)... [options]\n"
-		"  --pid PID           every module of process PID that carries billing probes (repeatable)\n"
-		"  --binary PATH       every process, running now or later, that runs or maps PATH (repeatable)\n"
-		"  --metrics GROUPS    comma list of business,requests,db,gateway or all (default business,requests)\n"
-		"  --listen ADDR:PORT  serve /metrics there (default %s:%d; port 0: any free port)\n"
-		"  --once              print one snapshot after --interval seconds (default 5) and exit\n"
-		"  --interval N        print a snapshot every N seconds\n"
-		"  --format F          snapshot format: table (default) or json (one JSON object per line)\n"
-		"  --bpf-stats         turn on the kernel's BPF run-time statistics while running\n"
-		"  --print-metric-table  print the metric table (markdown) and exit\n"
-		"  --check-table       check the metric table against billing.d's catalogue and exit\n"
-		"  --verbose           show libbpf's messages\n",
-		BX_DEFAULT_ADDRESS, BX_DEFAULT_PORT);
+	        "usage: billing-exporter (--pid PID | --binary PATH)... [options]\n"
+	        "  --pid PID           every module of process PID that carries billing probes (repeatable)\n"
+	        "  --binary PATH       every process, running now or later, that runs or maps PATH (repeatable)\n"
+	        "  --metrics GROUPS    comma list of business,requests,db,gateway or all (default business,requests)\n"
+	        "  --listen ADDR:PORT  serve /metrics there (default %s:%d; port 0: any free port)\n"
+	        "  --once              print one snapshot after --interval seconds (default 5) and exit\n"
+	        "  --interval N        print a snapshot every N seconds\n"
+	        "  --format F          snapshot format: table (default) or json (one JSON object per line)\n"
+	        "  --bpf-stats         turn on the kernel's BPF run-time statistics while running\n"
+	        "  --print-metric-table  print the metric table (markdown) and exit\n"
+	        "  --check-table       check the metric table against billing.d's catalogue and exit\n"
+	        "  --verbose           show libbpf's messages\n",
+	        BX_DEFAULT_ADDRESS, BX_DEFAULT_PORT);
 }
 
 static int parse_groups(const char *list, unsigned *groups)
@@ -60,7 +60,8 @@ static int parse_groups(const char *list, unsigned *groups)
 	*groups = BX_GROUP_SELF;
 	for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		unsigned g = strcmp(tok, "all") == 0 ? (BX_GROUP_BUSINESS | BX_GROUP_REQUESTS | BX_GROUP_DB |
-		                                        BX_GROUP_GATEWAY) : bx_group_by_name(tok);
+		                                        BX_GROUP_GATEWAY)
+		                                     : bx_group_by_name(tok);
 		if (g == 0 || g == BX_GROUP_SELF) {
 			bx_error("--metrics: unknown group %s (business, requests, db, gateway, all)", tok);
 			return -1;
@@ -105,15 +106,31 @@ typedef struct opts {
 
 static int parse_args(int argc, char **argv, opts_t *o)
 {
-	enum { O_PID = 256, O_BINARY, O_METRICS, O_LISTEN, O_ONCE, O_INTERVAL, O_FORMAT, O_STATS,
-	       O_TABLE, O_CHECK, O_VERBOSE, O_HELP };
+	enum { O_PID = 256,
+	       O_BINARY,
+	       O_METRICS,
+	       O_LISTEN,
+	       O_ONCE,
+	       O_INTERVAL,
+	       O_FORMAT,
+	       O_STATS,
+	       O_TABLE,
+	       O_CHECK,
+	       O_VERBOSE,
+	       O_HELP };
 	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, O_PID }, { "binary", required_argument, NULL, O_BINARY },
-		{ "metrics", required_argument, NULL, O_METRICS }, { "listen", required_argument, NULL, O_LISTEN },
-		{ "once", no_argument, NULL, O_ONCE }, { "interval", required_argument, NULL, O_INTERVAL },
-		{ "format", required_argument, NULL, O_FORMAT }, { "bpf-stats", no_argument, NULL, O_STATS },
-		{ "print-metric-table", no_argument, NULL, O_TABLE }, { "check-table", no_argument, NULL, O_CHECK },
-		{ "verbose", no_argument, NULL, O_VERBOSE }, { "help", no_argument, NULL, O_HELP },
+		{ "pid", required_argument, NULL, O_PID },
+		{ "binary", required_argument, NULL, O_BINARY },
+		{ "metrics", required_argument, NULL, O_METRICS },
+		{ "listen", required_argument, NULL, O_LISTEN },
+		{ "once", no_argument, NULL, O_ONCE },
+		{ "interval", required_argument, NULL, O_INTERVAL },
+		{ "format", required_argument, NULL, O_FORMAT },
+		{ "bpf-stats", no_argument, NULL, O_STATS },
+		{ "print-metric-table", no_argument, NULL, O_TABLE },
+		{ "check-table", no_argument, NULL, O_CHECK },
+		{ "verbose", no_argument, NULL, O_VERBOSE },
+		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;

@@ -18,7 +18,8 @@ static int arg_is(const billing_probe_info_t *p, int pos, const char *name, bill
 	if (pos < 0 || (size_t)pos >= p->nargs || strcmp(p->args[pos].name, name) != 0 ||
 	    p->args[pos].type != type) {
 		snprintf(err, errlen, "metric table out of date with billing.d: %s reads argument %d as %s %s, "
-		         "billing.d has %s", p->sdt_name, pos, billing_arg_type_name(type), name,
+		                      "billing.d has %s",
+		         p->sdt_name, pos, billing_arg_type_name(type), name,
 		         pos >= 0 && (size_t)pos < p->nargs ? p->args[pos].name : "no such argument");
 		return -1;
 	}

@@ -24,12 +24,13 @@ enum {
 };
 #define BX_GROUPS_DEFAULT (BX_GROUP_BUSINESS | BX_GROUP_REQUESTS | BX_GROUP_SELF)
 
-typedef enum bx_key_kind { BX_KEY_STRING, BX_KEY_INT32 } bx_key_kind_t;
+typedef enum bx_key_kind { BX_KEY_STRING,
+	                   BX_KEY_INT32 } bx_key_kind_t;
 
 /* One field of a map's key: the probe argument it holds. */
 typedef struct bx_key_field {
-	const char *arg;     /* argument name in billing.d, e.g. "gateway" */
-	int arg_pos;         /* its position (billing_exporter.h BX_ARG_*) */
+	const char *arg; /* argument name in billing.d, e.g. "gateway" */
+	int arg_pos;     /* its position (billing_exporter.h BX_ARG_*) */
 	bx_key_kind_t kind;
 	size_t offset, size; /* within the key struct */
 } bx_key_field_t;
@@ -39,26 +40,28 @@ typedef struct bx_key_field {
 
 /* One BPF map: fed by one program, named like the probe it attaches to. */
 typedef struct bx_map_desc {
-	const char *map;        /* BPF map name, "m_payment_auth" */
-	const char *probe;      /* ELF spelling of the probe = BPF program name */
+	const char *map;   /* BPF map name, "m_payment_auth" */
+	const char *probe; /* ELF spelling of the probe = BPF program name */
 	unsigned group;
 	size_t key_size;
-	int drop_slot;          /* BX_DROP_* */
+	int drop_slot; /* BX_DROP_* */
 	size_t nfields;
 	bx_key_field_t fields[BX_MAX_FIELDS];
-	int amount_pos;         /* argument summed / bucketed as an amount, or BX_NO_ARG */
-	int duration_pos;       /* argument observed as a duration, or BX_NO_ARG */
+	int amount_pos;   /* argument summed / bucketed as an amount, or BX_NO_ARG */
+	int duration_pos; /* argument observed as a duration, or BX_NO_ARG */
 } bx_map_desc_t;
 
-typedef enum bx_metric_type { BX_COUNTER, BX_GAUGE, BX_HISTOGRAM } bx_metric_type_t;
+typedef enum bx_metric_type { BX_COUNTER,
+	                      BX_GAUGE,
+	                      BX_HISTOGRAM } bx_metric_type_t;
 
 /* What a metric reads from a map's rows. */
 typedef enum bx_source {
-	BX_SRC_COUNT,        /* fires */
-	BX_SRC_AMOUNT_SUM,   /* sum of the amount argument */
-	BX_SRC_AMOUNT_HIST,  /* amount histogram */
-	BX_SRC_DUR_HIST,     /* duration histogram (durations > 0 only) */
-	BX_SRC_SELF,         /* an exporter metric, computed in expose.c */
+	BX_SRC_COUNT,       /* fires */
+	BX_SRC_AMOUNT_SUM,  /* sum of the amount argument */
+	BX_SRC_AMOUNT_HIST, /* amount histogram */
+	BX_SRC_DUR_HIST,    /* duration histogram (durations > 0 only) */
+	BX_SRC_SELF,        /* an exporter metric, computed in expose.c */
 } bx_source_t;
 
 /* How a label's value comes from a row's key. */
@@ -72,7 +75,7 @@ typedef enum bx_decode {
 typedef struct bx_label {
 	const char *name;
 	bx_decode_t decode;
-	int field;              /* index into the map's fields (not for CONSTANT) */
+	int field; /* index into the map's fields (not for CONSTANT) */
 	const char *constant;
 } bx_label_t;
 
@@ -80,13 +83,13 @@ typedef struct bx_label {
 #define BX_WHERE_ALL (-1)
 
 typedef struct bx_metric {
-	const char *name;       /* full sample name base: counters end in _total */
+	const char *name; /* full sample name base: counters end in _total */
 	bx_metric_type_t type;
-	const char *unit;       /* "seconds", "minor units", "" */
+	const char *unit; /* "seconds", "minor units", "" */
 	const char *help;
-	int map;                /* index into bx_maps, -1 for BX_SRC_SELF */
+	int map; /* index into bx_maps, -1 for BX_SRC_SELF */
 	bx_source_t source;
-	int where_nonzero;      /* field index, or BX_WHERE_ALL */
+	int where_nonzero; /* field index, or BX_WHERE_ALL */
 	size_t nlabels;
 	bx_label_t labels[BX_MAX_FIELDS];
 	const char *self_labels; /* BX_SRC_SELF: the label names, for the docs */

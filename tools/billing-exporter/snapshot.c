@@ -15,8 +15,8 @@
 #include "billing_exporter.h"
 
 typedef struct row {
-	const char *labels[BX_MAX_FIELDS];  /* admitted values or "other" */
-	long long ints[BX_MAX_FIELDS];      /* INT32 fields, raw (outcomes, filters) */
+	const char *labels[BX_MAX_FIELDS]; /* admitted values or "other" */
+	long long ints[BX_MAX_FIELDS];     /* INT32 fields, raw (outcomes, filters) */
 	struct bx_value v;
 } row_t;
 
@@ -186,10 +186,12 @@ static void format_bounds(void)
 static int emit_series(bx_snapshot_t *s, const bx_metric_t *m, const agg_t *a)
 {
 	const struct bx_value *v = &a->v;
-#define LABELS(x) do { \
-		if (!(x)) return -1; \
-		for (size_t i_ = 0; i_ < m->nlabels; i_++) add_label((x), m->labels[i_].name, a->values[i_]); \
-	} while (0)
+#define LABELS(x) \
+  do { \
+    if (!(x)) return -1; \
+    for (size_t i_ = 0; i_ < m->nlabels; i_++) \
+      add_label((x), m->labels[i_].name, a->values[i_]); \
+  } while (0)
 	bx_sample_t *x;
 
 	switch (m->source) {
@@ -312,9 +314,9 @@ static int self_metric(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m
 			memset(&info, 0, sizeof info);
 			if (fd >= 0)
 				bpf_obj_get_info_by_fd(fd, &info, &len);
-			double value = strcmp(n, "bpf_program_runs_total") == 0 ? (double)info.run_cnt
-			             : strcmp(n, "bpf_program_run_seconds_total") == 0 ? (double)info.run_time_ns / 1e9
-			             : (double)info.recursion_misses;
+			double value = strcmp(n, "bpf_program_runs_total") == 0          ? (double)info.run_cnt
+			               : strcmp(n, "bpf_program_run_seconds_total") == 0 ? (double)info.run_time_ns / 1e9
+			                                                                 : (double)info.recursion_misses;
 			x = add_sample(s, m, "", value);
 			if (add_label(x, "program", md->probe) != 0)
 				return -1;

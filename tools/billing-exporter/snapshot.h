@@ -11,21 +11,21 @@
 
 #include "exporter.h"
 
-#define BX_SAMPLE_LABELS 4   /* the metric's labels + le */
+#define BX_SAMPLE_LABELS 4 /* the metric's labels + le */
 
 typedef struct bx_sample {
-	const bx_metric_t *metric;   /* its family: name, type, help, unit */
-	const char *suffix;          /* "", "_bucket", "_sum", "_count" */
+	const bx_metric_t *metric; /* its family: name, type, help, unit */
+	const char *suffix;        /* "", "_bucket", "_sum", "_count" */
 	size_t nlabels;
 	const char *label_names[BX_SAMPLE_LABELS];
-	const char *label_values[BX_SAMPLE_LABELS];  /* sanitized, stable for the snapshot */
+	const char *label_values[BX_SAMPLE_LABELS]; /* sanitized, stable for the snapshot */
 	double value;
 } bx_sample_t;
 
 typedef struct bx_snapshot {
 	bx_sample_t *samples;
 	size_t count, cap;
-	char **owned;                /* strings the snapshot allocated (le, target labels) */
+	char **owned; /* strings the snapshot allocated (le, target labels) */
 	size_t owned_count, owned_cap;
 } bx_snapshot_t;
 

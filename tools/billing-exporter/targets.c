@@ -14,7 +14,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "probe_reader.h"   /* tools/billing-probes: the probe reader library */
+#include "probe_reader.h" /* tools/billing-probes: the probe reader library */
 
 #define PROVIDER "billing"
 
@@ -106,8 +106,7 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_
 	}
 	bp_probe_set_free(&bp);
 	if (rc == 0 && t->module_count == 0) {
-		snprintf(err, errlen, binary ? "carries no billing probes (no stapsdt notes of provider billing)"
-		                            : "maps no module with billing probes");
+		snprintf(err, errlen, binary ? "carries no billing probes (no stapsdt notes of provider billing)" : "maps no module with billing probes");
 		rc = -1;
 	}
 	if (rc != 0)

@@ -9,14 +9,14 @@
 
 typedef struct bx_module {
 	char *path;
-	char **probes;          /* ELF spelling, "payment__auth"; each once */
+	char **probes; /* ELF spelling, "payment__auth"; each once */
 	size_t probe_count;
 } bx_module_t;
 
 typedef struct bx_target {
-	char label[300];        /* "pid:123" or "binary:/usr/bin/billingd" */
-	int pid;                /* -1 for a binary: every process, now or later */
-	char *binary;           /* the path given with --binary, else NULL */
+	char label[300]; /* "pid:123" or "binary:/usr/bin/billingd" */
+	int pid;         /* -1 for a binary: every process, now or later */
+	char *binary;    /* the path given with --binary, else NULL */
 	bx_module_t *modules;
 	size_t module_count;
 } bx_target_t;

@@ -16,7 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-typedef enum { TOK_END, TOK_IDENT, TOK_PUNCT, TOK_OTHER } tok_kind_t;
+typedef enum { TOK_END,
+	       TOK_IDENT,
+	       TOK_PUNCT,
+	       TOK_OTHER } tok_kind_t;
 
 typedef struct lexer {
 	const char *p, *end;

@@ -20,9 +20,9 @@ extern "C" {
 
 typedef struct bp_catalogue_probe {
 	char *provider;
-	char *name;   /* double-underscore form, as in ELF notes */
+	char *name; /* double-underscore form, as in ELF notes */
 	int nargs;
-	int line;     /* where it is declared; 0 for the built-in catalogue */
+	int line; /* where it is declared; 0 for the built-in catalogue */
 	/* Bytes of each argument as a probe site stores it (LP64: long long 8,
 	 * int 4, any pointer 8); 0 when the type is not a base C type the
 	 * parser knows (a typedef): then its width is not checked. */

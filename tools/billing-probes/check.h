@@ -12,22 +12,22 @@
 #include "probe_reader.h"
 
 typedef enum bp_finding_kind {
-	BP_MISSING,      /* an expected probe has no site: problem */
-	BP_ARG_COUNT,    /* a site's argument count differs from the catalogue: problem */
-	BP_ARG_WIDTH,    /* an argument's width differs: problem */
-	BP_UNKNOWN,      /* a site of the catalogue's provider the catalogue lacks: problem */
-	BP_UNGUARDED,    /* a site without semaphore (every BILLING_ macro guards): problem */
-	BP_UNEXPECTED,   /* present, catalogued, not expected: information */
+	BP_MISSING,    /* an expected probe has no site: problem */
+	BP_ARG_COUNT,  /* a site's argument count differs from the catalogue: problem */
+	BP_ARG_WIDTH,  /* an argument's width differs: problem */
+	BP_UNKNOWN,    /* a site of the catalogue's provider the catalogue lacks: problem */
+	BP_UNGUARDED,  /* a site without semaphore (every BILLING_ macro guards): problem */
+	BP_UNEXPECTED, /* present, catalogued, not expected: information */
 	BP_FINDING_KINDS
 } bp_finding_kind_t;
 
 typedef struct bp_finding {
 	bp_finding_kind_t kind;
-	const char *provider, *name;        /* point into the catalogue or a set */
-	const bp_probe_set_t *set;          /* the site's set (NULL for missing) */
-	const bp_probe_t *site;             /* the site (NULL for missing, unexpected) */
-	int arg;                            /* BP_ARG_WIDTH: 1-based argument */
-	int want, got;                      /* counts or widths */
+	const char *provider, *name; /* point into the catalogue or a set */
+	const bp_probe_set_t *set;   /* the site's set (NULL for missing) */
+	const bp_probe_t *site;      /* the site (NULL for missing, unexpected) */
+	int arg;                     /* BP_ARG_WIDTH: 1-based argument */
+	int want, got;               /* counts or widths */
 } bp_finding_t;
 
 typedef struct bp_check_report {

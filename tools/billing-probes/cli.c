@@ -16,27 +16,26 @@
 #endif
 
 const char bp_cli_usage[] =
-	"usage: billing-probes list TARGET [-P PROVIDER] [-n NAME] [--json] [--provider FILE.d]\n"
-	"       billing-probes check TARGET [TARGET...] [--expect NAME]... [--expect-file FILE]\n"
-	"                            [--json] [--provider FILE.d]\n"
-	"       billing-probes doctor [TARGET] [--clear-stale] [--provider FILE.d]\n"
-	"       billing-probes trace SCRIPT (-p PID | -c 'CMD ARGS') [--dry-run]\n"
-	"                            [--provider FILE.d] [-- SCRIPT-ARGS...]\n"
-	"\n"
-	"TARGET is an ELF executable or shared library, or the PID of a running\n"
-	"process (its executable and every mapped library); -p PID and --target\n"
-	"FILE say the same.  check with several TARGETs checks them as one\n"
-	"program: a service and the shared libraries that fire some of its probes.\n"
-	"--provider FILE.d replaces the catalogue built in (billing.d of version\n"
-	BILLING_PROBES_VERSION "): list then shows only its providers' probes.\n"
-	"Probe names (-n, --expect) match as written in ELF notes (request__start)\n"
-	"or in D (request-start), and take globs.  --expect-file holds one name or\n"
-	"glob per line, # comments.  Without --expect, check expects every probe.\n"
-	"trace runs a bpftrace script (a path, or a name such as tps) resolved\n"
-	"for the modules of the process; --dry-run prints the resolved script.\n"
-	"doctor --clear-stale lowers semaphores raised with no uprobe attached.\n"
-	"Exit status: 0 ok, 1 check/doctor found a problem or nothing matched,\n"
-	"2 bad target, provider file or usage (trace: bpftrace's status).\n";
+    "usage: billing-probes list TARGET [-P PROVIDER] [-n NAME] [--json] [--provider FILE.d]\n"
+    "       billing-probes check TARGET [TARGET...] [--expect NAME]... [--expect-file FILE]\n"
+    "                            [--json] [--provider FILE.d]\n"
+    "       billing-probes doctor [TARGET] [--clear-stale] [--provider FILE.d]\n"
+    "       billing-probes trace SCRIPT (-p PID | -c 'CMD ARGS') [--dry-run]\n"
+    "                            [--provider FILE.d] [-- SCRIPT-ARGS...]\n"
+    "\n"
+    "TARGET is an ELF executable or shared library, or the PID of a running\n"
+    "process (its executable and every mapped library); -p PID and --target\n"
+    "FILE say the same.  check with several TARGETs checks them as one\n"
+    "program: a service and the shared libraries that fire some of its probes.\n"
+    "--provider FILE.d replaces the catalogue built in (billing.d of version\n" BILLING_PROBES_VERSION "): list then shows only its providers' probes.\n"
+    "Probe names (-n, --expect) match as written in ELF notes (request__start)\n"
+    "or in D (request-start), and take globs.  --expect-file holds one name or\n"
+    "glob per line, # comments.  Without --expect, check expects every probe.\n"
+    "trace runs a bpftrace script (a path, or a name such as tps) resolved\n"
+    "for the modules of the process; --dry-run prints the resolved script.\n"
+    "doctor --clear-stale lowers semaphores raised with no uprobe attached.\n"
+    "Exit status: 0 ok, 1 check/doctor found a problem or nothing matched,\n"
+    "2 bad target, provider file or usage (trace: bpftrace's status).\n";
 
 void bp_error(const char *what, const char *why)
 {
@@ -96,7 +95,7 @@ static int add_target(bp_options_t *opt, const char *spec, int many)
 /* What each command takes. */
 typedef struct command_shape {
 	const char *name;
-	int targets;      /* 0 none, 1 at most one, 2 several */
+	int targets; /* 0 none, 1 at most one, 2 several */
 	int needs_target;
 	int list_filters, json, expect, clear_stale, trace;
 } command_shape_t;

@@ -11,9 +11,12 @@
 #include "probe_reader.h"
 
 /* Exit codes: the answer is yes / the answer is no / the question was bad. */
-enum { BP_EXIT_OK = 0, BP_EXIT_FAIL = 1, BP_EXIT_ERROR = 2 };
+enum { BP_EXIT_OK = 0,
+       BP_EXIT_FAIL = 1,
+       BP_EXIT_ERROR = 2 };
 
-enum { BP_MAX_TARGETS = 256, BP_MAX_EXPECT = 256 };
+enum { BP_MAX_TARGETS = 256,
+       BP_MAX_EXPECT = 256 };
 
 typedef struct bp_options {
 	const char *command;
@@ -21,18 +24,18 @@ typedef struct bp_options {
 	 * or -p PID / --target FILE (doctor's old spellings). */
 	const char *targets[BP_MAX_TARGETS];
 	int target_count;
-	const char *provider_file;   /* --provider FILE.d: the catalogue (default built in) */
-	const char *provider_glob;   /* list -P */
-	const char *name_glob;       /* list -n */
+	const char *provider_file;         /* --provider FILE.d: the catalogue (default built in) */
+	const char *provider_glob;         /* list -P */
+	const char *name_glob;             /* list -n */
 	const char *expect[BP_MAX_EXPECT]; /* check --expect NAME */
 	int expect_count;
-	const char *expect_file;     /* check --expect-file FILE */
-	int json;                    /* list, check --json */
-	int clear_stale;             /* doctor --clear-stale */
-	const char *script;          /* trace SCRIPT */
-	const char *command_line;    /* trace -c 'CMD ARGS' */
-	int dry_run;                 /* trace --dry-run */
-	char **script_args;          /* trace: what follows -- */
+	const char *expect_file;  /* check --expect-file FILE */
+	int json;                 /* list, check --json */
+	int clear_stale;          /* doctor --clear-stale */
+	const char *script;       /* trace SCRIPT */
+	const char *command_line; /* trace -c 'CMD ARGS' */
+	int dry_run;              /* trace --dry-run */
+	char **script_args;       /* trace: what follows -- */
 	int script_arg_count;
 } bp_options_t;
 

@@ -42,7 +42,8 @@ static void print_finding(FILE *out, const bp_finding_t *f)
 		break;
 	case BP_UNGUARDED:
 		fprintf(out, " at 0x%" PRIx64 " in %s has no semaphore: the BILLING_ macros guard every probe "
-		        "(was sys/sdt.h included before billing/probes.h?)\n", at, module);
+		             "(was sys/sdt.h included before billing/probes.h?)\n",
+		        at, module);
 		break;
 	case BP_UNEXPECTED:
 		fputs(" present, not expected\n", out);
@@ -64,14 +65,14 @@ static void print_json(FILE *out, const bp_options_t *opt, const char *source, c
 	fputs("], \"catalogue\": ", out);
 	bp_json_string(out, source);
 	fprintf(out, ", \"ok\": %s, \"problems\": %zu, \"expected\": %zu, \"expected_found\": %zu, "
-	        "\"stapsdt_notes\": %s, \"findings\": [",
+	             "\"stapsdt_notes\": %s, \"findings\": [",
 	        r->problems ? "false" : "true", r->problems, r->expected, r->expected_found, any_notes ? "true" : "false");
 	for (size_t i = 0; i < r->count; i++) {
 		const bp_finding_t *f = &r->items[i];
 		fputs(i ? ",\n  {" : "\n  {", out);
 		fputs("\"kind\": ", out);
 		static const char *const kinds[BP_FINDING_KINDS] = { "missing", "argument-count", "argument-width",
-		                                                     "unknown", "unguarded", "unexpected" };
+			                                             "unknown", "unguarded", "unexpected" };
 		bp_json_string(out, kinds[f->kind]);
 		fprintf(out, ", \"problem\": %s, \"provider\": ", f->kind == BP_UNEXPECTED ? "false" : "true");
 		bp_json_string(out, f->provider);

@@ -21,7 +21,8 @@
 
 static const char *status_word(bp_status_t s)
 {
-	return s == BP_OK ? "OK  " : s == BP_WARN ? "WARN" : "FAIL";
+	return s == BP_OK ? "OK  " : s == BP_WARN ? "WARN"
+	                                          : "FAIL";
 }
 
 static void print_result(const bp_check_result_t *r)
@@ -85,7 +86,8 @@ static void carries_result(const bp_catalogue_t *cat, const char *source, const 
 		         report.problems, cat->count, source);
 		snprintf(r->fix, sizeof r->fix,
 		         "run `billing-probes check %s` for the list; rebuild with probes (dtrace and sys/sdt.h: "
-		         "systemtap-sdt-dev), without LTO", t->spec);
+		         "systemtap-sdt-dev), without LTO",
+		         t->spec);
 		r->status = BP_FAIL;
 	}
 	bp_check_report_free(&report);
@@ -134,9 +136,10 @@ static void semaphores_result(const bp_probe_set_t *t, int clear, bp_check_resul
 	} else {
 		snprintf(r->finding, sizeof r->finding,
 		         "%zu stale: raised with no uprobe at any site they guard (%s); every guarded argument is "
-		         "evaluated on every call", survey.stale, names);
+		         "evaluated on every call",
+		         survey.stale, names);
 		snprintf(r->fix, sizeof r->fix, "%s`billing-probes doctor %d --clear-stale` as root, or restart the "
-		         "process (a tracer killed with SIGKILL leaves them raised)",
+		                                "process (a tracer killed with SIGKILL leaves them raised)",
 		         refused ? "the write was refused: run " : "", t->pid);
 		r->status = BP_WARN;
 	}
@@ -193,7 +196,8 @@ int bp_cmd_doctor(const bp_options_t *opt)
 	if (bpftrace_ok || dtrace_ok) {
 		char msg[128];
 		snprintf(msg, sizeof msg, "%s can trace the probes",
-		         bpftrace_ok && dtrace_ok ? "bpftrace and DTrace" : bpftrace_ok ? "bpftrace" : "DTrace");
+		         bpftrace_ok && dtrace_ok ? "bpftrace and DTrace" : bpftrace_ok ? "bpftrace"
+		                                                                        : "DTrace");
 		bp_result_set(tracer, BP_OK, msg, NULL);
 	} else {
 		bp_result_set(tracer, BP_FAIL, "neither bpftrace nor a real DTrace is usable", "apt-get install bpftrace");

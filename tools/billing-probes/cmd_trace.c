@@ -96,7 +96,7 @@ static int find_script(const char *script, char *out, size_t n)
 /* One line per dropped probe, however many clauses name it. */
 typedef struct drop_ctx {
 	const char *where;
-	char seen[4096];   /* "\nspec\n" for each reported spec */
+	char seen[4096]; /* "\nspec\n" for each reported spec */
 	size_t used;
 } drop_ctx_t;
 

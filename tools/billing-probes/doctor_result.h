@@ -7,7 +7,9 @@
 
 #include <stdio.h>
 
-typedef enum { BP_OK, BP_WARN, BP_FAIL } bp_status_t;
+typedef enum { BP_OK,
+	       BP_WARN,
+	       BP_FAIL } bp_status_t;
 
 typedef struct bp_check_result {
 	const char *name;

@@ -41,9 +41,9 @@ static int64_t address_to_offset(Elf *elf, size_t phnum, uint64_t addr)
 }
 
 typedef struct elf_layout {
-	Elf_Scn *notes[16];      /* .note.stapsdt sections (one in practice) */
+	Elf_Scn *notes[16]; /* .note.stapsdt sections (one in practice) */
 	size_t note_count;
-	uint64_t base_addr;      /* sh_addr of .stapsdt.base, 0 when absent */
+	uint64_t base_addr; /* sh_addr of .stapsdt.base, 0 when absent */
 } elf_layout_t;
 
 static int scan_sections(Elf *elf, off_t file_size, elf_layout_t *lay, char *err, size_t errlen)

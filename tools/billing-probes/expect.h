@@ -10,9 +10,9 @@
 #include "probe_reader.h"
 
 typedef struct bp_expect {
-	char **provider;  /* glob, "*" when not given ("billing:payment-auth") */
-	char **name;      /* glob in the ELF spelling */
-	char **written;   /* as the user wrote it, for messages */
+	char **provider; /* glob, "*" when not given ("billing:payment-auth") */
+	char **name;     /* glob in the ELF spelling */
+	char **written;  /* as the user wrote it, for messages */
 	size_t count;
 } bp_expect_t;
 

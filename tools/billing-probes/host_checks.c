@@ -35,7 +35,6 @@ void bp_doctor_kernel(bp_check_result_t *r)
 	bp_result_set(r, BP_OK, msg, NULL);
 }
 
-
 /* Check that every option is y (or m where allowed); list what is not. */
 static void check_options(bp_check_result_t *r, const char *const *options, size_t count, const char *fix)
 {
@@ -92,20 +91,21 @@ void bp_doctor_tracefs(bp_check_result_t *r)
 			bp_result_set(r, BP_OK, "mounted at /sys/kernel/tracing", NULL);
 		} else {
 			bp_result_set(r, BP_FAIL, "mounted at /sys/kernel/tracing but has no uprobe_events: kernel without CONFIG_UPROBE_EVENTS",
-			    "run a kernel with CONFIG_UPROBE_EVENTS=y");
+			              "run a kernel with CONFIG_UPROBE_EVENTS=y");
 		}
 		return;
 	}
 	if (statfs("/sys/kernel/debug/tracing", &sf) == 0 && (unsigned long)sf.f_type == TRACEFS_MAGIC_NUMBER) {
 		bp_result_set(r, BP_WARN, "mounted only at /sys/kernel/debug/tracing (older tools look there, bpftrace wants /sys/kernel/tracing)",
-		    "mount -t tracefs nodev /sys/kernel/tracing");
+		              "mount -t tracefs nodev /sys/kernel/tracing");
 		return;
 	}
 	snprintf(msg, sizeof msg, "not mounted at /sys/kernel/tracing%s",
 	         statfs("/sys/kernel/debug", &sf) == 0 && (unsigned long)sf.f_type == DEBUGFS_MAGIC_NUMBER
-	             ? "" : " (nor debugfs at /sys/kernel/debug)");
+	             ? ""
+	             : " (nor debugfs at /sys/kernel/debug)");
 	bp_result_set(r, BP_FAIL, msg,
-	    "as root: mount -t tracefs nodev /sys/kernel/tracing (and add it to /etc/fstab: tracefs /sys/kernel/tracing tracefs defaults 0 0)");
+	              "as root: mount -t tracefs nodev /sys/kernel/tracing (and add it to /etc/fstab: tracefs /sys/kernel/tracing tracefs defaults 0 0)");
 }
 
 /* --- privileges ------------------------------------------------------------ */
@@ -125,7 +125,9 @@ static unsigned long long effective_caps(void)
 	return caps;
 }
 
-enum { CAP_SYS_ADMIN_BIT = 21, CAP_PERFMON_BIT = 38, CAP_BPF_BIT = 39 };
+enum { CAP_SYS_ADMIN_BIT = 21,
+       CAP_PERFMON_BIT = 38,
+       CAP_BPF_BIT = 39 };
 
 void bp_doctor_privileges(bp_check_result_t *r)
 {
@@ -144,7 +146,7 @@ void bp_doctor_privileges(bp_check_result_t *r)
 		snprintf(msg, sizeof msg, "uid %u without CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN (CapEff %llx)",
 		         (unsigned)geteuid(), caps);
 		bp_result_set(r, BP_FAIL, msg,
-		    "trace as root (sudo bpftrace ...), or grant the tracer CAP_BPF,CAP_PERFMON (setcap cap_bpf,cap_perfmon,cap_dac_read_search+ep $(command -v bpftrace))");
+		              "trace as root (sudo bpftrace ...), or grant the tracer CAP_BPF,CAP_PERFMON (setcap cap_bpf,cap_perfmon,cap_dac_read_search+ep $(command -v bpftrace))");
 	}
 }
 
@@ -172,4 +174,3 @@ void bp_doctor_perf_event_paranoid(bp_check_result_t *r)
 		bp_result_set(r, BP_WARN, msg, "trace with CAP_PERFMON or as root, or: sysctl kernel.perf_event_paranoid=2");
 	}
 }
-

@@ -83,7 +83,8 @@ char bp_kconfig_value(const kconfig_t *k, const char *option)
 	size_t n = strlen(option);
 	for (const char *line = k->text; line && *line;) {
 		if (strncmp(line, option, n) == 0 && line[n] == '=')
-			return line[n + 1] == 'y' ? 'y' : line[n + 1] == 'm' ? 'm' : 'n';
+			return line[n + 1] == 'y' ? 'y' : line[n + 1] == 'm' ? 'm'
+			                                                     : 'n';
 		line = strchr(line, '\n');
 		if (line)
 			line++;

@@ -5,8 +5,8 @@
 #define BP_KCONFIG_H
 
 typedef struct kconfig {
-	char *text;        /* the whole file; free() it */
-	char source[300];  /* where it was read */
+	char *text;       /* the whole file; free() it */
+	char source[300]; /* where it was read */
 } kconfig_t;
 
 /* 0, or -1 when no config is found. */

@@ -35,8 +35,9 @@ static void format_args(char *buf, size_t n, const bp_probe_t *p)
 static const char *traced_word(const bp_probe_t *p)
 {
 	if (!p->semaphore)
-		return "always";  /* no semaphore: the site is never skipped */
-	return p->traced == 1 ? "yes" : p->traced == 0 ? "no" : "?";
+		return "always"; /* no semaphore: the site is never skipped */
+	return p->traced == 1 ? "yes" : p->traced == 0 ? "no"
+	                                               : "?";
 }
 
 static const char *module_name(const bp_probe_set_t *t, const bp_probe_t *p)

@@ -54,12 +54,12 @@ extern "C" {
 
 typedef struct bp_probe {
 	char *provider;
-	char *name;           /* ELF spelling: "request__start" */
-	char *arg_string;     /* as in the note, "" for none */
+	char *name;       /* ELF spelling: "request__start" */
+	char *arg_string; /* as in the note, "" for none */
 	int nargs;
 	bp_sdt_arg_t args[BP_SDT_MAX_ARGS];
-	uint64_t address;     /* probe site, link-time address after .stapsdt.base adjustment */
-	uint64_t semaphore;   /* link-time address, 0 for none */
+	uint64_t address;         /* probe site, link-time address after .stapsdt.base adjustment */
+	uint64_t semaphore;       /* link-time address, 0 for none */
 	int64_t address_offset;   /* file offset of the site, -1 when outside every PT_LOAD */
 	int64_t semaphore_offset; /* file offset of the semaphore, -1 likewise */
 	/* Filled for process targets only. */
@@ -67,7 +67,7 @@ typedef struct bp_probe {
 	uint64_t runtime_semaphore; /* 0 when none or unknown */
 	int traced;                 /* -1 unknown / not a process, 0 no, 1 yes */
 	unsigned semaphore_value;
-	size_t module;              /* index into bp_probe_set_t.modules */
+	size_t module; /* index into bp_probe_set_t.modules */
 } bp_probe_t;
 
 typedef struct bp_module {
@@ -77,7 +77,7 @@ typedef struct bp_module {
 
 /* The probes of one target: a file, or every module a process maps. */
 typedef struct bp_probe_set {
-	const char *spec;     /* what the caller named (not copied) */
+	const char *spec; /* what the caller named (not copied) */
 	int is_process;
 	int pid;
 	bp_module_t *modules;

@@ -12,8 +12,12 @@
 #include <unistd.h>
 
 static const char *const site_words[BP_SITE_KINDS] = {
-	"1-byte nop", "5-byte nop", "int3 (uprobe attached, trapping)",
-	"call/jmp (optimized uprobe attached)", "unexpected instruction", "unreadable",
+	"1-byte nop",
+	"5-byte nop",
+	"int3 (uprobe attached, trapping)",
+	"call/jmp (optimized uprobe attached)",
+	"unexpected instruction",
+	"unreadable",
 };
 
 const char *bp_site_word(bp_site_kind_t kind)

@@ -10,7 +10,13 @@
 /* In a file: the nop the compiler left.  In a live process: int3 (0xcc)
  * while a uprobe traps there, call/jmp once the kernel optimized it. */
 typedef enum {
-	BP_SITE_NOP1, BP_SITE_NOP5, BP_SITE_INT3, BP_SITE_OPTIMIZED, BP_SITE_OTHER, BP_SITE_UNREADABLE, BP_SITE_KINDS
+	BP_SITE_NOP1,
+	BP_SITE_NOP5,
+	BP_SITE_INT3,
+	BP_SITE_OPTIMIZED,
+	BP_SITE_OTHER,
+	BP_SITE_UNREADABLE,
+	BP_SITE_KINDS
 } bp_site_kind_t;
 
 /* "1-byte nop", "int3 (uprobe attached, trapping)", ... */

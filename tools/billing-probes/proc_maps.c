@@ -32,7 +32,7 @@ typedef struct mapping {
 	unsigned long inode;
 	char dev[16];
 	char *path;
-	size_t module;      /* index in the target, (size_t)-1 if not an ELF */
+	size_t module; /* index in the target, (size_t)-1 if not an ELF */
 } mapping_t;
 
 typedef struct maps {

@@ -100,4 +100,3 @@ int bp_run_capture(char *const argv[], char *out, size_t n, int timeout_ms)
 		return -2;
 	return WEXITSTATUS(status);
 }
-

@@ -55,7 +55,7 @@ static int is_identifier(const char *s)
 }
 
 int bp_sdt_note_parse(const unsigned char *desc, size_t len, int is64, int big_endian,
-                   bp_sdt_note_t *out, char *err, size_t errlen)
+                      bp_sdt_note_t *out, char *err, size_t errlen)
 {
 	size_t addr_size = is64 ? 8 : 4;
 	if (!desc || len < 3 * addr_size) {
@@ -96,8 +96,14 @@ uint64_t bp_sdt_adjust_address(uint64_t addr, uint64_t recorded_base, uint64_t b
 
 /* --- argument specs ------------------------------------------------------ */
 
-static int is_digit(char c) { return c >= '0' && c <= '9'; }
-static int is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+static int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+static int is_alpha(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
 
 /* "%rax", "%r12d", "%xmm0": a percent sign and letters/digits. */
 static int is_x86_register(const char *s, size_t n)

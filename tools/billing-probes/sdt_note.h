@@ -29,15 +29,15 @@ extern "C" {
 #define BP_SDT_MAX_LOCATION 64
 
 typedef enum bp_sdt_arg_kind {
-	BP_SDT_ARG_REGISTER,   /* %rax, x0 */
-	BP_SDT_ARG_IMMEDIATE,  /* $5 */
-	BP_SDT_ARG_MEMORY,     /* -8(%rbp), foo(%rip), [sp, 12] */
-	BP_SDT_ARG_OTHER,      /* well-formed but architecture-specific: "3" (POWER r3) */
+	BP_SDT_ARG_REGISTER,  /* %rax, x0 */
+	BP_SDT_ARG_IMMEDIATE, /* $5 */
+	BP_SDT_ARG_MEMORY,    /* -8(%rbp), foo(%rip), [sp, 12] */
+	BP_SDT_ARG_OTHER,     /* well-formed but architecture-specific: "3" (POWER r3) */
 } bp_sdt_arg_kind_t;
 
 typedef struct bp_sdt_arg {
-	int size;            /* bytes: 1, 2, 4 or 8; 0 when the spec gives none */
-	int is_signed;       /* a leading '-' on the size */
+	int size;      /* bytes: 1, 2, 4 or 8; 0 when the spec gives none */
+	int is_signed; /* a leading '-' on the size */
 	bp_sdt_arg_kind_t kind;
 	char location[BP_SDT_MAX_LOCATION]; /* the operand as written */
 } bp_sdt_arg_t;
@@ -48,14 +48,14 @@ typedef struct bp_sdt_note {
 	uint64_t semaphore;   /* is-enabled counter, 0 when the probe has none */
 	const char *provider; /* point into the parsed buffer */
 	const char *name;
-	const char *args;     /* the raw argument string, "" for no arguments */
+	const char *args; /* the raw argument string, "" for no arguments */
 } bp_sdt_note_t;
 
 /* Parse one note descriptor of an ELF with 4-byte (is64 == 0) or 8-byte
  * addresses in the given byte order.  Returns 0, or -1 with a one-line
  * reason in err.  On success the strings of *out point into desc. */
 int bp_sdt_note_parse(const unsigned char *desc, size_t len, int is64, int big_endian,
-                   bp_sdt_note_t *out, char *err, size_t errlen);
+                      bp_sdt_note_t *out, char *err, size_t errlen);
 
 /* Split and decode an argument string into at most BP_SDT_MAX_ARGS specs.
  * Returns the number of arguments, or -1 with a reason in err. */

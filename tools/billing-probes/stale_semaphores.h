@@ -12,16 +12,16 @@
 #include "probe_reader.h"
 
 typedef struct bp_semaphore {
-	const bp_probe_t *probe;   /* the first probe it guards */
-	uint64_t address;          /* run-time address in the process */
+	const bp_probe_t *probe; /* the first probe it guards */
+	uint64_t address;        /* run-time address in the process */
 	unsigned value;
 	size_t sites, attached, plain;
 } bp_semaphore_t;
 
 typedef struct bp_semaphore_survey {
-	bp_semaphore_t *items;     /* raised semaphores only */
+	bp_semaphore_t *items; /* raised semaphores only */
 	size_t count;
-	size_t stale;              /* of which raised with every site plain */
+	size_t stale; /* of which raised with every site plain */
 } bp_semaphore_survey_t;
 
 /* Is s stale: raised, every site it guards still the compiler's nop? */

@@ -54,7 +54,7 @@ void bp_doctor_dtrace(bp_check_result_t *r, int *usable)
 	int rc = bp_run_capture(argv, out, sizeof out, 5000);
 	if (rc == -1) {
 		bp_result_set(r, BP_WARN, "not installed (building with probes needs systemtap-sdt-dev's dtrace)",
-		    "apt-get install systemtap-sdt-dev to build; trace with bpftrace");
+		              "apt-get install systemtap-sdt-dev to build; trace with bpftrace");
 		return;
 	}
 	first_line(out, line, sizeof line);
@@ -115,7 +115,8 @@ void bp_doctor_optimized_uprobes(bp_check_result_t *r)
 	if (opt == 1 && sys == 1) {
 		snprintf(msg, sizeof msg,
 		         "available: kernel %.60s has arch_uprobe_optimize and the uprobe syscall (/proc/kallsyms); "
-		         "only 5-byte-nop sites (-Dprobe_site=fast) benefit", u.release);
+		         "only 5-byte-nop sites (-Dprobe_site=fast) benefit",
+		         u.release);
 		bp_result_set(r, BP_OK, msg, NULL);
 	} else if (opt == 0 || sys == 0) {
 		snprintf(msg, sizeof msg, "not available: kernel %.60s lacks arch_uprobe_optimize / sys_uprobe; every probe hit traps (int3)",
