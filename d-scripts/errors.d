@@ -12,6 +12,8 @@
  *   COMPONENT  the error probe's component ("-" when it passed "")
  *   CODE       the service's error code
  *   COUNT      error probes fired (count)
+ * SUMMARY (table only, before the rows): "errors N (R/s)": every error
+ *   probe of the interval, R per second rounded down (TOTAL: "errors N")
  *   TIME       HH:MM:SS of walltimestamp, UTC (bpftrace: local time)
  * JSON schema (a "start" line, one line per interval, "total" at exit):
  *   {"type":"start","interval_s":N}
@@ -19,6 +21,8 @@
  *    "errors":[{"component":S,"code":N,"count":N}, ..., null]}
  *   the list ends with a null sentinel (printa cannot omit a last comma).
  *
+ * Row order: by count, most first (aggsortrev); the bpftrace twin's rows
+ * come in first-seen order (bpftrace 0.17 cannot sort a plain map).
  * OVERHEAD: one aggregation update per error probe.
  * STABILITY: Evolving (probe error).
  * EXAMPLE: errors.example.txt
@@ -26,12 +30,17 @@
 
 #pragma D option quiet
 #pragma D option defaultargs
+/* rows with the most errors first */
+#pragma D option aggsortrev
 
 dtrace:::BEGIN
 {
 	interval = $1 > 0 ? $1 : 10;
 	json = $2;
 	secs = 0;
+	/* the summary exists from the start: a quiet interval prints 0 */
+	@s_err = count(); @s_err_rate = count(); @t_err = count();
+	clear(@s_err); clear(@s_err_rate); clear(@t_err);
 }
 
 dtrace:::BEGIN
@@ -52,6 +61,9 @@ billing$target:::error
 	this->comp = this->comp == "" ? "-" : this->comp;
 	@count[this->comp, (int)arg2] = count();
 	@tcount[this->comp, (int)arg2] = count();
+	@s_err = count();
+	@s_err_rate = count();
+	@t_err = count();
 }
 
 profile:::tick-1sec
@@ -63,9 +75,11 @@ profile:::tick-1sec
 profile:::tick-1sec
 /secs >= interval && !json/
 {
-	printf("\n%02d:%02d:%02d  last %d s\n%-24s %8s %10s\n",
-	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval,
-	    "COMPONENT", "CODE", "COUNT");
+	printf("\n%02d:%02d:%02d  last %d s\n",
+	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
+	normalize(@s_err_rate, interval);
+	printa("errors %@d (%@d/s)\n", @s_err, @s_err_rate);
+	printf("%-24s %8s %10s\n", "COMPONENT", "CODE", "COUNT");
 	printa("%-24s %8d %@10d\n", @count);
 }
 
@@ -82,6 +96,7 @@ profile:::tick-1sec
 /secs >= interval/
 {
 	trunc(@count);
+	clear(@s_err); clear(@s_err_rate);
 	secs = 0;
 }
 
@@ -93,9 +108,10 @@ dtrace:::END
 dtrace:::END
 /!json/
 {
-	printf("\n%02d:%02d:%02d  TOTAL since start\n%-24s %8s %10s\n",
-	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60,
-	    "COMPONENT", "CODE", "COUNT");
+	printf("\n%02d:%02d:%02d  TOTAL since start\n",
+	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60);
+	printa("errors %@d\n", @t_err);
+	printf("%-24s %8s %10s\n", "COMPONENT", "CODE", "COUNT");
 	printa("%-24s %8d %@10d\n", @tcount);
 }
 
@@ -112,4 +128,7 @@ dtrace:::END
 {
 	trunc(@count);
 	trunc(@tcount);
+	trunc(@s_err);
+	trunc(@s_err_rate);
+	trunc(@t_err);
 }

@@ -12,9 +12,10 @@
  *
  * FIELDS:
  *   FAULTS    address-space faults (vminfo:::as_fault; Linux:
- *             rawtp:exceptions::page_fault_user; bpftrace: the
- *             page-faults software event) in the interval (count);
- *             "TOTAL" line at exit
+ *             rawtp:exceptions::page_fault_user, as the bpftrace twin:
+ *             faults taken in user mode, not those the kernel takes
+ *             copying to or from the process in a system call) in the
+ *             interval (count); "TOTAL" line at exit
  *   TIME      HH:MM:SS of walltimestamp, UTC (bpftrace: local time)
  *   @faults_by_func[FUNCTION]: COUNT at exit, the 10 rows with most
  *             faults: the user function of the faulting instruction

@@ -45,7 +45,10 @@
  * that zeroes the interval's buckets.  The counters are global variables,
  * not aggregations: updates from two CPUs at the same instant can be
  * lost, and under heavy load dtrace may report "dynamic variable drops"
- * (raise dynvarsize).
+ * (raise dynvarsize).  They stay so because the percentiles are computed
+ * in the script, and D cannot read an aggregation's value; the exact
+ * alternative (llquantize() per handler, printed as a histogram) would
+ * drop the P50/P95/P99 columns.  @usecs (quantize()) is exact.
  * STABILITY: Evolving (probe request-done).
  * EXAMPLE: request_latency.example.txt
  */

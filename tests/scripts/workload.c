@@ -110,8 +110,10 @@ static void run_business(void)
 	 * with an empty reason (the scripts print it as "-"). */
 	for (i = 0; i < 50; i++, tx++) {
 		const char *cur = i < 30 ? "EUR" : "USD";
-		const char *reason = i < 30 ? "duplicate" : i < 49 ? "fraud" : "";
-		int64_t amount = i < 30 ? 1000 : i < 49 ? 2500 : 777;
+		const char *reason = i < 30 ? "duplicate" : i < 49 ? "fraud"
+		                                                   : "";
+		int64_t amount = i < 30 ? 1000 : i < 49 ? 2500
+		                                        : 777;
 		billing_fire_transaction_start(tx, "refund", amount, cur);
 		billing_fire_refund_process(300000 + (uint64_t)i, 200000 + (uint64_t)i, amount, cur, reason);
 		billing_fire_transaction_done(tx, "refund", 0, 2 * MS);
@@ -143,12 +145,14 @@ struct request_plan {
 
 static uint64_t invoice_duration(int i)
 {
-	return i < 85 ? 3 * MS : i < 95 ? 20 * MS : 150 * MS;
+	return i < 85 ? 3 * MS : i < 95 ? 20 * MS
+	                                : 150 * MS;
 }
 
 static uint64_t payment_duration(int i)
 {
-	return i < 40 ? 40 * MS : i < 46 ? 90 * MS : 250 * MS;
+	return i < 40 ? 40 * MS : i < 46 ? 90 * MS
+	                                 : 250 * MS;
 }
 
 /* A short pause between probes so the two threads' trails interleave. */
