@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -399,17 +400,29 @@ static int run_system(const char *path)
 
 /* DTrace's tick-N (Oracle's DTrace for Linux: a cpu-clock perf event) does
  * not fire while its CPU idles in this VM, and tps.d prints its seconds
- * from a tick: --keep-cpu0-busy spins a thread on CPU 0 until exit. */
-static void *spin_cpu0(void *unused)
+ * from a tick.  Which CPU carries the tick is DTrace's choice (a CI run
+ * with only CPU 0 kept busy printed one second of three), so
+ * --keep-cpu0-busy spins one thread on every online CPU until exit. */
+static void *spin_cpu(void *arg)
 {
-	cpu_set_t cpu0;
-	(void)unused;
-	CPU_ZERO(&cpu0);
-	CPU_SET(0, &cpu0);
-	pthread_setaffinity_np(pthread_self(), sizeof cpu0, &cpu0); /* best effort */
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET((int)(intptr_t)arg, &one);
+	pthread_setaffinity_np(pthread_self(), sizeof one, &one); /* best effort */
 	for (;;)
 		(void)workload_busy_spin(1000 * MS);
 	return NULL;
+}
+
+static int keep_cpus_busy(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	for (long cpu = 0; cpu < (n > 0 ? n : 1); cpu++) {
+		pthread_t spinner;
+		if (pthread_create(&spinner, NULL, spin_cpu, (void *)(intptr_t)cpu) != 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* --- main ---------------------------------------------------------------- */
@@ -461,8 +474,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (strcmp(argv[i], "--keep-cpu0-busy") == 0) {
-			pthread_t spinner;
-			if (pthread_create(&spinner, NULL, spin_cpu0, NULL) != 0) {
+			if (keep_cpus_busy() != 0) {
 				fprintf(stderr, "scripts-workload: cannot start the spinner\n");
 				return 1;
 			}
