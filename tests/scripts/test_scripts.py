@@ -570,7 +570,7 @@ def case_tps(json_mode=False):
     argv = [1] if json_mode else []
     # tps.d prints each second from a tick, which an idle CPU here never
     # fires (seconds of one parity would merge): keep CPU 0 busy for it
-    extra = ["--keep-cpu0-busy"] if TRACER.dtrace else []
+    extra = ["--keep-cpus-busy"] if TRACER.dtrace else []
     out = run("tps", [("tps", "tps", argv, False)], extra=extra)["tps"]
     lines = []  # (txns, failed, partial)
     pcts = []   # FAIL% of each line

@@ -2,7 +2,7 @@
  * workload.c -- fires a known, deterministic sequence of billing probes so
  * the tests can assert the exact figures the d-scripts print.
  *
- * usage: scripts-workload MODE [--delay-ms N | --wait-stdin] [--linger-ms N] [--keep-cpu0-busy]
+ * usage: scripts-workload MODE [--delay-ms N | --wait-stdin] [--linger-ms N] [--keep-cpus-busy]
  *                             [--path FILE]
  *
  *   business  1000 invoices, 1000 payments (700 approved, 300 declined over
@@ -402,7 +402,7 @@ static int run_system(const char *path)
  * not fire while its CPU idles in this VM, and tps.d prints its seconds
  * from a tick.  Which CPU carries the tick is DTrace's choice (a CI run
  * with only CPU 0 kept busy printed one second of three), so
- * --keep-cpu0-busy spins one thread on every online CPU until exit. */
+ * --keep-cpus-busy spins one thread on every online CPU until exit. */
 static void *spin_cpu(void *arg)
 {
 	cpu_set_t one;
@@ -431,7 +431,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: scripts-workload business|requests|bounds|race|tps|system "
 	                "[--delay-ms N | --wait-stdin] [--linger-ms N] [--path FILE]\n"
-	                "       [--keep-cpu0-busy]\n");
+	                "       [--keep-cpus-busy]\n");
 	return 2;
 }
 
@@ -473,7 +473,7 @@ int main(int argc, char **argv)
 			wait_stdin = 1;
 			continue;
 		}
-		if (strcmp(argv[i], "--keep-cpu0-busy") == 0) {
+		if (strcmp(argv[i], "--keep-cpus-busy") == 0) {
 			if (keep_cpus_busy() != 0) {
 				fprintf(stderr, "scripts-workload: cannot start the spinner\n");
 				return 1;
