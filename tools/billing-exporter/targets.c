@@ -120,18 +120,7 @@ int bx_target_alive(const bx_target_t *t)
 		struct stat st;
 		return stat(t->binary, &st) == 0;
 	}
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/stat", t->pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	/* "pid (comm) S ...": a zombie has finished. */
-	char buf[512];
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	char *close = strrchr(buf, ')');
-	return close && close[1] && close[2] != 'Z' && close[2] != 'X';
+	return !bp_process_gone((pid_t)t->pid);
 }
 
 void bx_target_free(bx_target_t *t)

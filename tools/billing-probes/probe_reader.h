@@ -96,6 +96,9 @@ int bp_probe_set_load(const char *spec, bp_probe_set_t *set, char *err, size_t e
 int bp_probe_set_add_file(bp_probe_set_t *set, const char *path, char *err, size_t errlen);
 /* Every module of a live process, with run-time addresses and semaphores. */
 int bp_probe_set_load_pid(pid_t pid, bp_probe_set_t *set, char *err, size_t errlen);
+
+/* 1 when PID has exited or is a zombie (its /proc/PID/stat says Z or X). */
+int bp_process_gone(pid_t pid);
 void bp_probe_set_free(bp_probe_set_t *set);
 
 /* Read n bytes of pid's memory at addr.  0, or -1 with errno. */

@@ -47,7 +47,7 @@ static void maps_free(maps_t *m)
 	free(m->items);
 }
 
-static int process_gone(pid_t pid)
+int bp_process_gone(pid_t pid)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -133,7 +133,7 @@ static int read_maps(pid_t pid, maps_t *m, char *err, size_t errlen)
 		return -1;
 	}
 	if (rc == 0 && m->count == 0) {
-		if (process_gone(pid))
+		if (bp_process_gone(pid))
 			snprintf(err, errlen, "process has exited (zombie or gone)");
 		else
 			snprintf(err, errlen, "maps no files (a kernel thread?)");
@@ -245,7 +245,7 @@ static int load_modules(pid_t pid, maps_t *m, bp_probe_set_t *t, char *err, size
 			continue;
 		int fd = open_mapped_file(pid, mp);
 		if (fd < 0) {
-			if (process_gone(pid)) {
+			if (bp_process_gone(pid)) {
 				snprintf(err, errlen, "process exited while being read");
 				return -1;
 			}
@@ -297,7 +297,7 @@ int bp_probe_set_load_pid(pid_t pid, bp_probe_set_t *t, char *err, size_t errlen
 			continue;
 		unsigned short value;
 		if (read_semaphore(pid, p->runtime_semaphore, &value) != 0) {
-			if (errno == ESRCH || errno == ENOENT || process_gone(pid))
+			if (errno == ESRCH || errno == ENOENT || bp_process_gone(pid))
 				snprintf(err, errlen, "process exited while being read");
 			else if (errno == EPERM || errno == EACCES)
 				snprintf(err, errlen, "permission denied reading its memory (need root, or the same user and ptrace access)");
@@ -311,7 +311,7 @@ int bp_probe_set_load_pid(pid_t pid, bp_probe_set_t *t, char *err, size_t errlen
 		p->traced = value > 0;
 	}
 	/* Exited after the last read: what we have may be half a process. */
-	if (rc == 0 && process_gone(pid)) {
+	if (rc == 0 && bp_process_gone(pid)) {
 		snprintf(err, errlen, "process exited while being read");
 		rc = -1;
 	}
