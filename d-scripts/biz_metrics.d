@@ -1,30 +1,38 @@
 #!/usr/sbin/dtrace -s
 /*
- * biz_metrics.d - business figures of a billing service, per interval:
- * payments approved and declined (by gateway and result code), invoices
- * created, refunds (count and amount by reason), each per currency.
- * Twin of bpftrace/biz_metrics.bt (same rows, same columns, same units).
+ * biz_metrics.d - business figures of a billing service, one screen per
+ * interval: invoices, payments approved and declined (approval %),
+ * refunds, with rates; payments by gateway and result code; amounts per
+ * currency.  Twin of bpftrace/biz_metrics.bt (same rows, same units).
  *
  * USAGE: dtrace -s biz_metrics.d -p PID [INTERVAL_S [JSON]]
  *        dtrace -s biz_metrics.d -c 'CMD ARGS' [INTERVAL_S [JSON]]
  *   INTERVAL_S  seconds between reports (default 10)
  *   JSON        1: print one JSON object per interval instead of a table
  *
- * FIELDS (one row per METRIC, CURRENCY, LABEL, CODE seen; rows of the
- * interval only, then all rows at exit under "TOTAL"):
- *   METRIC      approved | declined (payment-auth), invoices
- *               (invoice-create), refunds (refund-process)
- *   CURRENCY    ISO 4217 code; "-" when the probe passed ""
- *   LABEL       gateway (approved, declined), reason (refunds), "-" (invoices)
- *   CODE        payment-auth result code (0 for the other metrics)
- *   COUNT       events in the interval (TOTAL: since start)
- *   AMOUNT      sum of amounts, minor units of CURRENCY (cents)
- *   TIME        HH:MM:SS of walltimestamp, UTC (bpftrace: local time)
- * SUMMARY (table only, before the rows of each interval and of TOTAL):
- *   invoices N (R/s); payments approved N declined N (R/s, approval P%);
- *   refunds N (R/s).  R: events per second of the interval, rounded down
- *   (not on the TOTAL summary); P: approved / (approved + declined),
- *   whole percent rounded down.  Amounts stay in the rows, per currency.
+ * OUTPUT (table; each interval, then "TOTAL since start" at exit; times
+ *   HH:MM:SS, of walltimestamp, UTC (bpftrace: local time)):
+ *   a summary: invoices N (R/s); payments approved N declined N (R/s,
+ *   approval P%); refunds N (R/s).  R: events per second of the interval,
+ *   rounded down (not on the TOTAL summary); P: approved / (approved +
+ *   declined), whole percent rounded down.  Then the breakdowns, each a
+ *   heading line and "@name[key, key]: value" rows, or the heading with
+ *   ": none seen" when the interval had no such event.  An interval shows
+ *   the 8 largest rows of each ("top 8"; one interval of the demo's load
+ *   is 23 lines), TOTAL all rows.  Rows are sorted by value: descending, the
+ *   largest first (aggsortrev; trunc() keeps the largest).
+ * FIELDS:
+ *   @payments[GATEWAY, CODE]      payment-auth events (count); CODE is the
+ *                                 result code, 0 = approved
+ *   @amount_minor[CURRENCY, METRIC]  sum of amounts, minor units of
+ *                                 CURRENCY (cents; JPY has none); METRIC:
+ *                                 invoices (invoice-create), approved and
+ *                                 declined (payment-auth), refunds
+ *                                 (refund-process)
+ *   @payments_total, @amount_minor_total  the same since start (TOTAL)
+ *   @refunds_total[REASON]        refund-process events by reason (count;
+ *                                 TOTAL only)
+ *   GATEWAY, CURRENCY, REASON are "-" when the probe passed "".
  *
  * JSON schema (a "start" line, one line per interval, "total" at exit):
  *   {"type":"start","interval_s":N}
@@ -33,12 +41,14 @@
  *             "amount_minor":N}, ..., null]}
  *   rows ends with a null sentinel (printa cannot omit a last comma).
  *
- * OVERHEAD: one aggregation update per payment-auth, invoice-create and
- * refund-process; everything is aggregated in the kernel.
+ * OVERHEAD: a few aggregation updates per payment-auth, invoice-create
+ * and refund-process; everything is aggregated in the kernel.
+ * EXACTNESS: every figure and row is a count(), sum() or avg() aggregation
+ * (per-CPU): exact, in the table and in JSON.
  * STABILITY: fields and JSON keys are Evolving (billing.d's probe names
  * and arguments); the table layout may change, the JSON schema only by
- * adding keys.  Row order: by count, most first (printa with aggsortrev),
- * not first-seen as in the bpftrace twin.
+ * adding keys.  JSON rows come by count, most first (aggsortrev), not
+ * first-seen as in the bpftrace twin.
  * EXAMPLE: biz_metrics.example.txt
  */
 
@@ -52,6 +62,8 @@ dtrace:::BEGIN
 	interval = $1 > 0 ? $1 : 10;
 	json = $2;
 	secs = 0;
+	/* "none seen" flags of the breakdowns (interval, total) */
+	seen_pay = 0; seen_any = 0; seen_pay_total = 0; seen_any_total = 0; seen_ref = 0;
 	/* every summary figure exists from the start, so a quiet interval
 	 * prints 0 rather than dropping the line */
 	@s_inv = count(); @s_inv_rate = count(); @t_inv = count();
@@ -132,14 +144,45 @@ billing$target:::refund-process
 	@t_ref = count();
 }
 
+/* JSON: one row per metric, currency, label, code */
 billing$target:::payment-auth,
 billing$target:::invoice-create,
 billing$target:::refund-process
+/json/
 {
 	@count[this->metric, this->cur, this->label, this->code] = count();
 	@amount[this->metric, this->cur, this->label, this->code] = sum(this->amount);
 	@tcount[this->metric, this->cur, this->label, this->code] = count();
 	@tamount[this->metric, this->cur, this->label, this->code] = sum(this->amount);
+}
+
+/* the table: payments by gateway and code, amounts by currency and metric */
+billing$target:::payment-auth
+/!json/
+{
+	@payments[this->label, this->code] = count();
+	@payments_total[this->label, this->code] = count();
+	seen_pay = 1;
+	seen_pay_total = 1;
+}
+
+billing$target:::payment-auth,
+billing$target:::invoice-create,
+billing$target:::refund-process
+/!json/
+{
+	@amount_minor[this->cur, this->metric] = sum(this->amount);
+	@amount_minor_total[this->cur, this->metric] = sum(this->amount);
+	/* a store, not an increment: concurrent firings cannot lose it */
+	seen_any = 1;
+	seen_any_total = 1;
+}
+
+billing$target:::refund-process
+/!json/
+{
+	@refunds_total[this->label] = count();
+	seen_ref = 1;
 }
 
 profile:::tick-1sec
@@ -160,9 +203,13 @@ profile:::tick-1sec
 	printa("payments approved %@d declined %@d (%@d/s, approval %@d%%)\n",
 	    @s_appr, @s_decl, @s_pay_rate, @s_pct);
 	printa("refunds %@d (%@d/s)\n", @s_ref, @s_ref_rate);
-	printf("%-9s %-8s %-22s %6s %9s %16s\n",
-	    "METRIC", "CURRENCY", "LABEL", "CODE", "COUNT", "AMOUNT(minor)");
-	printa("%-9s %-8s %-22s %6d %@9d %@16d\n", @count, @amount);
+	/* the 8 largest rows of each breakdown, largest first (aggsortrev) */
+	trunc(@payments, 8);
+	trunc(@amount_minor, 8);
+	printf("payments by [gateway, code] (0 = approved)%s\n", seen_pay ? ", top 8:" : ": none seen");
+	printa("@payments[%s, %d]: %@d\n", @payments);
+	printf("amounts by [currency, metric], minor units%s\n", seen_any ? ", top 8:" : ": none seen");
+	printa("@amount_minor[%s, %s]: %@d\n", @amount_minor);
 }
 
 profile:::tick-1sec
@@ -180,6 +227,10 @@ profile:::tick-1sec
 {
 	trunc(@count);
 	trunc(@amount);
+	trunc(@payments);
+	trunc(@amount_minor);
+	seen_pay = 0;
+	seen_any = 0;
 	/* clear, not trunc: the summary keeps printing 0 for a quiet interval */
 	clear(@s_inv); clear(@s_inv_rate); clear(@s_appr); clear(@s_decl);
 	clear(@s_pay_rate); clear(@s_pct); clear(@s_ref); clear(@s_ref_rate);
@@ -199,9 +250,12 @@ dtrace:::END
 	printa("invoices %@d\n", @t_inv);
 	printa("payments approved %@d declined %@d (approval %@d%%)\n", @t_appr, @t_decl, @t_pct);
 	printa("refunds %@d\n", @t_ref);
-	printf("%-9s %-8s %-22s %6s %9s %16s\n",
-	    "METRIC", "CURRENCY", "LABEL", "CODE", "COUNT", "AMOUNT(minor)");
-	printa("%-9s %-8s %-22s %6d %@9d %@16d\n", @tcount, @tamount);
+	printf("payments by [gateway, code] (0 = approved)%s\n", seen_pay_total ? ":" : ": none seen");
+	printa("@payments_total[%s, %d]: %@d\n", @payments_total);
+	printf("amounts by [currency, metric], minor units%s\n", seen_any_total ? ":" : ": none seen");
+	printa("@amount_minor_total[%s, %s]: %@d\n", @amount_minor_total);
+	printf("refunds by [reason]%s\n", seen_ref ? ":" : ": none seen");
+	printa("@refunds_total[%s]: %@d\n", @refunds_total);
 }
 
 dtrace:::END
@@ -220,4 +274,13 @@ dtrace:::END
 	trunc(@amount);
 	trunc(@tcount);
 	trunc(@tamount);
+	trunc(@payments);
+	trunc(@payments_total);
+	trunc(@amount_minor);
+	trunc(@amount_minor_total);
+	trunc(@refunds_total);
+	/* the summary aggregations too: nothing left to print at exit */
+	trunc(@s_inv); trunc(@s_inv_rate); trunc(@t_inv); trunc(@s_appr); trunc(@s_decl);
+	trunc(@s_pay_rate); trunc(@s_pct); trunc(@t_appr); trunc(@t_decl); trunc(@t_pct);
+	trunc(@s_ref); trunc(@s_ref_rate); trunc(@t_ref);
 }

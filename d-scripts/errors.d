@@ -8,22 +8,28 @@
  *   INTERVAL_S  seconds between reports (default 10)
  *   JSON        1: one JSON object per interval instead of a table
  *
- * FIELDS (rows of the interval, then all rows under "TOTAL" at exit):
- *   COMPONENT  the error probe's component ("-" when it passed "")
- *   CODE       the service's error code
- *   COUNT      error probes fired (count)
- * SUMMARY (table only, before the rows): "errors N (R/s)": every error
- *   probe of the interval, R per second rounded down (TOTAL: "errors N")
- *   TIME       HH:MM:SS of walltimestamp, UTC (bpftrace: local time)
+ * OUTPUT (table; each interval, then "TOTAL since start" at exit; times
+ *   HH:MM:SS, of walltimestamp, UTC (bpftrace: local time)):
+ *   a summary line "errors N (R/s)": every error probe of the interval, R
+ *   per second rounded down (TOTAL: "errors N"); then the heading
+ *   "errors by [component, code]" and its rows, or ": none seen".  An
+ *   interval shows the 10 largest rows ("top 10"), TOTAL all rows.  Rows
+ *   are sorted by count: descending, the largest first
+ *   (aggsortrev; trunc() keeps the largest).
+ * FIELDS:
+ *   @errors[COMPONENT, CODE]  error probes fired in the interval (count);
+ *                             COMPONENT is "-" when the probe passed ""
+ *   @errors_total[COMPONENT, CODE]  the same since start (TOTAL)
  * JSON schema (a "start" line, one line per interval, "total" at exit):
  *   {"type":"start","interval_s":N}
  *   {"type":"interval"|"total","time":"HH:MM:SS","interval_s":N,
  *    "errors":[{"component":S,"code":N,"count":N}, ..., null]}
  *   the list ends with a null sentinel (printa cannot omit a last comma).
  *
- * Row order: by count, most first (aggsortrev); the bpftrace twin's rows
- * come in first-seen order (bpftrace 0.17 cannot sort a plain map).
- * OVERHEAD: one aggregation update per error probe.
+ * JSON rows come by count, most first (aggsortrev); the bpftrace twin's
+ * in first-seen order.
+ * OVERHEAD: two aggregation updates per error probe.
+ * EXACTNESS: every figure and row is a count() aggregation (per-CPU): exact.
  * STABILITY: Evolving (probe error).
  * EXAMPLE: errors.example.txt
  */
@@ -38,6 +44,7 @@ dtrace:::BEGIN
 	interval = $1 > 0 ? $1 : 10;
 	json = $2;
 	secs = 0;
+	seen = 0; seen_total = 0;	/* "none seen" flags (interval, total) */
 	/* the summary exists from the start: a quiet interval prints 0 */
 	@s_err = count(); @s_err_rate = count(); @t_err = count();
 	clear(@s_err); clear(@s_err_rate); clear(@t_err);
@@ -59,11 +66,28 @@ billing$target:::error
 {
 	this->comp = copyinstr(arg1);
 	this->comp = this->comp == "" ? "-" : this->comp;
-	@count[this->comp, (int)arg2] = count();
-	@tcount[this->comp, (int)arg2] = count();
 	@s_err = count();
 	@s_err_rate = count();
 	@t_err = count();
+}
+
+/* JSON: one row per component and code */
+billing$target:::error
+/json/
+{
+	@count[this->comp, (int)arg2] = count();
+	@tcount[this->comp, (int)arg2] = count();
+}
+
+/* the table */
+billing$target:::error
+/!json/
+{
+	@errors[this->comp, (int)arg2] = count();
+	@errors_total[this->comp, (int)arg2] = count();
+	/* a store, not an increment: concurrent firings cannot lose it */
+	seen = 1;
+	seen_total = 1;
 }
 
 profile:::tick-1sec
@@ -79,8 +103,10 @@ profile:::tick-1sec
 	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
 	normalize(@s_err_rate, interval);
 	printa("errors %@d (%@d/s)\n", @s_err, @s_err_rate);
-	printf("%-24s %8s %10s\n", "COMPONENT", "CODE", "COUNT");
-	printa("%-24s %8d %@10d\n", @count);
+	/* the 10 largest rows, largest first (aggsortrev) */
+	trunc(@errors, 10);
+	printf("errors by [component, code]%s\n", seen ? ", top 10:" : ": none seen");
+	printa("@errors[%s, %d]: %@d\n", @errors);
 }
 
 profile:::tick-1sec
@@ -96,6 +122,8 @@ profile:::tick-1sec
 /secs >= interval/
 {
 	trunc(@count);
+	trunc(@errors);
+	seen = 0;
 	clear(@s_err); clear(@s_err_rate);
 	secs = 0;
 }
@@ -111,8 +139,8 @@ dtrace:::END
 	printf("\n%02d:%02d:%02d  TOTAL since start\n",
 	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60);
 	printa("errors %@d\n", @t_err);
-	printf("%-24s %8s %10s\n", "COMPONENT", "CODE", "COUNT");
-	printa("%-24s %8d %@10d\n", @tcount);
+	printf("errors by [component, code]%s\n", seen_total ? ":" : ": none seen");
+	printa("@errors_total[%s, %d]: %@d\n", @errors_total);
 }
 
 dtrace:::END
@@ -128,6 +156,8 @@ dtrace:::END
 {
 	trunc(@count);
 	trunc(@tcount);
+	trunc(@errors);
+	trunc(@errors_total);
 	trunc(@s_err);
 	trunc(@s_err_rate);
 	trunc(@t_err);

@@ -20,6 +20,29 @@ BIZ_ROWS = {
     ("refunds", "USD", "-", 0): (1, 777),  # the empty reason prints as "-"
 }
 
+# biz_metrics' table (the same events as BIZ_ROWS, laid out by breakdown):
+# payments by (gateway, code), 0 = approved -> count
+BIZ_PAYMENTS = {
+    ("stripe-sim", 0): 400,
+    ("adyen-sim", 0): 300,
+    ("stripe-sim", 51): 200,
+    ("adyen-sim", 5): 100,
+}
+# amounts by (currency, metric) -> sum of amount_minor
+BIZ_AMOUNTS = {
+    ("EUR", "invoices"): 4740000,
+    ("USD", "invoices"): 17370000,
+    ("EUR", "approved"): 800000,
+    ("USD", "approved"): 1350000,
+    ("EUR", "declined"): 1980000,
+    ("USD", "declined"): 1500000,
+    ("EUR", "refunds"): 30000,
+    ("USD", "refunds"): 48277,  # 19 fraud refunds of 2500 + one of 777
+}
+# refunds by reason -> count (the empty reason prints as "-")
+BIZ_REFUNDS = {"duplicate": 30, "fraud": 19, "-": 1}
+BIZ_TOP = 8  # rows of each breakdown an interval prints at most
+
 # biz_metrics' summary at exit: counts and approved / (approved + declined)
 BIZ_SUMMARY = {"invoices": 1000, "approved": 700, "declined": 300, "approval_pct": 70,
                "refunds": 50}
@@ -87,7 +110,8 @@ MAX_IN_FLIGHT = 128             # the 129th and 130th are untracked
 # --- race mode: the same rows from 4 threads at full speed -------------------
 
 RACE_TOTAL = 4 * 20000
-RACE_BIZ_ROWS = {("approved", "EUR", "stripe-sim", 0): (RACE_TOTAL, RACE_TOTAL * 1000)}
+RACE_PAYMENTS = {("stripe-sim", 0): RACE_TOTAL}
+RACE_AMOUNTS = {("EUR", "approved"): RACE_TOTAL * 1000}
 RACE_ERROR_ROWS = {("db", 1205): RACE_TOTAL}
 
 # --- tps mode ----------------------------------------------------------------
