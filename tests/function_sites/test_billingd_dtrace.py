@@ -10,14 +10,15 @@ The scripts are the shipped ones, rewritten by d-scripts/function_sites.py
 (the one transform: billing$target:::NAME -> pid$target::billing_fire_NAME:entry),
 each attached with dtrace -p to a fresh billingd for a whole billing-load
 run and stopped with SIGINT, so it prints its totals at END:
-  biz_metrics.d     every TOTAL row (metric, currency, label, code, count,
-                    amount) == the same GROUP BY over the database
+  biz_metrics.d     every JSON total row (metric, currency, label, code,
+                    count, amount) == the same GROUP BY over the database
   tps.d             the per-second TXNS add up to every transaction written;
                     FAILED == 0 as billing-load saw no 5xx
   request_latency.d the per-handler histograms and the table's COUNT add up
                     to every response billing-load received; none unmeasured
                     (a function-site build clocks every request)
 """
+import json
 import os
 import re
 import shutil
@@ -34,7 +35,7 @@ import fsite  # noqa: E402
 from harness import Billingd, run_load  # noqa: E402
 
 SCRIPTS = {  # name: (dtrace options before -s, $1.. arguments)
-    "biz_metrics.d": ([], ["600"]),          # interval 600 s: only the TOTAL at exit
+    "biz_metrics.d": ([], ["600", "1"]),     # interval 600 s: only the TOTAL at exit; JSON rows
     "tps.d": ([], []),
     "request_latency.d": (["-C"], ["100", "600"]),
 }
@@ -85,11 +86,13 @@ def section(text, marker):
 
 
 def biz_totals(text):
+    """The rows of biz_metrics.d's JSON "total" object (one per metric,
+    currency, label, code; the table shows breakdowns, not these rows)."""
     rows = {}
-    for line in section(text, "TOTAL since start"):
-        f = line.split()
-        if len(f) == 6 and f[3].lstrip("-").isdigit():
-            rows[(f[0], f[1], f[2], int(f[3]))] = (int(f[4]), int(f[5]))
+    for line in text.splitlines():
+        if line.startswith('{"type":"total"'):
+            for r in json.loads(line)["rows"][:-1]:
+                rows[(r["metric"], r["currency"], r["label"], r["code"])] = (r["count"], r["amount_minor"])
     return rows
 
 
@@ -128,7 +131,9 @@ def traced_run(dtrace, billingd, load_exe, name, script):
         status, _, _ = svc.request("GET", "/healthz")  # before tracing: not counted
         bt.check(status == 200, "%s: billingd answers before tracing" % name)
         tracer = fsite.Dtrace(dtrace, script, ["-p", str(svc.pid), *args], options=opts)
-        if bt.check(tracer.wait_for("Hit Ctrl-C", 90), "%s: attached (BEGIN ran)" % name):
+        # BEGIN's first line: the table's "Hit Ctrl-C", JSON's start object
+        ready = '{"type":"start"' if args[-1:] == ["1"] and name == "biz_metrics.d" else "Hit Ctrl-C"
+        if bt.check(tracer.wait_for(ready, 90), "%s: attached (BEGIN ran)" % name):
             rc, load, err = run_load(load_exe, svc.url, "--duration", "5", "--concurrency", "8",
                                      "--invalid-rate", "0.08", "--refund-rate", "0.4", "--seed", "7")
             bt.check(rc == 0, "%s: billing-load exits 0 (%s)" % (name, err.strip()[-300:]))
