@@ -9,15 +9,18 @@
  *
  * Source: transaction-start (kind, amount_minor, currency), so a failed
  * transaction counts too: this is the distribution of what was attempted.
- * FIELDS (keys [CURRENCY, KIND]; "-" when the probe passed ""):
+ * OUTPUT (at exit): one line of figures per currency and kind, then one
+ * histogram per currency and kind (keys [CURRENCY, KIND]; "-" when the
+ * probe passed "").
+ * FIELDS:
+ *   @stats_minor   count N (transactions), average A (integer average,
+ *                  truncated), total S (sum): amounts in minor units
+ *                  (count(), avg() and sum() printed on one line)
  *   @amount_minor  power-of-two histogram (quantize) of amounts, minor
  *                  units (cents; JPY has none); negative amounts fall in
  *                  the negative rows
- *   @count         transactions (count)
- *   @sum_minor     sum of amounts, minor units
- *   @avg_minor     integer average, minor units (truncated)
  *
- * OVERHEAD: four in-kernel aggregations per transaction-start.
+ * OVERHEAD: four in-kernel aggregations (per-CPU, exact) per transaction-start.
  * STABILITY: Evolving (probe transaction-start).
  * EXAMPLE: amount_dist.example.txt
  */
@@ -27,6 +30,7 @@
 dtrace:::BEGIN
 {
 	printf("Tracing transaction amounts. Hit Ctrl-C to end.\n");
+	seen = 0;
 }
 
 billing$target:::transaction-start
@@ -40,13 +44,14 @@ billing$target:::transaction-start
 	@count[this->cur, this->kind] = count();
 	@sum_minor[this->cur, this->kind] = sum(this->amount);
 	@avg_minor[this->cur, this->kind] = avg(this->amount);
+	seen = 1;	/* a store, not an increment: concurrent firings cannot lose it */
 }
 
 dtrace:::END
 {
-	printf("\nTransaction amounts by [currency, kind], minor units:\n");
-	printa("@amount_minor[%s, %s]:\n%@d\n", @amount_minor);
-	printa("@avg_minor[%s, %s]: %@d\n", @avg_minor);
-	printa("@count[%s, %s]: %@d\n", @count);
-	printa("@sum_minor[%s, %s]: %@d\n", @sum_minor);
+	printf("\nTransaction amounts by [currency, kind], minor units%s\n", seen ? ":" : ": none seen");
+	/* bpftrace's stats() line, from three aggregations of one key */
+	printa("@stats_minor[%s, %s]: count %@d, average %@d, total %@d\n", @count, @avg_minor, @sum_minor);
+	printa("\n@amount_minor[%s, %s]:\n%@d", @amount_minor);
+	trunc(@count); trunc(@avg_minor); trunc(@sum_minor); trunc(@amount_minor);
 }

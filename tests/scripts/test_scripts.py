@@ -488,14 +488,21 @@ def case_errors_cmd():
 
 def case_amount_dist():
     out = one("business", "amount_dist")
-    counts, sums, avgs = (scalar_map(out, n) for n in ("@count", "@sum_minor", "@avg_minor"))
+    # one line of figures per [currency, kind] (bpftrace's stats() layout)
+    stats = {}
+    for m in re.finditer(r"^@stats_minor\[(.*), (.*)\]: count (\d+), average (-?\d+), total (-?\d+)$",
+                         out, re.M):
+        check(m.group(1, 2) not in stats, "%s printed twice" % (m.group(1, 2),))
+        stats[m.group(1, 2)] = tuple(int(x) for x in m.group(3, 5, 4))
     for key, (count, total, avg, rows) in X.AMOUNTS.items():
-        check(counts.get(key) == count, "%s count %s, want %d" % (key, counts.get(key), count))
-        check(sums.get(key) == total, "%s sum %s, want %d" % (key, sums.get(key), total))
-        check(avgs.get(key) == avg, "%s avg %s, want %d" % (key, avgs.get(key), avg))
+        check(stats.get(key) == (count, total, avg), "%s count, total, average %s, want %s"
+              % (key, stats.get(key), (count, total, avg)))
         got = hist(out, "@amount_minor[%s, %s]" % key)
         check(got == rows, "%s histogram %s, want %s" % (key, got, rows))
-    check(len(counts) == len(X.AMOUNTS), "unexpected keys: %s" % counts)
+    check(len(stats) == len(X.AMOUNTS), "unexpected keys: %s" % stats)
+    histograms = re.findall(r"^@amount_minor\[.*\]:", out, re.M)
+    check(len(histograms) == len(X.AMOUNTS), "one histogram per key: %s" % histograms)
+    check(not re.search(r"^@(count|sum_minor|avg_minor)\b", out, re.M), "raw maps printed at exit")
 
 
 def bucket_edge(us):

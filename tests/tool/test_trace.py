@@ -203,10 +203,9 @@ errs = {(e["component"], e["code"]): e["count"] for e in total(out).get("errors"
 check(rc == 0 and errs == {("validation", 22): ROUNDS}, "errors -c: exact count (%d %s)" % (rc, errs))
 
 rc, out, err = trace_c("amount_dist", TWO)
-count = re.search(r"@count\[EUR, payment\]: (\d+)", out)
-sums = re.search(r"@sum_minor\[EUR, payment\]: (\d+)", out)
+stats = re.search(r"@stats_minor\[EUR, payment\]: count (\d+), average \d+, total (\d+)", out)
 bucket = re.search(r"\[512, 1K\)\s+(\d+) \|", out)
-check(rc == 0 and count and int(count.group(1)) == ROUNDS and sums and int(sums.group(1)) == ROUNDS * 700
+check(rc == 0 and stats and int(stats.group(1)) == ROUNDS and int(stats.group(2)) == ROUNDS * 700
       and bucket and int(bucket.group(1)) == ROUNDS,
       "amount_dist -c: %d payments of 700 EUR in the [512, 1K) bucket, sum exact (%d)" % (ROUNDS, rc))
 
