@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bpftrace_process.h"
 #include "cli.h"
 #include "commands.h"
 #include "start_stopped.h"
@@ -115,12 +116,14 @@ static void report_dropped(const char *spec, void *ctx)
 	fprintf(stderr, "billing-probes: trace: dropped %s: no module of %s carries it\n", spec, d->where);
 }
 
-static volatile sig_atomic_t tracer_pid;
+static volatile sig_atomic_t tracer_pid, forwarded_sigint;
 
 static void forward_signal(int sig)
 {
-	if (tracer_pid > 0)
+	if (tracer_pid > 0) {
 		kill((pid_t)tracer_pid, sig);
+		forwarded_sigint |= sig == SIGINT;
+	}
 }
 
 /* Have the semaphores of every site the script uses been raised?  All
@@ -136,39 +139,6 @@ static int attached(pid_t pid, const bp_probe_set_t *set, const unsigned char *u
 			return 0;
 	}
 	return 1;
-}
-
-/* Is the traced process still there (not gone, not a zombie)? */
-static int process_alive(pid_t pid)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	char *close = strrchr(buf, ')');
-	return close && close[1] && close[2] != 'Z' && close[2] != 'X';
-}
-
-/* Has bpftrace installed its SIGINT handler (SigCgt in /proc/PID/status)?
- * It does so once the script is compiled, just before it attaches: a
- * SIGINT before that would kill it without its END output. */
-static int catches_sigint(pid_t pid)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "r");
-	unsigned long long caught = 0;
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "SigCgt: %llx", &caught) == 1)
-			break;
-	fclose(f);
-	return (caught >> (SIGINT - 1)) & 1;
 }
 
 /* Run bpftrace, let a stopped command go once bpftrace is attached, and
@@ -206,7 +176,7 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 				tracer_done = 1;
 				break;
 			}
-			if (any_semaphore ? attached(target, set, used) : catches_sigint(tracer)) {
+			if (any_semaphore ? attached(target, set, used) : bp_bpftrace_catches_sigint(tracer)) {
 				if (!any_semaphore)
 					nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
 				break;
@@ -221,6 +191,7 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 		}
 	}
 	int interrupted = 0, target_gone = 0;
+	bp_sigint_watch_t watch = { 0 };
 	while (!tracer_done) {
 		pid_t done = waitpid(-1, &status, WNOHANG);
 		if (done == tracer)
@@ -229,12 +200,23 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 			break;
 		if (done == target)
 			target_gone = 1;
-		else if (done == 0 && !is_child && !process_alive(target))
+		else if (done == 0 && !is_child && bp_process_gone(target))
 			target_gone = 1;
-		if (!interrupted && target_gone && catches_sigint(tracer)) {
+		if (!interrupted && target_gone && bp_bpftrace_catches_sigint(tracer)) {
 			/* the traced process has ended: bpftrace prints and exits */
 			kill(tracer, SIGINT);
+			bp_sigint_watch_sent(&watch);
 			interrupted = 1;
+		}
+		if (forwarded_sigint) {
+			forwarded_sigint = 0;
+			bp_sigint_watch_sent(&watch);
+		}
+		if (bp_sigint_watch_missed(&watch, tracer)) {
+			fprintf(stderr, "billing-probes: trace: bpftrace missed SIGINT (bpftrace 0.17 sees it only "
+			                "while in epoll_wait): sent again\n");
+			kill(tracer, SIGINT);
+			bp_sigint_watch_sent(&watch);
 		}
 		if (done <= 0)
 			nanosleep(&tick, NULL);
