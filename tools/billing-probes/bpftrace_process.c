@@ -3,6 +3,7 @@
  * handler, and whether it waits in epoll_wait (see bpftrace_process.h).
  */
 #include "bpftrace_process.h"
+#include "proc_status.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -11,17 +12,7 @@
 
 int bp_bpftrace_catches_sigint(pid_t pid)
 {
-	char path[64], line[256];
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "r");
-	unsigned long long caught = 0;
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "SigCgt: %llx", &caught) == 1)
-			break;
-	fclose(f);
-	return (caught >> (SIGINT - 1)) & 1;
+	return (bp_proc_status_mask(pid, "SigCgt") >> (SIGINT - 1)) & 1;
 }
 
 static int waits_in_epoll(pid_t pid)
