@@ -258,13 +258,21 @@ def interrupt_bpftrace(proc, timeout=120, already_sent=False):
     (it restores the default action before it prints its maps) and has
     waited in epoll_wait for a full second since the last SIGINT, send
     another.  Its drain of END output also waits there, but returns after
-    100 ms of quiet, so the second never cuts that short."""
+    100 ms of quiet, so the second never cuts that short.  The first is
+    sent while bpftrace sleeps in epoll_wait (up to 2 s waiting for that):
+    a SIGINT that lands while it prints also drops the rest of what it
+    has read."""
     import signal
     if proc.poll() is not None:
         return proc.returncode
-    now = time.monotonic()
     if not already_sent:
+        # asleep in epoll_wait: every event read so far printed (bpftrace
+        # 0.17 drops what it reads after a SIGINT until it leaves its loop)
+        idle_by = time.monotonic() + 2
+        while _wchan(proc.pid) != "do_epoll_wait" and time.monotonic() < idle_by and proc.poll() is None:
+            time.sleep(0.01)
         proc.send_signal(signal.SIGINT)
+    now = time.monotonic()
     deadline, last_sent, resent = now + timeout, now, 0
     samples = []  # (time, waiting in epoll_wait) over the last second
     while proc.poll() is None:

@@ -15,7 +15,7 @@ int bp_bpftrace_catches_sigint(pid_t pid)
 	return (bp_proc_status_mask(pid, "SigCgt") >> (SIGINT - 1)) & 1;
 }
 
-static int waits_in_epoll(pid_t pid)
+int bp_bpftrace_idle(pid_t pid)
 {
 	char path[64], wchan[64] = "";
 	snprintf(path, sizeof path, "/proc/%d/wchan", (int)pid);
@@ -45,7 +45,7 @@ int bp_sigint_watch_missed(bp_sigint_watch_t *watch, pid_t tracer)
 {
 	if (!watch->sent_ms)
 		return 0;
-	int polling = waits_in_epoll(tracer);
+	int polling = bp_bpftrace_idle(tracer);
 	watch->samples++;
 	watch->polling += polling;
 	long long now = now_ms();

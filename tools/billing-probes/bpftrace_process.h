@@ -13,6 +13,12 @@
  * prints its maps. */
 int bp_bpftrace_catches_sigint(pid_t pid);
 
+/* Is bpftrace asleep in epoll_wait(), every event read so far printed?
+ * The moment to send SIGINT: bpftrace 0.17 drops every event it reads
+ * after a SIGINT until it leaves its main loop, so a SIGINT that lands
+ * while it prints a batch loses the rest of that batch. */
+int bp_bpftrace_idle(pid_t pid);
+
 /* bpftrace 0.17 looks at its SIGINT flag only when epoll_wait() returns
  * EINTR.  A SIGINT handled while it runs anywhere else (reading events,
  * or runnable but waiting for a CPU on a loaded machine) sets the flag

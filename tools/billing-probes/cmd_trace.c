@@ -190,7 +190,7 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 			kill(target, SIGCONT);
 		}
 	}
-	int interrupted = 0, target_gone = 0;
+	int interrupted = 0, target_gone = 0, gone_ticks = 0;
 	bp_sigint_watch_t watch = { 0 };
 	while (!tracer_done) {
 		pid_t done = waitpid(-1, &status, WNOHANG);
@@ -202,8 +202,12 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 			target_gone = 1;
 		else if (done == 0 && !is_child && bp_process_gone(target))
 			target_gone = 1;
-		if (!interrupted && target_gone && bp_bpftrace_catches_sigint(tracer)) {
-			/* the traced process has ended: bpftrace prints and exits */
+		gone_ticks += target_gone;
+		if (!interrupted && target_gone && bp_bpftrace_catches_sigint(tracer) &&
+		    (bp_bpftrace_idle(tracer) || gone_ticks > 100)) {
+			/* the traced process has ended and bpftrace has printed
+			 * what it read (or 2 s went by): it prints its END
+			 * output and exits */
 			kill(tracer, SIGINT);
 			bp_sigint_watch_sent(&watch);
 			interrupted = 1;
