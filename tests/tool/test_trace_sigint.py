@@ -10,7 +10,8 @@ A stand-in for bpftrace (BPFTRACE=...) makes the miss certain: it counts
 SIGINTs in its handler, waits in epoll_wait, and stops only at the Nth.
 Three cases: the traced process ends (the launcher's own SIGINT, missed
 once), the same without a miss (no second SIGINT), and Ctrl-C to the
-launcher (forwarded, missed once).  And the tests' own way to stop a
+launcher (forwarded, missed once); in each, the stand-in's trailing blank
+lines are trimmed as bpftrace's are.  And the tests' own way to stop a
 bpftrace, billingtest.interrupt_bpftrace(), on the same stand-in.
 """
 import os
@@ -41,7 +42,7 @@ poll = select.epoll()
 while seen < int(os.environ["STAND_IN_STOP_AT"]):
     poll.poll(0.1)
 signal.signal(signal.SIGINT, signal.SIG_DFL)  # as bpftrace before it prints its maps
-print("stopped at SIGINT %%d" %% seen, flush=True)
+print("stopped at SIGINT %%d\\n\\nthe last line\\n\\n\\n" %% seen, flush=True)  # bpftrace trails blank lines
 ''' % sys.executable
 
 
@@ -89,6 +90,8 @@ with tempfile.TemporaryDirectory() as tmp:
         check(err.count(MISSED) == stop_at - 1,
               "%s: %d 'missed SIGINT' line(s) (%d)" % (what, stop_at - 1, err.count(MISSED)))
         check(took < 10, "%s: stopped within 10 s (%.1f s)" % (what, took))
+        check(out.endswith("\n\nthe last line\n"),
+              "%s: blank lines kept between lines, none trailing (%r)" % (what, out[-40:]))
 
     for stop_at in (1, 2):
         proc = subprocess.Popen([stand_in], env=dict(os.environ, STAND_IN_STOP_AT=str(stop_at)),

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blank_trim.h"
 #include "bpftrace_process.h"
 #include "cli.h"
 #include "commands.h"
@@ -141,19 +143,59 @@ static int attached(pid_t pid, const bp_probe_set_t *set, const unsigned char *u
 	return 1;
 }
 
+/* bpftrace's stdout, passed through without trailing blank lines. */
+struct tracer_output {
+	int fd; /* -1 once at end of file */
+	bp_blank_trim_t trim;
+};
+
+/* Wait up to timeout_ms for bpftrace's output and pass on all there is. */
+static void pass_output(struct tracer_output *out, int timeout_ms)
+{
+	if (out->fd < 0) {
+		nanosleep(&(struct timespec){ 0, (long)timeout_ms * 1000 * 1000 }, NULL);
+		return;
+	}
+	struct pollfd pfd = { out->fd, POLLIN, 0 };
+	if (poll(&pfd, 1, timeout_ms) <= 0)
+		return;
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(out->fd, buf, sizeof buf)) > 0)
+		bp_blank_trim_write(&out->trim, buf, (size_t)n, stdout);
+	if (n == 0) {
+		close(out->fd);
+		out->fd = -1;
+	}
+}
+
 /* Run bpftrace, let a stopped command go once bpftrace is attached, and
  * end bpftrace (SIGINT: it prints its END output) when the traced process
  * is gone.  Returns bpftrace's exit status (128+N for a signal). */
 static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_set_t *set, const unsigned char *used)
 {
+	int out_pipe[2];
+	if (pipe(out_pipe) != 0) {
+		bp_error("trace", strerror(errno));
+		if (is_child)
+			kill(target, SIGKILL);
+		return BP_EXIT_ERROR;
+	}
 	pid_t tracer = fork();
 	if (tracer == 0) {
+		dup2(out_pipe[1], STDOUT_FILENO);
+		close(out_pipe[0]);
+		close(out_pipe[1]);
 		execvp(argv[0], argv);
 		fprintf(stderr, "billing-probes: trace: cannot run %s: %s (apt-get install bpftrace)\n", argv[0],
 		        strerror(errno));
 		_exit(BP_EXIT_ERROR);
 	}
+	close(out_pipe[1]);
+	struct tracer_output out = { out_pipe[0], BP_BLANK_TRIM_INIT };
+	fcntl(out.fd, F_SETFL, O_NONBLOCK);
 	if (tracer < 0) {
+		close(out.fd);
 		bp_error("trace", "fork failed");
 		if (is_child)
 			kill(target, SIGKILL);
@@ -165,7 +207,6 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 	int any_semaphore = 0;
 	for (size_t i = 0; i < set->probe_count; i++)
 		any_semaphore |= used[i] && set->probes[i].runtime_semaphore;
-	struct timespec tick = { 0, 20 * 1000 * 1000 };
 	int status = 0, tracer_done = 0;
 	if (is_child) {
 		/* Up to 60 s for bpftrace to compile and attach: its
@@ -181,7 +222,7 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 					nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
 				break;
 			}
-			nanosleep(&tick, NULL);
+			pass_output(&out, 20);
 		}
 		if (tracer_done) {
 			kill(target, SIGKILL);
@@ -206,7 +247,7 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 		if (!interrupted && target_gone && bp_bpftrace_catches_sigint(tracer) &&
 		    (bp_bpftrace_idle(tracer) || gone_ticks > 100)) {
 			/* the traced process has ended and bpftrace has printed
-			 * what it read (or 2 s went by): it prints its END
+			 * what it read (or after 100 polls, 2 s at most): it prints its END
 			 * output and exits */
 			kill(tracer, SIGINT);
 			bp_sigint_watch_sent(&watch);
@@ -223,8 +264,10 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 			bp_sigint_watch_sent(&watch);
 		}
 		if (done <= 0)
-			nanosleep(&tick, NULL);
+			pass_output(&out, 20);
 	}
+	pass_output(&out, 0); /* what bpftrace wrote before it exited */
+	close(out.fd);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
