@@ -52,10 +52,25 @@ with tempfile.NamedTemporaryFile("w", suffix=".txt") as text_file, socket.socket
                     "in use")
     one_line_exit_2("unknown group", [exe, "--binary", fire, "--metrics", "business,nope"], "unknown group")
     one_line_exit_2("bad --listen", [exe, "--binary", fire, "--listen", "localhost"], "--listen")
+    one_line_exit_2("unclosed IPv6 --listen", [exe, "--binary", fire, "--listen", "[::1:9477"], "--listen")
+    one_line_exit_2("not an address", [exe, "--binary", fire, "--listen", "billing.example:9477"],
+                    "not an IPv4 or IPv6 address")
     one_line_exit_2("unknown option", [exe, "--binary", fire, "--frobnicate"], "unknown")
     one_line_exit_2("unprivileged BPF load",
                     ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
                      exe, "--binary", fire] + listen0, "no permission to load BPF")
+
+# --listen [IPv6]:PORT serves as IPv4 does.
+ex6 = h.Exporter(exe, "--binary", fire, listen="[::1]:0")
+try:
+    status6, _, body6 = h.http_get(ex6.url + "/healthz")
+    metrics6 = h.http_get(ex6.url + "/metrics")[2].decode()
+finally:
+    rc6, _ = ex6.stop()
+bt.check(ex6.url.startswith("http://[::1]:") and status6 == 200 and body6 == b"ok\n"
+         and "billing_exporter_target_up" in metrics6 and rc6 == 0,
+         "--listen [::1]:0 serves /healthz and /metrics on %s" % ex6.url)
+
 
 def reuse_pid(pid):
     """A new process given PID (root: /proc/sys/kernel/ns_last_pid names the
