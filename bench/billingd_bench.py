@@ -15,8 +15,12 @@ import signal
 import socket
 import statistics
 import subprocess
+import sys
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib"))
+import billingtest as bt  # noqa: E402
 
 SCRIPTS = ("tps", "biz_metrics", "request_latency")
 
@@ -118,11 +122,7 @@ def one_run(billingd, run_load, script, duration, concurrency, workdir):
         return result
     finally:
         if tracer is not None and tracer.poll() is None:
-            tracer.send_signal(signal.SIGINT)
-            try:
-                tracer.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                tracer.kill()
+            bt.interrupt_bpftrace(tracer, 30)
         srv.send_signal(signal.SIGTERM)
         try:
             srv.wait(timeout=30)

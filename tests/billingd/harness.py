@@ -156,28 +156,13 @@ class Bpftrace:
         return self.out.read()
 
     def stop(self, timeout=120):
-        """SIGINT (as Ctrl-C), then (exit code, output).  Twice in full
-        test runs on a loaded machine bpftrace 0.17 was still running 30 s
-        after SIGINT (killed: -9); hence the long wait, and a line saying
-        how long a slow exit took."""
-        if self.proc.poll() is None:
-            t0 = time.monotonic()
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                print("bpftrace still running %d s after SIGINT; where its threads wait:" % timeout)
-                for task in sorted(os.listdir("/proc/%d/task" % self.proc.pid)):
-                    try:
-                        with open("/proc/%d/task/%s/wchan" % (self.proc.pid, task)) as f:
-                            print("  thread %s: %s" % (task, f.read().strip() or "running"))
-                    except OSError:
-                        pass
-                self.proc.kill()
-                self.proc.wait()
-            if time.monotonic() - t0 > 5:
-                print("bpftrace took %.1f s to exit after SIGINT (rc %s)"
-                      % (time.monotonic() - t0, self.proc.returncode))
+        """SIGINT (as Ctrl-C; re-sent if bpftrace 0.17 missed it), then
+        (exit code, output)."""
+        t0 = time.monotonic()
+        bt.interrupt_bpftrace(self.proc, timeout)
+        if time.monotonic() - t0 > 5:
+            print("bpftrace took %.1f s to exit after SIGINT (rc %s)"
+                  % (time.monotonic() - t0, self.proc.returncode))
         return self.proc.returncode, self.output()
 
 

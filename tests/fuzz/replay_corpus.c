@@ -13,37 +13,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "text_file.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int replay_file(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
+	size_t len;
+	char *buf = bp_read_text_file(path, 64u << 20, &len);
+	if (!buf) {
 		fprintf(stderr, "replay_corpus: %s: %s\n", path, strerror(errno));
 		return -1;
 	}
-	size_t cap = 4096, len = 0;
-	uint8_t *buf = malloc(cap);
-	size_t n;
-	while (buf && (n = fread(buf + len, 1, cap - len, f)) > 0) {
-		len += n;
-		if (len == cap) {
-			uint8_t *grown = realloc(buf, cap * 2);
-			if (!grown) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = grown;
-			cap *= 2;
-		}
-	}
-	fclose(f);
-	if (!buf) {
-		fprintf(stderr, "replay_corpus: %s: out of memory\n", path);
-		return -1;
-	}
-	LLVMFuzzerTestOneInput(buf, len);
+	LLVMFuzzerTestOneInput((const uint8_t *)buf, len);
 	free(buf);
 	return 0;
 }

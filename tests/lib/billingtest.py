@@ -226,6 +226,73 @@ def stop_process(proc, sig=None, timeout=30):
     return proc.returncode
 
 
+def _catches_sigint(pid):
+    """Is a SIGINT handler installed (SigCgt in /proc/PID/status)?"""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return (int(line.split()[1], 16) >> 1) & 1 == 1
+    except OSError:
+        pass
+    return False
+
+
+def _wchan(pid):
+    try:
+        with open("/proc/%d/wchan" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def interrupt_bpftrace(proc, timeout=120, already_sent=False):
+    """Ctrl-C for a bpftrace Popen; waits up to timeout s, then SIGKILL;
+    returns its exit code.
+
+    bpftrace 0.17 looks at its SIGINT flag only when epoll_wait() returns
+    EINTR.  A SIGINT handled while it is anywhere else -- reading events,
+    or runnable but waiting for a CPU on a loaded machine -- sets the flag
+    and is never looked at again: it then polls until killed (6 of 60
+    stops under CPU contention here).  So while it still catches SIGINT
+    (it restores the default action before it prints its maps) and has
+    waited in epoll_wait for a full second since the last SIGINT, send
+    another.  Its drain of END output also waits there, but returns after
+    100 ms of quiet, so the second never cuts that short.  The first is
+    sent while bpftrace sleeps in epoll_wait (up to 2 s waiting for that):
+    a SIGINT that lands while it prints also drops the rest of what it
+    has read."""
+    import signal
+    if proc.poll() is not None:
+        return proc.returncode
+    if not already_sent:
+        # asleep in epoll_wait: every event read so far printed (bpftrace
+        # 0.17 drops what it reads after a SIGINT until it leaves its loop)
+        idle_by = time.monotonic() + 2
+        while _wchan(proc.pid) != "do_epoll_wait" and time.monotonic() < idle_by and proc.poll() is None:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+    now = time.monotonic()
+    deadline, last_sent, resent = now + timeout, now, 0
+    samples = []  # (time, waiting in epoll_wait) over the last second
+    while proc.poll() is None:
+        now = time.monotonic()
+        if now > deadline:
+            print("bpftrace still running %d s after SIGINT (re-sent %d times), waiting in %s: killed"
+                  % (timeout, resent, _wchan(proc.pid) or "running"), flush=True)
+            proc.kill()
+            break
+        samples = [s for s in samples if now - s[0] < 1.0] + [(now, _wchan(proc.pid) == "do_epoll_wait")]
+        polling = samples[-1][1] and sum(w for _, w in samples) >= 0.8 * len(samples)
+        if polling and now - last_sent >= 1.0 and _catches_sigint(proc.pid):
+            proc.send_signal(signal.SIGINT)
+            last_sent, resent, samples = now, resent + 1, []
+            print("bpftrace missed SIGINT (bpftrace 0.17 checks it only in epoll_wait): sent again",
+                  flush=True)
+        time.sleep(0.05)
+    return proc.wait()
+
+
 # --- sample arguments (provider/generate.py probe-samples-json) -----------------
 
 def load_samples(path):

@@ -118,6 +118,17 @@ class Tracer:
             return [self.exe, path, str(pid)] + args
         return [self.exe, "-p", str(pid), path] + args
 
+    def interrupt(self, proc, timeout, already_sent=False):
+        """Ctrl-C and wait (bpftrace: re-sent if it missed the first)."""
+        if not self.dtrace:
+            return bt.interrupt_bpftrace(proc, timeout, already_sent)
+        if already_sent:
+            try:
+                return proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        return bt.stop_process(proc, signal.SIGINT, timeout)
+
     def cleanup(self, proc):
         """A dtrace killed before its exit leaves its uprobes behind."""
         if self.dtrace:
@@ -141,7 +152,7 @@ def run(mode, scripts, extra=(), stop_early=()):
     workload has fired, while it still lives (stack symbols).
     Returns {label: stdout text}."""
     wl, wl_reader = start_workload(mode, extra)
-    tracers = {}
+    tracers, stopped_at = {}, set()
     try:
         for label, script, args, pid_as_arg in scripts:
             p = subprocess.Popen(TRACER.argv(script, args, wl.pid, pid_as_arg),
@@ -166,14 +177,17 @@ def run(mode, scripts, extra=(), stop_early=()):
             time.sleep(0.3)
             for label in stop_early:
                 tracers[label][0].send_signal(signal.SIGINT)
+                stopped_at.add(label)
         check(wl.wait(TIMEOUT) == 0, "the workload failed")
         out = {}
         for label, (p, r, errs) in tracers.items():
-            try:
-                p.wait(TIMEOUT)
-            except subprocess.TimeoutExpired:
-                p.send_signal(signal.SIGINT)
-                p.wait(10)
+            if label in stopped_at:
+                TRACER.interrupt(p, TIMEOUT, already_sent=True)
+            else:
+                try:
+                    p.wait(TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    TRACER.interrupt(p, 30)
             r.join(5)
             out[label] = r.text()
             sys.stdout.write("----- %s output -----\n%s\n" % (label, out[label]))

@@ -93,7 +93,7 @@ try:
     check("%d x %s, 1 x %s" % (N - 1, nop, attached_kind) in site_line,
           "doctor -p sees the attached site: %s" % site_line)
 
-    tracer.send_signal(2)
+    bt.interrupt_bpftrace(tracer, 60)
     tracer.communicate(timeout=30)
     tracer = None
     for _ in range(50):

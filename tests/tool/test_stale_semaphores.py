@@ -87,7 +87,7 @@ try:
     check(after[LIVE]["semaphore_value"] == live_value,
           "--clear-stale leaves the live uprobe's counter alone (%d, was %d)"
           % (after[LIVE]["semaphore_value"], live_value))
-    tracer.send_signal(2)
+    bt.interrupt_bpftrace(tracer, 60)
     out, _ = tracer.communicate(timeout=30)
     tracer = None
     check("@n: " in out, "bpftrace still counted %s after the clearing" % LIVE)

@@ -215,6 +215,6 @@ queued = re.search(r"(\d+) slow trails? still queued", out)
 queued = int(queued.group(1)) if queued else 0
 check(rc == 0 and len(trails) + queued == ROUNDS and all(h == "macro.req" for _, h in trails)
       and "error               component=validation code=22" in out,
-      "slow_requests -c: the %d slow (2 ms) macro requests, trails with their error (%d printed + %d queued)"
-      % (ROUNDS, len(trails), queued))
+      "slow_requests -c: the %d slow (2 ms) macro requests, trails with their error (%d printed + %d queued)%s"
+      % (ROUNDS, len(trails), queued, "" if len(trails) + queued == ROUNDS else "\n" + out + err))
 finish()

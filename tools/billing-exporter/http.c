@@ -109,31 +109,39 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 bx_http_t *bx_http_start(bx_exporter_t *ex, const char *addr, int port, int *bound_port,
                          char *err, size_t errlen)
 {
-	struct sockaddr_in sa;
+	struct sockaddr_storage sa;
+	struct sockaddr_in *v4 = (struct sockaddr_in *)&sa;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&sa;
+	socklen_t sl;
 
 	memset(&sa, 0, sizeof sa);
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)port);
-	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
-		snprintf(err, errlen, "--listen: %s is not an IPv4 address", addr);
+	if (inet_pton(AF_INET, addr, &v4->sin_addr) == 1) {
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons((uint16_t)port);
+		sl = sizeof *v4;
+	} else if (inet_pton(AF_INET6, addr, &v6->sin6_addr) == 1) {
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons((uint16_t)port);
+		sl = sizeof *v6;
+	} else {
+		snprintf(err, errlen, "--listen: %s is not an IPv4 or IPv6 address", addr);
 		return NULL;
 	}
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int one = 1;
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-	    bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 64) != 0) {
+	    bind(fd, (struct sockaddr *)&sa, sl) != 0 || listen(fd, 64) != 0) {
 		int e = errno;
 		if (e == EADDRINUSE)
 			snprintf(err, errlen, "port %d on %s is in use (choose another with --listen ADDR:PORT)", port, addr);
 		else
-			snprintf(err, errlen, "cannot listen on %s:%d: %s", addr, port, strerror(e));
+			snprintf(err, errlen, "cannot listen on %s port %d: %s", addr, port, strerror(e));
 		if (fd >= 0)
 			close(fd);
 		return NULL;
 	}
-	socklen_t sl = sizeof sa;
 	getsockname(fd, (struct sockaddr *)&sa, &sl);
-	*bound_port = ntohs(sa.sin_port);
+	*bound_port = ntohs(sa.ss_family == AF_INET6 ? v6->sin6_port : v4->sin_port);
 	bx_http_t *h = calloc(1, sizeof *h);
 	if (!h) {
 		close(fd);

@@ -42,7 +42,7 @@ static void usage(FILE *out)
 	        "  --pid PID           every module of process PID that carries billing probes (repeatable)\n"
 	        "  --binary PATH       every process, running now or later, that runs or maps PATH (repeatable)\n"
 	        "  --metrics GROUPS    comma list of business,requests,db,gateway or all (default business,requests)\n"
-	        "  --listen ADDR:PORT  serve /metrics there (default %s:%d; port 0: any free port)\n"
+	        "  --listen ADDR:PORT  serve /metrics there (default %s:%d; [IPv6]:PORT; port 0: any free port)\n"
 	        "  --once              print one snapshot after --interval seconds (default 5) and exit\n"
 	        "  --interval N        print a snapshot every N seconds\n"
 	        "  --format F          snapshot format: table (default) or json (one JSON object per line)\n"
@@ -71,16 +71,25 @@ static int parse_groups(const char *list, unsigned *groups)
 	return 0;
 }
 
+/* ADDR:PORT, or [IPv6]:PORT; addr gets ADDR without brackets. */
 static int parse_listen(const char *s, char *addr, size_t addrlen, int *port)
 {
 	const char *colon = strrchr(s, ':');
+	const char *host = s, *host_end = colon;
 	char *end;
-	if (!colon || colon == s || (size_t)(colon - s) >= addrlen)
+	if (s[0] == '[') {
+		host = s + 1;
+		host_end = strchr(host, ']');
+		if (!host_end || host_end[1] != ':')
+			return -1;
+		colon = host_end + 1;
+	}
+	if (!colon || host_end == host || (size_t)(host_end - host) >= addrlen)
 		return -1;
 	long p = strtol(colon + 1, &end, 10);
 	if (*end || end == colon + 1 || p < 0 || p > 65535)
 		return -1;
-	snprintf(addr, addrlen, "%.*s", (int)(colon - s), s);
+	snprintf(addr, addrlen, "%.*s", (int)(host_end - host), host);
 	*port = (int)p;
 	return 0;
 }
@@ -326,7 +335,8 @@ int main(int argc, char **argv)
 	fprintf(stderr, "billing-exporter: %zu probe attachments on %zu target(s), metrics %s\n",
 	        ex.link_count, ex.target_count, groups);
 	if (http)
-		fprintf(stderr, "billing-exporter: serving http://%s:%d/metrics\n", o.addr, port);
+		fprintf(stderr, strchr(o.addr, ':') ? "billing-exporter: serving http://[%s]:%d/metrics\n" : "billing-exporter: serving http://%s:%d/metrics\n",
+		        o.addr, port);
 	fflush(stderr);
 
 	if (o.once) {

@@ -81,6 +81,7 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_
 		}
 	} else {
 		snprintf(t->label, sizeof t->label, "pid:%d", pid);
+		t->start_time = bp_process_start_time((pid_t)pid);
 	}
 	memset(&bp, 0, sizeof bp);
 	/* A file named --binary is a file even when its name is all digits. */
@@ -120,7 +121,7 @@ int bx_target_alive(const bx_target_t *t)
 		struct stat st;
 		return stat(t->binary, &st) == 0;
 	}
-	return !bp_process_gone((pid_t)t->pid);
+	return t->start_time && bp_process_start_time((pid_t)t->pid) == t->start_time;
 }
 
 void bx_target_free(bx_target_t *t)

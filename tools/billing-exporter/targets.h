@@ -14,9 +14,10 @@ typedef struct bx_module {
 } bx_module_t;
 
 typedef struct bx_target {
-	char label[300]; /* "pid:123" or "binary:/usr/bin/billingd" */
-	int pid;         /* -1 for a binary: every process, now or later */
-	char *binary;    /* the path given with --binary, else NULL */
+	char label[300];               /* "pid:123" or "binary:/usr/bin/billingd" */
+	int pid;                       /* -1 for a binary: every process, now or later */
+	char *binary;                  /* the path given with --binary, else NULL */
+	unsigned long long start_time; /* of process pid when read: a reused PID differs */
 	bx_module_t *modules;
 	size_t module_count;
 } bx_target_t;
@@ -30,7 +31,8 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_
 int bx_target_has_probe(const bx_target_t *t, const char *probe);
 int bx_module_has_probe(const bx_module_t *m, const char *probe);
 
-/* 1 while the process lives (pid targets) or the file exists (binaries). */
+/* 1 while the process lives (pid targets: the same process, not a later
+ * one given its PID) or the file exists (binaries). */
 int bx_target_alive(const bx_target_t *t);
 
 void bx_target_free(bx_target_t *t);

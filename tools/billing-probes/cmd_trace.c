@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blank_trim.h"
+#include "bpftrace_process.h"
 #include "cli.h"
 #include "commands.h"
 #include "start_stopped.h"
@@ -115,12 +118,14 @@ static void report_dropped(const char *spec, void *ctx)
 	fprintf(stderr, "billing-probes: trace: dropped %s: no module of %s carries it\n", spec, d->where);
 }
 
-static volatile sig_atomic_t tracer_pid;
+static volatile sig_atomic_t tracer_pid, forwarded_sigint;
 
 static void forward_signal(int sig)
 {
-	if (tracer_pid > 0)
+	if (tracer_pid > 0) {
 		kill((pid_t)tracer_pid, sig);
+		forwarded_sigint |= sig == SIGINT;
+	}
 }
 
 /* Have the semaphores of every site the script uses been raised?  All
@@ -138,37 +143,30 @@ static int attached(pid_t pid, const bp_probe_set_t *set, const unsigned char *u
 	return 1;
 }
 
-/* Is the traced process still there (not gone, not a zombie)? */
-static int process_alive(pid_t pid)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	char *close = strrchr(buf, ')');
-	return close && close[1] && close[2] != 'Z' && close[2] != 'X';
-}
+/* bpftrace's stdout, passed through without trailing blank lines. */
+struct tracer_output {
+	int fd; /* -1 once at end of file */
+	bp_blank_trim_t trim;
+};
 
-/* Has bpftrace installed its SIGINT handler (SigCgt in /proc/PID/status)?
- * It does so once the script is compiled, just before it attaches: a
- * SIGINT before that would kill it without its END output. */
-static int catches_sigint(pid_t pid)
+/* Wait up to timeout_ms for bpftrace's output and pass on all there is. */
+static void pass_output(struct tracer_output *out, int timeout_ms)
 {
-	char path[64], line[256];
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "r");
-	unsigned long long caught = 0;
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "SigCgt: %llx", &caught) == 1)
-			break;
-	fclose(f);
-	return (caught >> (SIGINT - 1)) & 1;
+	if (out->fd < 0) {
+		nanosleep(&(struct timespec){ 0, (long)timeout_ms * 1000 * 1000 }, NULL);
+		return;
+	}
+	struct pollfd pfd = { out->fd, POLLIN, 0 };
+	if (poll(&pfd, 1, timeout_ms) <= 0)
+		return;
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(out->fd, buf, sizeof buf)) > 0)
+		bp_blank_trim_write(&out->trim, buf, (size_t)n, stdout);
+	if (n == 0) {
+		close(out->fd);
+		out->fd = -1;
+	}
 }
 
 /* Run bpftrace, let a stopped command go once bpftrace is attached, and
@@ -176,14 +174,28 @@ static int catches_sigint(pid_t pid)
  * is gone.  Returns bpftrace's exit status (128+N for a signal). */
 static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_set_t *set, const unsigned char *used)
 {
+	int out_pipe[2];
+	if (pipe(out_pipe) != 0) {
+		bp_error("trace", strerror(errno));
+		if (is_child)
+			kill(target, SIGKILL);
+		return BP_EXIT_ERROR;
+	}
 	pid_t tracer = fork();
 	if (tracer == 0) {
+		dup2(out_pipe[1], STDOUT_FILENO);
+		close(out_pipe[0]);
+		close(out_pipe[1]);
 		execvp(argv[0], argv);
 		fprintf(stderr, "billing-probes: trace: cannot run %s: %s (apt-get install bpftrace)\n", argv[0],
 		        strerror(errno));
 		_exit(BP_EXIT_ERROR);
 	}
+	close(out_pipe[1]);
+	struct tracer_output out = { out_pipe[0], BP_BLANK_TRIM_INIT };
+	fcntl(out.fd, F_SETFL, O_NONBLOCK);
 	if (tracer < 0) {
+		close(out.fd);
 		bp_error("trace", "fork failed");
 		if (is_child)
 			kill(target, SIGKILL);
@@ -195,7 +207,6 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 	int any_semaphore = 0;
 	for (size_t i = 0; i < set->probe_count; i++)
 		any_semaphore |= used[i] && set->probes[i].runtime_semaphore;
-	struct timespec tick = { 0, 20 * 1000 * 1000 };
 	int status = 0, tracer_done = 0;
 	if (is_child) {
 		/* Up to 60 s for bpftrace to compile and attach: its
@@ -206,12 +217,12 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 				tracer_done = 1;
 				break;
 			}
-			if (any_semaphore ? attached(target, set, used) : catches_sigint(tracer)) {
+			if (any_semaphore ? attached(target, set, used) : bp_bpftrace_catches_sigint(tracer)) {
 				if (!any_semaphore)
 					nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
 				break;
 			}
-			nanosleep(&tick, NULL);
+			pass_output(&out, 20);
 		}
 		if (tracer_done) {
 			kill(target, SIGKILL);
@@ -220,7 +231,8 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 			kill(target, SIGCONT);
 		}
 	}
-	int interrupted = 0, target_gone = 0;
+	int interrupted = 0, target_gone = 0, gone_ticks = 0;
+	bp_sigint_watch_t watch = { 0 };
 	while (!tracer_done) {
 		pid_t done = waitpid(-1, &status, WNOHANG);
 		if (done == tracer)
@@ -229,16 +241,33 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 			break;
 		if (done == target)
 			target_gone = 1;
-		else if (done == 0 && !is_child && !process_alive(target))
+		else if (done == 0 && !is_child && bp_process_gone(target))
 			target_gone = 1;
-		if (!interrupted && target_gone && catches_sigint(tracer)) {
-			/* the traced process has ended: bpftrace prints and exits */
+		gone_ticks += target_gone;
+		if (!interrupted && target_gone && bp_bpftrace_catches_sigint(tracer) &&
+		    (bp_bpftrace_idle(tracer) || gone_ticks > 100)) {
+			/* the traced process has ended and bpftrace has printed
+			 * what it read (or after 100 polls, 2 s at most): it prints its END
+			 * output and exits */
 			kill(tracer, SIGINT);
+			bp_sigint_watch_sent(&watch);
 			interrupted = 1;
 		}
+		if (forwarded_sigint) {
+			forwarded_sigint = 0;
+			bp_sigint_watch_sent(&watch);
+		}
+		if (bp_sigint_watch_missed(&watch, tracer)) {
+			fprintf(stderr, "billing-probes: trace: bpftrace missed SIGINT (bpftrace 0.17 sees it only "
+			                "while in epoll_wait): sent again\n");
+			kill(tracer, SIGINT);
+			bp_sigint_watch_sent(&watch);
+		}
 		if (done <= 0)
-			nanosleep(&tick, NULL);
+			pass_output(&out, 20);
 	}
+	pass_output(&out, 0); /* what bpftrace wrote before it exited */
+	close(out.fd);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

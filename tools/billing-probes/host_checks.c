@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "kconfig.h"
+#include "proc_status.h"
 
 #define TRACEFS_MAGIC_NUMBER 0x74726163
 #define DEBUGFS_MAGIC_NUMBER 0x64626720
@@ -110,28 +111,13 @@ void bp_doctor_tracefs(bp_check_result_t *r)
 
 /* --- privileges ------------------------------------------------------------ */
 
-/* CapEff of this process, from /proc/self/status; 0 when unknown. */
-static unsigned long long effective_caps(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	unsigned long long caps = 0;
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "CapEff: %llx", &caps) == 1)
-			break;
-	fclose(f);
-	return caps;
-}
-
 enum { CAP_SYS_ADMIN_BIT = 21,
        CAP_PERFMON_BIT = 38,
        CAP_BPF_BIT = 39 };
 
 void bp_doctor_privileges(bp_check_result_t *r)
 {
-	unsigned long long caps = effective_caps();
+	unsigned long long caps = bp_proc_status_mask(0, "CapEff");
 	int sys_admin = (caps >> CAP_SYS_ADMIN_BIT) & 1;
 	int bpf = (caps >> CAP_BPF_BIT) & 1, perfmon = (caps >> CAP_PERFMON_BIT) & 1;
 	char msg[512];
@@ -163,7 +149,7 @@ void bp_doctor_perf_event_paranoid(bp_check_result_t *r)
 		return;
 	}
 	fclose(f);
-	unsigned long long caps = effective_caps();
+	unsigned long long caps = bp_proc_status_mask(0, "CapEff");
 	int privileged = ((caps >> CAP_SYS_ADMIN_BIT) & 1) || ((caps >> CAP_PERFMON_BIT) & 1);
 	if (privileged || level <= 2) {
 		snprintf(msg, sizeof msg, "kernel.perf_event_paranoid = %d%s", level,

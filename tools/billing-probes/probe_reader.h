@@ -99,6 +99,10 @@ int bp_probe_set_load_pid(pid_t pid, bp_probe_set_t *set, char *err, size_t errl
 
 /* 1 when PID has exited or is a zombie (its /proc/PID/stat says Z or X). */
 int bp_process_gone(pid_t pid);
+
+/* When PID started (clock ticks after boot, /proc/PID/stat field 22); 0
+ * when it is gone.  A PID reused by a later process has a later start. */
+unsigned long long bp_process_start_time(pid_t pid);
 void bp_probe_set_free(bp_probe_set_t *set);
 
 /* Read n bytes of pid's memory at addr.  0, or -1 with errno. */
