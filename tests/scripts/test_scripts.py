@@ -841,6 +841,9 @@ def case_parse():
         errors = [l for l in proc.stderr.decode().split("\n")
                   if "ERROR" in l and "RLIMIT_MEMLOCK" not in l]
         check(proc.returncode == 0 and not errors, "%s does not compile:\n%s" % (name, proc.stderr.decode()))
+        # the script's own warnings (file:line: WARNING), printed on every start
+        warnings = [l for l in proc.stderr.decode().split("\n") if re.match(r"\S+:\d+:[\d-]+: WARNING", l)]
+        check(not warnings, "%s compiles with warnings:\n%s" % (name, "\n".join(warnings)))
         print("ok %s" % name)
 
 
