@@ -47,44 +47,41 @@ static void maps_free(maps_t *m)
 	free(m->items);
 }
 
-/* The state letter and start time of PID from /proc/PID/stat; -1 when
- * it cannot be read. */
-static int read_stat(pid_t pid, char *state, unsigned long long *start)
+/* 1 when PID runs (its /proc/PID/stat reads, and says neither zombie Z
+ * nor dead X), with its start time (field 22) in *start. */
+static int running_since(pid_t pid, unsigned long long *start)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
 	FILE *f = fopen(path, "r");
 	if (!f)
-		return -1;
+		return 0;
 	/* "pid (comm) S ...": comm may hold spaces and parentheses. */
 	char buf[1024];
 	size_t n = fread(buf, 1, sizeof buf - 1, f);
 	fclose(f);
 	buf[n] = '\0';
 	char *close = strrchr(buf, ')');
+	char state;
 	if (!close || close[1] == '\0')
-		return -1;
+		return 0;
 	/* fields 3 (state) to 22 (starttime) */
-	if (sscanf(close + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", state,
+	if (sscanf(close + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &state,
 	           start) != 2)
-		return -1;
-	return 0;
+		return 0;
+	return state != 'Z' && state != 'X';
 }
 
 int bp_process_gone(pid_t pid)
 {
-	char state;
 	unsigned long long start;
-	return read_stat(pid, &state, &start) != 0 || state == 'Z' || state == 'X';
+	return !running_since(pid, &start);
 }
 
 unsigned long long bp_process_start_time(pid_t pid)
 {
-	char state;
 	unsigned long long start;
-	if (read_stat(pid, &state, &start) != 0 || state == 'Z' || state == 'X')
-		return 0;
-	return start;
+	return running_since(pid, &start) ? start : 0;
 }
 
 static int read_maps(pid_t pid, maps_t *m, char *err, size_t errlen)
