@@ -49,6 +49,12 @@
  * in the script, and D cannot read an aggregation's value; the exact
  * alternative (llquantize() per handler, printed as a histogram) would
  * drop the P50/P95/P99 columns.  @usecs (quantize()) is exact.
+ * Measured with Oracle's DTrace for Linux, 4 threads finishing 80000
+ * requests of one handler at full speed on 2 CPUs: @usecs held all 80000,
+ * the interval row 72982 (9% lost), and the TOTAL row 8766 under a garbled
+ * handler name (the handler slots are global strings written from several
+ * CPUs at once).  Where figures must be exact under that kind of load, use
+ * the bpftrace twin (exact COUNT and SLOW) or billing-exporter.
  * STABILITY: Evolving (probe request-done).
  * EXAMPLE: request_latency.example.txt
  */

@@ -113,6 +113,8 @@ RACE_TOTAL = 4 * 20000
 RACE_PAYMENTS = {("stripe-sim", 0): RACE_TOTAL}
 RACE_AMOUNTS = {("EUR", "approved"): RACE_TOTAL * 1000}
 RACE_ERROR_ROWS = {("db", 1205): RACE_TOTAL}
+# request-done of handler "race": every 4th 150 ms (slow), the rest 2 ms
+RACE_REQUESTS = {"race": [(2000, RACE_TOTAL * 3 // 4), (150000, RACE_TOTAL // 4)]}
 
 # --- tps mode ----------------------------------------------------------------
 

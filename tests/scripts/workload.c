@@ -288,6 +288,8 @@ static void *race_thread(void *unused)
 	for (i = 0; i < RACE_EVENTS; i++) {
 		billing_fire_payment_auth((uint64_t)i, 1000, "EUR", "stripe-sim", 0, 1 * MS);
 		billing_fire_error(0, "db", 1205);
+		/* every 4th slow: 150 ms, over request_latency's 100 ms */
+		billing_fire_request_done((uint64_t)i, "race", 0, (i % 4 == 0 ? 150 : 2) * MS);
 	}
 	return NULL;
 }
