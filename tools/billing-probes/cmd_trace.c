@@ -16,7 +16,8 @@
  * For -c the launcher starts the command itself, stopped at its entry
  * point once the loader has mapped its libraries (start_stopped.c), reads
  * its modules like any PID, waits until bpftrace has raised the
- * semaphores of the probes it attaches to, and lets the command run.  A
+ * semaphores of the probes it attaches to and printed its first line
+ * (BEGIN), and lets the command run.  A
  * library opened later with dlopen() is not seen: trace such a service
  * with -p once it has loaded it.
  */
@@ -146,6 +147,7 @@ static int attached(pid_t pid, const bp_probe_set_t *set, const unsigned char *u
 /* bpftrace's stdout, passed through without trailing blank lines. */
 struct tracer_output {
 	int fd; /* -1 once at end of file */
+	size_t bytes; /* read so far */
 	bp_blank_trim_t trim;
 };
 
@@ -161,8 +163,10 @@ static void pass_output(struct tracer_output *out, int timeout_ms)
 		return;
 	char buf[65536];
 	ssize_t n;
-	while ((n = read(out->fd, buf, sizeof buf)) > 0)
+	while ((n = read(out->fd, buf, sizeof buf)) > 0) {
+		out->bytes += (size_t)n;
 		bp_blank_trim_write(&out->trim, buf, (size_t)n, stdout);
+	}
 	if (n == 0) {
 		close(out->fd);
 		out->fd = -1;
@@ -192,7 +196,7 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 		_exit(BP_EXIT_ERROR);
 	}
 	close(out_pipe[1]);
-	struct tracer_output out = { out_pipe[0], BP_BLANK_TRIM_INIT };
+	struct tracer_output out = { out_pipe[0], 0, BP_BLANK_TRIM_INIT };
 	fcntl(out.fd, F_SETFL, O_NONBLOCK);
 	if (tracer < 0) {
 		close(out.fd);
@@ -211,17 +215,25 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 	if (is_child) {
 		/* Up to 60 s for bpftrace to compile and attach: its
 		 * semaphores raised, or without any to watch, its SIGINT
-		 * handler in place and a moment to attach. */
+		 * handler in place and a moment to attach.  Then up to 5 s
+		 * more for the script's first line: bpftrace carries out
+		 * BEGIN's clear()s in user space, in order with its printf()s,
+		 * so a command let go before BEGIN's "Tracing" line is printed
+		 * can fire into maps about to be cleared. */
+		int ready_at = -1;
 		for (int i = 0; i < 3000; i++) {
 			if (waitpid(tracer, &status, WNOHANG) == tracer) {
 				tracer_done = 1;
 				break;
 			}
-			if (any_semaphore ? attached(target, set, used) : bp_bpftrace_catches_sigint(tracer)) {
+			if (ready_at < 0 &&
+			    (any_semaphore ? attached(target, set, used) : bp_bpftrace_catches_sigint(tracer))) {
 				if (!any_semaphore)
 					nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
-				break;
+				ready_at = i;
 			}
+			if (ready_at >= 0 && (out.bytes > 0 || i - ready_at >= 250))
+				break;
 			pass_output(&out, 20);
 		}
 		if (tracer_done) {
