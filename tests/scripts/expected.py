@@ -77,6 +77,11 @@ REQUESTS = {
     "invoice.create": [(3000, 85), (20000, 10), (150000, 5)],
     "payment.authorize": [(40000, 40), (90000, 6), (250000, 4)],
 }
+# then one 1 ms request on each of 8 more handlers, one after another:
+# request_latency has 7 rows, so extra.6 to extra.8 share the row "(other)"
+EXTRA_HANDLERS = ["extra.%d" % k for k in range(1, 9)]
+EXTRA_US = 1000
+LATENCY_ROWS = 7
 UNMEASURED = 3  # report.export requests with duration 0
 SLO_THRESHOLD_MS = 100
 

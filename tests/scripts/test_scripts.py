@@ -534,20 +534,31 @@ def percentile_edges(plan):
     return [bucket_edge(values[math.ceil(len(values) * q / 100) - 1]) for q in (50, 95, 99)]
 
 
-def expected_latency_rows(requests=X.REQUESTS):
+def latency_plans():
+    """The requests mode's plan per request_latency row: its two handlers,
+    the extra ones while rows last, then "(other)"."""
+    plans = dict(X.REQUESTS)
+    room = X.LATENCY_ROWS - len(plans)
+    for handler in X.EXTRA_HANDLERS[:room]:
+        plans[handler] = [(X.EXTRA_US, 1)]
+    plans["(other)"] = [(X.EXTRA_US, len(X.EXTRA_HANDLERS) - room)]
+    return plans
+
+
+def expected_latency_rows(requests=None, threshold_ms=X.SLO_THRESHOLD_MS):
     rows = {}
-    for handler, plan in requests.items():
+    for handler, plan in (requests or latency_plans()).items():
         n = sum(c for _, c in plan)
-        slow = sum(c for v, c in plan if v > X.SLO_THRESHOLD_MS * 1000)
+        slow = sum(c for v, c in plan if v > threshold_ms * 1000)
         rows[handler] = [n, slow, "%d.%02d" % divmod(slow * 10000 // n, 100)] + percentile_edges(plan)
     return rows
 
 
 def case_request_latency():
     out = one("requests", "request_latency", 100, 1)
-    got = {}
-    for f in total_table(out, r"TOTAL since start, slow: > 100 ms", 7):
-        got[f[0]] = [int(f[1]), int(f[2]), f[3]] + [int(x) for x in f[4:]]
+    table = total_table(out, r"TOTAL since start, slow: > 100 ms", 7)
+    got = {f[0]: [int(f[1]), int(f[2]), f[3]] + [int(x) for x in f[4:]] for f in table}
+    check(len(got) == len(table), "a handler has two rows: %s" % [f[0] for f in table])
     want = expected_latency_rows()
     check(got == want, "TOTAL rows %s, want %s" % (got, want))
     check(re.search(r"^UNMEASURED \(duration 0, skipped\): %d$" % X.UNMEASURED, out, re.M),
@@ -572,8 +583,9 @@ def case_request_latency_race():
     (their buckets are shared maps: a lost increment moves a rank by one,
     not across these two far-apart values)."""
     out = one("race", "request_latency", 100, 1)
-    got = {f[0]: [int(f[1]), int(f[2]), f[3]] + [int(x) for x in f[4:]]
-           for f in total_table(out, r"TOTAL since start, slow: > 100 ms", 7)}
+    table = total_table(out, r"TOTAL since start, slow: > 100 ms", 7)
+    got = {f[0]: [int(f[1]), int(f[2]), f[3]] + [int(x) for x in f[4:]] for f in table}
+    check(len(got) == len(table), "a handler has two rows: %s" % [f[0] for f in table])
     want = expected_latency_rows(X.RACE_REQUESTS)
     check(got == want, "TOTAL rows under contention %s, want %s" % (got, want))
     h = hist(out, "@usecs[race]")
@@ -596,8 +608,10 @@ def case_request_latency_threshold():
     out = one("requests", "request_latency", 30, 1)
     got = {f[0]: (int(f[1]), int(f[2]), f[3])
            for f in total_table(out, r"TOTAL since start, slow: > 30 ms", 7)}
-    check(got == {"invoice.create": (100, 5, "5.00"), "payment.authorize": (50, 50, "100.00")},
-          "TOTAL rows with 30 ms %s" % got)
+    want = {h: tuple(r[:3]) for h, r in expected_latency_rows(threshold_ms=30).items()}
+    check(want["invoice.create"] == (100, 5, "5.00") and want["payment.authorize"] == (50, 50, "100.00"),
+          "expected.py's plan changed: %s" % want)
+    check(got == want, "TOTAL rows with 30 ms %s, want %s" % (got, want))
 
 
 def case_slow_requests():

@@ -10,7 +10,8 @@
  *             amount_dist, errors (and tps totals).
  *   requests  150 requests on two threads at once, each with its whole
  *             trail (transaction, db or gateway call, payment-auth, error),
- *             reporting chosen durations: request_latency, slow_requests.
+ *             reporting chosen durations, then 8 more handlers' 1 ms
+ *             requests: request_latency, slow_requests.
  *   bounds    one request with 80 db-query events (more than slow_requests
  *             keeps) and 130 requests in flight at once (more than it
  *             follows), all slow: slow_requests' bounded memory.
@@ -247,6 +248,14 @@ static int run_requests(void)
 	}
 	pthread_join(a, NULL);
 	pthread_join(b, NULL);
+	/* then one 1 ms request on each of 8 more handlers, one after
+	 * another: 10 handlers, more than request_latency has rows for */
+	for (int k = 1; k <= 8; k++) {
+		char handler[16];
+		snprintf(handler, sizeof handler, "extra.%d", k);
+		billing_fire_request_start(7000 + (uint64_t)k, handler);
+		billing_fire_request_done(7000 + (uint64_t)k, handler, 0, 1 * MS);
+	}
 	return 0;
 }
 
