@@ -146,7 +146,7 @@ static int attached(pid_t pid, const bp_probe_set_t *set, const unsigned char *u
 
 /* bpftrace's stdout, passed through without trailing blank lines. */
 struct tracer_output {
-	int fd; /* -1 once at end of file */
+	int fd;       /* -1 once at end of file */
 	size_t bytes; /* read so far */
 	bp_blank_trim_t trim;
 };
