@@ -16,7 +16,8 @@
  * "not measured" (the request began before tracing): skipped, and counted
  * at exit as UNMEASURED.
  *
- * FIELDS (table every INTERVAL_S for that interval, and "TOTAL" at exit):
+ * FIELDS (table every INTERVAL_S for that interval, and "TOTAL" at exit;
+ * rows largest COUNT first):
  *   HANDLER   request-done's handler ("-" if empty); 7 handlers get a row
  *             each, later ones share the row "(other)"
  *   COUNT     requests completed (count)
@@ -40,21 +41,24 @@
  *    "handlers":[{"handler":S,"count":N,"slow":N,"slow_pct":F,
  *      "p50_us":N,"p95_us":N,"p99_us":N}, ..., null]}
  *
- * OVERHEAD: a few global-array updates per request-done; per interval an
- * unrolled scan (8 handlers x 3 x (28 groups + 8 buckets)) and a sweep
- * that zeroes the interval's buckets.  The counters are global variables,
- * not aggregations: updates from two CPUs at the same instant can be
- * lost, and under heavy load dtrace may report "dynamic variable drops"
- * (raise dynvarsize).  They stay so because the percentiles are computed
- * in the script, and D cannot read an aggregation's value; the exact
- * alternative (llquantize() per handler, printed as a histogram) would
- * drop the P50/P95/P99 columns.  @usecs (quantize()) is exact.
- * Measured with Oracle's DTrace for Linux, 4 threads finishing 80000
- * requests of one handler at full speed on 2 CPUs: @usecs held all 80000,
- * the interval row 72982 (9% lost), and the TOTAL row 8766 under a garbled
- * handler name (the handler slots are global strings written from several
- * CPUs at once).  Where figures must be exact under that kind of load, use
- * the bpftrace twin (exact COUNT and SLOW) or billing-exporter.
+ * OVERHEAD: per request-done, a few aggregation and global-array updates;
+ * per interval an unrolled scan (8 handlers x 3 x (28 groups + 8 buckets))
+ * and a sweep that resets the interval's buckets.  Under heavy load dtrace
+ * may report "dynamic variable drops" (raise dynvarsize).
+ * EXACTNESS: COUNT, SLOW, UNMEASURED and @usecs are aggregations (per-CPU):
+ * exact.  A row prints them beside the estimates with printa(), keyed by
+ * the handler's name.  SLOW% and the percentiles are computed in the
+ * script from global arrays, which D can read (it cannot read an
+ * aggregation, nor divide one by another in printa); those are not
+ * per-CPU, so two CPUs updating one bucket at the same instant can lose an
+ * update, and then SLOW% can differ from SLOW / COUNT in its decimals.
+ * Measured under Oracle's DTrace for Linux, 4 threads finishing 80000
+ * requests of one handler at full speed on 2 CPUs (tests/scripts, case
+ * request_latency_race): COUNT 80000, SLOW 20000 (exact), SLOW% 24.83 to
+ * 24.96 for 25.00, the percentiles right.  The interval buckets are reset
+ * to 1 (a count of 0), never to 0: zeroing frees a D dynamic variable,
+ * and freeing while other CPUs add elements garbled the handler names in
+ * that run (an earlier version of this script).
  * STABILITY: Evolving (probe request-done).
  * EXAMPLE: request_latency.example.txt
  */
@@ -62,12 +66,27 @@
 #pragma D option quiet
 #pragma D option defaultargs
 #pragma D option dynvarsize=8m
+#pragma D option aggsortrev
 
 /* --- the unrolled percentile scan (cpp) ------------------------------- */
 
+/* Zeroing a D array element frees it, and freeing while other CPUs add
+ * elements garbled the handler names (seen under Oracle's DTrace).  So an
+ * interval's counters hold count + 1 and are reset to 1: every element of
+ * a row is set when the row is taken (TAKE_ROW) and never freed.  The
+ * totals (t*) are never reset.  A, N and S below are these readers. */
+#define LAST_G(H, G) (groups[H, G] - 1)
+#define LAST_B(H, B) (bins[H, B] - 1)
+#define LAST_N(H) (n[H] - 1)
+#define LAST_S(H) (slow[H] - 1)
+#define TOTAL_G(H, G) tgroups[H, G]
+#define TOTAL_B(H, B) tbins[H, B]
+#define TOTAL_N(H) tn[H]
+#define TOTAL_S(H) tslow[H]
+
 /* Q: 50, 95 or 99.  Find the group (power of two) holding rank r##Q ... */
 #define GSTEP(A, H, Q, G) \
-	this->c = A[H, G]; \
+	this->c = A(H, G); \
 	this->hit = !this->f##Q && this->cum##Q + this->c >= this->r##Q; \
 	this->g##Q = this->hit ? (G) : this->g##Q; \
 	this->f##Q = this->hit ? 1 : this->f##Q; \
@@ -79,12 +98,13 @@
 	G4(A, H, Q, 16) G4(A, H, Q, 20) G4(A, H, Q, 24)
 /* ... then the bucket within it. */
 #define BSTEP(A, H, Q, K) \
-	this->c = A[H, this->g##Q * 8 + (K)]; \
+	this->c = A(H, this->g##Q * 8 + (K)); \
 	this->hit = !this->e##Q && this->cum##Q + this->c >= this->r##Q; \
 	this->bk##Q = this->hit ? this->g##Q * 8 + (K) : this->bk##Q; \
 	this->e##Q = this->hit ? 1 : this->e##Q; \
 	this->cum##Q += this->c;
 #define BSCAN(A, H, Q) \
+	this->bk##Q = this->g##Q * 8 + 7; \
 	BSTEP(A, H, Q, 0) BSTEP(A, H, Q, 1) BSTEP(A, H, Q, 2) BSTEP(A, H, Q, 3) \
 	BSTEP(A, H, Q, 4) BSTEP(A, H, Q, 5) BSTEP(A, H, Q, 6) BSTEP(A, H, Q, 7)
 #define INIT(Q, N) \
@@ -95,28 +115,31 @@
 	this->p##Q = this->bk##Q < 8 ? this->bk##Q + 1 : \
 	    (9 + (this->bk##Q & 7)) << (this->bk##Q / 8 - 1);
 
-/* One handler's row: compute, then print it as a table line or JSON. */
+/* the buckets' own total: ranks from it always end in a bucket */
+#define GSUM(A, H) \
+	this->nb = A(H, 0) + A(H, 1) + A(H, 2) + A(H, 3) + A(H, 4) + A(H, 5) + A(H, 6) + \
+	    A(H, 7) + A(H, 8) + A(H, 9) + A(H, 10) + A(H, 11) + A(H, 12) + A(H, 13) + \
+	    A(H, 14) + A(H, 15) + A(H, 16) + A(H, 17) + A(H, 18) + A(H, 19) + A(H, 20) + \
+	    A(H, 21) + A(H, 22) + A(H, 23) + A(H, 24) + A(H, 25) + A(H, 26) + A(H, 27);
+
+/* One handler's estimates (SLOW%, percentiles), into aggregations keyed by
+ * its row's name: printa() prints them beside the row's exact COUNT and
+ * SLOW (see ROWS_PRINT). */
 #define ROW(PROBE, PRED, H, N, SLOW, BINS, GROUPS) \
-PROBE /(PRED) && N[H] > 0/ \
+PROBE /(PRED) && N(H) > 0/ \
 { \
-	this->n = N[H]; \
-	INIT(50, this->n) INIT(95, this->n) INIT(99, this->n) \
+	GSUM(GROUPS, H) \
+	INIT(50, this->nb) INIT(95, this->nb) INIT(99, this->nb) \
 	GSCAN(GROUPS, H, 50) GSCAN(GROUPS, H, 95) GSCAN(GROUPS, H, 99) \
 	BSCAN(BINS, H, 50) BSCAN(BINS, H, 95) BSCAN(BINS, H, 99) \
 	EDGE(50) EDGE(95) EDGE(99) \
-	this->pct = SLOW[H] * 10000 / this->n; \
+	this->pct = SLOW(H) * 10000 / N(H); \
 	this->name = (H) == 8 ? "(other)" : hname[H]; \
-} \
-PROBE /(PRED) && N[H] > 0 && !json/ \
-{ \
-	printf("%-24s %8d %8d %4d.%02d %10d %10d %10d\n", this->name, this->n, SLOW[H], \
-	    this->pct / 100, this->pct % 100, this->p50, this->p95, this->p99); \
-} \
-PROBE /(PRED) && N[H] > 0 && json/ \
-{ \
-	printf("{\"handler\":\"%s\",\"count\":%d,\"slow\":%d,\"slow_pct\":%d.%02d,", this->name, \
-	    this->n, SLOW[H], this->pct / 100, this->pct % 100); \
-	printf("\"p50_us\":%d,\"p95_us\":%d,\"p99_us\":%d},", this->p50, this->p95, this->p99); \
+	@pct_whole[this->name] = max(this->pct / 100); \
+	@pct_frac[this->name] = max(this->pct % 100); \
+	@p50[this->name] = max(this->p50); \
+	@p95[this->name] = max(this->p95); \
+	@p99[this->name] = max(this->p99); \
 }
 #define ROWS(PROBE, PRED, N, SLOW, BINS, GROUPS) \
 	ROW(PROBE, PRED, 1, N, SLOW, BINS, GROUPS) ROW(PROBE, PRED, 2, N, SLOW, BINS, GROUPS) \
@@ -124,28 +147,53 @@ PROBE /(PRED) && N[H] > 0 && json/ \
 	ROW(PROBE, PRED, 5, N, SLOW, BINS, GROUPS) ROW(PROBE, PRED, 6, N, SLOW, BINS, GROUPS) \
 	ROW(PROBE, PRED, 7, N, SLOW, BINS, GROUPS) ROW(PROBE, PRED, 8, N, SLOW, BINS, GROUPS)
 
-/* Zeroing an interval's buckets frees them (D deletes zeroed elements). */
-#define Z8(A, H, B) \
-	A[H, (B)] = 0; A[H, (B) + 1] = 0; A[H, (B) + 2] = 0; A[H, (B) + 3] = 0; \
-	A[H, (B) + 4] = 0; A[H, (B) + 5] = 0; A[H, (B) + 6] = 0; A[H, (B) + 7] = 0;
-#define Z64(A, H, B) \
-	Z8(A, H, (B)) Z8(A, H, (B) + 8) Z8(A, H, (B) + 16) Z8(A, H, (B) + 24) \
-	Z8(A, H, (B) + 32) Z8(A, H, (B) + 40) Z8(A, H, (B) + 48) Z8(A, H, (B) + 56)
-#define ZERO(H) \
-profile:::tick-1sec /secs >= interval && n[H] > 0/ \
+/* The rows: exact COUNT and SLOW (aggregations) with the estimates, as a
+ * table or as JSON objects; then every aggregation emptied. */
+#define ROWS_PRINT(PROBE, PRED, COUNT, SLOWS) \
+PROBE /(PRED) && !json/ \
 { \
-	Z64(bins, H, 0) Z64(bins, H, 64) Z64(bins, H, 128) \
-	Z8(bins, H, 192) Z8(bins, H, 200) Z8(bins, H, 208) Z8(bins, H, 216) Z8(bins, H, 224) \
-	Z8(groups, H, 0) Z8(groups, H, 8) Z8(groups, H, 16) Z8(groups, H, 24) \
-	n[H] = 0; \
-	slow[H] = 0; \
+	printa("%-24s %@8d %@8d %@4d.%@02d %@10d %@10d %@10d\n", COUNT, SLOWS, @pct_whole, \
+	    @pct_frac, @p50, @p95, @p99); \
+} \
+PROBE /(PRED) && json/ \
+{ \
+	printa("{\"handler\":\"%s\",\"count\":%@d,\"slow\":%@d,\"slow_pct\":%@d.%@02d,\"p50_us\":%@d,\"p95_us\":%@d,\"p99_us\":%@d},", \
+	    COUNT, SLOWS, @pct_whole, @pct_frac, @p50, @p95, @p99); \
+} \
+PROBE /(PRED)/ \
+{ \
+	trunc(COUNT); trunc(SLOWS); trunc(@pct_whole); trunc(@pct_frac); \
+	trunc(@p50); trunc(@p95); trunc(@p99); \
+}
+
+/* Row H's interval counters set to 1 (a count of 0): when the row is
+ * taken, and after each report. */
+#define ONE8(H, B) \
+	bins[H, (B)] = 1; bins[H, (B) + 1] = 1; bins[H, (B) + 2] = 1; bins[H, (B) + 3] = 1; \
+	bins[H, (B) + 4] = 1; bins[H, (B) + 5] = 1; bins[H, (B) + 6] = 1; bins[H, (B) + 7] = 1; \
+	groups[H, (B) / 8] = 1;
+#define ONE64(H, B) \
+	ONE8(H, (B)) ONE8(H, (B) + 8) ONE8(H, (B) + 16) ONE8(H, (B) + 24) \
+	ONE8(H, (B) + 32) ONE8(H, (B) + 40) ONE8(H, (B) + 48) ONE8(H, (B) + 56)
+#define ONES(H) \
+	ONE64(H, 0) ONE64(H, 64) ONE64(H, 128) \
+	ONE8(H, 192) ONE8(H, 200) ONE8(H, 208) ONE8(H, 216) ONE8(H, 224) \
+	n[H] = 1; slow[H] = 1;
+#define RESET(H) \
+profile:::tick-1sec /secs >= interval && n[H] > 1/ \
+{ \
+	ONES(H) \
 }
 
 /* --- tracing ------------------------------------------------------------ */
 
-/* Declared before use: D rejects a "+=" on an array it has not seen. */
-int slow[int];
+/* Declared before use: D rejects a "+=" on an array, or a read in a
+ * report clause, before it has seen an assignment to it. */
 int tslow[int];
+int n[int];
+int slow[int];
+int bins[int, int];
+int groups[int, int];
 
 dtrace:::BEGIN
 {
@@ -154,7 +202,8 @@ dtrace:::BEGIN
 	json = $3;
 	secs = 0;
 	nh = 0;
-	unmeasured = 0;
+	@unmeasured = sum(0);	/* so that 0 is printed */
+	ONES(8)	/* the row "(other)" */
 }
 
 dtrace:::BEGIN
@@ -174,7 +223,7 @@ dtrace:::BEGIN
 billing$target:::request-done
 /arg3 == 0/
 {
-	unmeasured++;
+	@unmeasured = sum(1);
 }
 
 billing$target:::request-done
@@ -190,6 +239,7 @@ billing$target:::request-done
 	nh++;
 	slot[this->handler] = nh;
 	hname[nh] = this->handler;
+	ONES(nh)
 }
 
 billing$target:::request-done
@@ -198,6 +248,13 @@ billing$target:::request-done
 	this->h = slot[this->handler] != 0 ? slot[this->handler] : 8;
 	this->us = arg3 / 1000;
 	@usecs[this->handler] = quantize(this->us);
+	/* exact: aggregations are per-CPU */
+	this->row = this->h == 8 ? "(other)" : this->handler;
+	this->slow = arg3 > threshold_ns ? 1 : 0;
+	@count[this->row] = count();
+	@tcount[this->row] = count();
+	@slowcount[this->row] = sum(this->slow);
+	@tslowcount[this->row] = sum(this->slow);
 
 	/* log-linear bucket: 8 per power of two, exact below 8 us */
 	this->us = this->us > 2147483647 ? 2147483647 : this->us;
@@ -216,13 +273,12 @@ billing$target:::request-done
 	    (this->o - 2) * 8 + ((this->us >> (this->o - 3)) & 7);
 
 	n[this->h]++;
-	tn[this->h]++;
 	bins[this->h, this->b]++;
-	tbins[this->h, this->b]++;
 	groups[this->h, this->b / 8]++;
-	tgroups[this->h, this->b / 8]++;
-	this->slow = arg3 > threshold_ns ? 1 : 0;
 	slow[this->h] += this->slow;
+	tn[this->h]++;
+	tbins[this->h, this->b]++;
+	tgroups[this->h, this->b / 8]++;
 	tslow[this->h] += this->slow;
 }
 
@@ -252,7 +308,8 @@ profile:::tick-1sec
 	    threshold_ns / 1000000);
 }
 
-ROWS(profile:::tick-1sec, secs >= interval, n, slow, bins, groups)
+ROWS(profile:::tick-1sec, secs >= interval, LAST_N, LAST_S, LAST_B, LAST_G)
+ROWS_PRINT(profile:::tick-1sec, secs >= interval, @count, @slowcount)
 
 profile:::tick-1sec
 /secs >= interval && json/
@@ -260,7 +317,7 @@ profile:::tick-1sec
 	printf("null]}\n");
 }
 
-ZERO(1) ZERO(2) ZERO(3) ZERO(4) ZERO(5) ZERO(6) ZERO(7) ZERO(8)
+RESET(1) RESET(2) RESET(3) RESET(4) RESET(5) RESET(6) RESET(7) RESET(8)
 
 profile:::tick-1sec
 /secs >= interval/
@@ -288,12 +345,14 @@ dtrace:::END
 dtrace:::END
 /json/
 {
-	printf("{\"type\":\"total\",\"time\":\"%02d:%02d:%02d\",\"threshold_ms\":%d,\"unmeasured\":%d,\"handlers\":[",
+	printf("{\"type\":\"total\",\"time\":\"%02d:%02d:%02d\",\"threshold_ms\":%d,",
 	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60,
-	    threshold_ns / 1000000, unmeasured);
+	    threshold_ns / 1000000);
+	printa("\"unmeasured\":%@d,\"handlers\":[", @unmeasured);
 }
 
-ROWS(dtrace:::END, 1, tn, tslow, tbins, tgroups)
+ROWS(dtrace:::END, 1, TOTAL_N, TOTAL_S, TOTAL_B, TOTAL_G)
+ROWS_PRINT(dtrace:::END, 1, @tcount, @tslowcount)
 
 dtrace:::END
 /json/
@@ -305,7 +364,13 @@ dtrace:::END
 dtrace:::END
 /!json/
 {
-	printf("\nUNMEASURED (duration 0, skipped): %d\n\nLatency per handler, us (power-of-two buckets):\n",
-	    unmeasured);
+	printa("\nUNMEASURED (duration 0, skipped): %@d\n", @unmeasured);
+	printf("\nLatency per handler, us (power-of-two buckets):\n");
 	printa("@usecs[%s]:\n%@d\n", @usecs);
+}
+
+/* dtrace prints at exit every aggregation left with data */
+dtrace:::END
+{
+	trunc(@count); trunc(@slowcount); trunc(@unmeasured);
 }

@@ -251,7 +251,7 @@ static int run_requests(void)
 	/* then one 1 ms request on each of 8 more handlers, one after
 	 * another: 10 handlers, more than request_latency has rows for */
 	for (int k = 1; k <= 8; k++) {
-		char handler[16];
+		char handler[32];
 		snprintf(handler, sizeof handler, "extra.%d", k);
 		billing_fire_request_start(7000 + (uint64_t)k, handler);
 		billing_fire_request_done(7000 + (uint64_t)k, handler, 0, 1 * MS);
