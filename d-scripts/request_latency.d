@@ -73,7 +73,7 @@
 /* Zeroing a D array element frees it, and freeing while other CPUs add
  * elements garbled the handler names (seen under Oracle's DTrace).  So an
  * interval's counters hold count + 1 and are reset to 1: every element of
- * a row is set when the row is taken (TAKE_ROW) and never freed.  The
+ * a row is set when the row is taken (ONES) and never freed.  The
  * totals (t*) are never reset.  A, N and S below are these readers. */
 #define LAST_G(H, G) (groups[H, G] - 1)
 #define LAST_B(H, B) (bins[H, B] - 1)
