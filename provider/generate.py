@@ -13,6 +13,10 @@ writes probe_macros.h), so meson loops over the names:
   probe-functions-gen-h OUT  declarations of billing_fire_<probe>() for callers that
                              cannot use C macros (FFI from Python, Go, Rust, ...)
   probe-functions-c OUT      their definitions, compiled into libbillingprobes-ffi
+  probes-function-h OUT      function probe sites (-Dprobe_site=function): the
+                             BILLING_SDT_*() layer as calls of billing_fire_<probe>()
+  function-sites-c OUT       those functions as sites: empty, never inlined or cloned
+                             (lib/function_site.h); docs/function-sites.md
   timing-gen-h OUT           a begin/end timing helper per NAME-start/NAME-done pair
   timing-gen-c OUT           their definitions, compiled into libbillingprobes
   catalogue-data-c OUT       the C table behind billing_catalogue()
@@ -210,6 +214,38 @@ def probe_functions_c(provider):
                  f"\tBILLING_{p.macro}({names});\n}}\n\n")
         o.append(f"int\nbilling_enabled_{p.func}(void)\n{{\n"
                  f"\treturn BILLING_{p.macro}_ENABLED() != 0;\n}}\n\n")
+    return "".join(o)
+
+
+def probes_function_h(provider):
+    """The pid provider of any DTrace finds these calls:
+    pid$target::billing_fire_<probe>:entry sees the arguments as arg0..."""
+    o = [BANNER,
+         "/* Function probe sites: included by billing/probes.h; include that instead.\n"
+         " * Each probe calls billing_fire_<probe>(); there is no semaphore to read,\n"
+         " * so every probe counts as enabled (docs/function-sites.md). */\n",
+         "#ifndef BILLING_PROBES_FUNCTION_H\n#define BILLING_PROBES_FUNCTION_H\n\n",
+         '#include "billing/probe_functions.h"\n\n']
+    for p in provider.probes:
+        params = ", ".join(f"a{i}" for i in range(len(p.args)))
+        o.append(f"#define BILLING_SDT_{p.macro}_ENABLED() (1)\n")
+        o.append(f"#define BILLING_SDT_{p.macro}({params}) billing_fire_{p.func}({params})\n")
+    o.append("\n#endif\n")
+    return "".join(o)
+
+
+def function_sites_c(provider):
+    o = [BANNER,
+         "/* The function probe sites themselves: a tracer instruments their entry\n"
+         " * (pid provider), so their bodies only keep the compiler from dropping\n"
+         " * the function, the call or an argument. */\n",
+         '#include "billing/probe_functions.h"\n#include "function_site.h"\n\n']
+    for p in provider.probes:
+        o.append(f"/* {p.name}: {p.summary} */\n")
+        o.append(f"BILLING_FUNCTION_SITE_ void\nbilling_fire_{p.func}({function_params(p)})\n{{\n")
+        o += [f"\tBILLING_FUNCTION_SITE_ARG_({n});\n" for n, _, _ in p.args]
+        o.append("\tBILLING_FUNCTION_SITE_BARRIER_();\n}\n\n")
+        o.append(f"int\nbilling_enabled_{p.func}(void)\n{{\n\treturn 1;\n}}\n\n")
     return "".join(o)
 
 
@@ -495,6 +531,8 @@ COMMANDS = {
     "probe-macros-h": (probe_macros_h, []),
     "probe-functions-gen-h": (probe_functions_gen_h, []),
     "probe-functions-c": (probe_functions_c, []),
+    "probes-function-h": (probes_function_h, []),
+    "function-sites-c": (function_sites_c, []),
     "timing-gen-h": (timing_gen_h, []),
     "timing-gen-c": (timing_gen_c, []),
     "catalogue-data-c": (catalogue_data_c, []),

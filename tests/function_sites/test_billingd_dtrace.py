@@ -100,7 +100,7 @@ def biz_totals(text):
 
 def tps_lines(text):
     return [(int(m.group(1)), int(m.group(2)))
-            for m in re.finditer(r"^\d\d:\d\d:\d\d\s+(\d+)\s+(\d+)", text, re.M)]
+            for m in re.finditer(r"^\d\d:\d\d:\d\d[ \t]+(\d+)[ \t]+(\d+)", text, re.M)]
 
 
 def latency_totals(text):
