@@ -156,16 +156,23 @@ ARG_CONSTRAINT = """/* Probe arguments in registers or memory, never immediates 
 """
 
 
-def probes_off_h(provider):
-    o = [BANNER, "/* Probes compiled out: every probe is a no-op that still uses its arguments. */\n",
-         "#ifndef BILLING_PROBES_OFF_H\n#define BILLING_PROBES_OFF_H\n\n"]
+def sdt_layer_h(provider, guard, preamble, enabled, expansion, includes=""):
+    """A BILLING_SDT_<PROBE>() layer that billing/probes.h wraps: each
+    probe's _ENABLED() is ENABLED, its macro expands to EXPANSION(probe,
+    parameter names)."""
+    o = [BANNER, preamble, f"#ifndef {guard}\n#define {guard}\n\n", includes]
     for p in provider.probes:
-        params = ", ".join(f"a{i}" for i in range(len(p.args)))
-        uses = ", ".join(f"(void)(a{i})" for i in range(len(p.args)))
-        o.append(f"#define BILLING_SDT_{p.macro}_ENABLED() (0)\n")
-        o.append(f"#define BILLING_SDT_{p.macro}({params}) ({uses})\n")
+        params = [f"a{i}" for i in range(len(p.args))]
+        o.append(f"#define BILLING_SDT_{p.macro}_ENABLED() ({enabled})\n")
+        o.append(f"#define BILLING_SDT_{p.macro}({', '.join(params)}) {expansion(p, params)}\n")
     o.append("\n#endif\n")
     return "".join(o)
+
+
+def probes_off_h(provider):
+    return sdt_layer_h(provider, "BILLING_PROBES_OFF_H",
+                       "/* Probes compiled out: every probe is a no-op that still uses its arguments. */\n",
+                       0, lambda p, params: "(" + ", ".join(f"(void)({a})" for a in params) + ")")
 
 
 def probe_macros_h(provider):
@@ -220,18 +227,12 @@ def probe_functions_c(provider):
 def probes_function_h(provider):
     """The pid provider of any DTrace finds these calls:
     pid$target::billing_fire_<probe>:entry sees the arguments as arg0..."""
-    o = [BANNER,
-         "/* Function probe sites: included by billing/probes.h; include that instead.\n"
-         " * Each probe calls billing_fire_<probe>(); there is no semaphore to read,\n"
-         " * so every probe counts as enabled (docs/function-sites.md). */\n",
-         "#ifndef BILLING_PROBES_FUNCTION_H\n#define BILLING_PROBES_FUNCTION_H\n\n",
-         '#include "billing/probe_functions.h"\n\n']
-    for p in provider.probes:
-        params = ", ".join(f"a{i}" for i in range(len(p.args)))
-        o.append(f"#define BILLING_SDT_{p.macro}_ENABLED() (1)\n")
-        o.append(f"#define BILLING_SDT_{p.macro}({params}) billing_fire_{p.func}({params})\n")
-    o.append("\n#endif\n")
-    return "".join(o)
+    return sdt_layer_h(provider, "BILLING_PROBES_FUNCTION_H",
+                       "/* Function probe sites: included by billing/probes.h; include that instead.\n"
+                       " * Each probe calls billing_fire_<probe>(); there is no semaphore to read,\n"
+                       " * so every probe counts as enabled (docs/function-sites.md). */\n",
+                       1, lambda p, params: f"billing_fire_{p.func}({', '.join(params)})",
+                       includes='#include "billing/probe_functions.h"\n\n')
 
 
 def function_sites_c(provider):
