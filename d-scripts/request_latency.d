@@ -124,9 +124,11 @@
 
 /* One handler's estimates (SLOW%, percentiles), into aggregations keyed by
  * its row's name: printa() prints them beside the row's exact COUNT and
- * SLOW (see ROWS_PRINT). */
+ * SLOW (see ROWS_PRINT).  Two CPUs meeting a new handler at once can both
+ * take a row for it (D has no compare-and-swap); only the row its slot
+ * points to gives the estimates, the other holds a request or two. */
 #define ROW(PROBE, PRED, H, N, SLOW, BINS, GROUPS) \
-PROBE /(PRED) && N(H) > 0/ \
+PROBE /(PRED) && N(H) > 0 && ((H) == 8 || slot[hname[H]] == (H))/ \
 { \
 	GSUM(GROUPS, H) \
 	INIT(50, this->nb) INIT(95, this->nb) INIT(99, this->nb) \
