@@ -146,10 +146,21 @@ static int attached(pid_t pid, const bp_probe_set_t *set, const unsigned char *u
 
 /* bpftrace's stdout, passed through without trailing blank lines. */
 struct tracer_output {
-	int fd;       /* -1 once at end of file */
-	size_t bytes; /* read so far */
+	int fd;        /* -1 once at end of file */
+	size_t lines;  /* whole lines read so far */
+	char head[10]; /* the first bytes, to tell bpftrace's own first line */
+	size_t head_len;
 	bp_blank_trim_t trim;
 };
+
+/* Has the script printed a line (BEGIN's)?  bpftrace's own "Attaching N
+ * probes..." comes first, before it attaches, and does not count. */
+static int script_printed(const struct tracer_output *out)
+{
+	static const char attaching[] = "Attaching ";
+	int skip = out->head_len == sizeof out->head && memcmp(out->head, attaching, sizeof out->head) == 0;
+	return out->lines > (size_t)skip;
+}
 
 /* Wait up to timeout_ms for bpftrace's output and pass on all there is. */
 static void pass_output(struct tracer_output *out, int timeout_ms)
@@ -164,7 +175,11 @@ static void pass_output(struct tracer_output *out, int timeout_ms)
 	char buf[65536];
 	ssize_t n;
 	while ((n = read(out->fd, buf, sizeof buf)) > 0) {
-		out->bytes += (size_t)n;
+		for (ssize_t i = 0; i < n; i++) {
+			if (out->head_len < sizeof out->head)
+				out->head[out->head_len++] = buf[i];
+			out->lines += buf[i] == '\n';
+		}
 		bp_blank_trim_write(&out->trim, buf, (size_t)n, stdout);
 	}
 	if (n == 0) {
@@ -196,7 +211,7 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 		_exit(BP_EXIT_ERROR);
 	}
 	close(out_pipe[1]);
-	struct tracer_output out = { out_pipe[0], 0, BP_BLANK_TRIM_INIT };
+	struct tracer_output out = { out_pipe[0], 0, { 0 }, 0, BP_BLANK_TRIM_INIT };
 	fcntl(out.fd, F_SETFL, O_NONBLOCK);
 	if (tracer < 0) {
 		close(out.fd);
@@ -232,7 +247,7 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 					nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
 				ready_at = i;
 			}
-			if (ready_at >= 0 && (out.bytes > 0 || i - ready_at >= 250))
+			if (ready_at >= 0 && (script_printed(&out) || i - ready_at >= 250))
 				break;
 			pass_output(&out, 20);
 		}
