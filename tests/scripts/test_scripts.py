@@ -554,11 +554,18 @@ def expected_latency_rows(requests=None, threshold_ms=X.SLO_THRESHOLD_MS):
     return rows
 
 
-def case_request_latency():
-    out = one("requests", "request_latency", 100, 1)
-    table = total_table(out, r"TOTAL since start, slow: > 100 ms", 7)
+def latency_total(out, threshold_ms=X.SLO_THRESHOLD_MS):
+    """request_latency's TOTAL table: {handler: [count, slow, "slow%",
+    p50, p95, p99]}; a handler printed in two rows fails."""
+    table = total_table(out, r"TOTAL since start, slow: > %d ms" % threshold_ms, 7)
     got = {f[0]: [int(f[1]), int(f[2]), f[3]] + [int(x) for x in f[4:]] for f in table}
     check(len(got) == len(table), "a handler has two rows: %s" % [f[0] for f in table])
+    return got
+
+
+def case_request_latency():
+    out = one("requests", "request_latency", 100, 1)
+    got = latency_total(out)
     want = expected_latency_rows()
     check(got == want, "TOTAL rows %s, want %s" % (got, want))
     check(re.search(r"^UNMEASURED \(duration 0, skipped\): %d$" % X.UNMEASURED, out, re.M),
@@ -585,9 +592,7 @@ def case_request_latency_race():
     far-apart values).  request_latency.d's SLOW% is an estimate from the
     same plain counters (D cannot divide two aggregations): within a point."""
     out = one("race", "request_latency", 100, 1)
-    table = total_table(out, r"TOTAL since start, slow: > 100 ms", 7)
-    got = {f[0]: [int(f[1]), int(f[2]), f[3]] + [int(x) for x in f[4:]] for f in table}
-    check(len(got) == len(table), "a handler has two rows: %s" % [f[0] for f in table])
+    got = latency_total(out)
     want = expected_latency_rows(X.RACE_REQUESTS)
     print("request_latency under contention: %s (of %d requests)" % (got, X.RACE_TOTAL))
     if TRACER.dtrace and "race" in got:
@@ -613,8 +618,7 @@ def case_request_latency_json():
 def case_request_latency_threshold():
     """A threshold argument of 30 ms: payment.authorize's 40 ms requests are slow too."""
     out = one("requests", "request_latency", 30, 1)
-    got = {f[0]: (int(f[1]), int(f[2]), f[3])
-           for f in total_table(out, r"TOTAL since start, slow: > 30 ms", 7)}
+    got = {h: tuple(r[:3]) for h, r in latency_total(out, 30).items()}
     want = {h: tuple(r[:3]) for h, r in expected_latency_rows(threshold_ms=30).items()}
     check(want["invoice.create"] == (100, 5, "5.00") and want["payment.authorize"] == (50, 50, "100.00"),
           "expected.py's plan changed: %s" % want)
