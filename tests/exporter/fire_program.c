@@ -12,10 +12,16 @@
  *                                (libbillingprobes) and N through this
  *                                program's own request-start/done macros
  *
+ *   fire_program go T N          threads T N, started by a line on stdin
+ *                                without waiting for the exporter
+ *   fire_program now T N         threads T N at once, without waiting
+ *
  * It prints "waiting pid PID" and fires only when the exporter has raised
  * a semaphore (or after 30 s: then it exits 3), then prints the counts
  * it fired and waits for a line on stdin (so the test can scrape while it
- * still lives) unless stdin is closed.
+ * still lives) unless stdin is closed.  "go" and "now" do not wait for the
+ * semaphores: they test that the exporter is attached when it says it is
+ * ready (a fire while no semaphore is raised is not counted).
  *
  * Built twice: statically against libbillingprobes (only the probes used
  * here are in its notes; FIRE_NO_SPANS leaves the helpers out, so the
@@ -135,9 +141,16 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (argc < 2)
 		goto usage;
-	if (wait_attached() != 0)
+	if (strcmp(argv[1], "go") == 0 && argc == 4) {
+		char go[8];
+		if (fgets(go, sizeof go, stdin) == NULL)
+			return 3;
+		rc = run_threads(atoi(argv[2]), atol(argv[3]));
+	} else if (strcmp(argv[1], "now") == 0 && argc == 4)
+		rc = run_threads(atoi(argv[2]), atol(argv[3]));
+	else if (wait_attached() != 0)
 		return 3;
-	if (strcmp(argv[1], "threads") == 0 && argc == 4)
+	else if (strcmp(argv[1], "threads") == 0 && argc == 4)
 		rc = run_threads(atoi(argv[2]), atol(argv[3]));
 	else if (strcmp(argv[1], "hostile") == 0)
 		rc = run_hostile();
@@ -154,6 +167,6 @@ int main(int argc, char **argv)
 		(void)0;
 	return rc;
 usage:
-	fprintf(stderr, "usage: fire_program threads T N | hostile | spans N\n");
+	fprintf(stderr, "usage: fire_program threads T N | go T N | now T N | hostile | spans N\n");
 	return 2;
 }

@@ -1,7 +1,13 @@
 /*
- * http.c -- the exporter's HTTP face.  The listening socket is ours (so a
- * port in use is one clear line, not libmicrohttpd's log) and handed to
+ * http.c -- the exporter's HTTP face.  The socket is ours (so a port in
+ * use is one clear line, not libmicrohttpd's log) and handed to
  * libmicrohttpd, which serves it from its own thread.
+ *
+ * Ready means counting: the socket is bound at start (the port is taken
+ * and known) but listens only once every probe is attached, so until then
+ * a connection is refused.  Whatever polls /healthz or /metrics (a script,
+ * a Kubernetes readiness probe) and then starts the workload loses no
+ * fire.
  */
 #include "http.h"
 
@@ -23,6 +29,8 @@
 struct bx_http {
 	struct MHD_Daemon *daemon;
 	bx_exporter_t *ex;
+	int fd;
+	char where[80]; /* "ADDR:PORT" as given, for messages */
 };
 
 static double now_seconds(int clock)
@@ -106,8 +114,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	             MHD_RESPMEM_PERSISTENT);
 }
 
-bx_http_t *bx_http_start(bx_exporter_t *ex, const char *addr, int port, int *bound_port,
-                         char *err, size_t errlen)
+bx_http_t *bx_http_bind(const char *addr, int port, int *bound_port, char *err, size_t errlen)
 {
 	struct sockaddr_storage sa;
 	struct sockaddr_in *v4 = (struct sockaddr_in *)&sa;
@@ -130,7 +137,7 @@ bx_http_t *bx_http_start(bx_exporter_t *ex, const char *addr, int port, int *bou
 	int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int one = 1;
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-	    bind(fd, (struct sockaddr *)&sa, sl) != 0 || listen(fd, 64) != 0) {
+	    bind(fd, (struct sockaddr *)&sa, sl) != 0) {
 		int e = errno;
 		if (e == EADDRINUSE)
 			snprintf(err, errlen, "port %d on %s is in use (choose another with --listen ADDR:PORT)", port, addr);
@@ -148,24 +155,36 @@ bx_http_t *bx_http_start(bx_exporter_t *ex, const char *addr, int port, int *bou
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	h->fd = fd;
+	snprintf(h->where, sizeof h->where, "%s port %d", addr, *bound_port);
+	return h;
+}
+
+int bx_http_serve(bx_http_t *h, bx_exporter_t *ex, char *err, size_t errlen)
+{
 	h->ex = ex;
+	if (listen(h->fd, 64) != 0) {
+		snprintf(err, errlen, "cannot listen on %s: %s", h->where, strerror(errno));
+		return -1;
+	}
 	h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handle, h,
-	                             MHD_OPTION_LISTEN_SOCKET, fd,
+	                             MHD_OPTION_LISTEN_SOCKET, h->fd,
 	                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
 	                             MHD_OPTION_END);
 	if (!h->daemon) {
-		close(fd);
-		free(h);
-		snprintf(err, errlen, "cannot start the HTTP server on %s:%d", addr, port);
-		return NULL;
+		snprintf(err, errlen, "cannot start the HTTP server on %s", h->where);
+		return -1;
 	}
-	return h;
+	return 0;
 }
 
 void bx_http_stop(bx_http_t *h)
 {
 	if (!h)
 		return;
-	MHD_stop_daemon(h->daemon);
+	if (h->daemon)
+		MHD_stop_daemon(h->daemon); /* closes the socket it was given */
+	else
+		close(h->fd);
 	free(h);
 }

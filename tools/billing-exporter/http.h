@@ -13,11 +13,14 @@
 
 typedef struct bx_http bx_http_t;
 
-/* Bind addr:port (port 0: any free one) and serve ex from a thread of
- * libmicrohttpd's.  NULL with a one-line reason in err (port in use...).
+/* Bind addr:port (port 0: any free one) without listening, so the port is
+ * ours and known before the probes are attached while connections are
+ * still refused.  NULL with a one-line reason in err (port in use...).
  * *bound_port receives the port actually bound. */
-bx_http_t *bx_http_start(bx_exporter_t *ex, const char *addr, int port, int *bound_port,
-                         char *err, size_t errlen);
+bx_http_t *bx_http_bind(const char *addr, int port, int *bound_port, char *err, size_t errlen);
+/* Listen and serve ex from a thread of libmicrohttpd's: call once every
+ * probe is attached.  -1 with a one-line reason in err. */
+int bx_http_serve(bx_http_t *h, bx_exporter_t *ex, char *err, size_t errlen);
 void bx_http_stop(bx_http_t *h);
 
 /* Take a snapshot and write it in the given format (bx_format_t) into a

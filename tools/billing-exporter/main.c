@@ -315,7 +315,7 @@ int main(int argc, char **argv)
 
 	int port = 0;
 	int serve = o.listen_given || o.interval == 0;
-	if (serve && !(http = bx_http_start(&ex, o.addr, o.port, &port, err, sizeof err))) {
+	if (serve && !(http = bx_http_bind(o.addr, o.port, &port, err, sizeof err))) {
 		bx_error("%s", err);
 		rc = BX_EXIT_USAGE;
 		goto out;
@@ -324,6 +324,13 @@ int main(int argc, char **argv)
 	    bx_attach_all(&ex, err, sizeof err) != 0) {
 		bx_error("%s", err);
 		rc = BX_EXIT_USAGE;
+		goto out;
+	}
+	/* Only now: an answer from /healthz or /metrics means every attachment
+	 * above is live (http.c). */
+	if (http && bx_http_serve(http, &ex, err, sizeof err) != 0) {
+		bx_error("%s", err);
+		rc = BX_EXIT_FAIL;
 		goto out;
 	}
 	size_t groups_text = 0;
