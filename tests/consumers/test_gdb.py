@@ -24,12 +24,18 @@ import billingtest as bt  # noqa: E402
 
 
 def gdb_script(probes):
-    """One breakpoint per probe; each hit prints a block of tagged lines."""
+    """One breakpoint per probe; each hit prints a block of tagged lines.
+    Nothing in it calls a function of the program: gdb 13 cannot restore
+    the registers after such a call on a CPU with AMX ("Couldn't write
+    extended state status: Bad address"), and a string literal passed to
+    printf is such a call (gdb copies it into the program with malloc)."""
     lines = ["set pagination off", "set confirm off", "set print elements 0",
              "info probes stap billing"]
     for p in probes:
         lines += ["break -probe-stap billing:" + p["d_name"], "commands", "silent",
-                  'printf "@HIT %s %d\\n", "' + p["d_name"] + '", $_probe_argc']
+                  # the name inside the format: a string argument would make
+                  # gdb call malloc() in the program (see gdb_script's doc)
+                  'printf "@HIT ' + p["d_name"] + ' %d\\n", $_probe_argc']
         for i, a in enumerate(p["args"]):
             if a["type"] == "string":
                 lines.append('printf "@ARG %d [%%s]\\n", (const char *) $_probe_arg%d' % (i, i))
