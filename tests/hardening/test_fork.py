@@ -22,6 +22,7 @@ import os
 import json
 import queue
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -234,22 +235,51 @@ def write_uprobe_events(line):
         os.close(fd)
 
 
+def enable_perf(record, ctl, ack, timeout=60):
+    """Enable a perf record started with -D -1 --control fifo:CTL,ACK and
+    wait for its ack; the fifo opens block until perf opens its ends."""
+    result = {}
+
+    def handshake():
+        try:
+            with open(ctl, "w") as c, open(ack) as a:
+                c.write("enable\n")
+                c.flush()
+                result["ack"] = a.readline()
+        except OSError as e:
+            result["error"] = e
+
+    t = threading.Thread(target=handshake, daemon=True)
+    t.start()
+    deadline = time.monotonic() + timeout
+    while t.is_alive():
+        if record.poll() is not None or time.monotonic() > deadline:
+            record.kill()
+            raise RuntimeError("perf record was not enabled: %s" % record.communicate()[0])
+        t.join(0.1)
+    if result.get("ack", "").strip() != "ack":
+        raise RuntimeError("perf record's control fifo: %r" % result)
+
+
 def perf_by_path(pf):
     group = "hardfork_%d" % os.getpid()
     line, event = perf_event_line(group)
-    data = tempfile.NamedTemporaryFile(prefix="hardfork-", suffix=".data", delete=False).name
+    tmp = tempfile.mkdtemp(prefix="hardfork-")
+    data, ctl, ack = (os.path.join(tmp, n) for n in ("perf.data", "ctl", "ack"))
+    os.mkfifo(ctl)
+    os.mkfifo(ack)
     record = None
     try:
         write_uprobe_events(line)
-        record = subprocess.Popen([perf, "record", "-q", "-a", "-e", event, "-o", data],
+        # The semaphores rise when perf opens the event, but perf -a records
+        # only once it has enabled it, after describing every process on
+        # the host (slow on a busy machine: fires in between were lost).
+        # So it starts disabled and is enabled through its control fifo;
+        # its "ack" means recording.
+        record = subprocess.Popen([perf, "record", "-q", "-a", "-e", event, "-o", data, "-D", "-1",
+                                   "--control", "fifo:%s,%s" % (ctl, ack)],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        # perf record gives no "attached" line: the semaphores say it is on.
-        deadline = time.monotonic() + 30
-        while not all(v > 0 for v in semaphores(pf.parent).values()):
-            if record.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("perf record did not enable the event: %s"
-                                   % record.communicate()[0])
-            time.sleep(0.1)
+        enable_perf(record, ctl, ack)
         check_semaphores(pf, set(pf.everyone()), "perf by path, recording")
         born = pf.fork_worker()
         check_semaphores(pf, set(pf.everyone()), "perf by path, worker forked while recording")
@@ -288,7 +318,7 @@ def perf_by_path(pf):
             write_uprobe_events("-:" + event.replace(":", "/"))
         except OSError as e:
             print("could not delete %s: %s" % (event, e))
-        os.unlink(data)
+        shutil.rmtree(tmp, ignore_errors=True)
     bt.check(group not in open(TRACEFS_EVENTS).read(), "perf event %s deleted" % event)
 
 
