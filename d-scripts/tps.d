@@ -60,8 +60,16 @@ dtrace:::BEGIN
 	printf("%-8s %8s %8s %6s  %s\n", "TIME", "TXNS", "FAILED", "FAIL%", "NOTE");
 }
 
+/* The second is read once per event: each clause reads the clock anew
+ * (Oracle's DTrace: 60 ns apart, more if preempted), and an event at a
+ * second's edge would match both parities, or neither. */
 billing$target:::transaction-done
-/(timestamp / 1000000000) % 2 == 0/
+{
+	this->odd = (timestamp / 1000000000) % 2;
+}
+
+billing$target:::transaction-done
+/this->odd == 0/
 {
 	@tx0 = sum(1);
 	@fail0 = sum((int)arg2 != 0 ? 1 : 0);
@@ -70,7 +78,7 @@ billing$target:::transaction-done
 }
 
 billing$target:::transaction-done
-/(timestamp / 1000000000) % 2 == 1/
+/this->odd == 1/
 {
 	@tx1 = sum(1);
 	@fail1 = sum((int)arg2 != 0 ? 1 : 0);
