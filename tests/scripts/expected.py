@@ -112,6 +112,11 @@ LONG_TRAIL_DROPPED = 82 - 1 - 31  # 82 events; request-done has its own slot
 BATCH_IDS = list(range(6000, 6130))
 MAX_IN_FLIGHT = 128             # the 129th and 130th are untracked
 
+# burst mode: 100 slow requests 5 ms apart, the process exiting 300 ms
+# after the last: slow_requests prints every trail (d-scripts/README.md)
+BURST_IDS = list(range(8000, 8100))
+BURST_LINGER_MS = 300
+
 # --- race mode: the same rows from 4 threads at full speed -------------------
 
 RACE_TOTAL = 4 * 20000

@@ -26,8 +26,8 @@ def header(text):
 def fields(head):
     """Upper-case column names (COUNT, P50_US, SLOW%) and @maps named in the
     header's FIELDS section (up to the next section)."""
-    m = re.search(r"FIELDS(.*?)(?=\n \* (?:JSON|OVERHEAD|How exact|BOUNDED|Speculation|At exit|"
-                  r"STABILITY)|\Z)", head, re.S)
+    m = re.search(r"FIELDS(.*?)(?=\n \* (?:JSON|OVERHEAD|How exact|EXACTNESS|BOUNDED|CAPACITY|"
+                  r"Speculation|At exit|STABILITY)|\Z)", head, re.S)
     head = m.group(1) if m else ""
     names = set(re.findall(r"\b[A-Z][A-Z0-9_]{2,}%?", head))
     names |= set(re.findall(r"@[a-z_]+", head))

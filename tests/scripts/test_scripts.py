@@ -536,31 +536,45 @@ def percentile_edges(plan):
 
 def latency_plans():
     """The requests mode's plan per request_latency row: its two handlers,
-    the extra ones while rows last, then "(other)"."""
+    then the extra ones.  bpftrace gives 7 handlers a row each and the rest
+    one "(other)" row; D prints every handler."""
     plans = dict(X.REQUESTS)
-    room = X.LATENCY_ROWS - len(plans)
+    room = len(X.EXTRA_HANDLERS) if TRACER.dtrace else X.LATENCY_ROWS - len(plans)
     for handler in X.EXTRA_HANDLERS[:room]:
         plans[handler] = [(X.EXTRA_US, 1)]
-    plans["(other)"] = [(X.EXTRA_US, len(X.EXTRA_HANDLERS) - room)]
+    if room < len(X.EXTRA_HANDLERS):
+        plans["(other)"] = [(X.EXTRA_US, len(X.EXTRA_HANDLERS) - room)]
     return plans
 
 
 def expected_latency_rows(requests=None, threshold_ms=X.SLO_THRESHOLD_MS):
+    """{handler: [count, slow, "slow%", p50, p95, p99]}; D's rows are
+    [count, slow] (it prints no estimates: request_latency.d's header)."""
     rows = {}
     for handler, plan in (requests or latency_plans()).items():
         n = sum(c for _, c in plan)
         slow = sum(c for v, c in plan if v > threshold_ms * 1000)
-        rows[handler] = [n, slow, "%d.%02d" % divmod(slow * 10000 // n, 100)] + percentile_edges(plan)
+        rows[handler] = [n, slow]
+        if not TRACER.dtrace:
+            rows[handler] += ["%d.%02d" % divmod(slow * 10000 // n, 100)] + percentile_edges(plan)
     return rows
 
 
 def latency_total(out, threshold_ms=X.SLO_THRESHOLD_MS):
-    """request_latency's TOTAL table: {handler: [count, slow, "slow%",
-    p50, p95, p99]}; a handler printed in two rows fails."""
-    table = total_table(out, r"TOTAL since start, slow: > %d ms" % threshold_ms, 7)
-    got = {f[0]: [int(f[1]), int(f[2]), f[3]] + [int(x) for x in f[4:]] for f in table}
+    """request_latency's TOTAL table as expected_latency_rows() lays it
+    out; a handler printed in two rows fails."""
+    table = total_table(out, r"TOTAL since start, slow: > %d ms" % threshold_ms,
+                        3 if TRACER.dtrace else 7)
+    got = {f[0]: [int(f[1]), int(f[2])] + ([f[3]] + [int(x) for x in f[4:]] if f[3:] else [])
+           for f in table}
     check(len(got) == len(table), "a handler has two rows: %s" % [f[0] for f in table])
     return got
+
+
+def no_stray_histograms(out, handlers):
+    """Every @usecs histogram at exit belongs to a handler that ran."""
+    printed = re.findall(r"^@usecs\[(.*)\]:", out, re.M)
+    check(sorted(printed) == sorted(handlers), "histograms for %s, want %s" % (printed, sorted(handlers)))
 
 
 def case_request_latency():
@@ -573,6 +587,7 @@ def case_request_latency():
     for handler, rows in X.LATENCY_HIST.items():
         h = hist(out, "@usecs[%s]" % handler)
         check(h == rows, "%s histogram %s, want %s" % (handler, h, rows))
+    no_stray_histograms(out, list(X.REQUESTS) + X.EXTRA_HANDLERS)
     # intervals: counts and slow counts add up to the totals
     sums = {}
     for m in re.finditer(r"last 1 s, slow: > 100 ms\n(.*?)(?=\n\n|\Z)", out, re.S):
@@ -585,24 +600,19 @@ def case_request_latency():
 
 
 def case_request_latency_race():
-    """4 threads finish requests of one handler at full speed: COUNT and
-    SLOW are exact under both tracers, and so is SLOW% in bpftrace; the
-    percentiles are the plan's bucket edges (their buckets are plain
-    counters: a lost increment moves a rank by one, not across these two
-    far-apart values).  request_latency.d's SLOW% is an estimate from the
-    same plain counters (D cannot divide two aggregations): within a point."""
+    """4 threads finish requests of one handler at full speed: every figure
+    is exact under both tracers (D prints COUNT and SLOW only), so COUNT
+    > 0 can never come with a 0 SLOW% or 0 percentiles; the percentiles are
+    the plan's bucket edges (their buckets are plain counters: a lost
+    increment moves a rank by one, not across these two far-apart values)."""
     out = one("race", "request_latency", 100, 1)
     got = latency_total(out)
     want = expected_latency_rows(X.RACE_REQUESTS)
     print("request_latency under contention: %s (of %d requests)" % (got, X.RACE_TOTAL))
-    if TRACER.dtrace and "race" in got:
-        estimate = float(got["race"][2])
-        check(abs(estimate - float(want["race"][2])) <= 1.0,
-              "D's SLOW%% estimate %s, want %s within a point" % (estimate, want["race"][2]))
-        got["race"][2] = want["race"][2]
     check(got == want, "TOTAL rows under contention %s, want %s" % (got, want))
     h = hist(out, "@usecs[race]")
     check(sum(h.values()) == X.RACE_TOTAL, "histogram holds %d of %d" % (sum(h.values()), X.RACE_TOTAL))
+    no_stray_histograms(out, ["race"])
 
 
 def case_request_latency_json():
@@ -610,8 +620,8 @@ def case_request_latency_json():
     objs = json_lines(out)
     total = [o for o in objs if o["type"] == "total"][0]
     check(total["unmeasured"] == X.UNMEASURED and total["threshold_ms"] == 100, "bad total header")
-    got = {h["handler"]: [h["count"], h["slow"], "%.2f" % h["slow_pct"], h["p50_us"], h["p95_us"],
-                          h["p99_us"]] for h in total["handlers"][:-1]}
+    got = {h["handler"]: [h["count"], h["slow"]] + ([] if TRACER.dtrace else [
+        "%.2f" % h["slow_pct"], h["p50_us"], h["p95_us"], h["p99_us"]]) for h in total["handlers"][:-1]}
     check(got == expected_latency_rows(), "JSON totals %s" % got)
 
 
@@ -620,7 +630,7 @@ def case_request_latency_threshold():
     out = one("requests", "request_latency", 30, 1)
     got = {h: tuple(r[:3]) for h, r in latency_total(out, 30).items()}
     want = {h: tuple(r[:3]) for h, r in expected_latency_rows(threshold_ms=30).items()}
-    check(want["invoice.create"] == (100, 5, "5.00") and want["payment.authorize"] == (50, 50, "100.00"),
+    check(want["invoice.create"][:2] == (100, 5) and want["payment.authorize"][:2] == (50, 50),
           "expected.py's plan changed: %s" % want)
     check(got == want, "TOTAL rows with 30 ms %s, want %s" % (got, want))
 
@@ -674,6 +684,17 @@ def case_slow_requests():
     check(re.search(r"untracked requests \(128 in flight\): 0%s$" %
                     ("" if TRACER.dtrace else r", events not kept \(31 per request\): 0"), out, re.M),
           "untracked/dropped line missing or not zero")
+
+
+def case_slow_requests_burst():
+    """A burst of slow requests within the documented capacity, the
+    process exiting right after it: no trail lost."""
+    out = run("burst", [("slow_requests", "slow_requests", [], False)],
+              extra=["--linger-ms", str(X.BURST_LINGER_MS)])["slow_requests"]
+    ids = [int(i) for i in re.findall(r"^SLOW REQUEST (\d+) report.burst$", out, re.M)]
+    check(sorted(ids) == X.BURST_IDS, "printed %d of %d burst trails, missing %s" % (
+        len(set(ids)), len(X.BURST_IDS), sorted(set(X.BURST_IDS) - set(ids))[:10]))
+    check(not re.search(r"still queued", out), "trails left queued at exit")
 
 
 def case_slow_requests_bounds():

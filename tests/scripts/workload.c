@@ -15,6 +15,9 @@
  *   bounds    one request with 80 db-query events (more than slow_requests
  *             keeps) and 130 requests in flight at once (more than it
  *             follows), all slow: slow_requests' bounded memory.
+ *   burst     100 slow requests (150 ms reported), one every 5 ms, then
+ *             the exit (the tests pass --linger-ms 300): slow_requests
+ *             prints every trail of a burst within its capacity.
  *   race      4 threads fire the same payment-auth and error rows 20000
  *             times each, all at once: exact per-row totals.
  *   tps       three bursts of transactions, each inside one whole second
@@ -279,6 +282,18 @@ static void run_bounds(void)
 		billing_fire_request_done(6000 + (uint64_t)i, "invoice.create", 0, 200 * MS);
 }
 
+/* --- burst -------------------------------------------------------------- */
+
+/* Requests 8000..8099, each slow, 5 ms apart (expected.py: BURST_IDS). */
+static void run_burst(void)
+{
+	for (int i = 0; i < 100; i++) {
+		billing_fire_request_start(8000 + (uint64_t)i, "report.burst");
+		billing_fire_request_done(8000 + (uint64_t)i, "report.burst", 0, 150 * MS);
+		sleep_ns(5 * MS);
+	}
+}
+
 /* --- race --------------------------------------------------------------- */
 
 /* RACE_THREADS threads fire the same rows at full speed, all released at
@@ -440,7 +455,7 @@ static int keep_cpus_busy(void)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: scripts-workload business|requests|bounds|race|tps|system "
+	fprintf(stderr, "usage: scripts-workload business|requests|bounds|burst|race|tps|system "
 	                "[--delay-ms N | --wait-stdin] [--linger-ms N] [--path FILE]\n"
 	                "       [--keep-cpus-busy]\n");
 	return 2;
@@ -509,7 +524,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (strcmp(mode, "business") && strcmp(mode, "requests") && strcmp(mode, "bounds") &&
-	    strcmp(mode, "race") && strcmp(mode, "tps") && strcmp(mode, "system"))
+	    strcmp(mode, "burst") && strcmp(mode, "race") && strcmp(mode, "tps") &&
+	    strcmp(mode, "system"))
 		return usage();
 
 	if (wait_stdin) {
@@ -524,6 +540,8 @@ int main(int argc, char **argv)
 		rc = run_requests();
 	else if (strcmp(mode, "bounds") == 0)
 		run_bounds();
+	else if (strcmp(mode, "burst") == 0)
+		run_burst();
 	else if (strcmp(mode, "race") == 0)
 		rc = run_race();
 	else if (strcmp(mode, "tps") == 0)
