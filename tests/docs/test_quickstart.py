@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""The README's quick-start trace line works as written on a service built
+the README's way (probes in the executable and in libbillingprobes.so):
+the line is read from README.md and run by bash, with billing-probes on
+PATH, against a program named your-service; the seconds tps prints add up
+to every transaction the program finished.
+
+usage: test_quickstart.py README YOUR_SERVICE BILLING_PROBES"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402
+
+readme, service, tool = sys.argv[1:4]
+bt.require_tracing("bpftrace")
+lines = re.findall(r"^(sudo billing-probes trace .*?)\s*(?:#.*)?$", open(readme).read(), re.M)
+bt.check(len(lines) == 1, "README.md has one quick-start trace line: %s" % lines)
+command = lines[0]
+bt.check('pgrep -o -x your-service' in command and " tps " in command,
+         "it traces tps on the process pgrep picks: %s" % command)
+
+bindir = os.path.join(os.path.dirname(os.path.abspath(service)), "quickstart-bin")
+os.makedirs(bindir, exist_ok=True)
+for name, target in (("billing-probes", os.path.abspath(tool)), ("your-service", os.path.abspath(service))):
+    link = os.path.join(bindir, name)
+    if os.path.lexists(link):
+        os.unlink(link)
+    os.symlink(target, link)
+env = dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"])
+if shutil.which("sudo") is None:  # root already: the word adds nothing
+    command = command[len("sudo "):]
+
+svc = subprocess.Popen([os.path.join(bindir, "your-service")], stdin=subprocess.PIPE,
+                       stdout=subprocess.PIPE, text=True)
+trace = subprocess.Popen(["bash", "-c", command], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+out, started = [], threading.Event()
+
+
+def read():
+    for line in trace.stdout:
+        out.append(line.rstrip("\n"))
+        if line.startswith("Tracing"):
+            started.set()
+
+
+threading.Thread(target=read, daemon=True).start()
+try:
+    if not bt.check(started.wait(120), "the README's line started tracing"):
+        print("\n".join(out))
+    svc.stdin.write("go\n")
+    svc.stdin.flush()
+    fired = int(svc.stdout.readline().split()[1])
+    time.sleep(2.5)  # the second holding the last transaction is printed
+    os.killpg(trace.pid, signal.SIGINT)
+    bt.interrupt_bpftrace(trace, 60, already_sent=True)
+finally:
+    if trace.poll() is None:
+        os.killpg(trace.pid, signal.SIGKILL)
+        trace.wait()
+    svc.stdin.close()
+    svc.wait(10)
+text = "\n".join(out)
+print(text)
+seconds = [(int(m.group(1)), int(m.group(2)))
+           for m in re.finditer(r"^\d\d:\d\d:\d\d\s+(\d+)\s+(\d+)", text, re.M)]
+bt.check(sum(t for t, _ in seconds) == fired,
+         "tps counted %d of %d transactions (both modules)" % (sum(t for t, _ in seconds), fired))
+bt.check(sum(f for _, f in seconds) == fired // 20,
+         "tps counted %d failed, want %d" % (sum(f for _, f in seconds), fired // 20))
+bt.finish()
