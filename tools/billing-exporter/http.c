@@ -30,7 +30,7 @@ struct bx_http {
 	struct MHD_Daemon *daemon;
 	bx_exporter_t *ex;
 	int fd;
-	char where[80]; /* "ADDR:PORT" as given, for messages */
+	char where[80]; /* "ADDR port N", for messages */
 };
 
 static double now_seconds(int clock)
@@ -164,7 +164,11 @@ int bx_http_serve(bx_http_t *h, bx_exporter_t *ex, char *err, size_t errlen)
 {
 	h->ex = ex;
 	if (listen(h->fd, 64) != 0) {
-		snprintf(err, errlen, "cannot listen on %s: %s", h->where, strerror(errno));
+		/* another process bound the port with SO_REUSEADDR too, and listened first */
+		if (errno == EADDRINUSE)
+			snprintf(err, errlen, "%s is in use (choose another with --listen ADDR:PORT)", h->where);
+		else
+			snprintf(err, errlen, "cannot listen on %s: %s", h->where, strerror(errno));
 		return -1;
 	}
 	h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handle, h,

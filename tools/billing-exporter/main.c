@@ -330,7 +330,7 @@ int main(int argc, char **argv)
 	 * above is live (http.c). */
 	if (http && bx_http_serve(http, &ex, err, sizeof err) != 0) {
 		bx_error("%s", err);
-		rc = BX_EXIT_FAIL;
+		rc = BX_EXIT_USAGE;
 		goto out;
 	}
 	size_t groups_text = 0;
