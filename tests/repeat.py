@@ -13,7 +13,9 @@ usage: python3 tests/repeat.py [-C BUILD] [-n RUNS] [--hogs K] [-j JOBS]
   --suite S    every test of suite S (repeatable); TEST names one test
 
 Prints one line per test: runs, failures, slowest run, and the first line
-of each distinct failure; exits 1 when any run failed, 2 on bad usage.
+of each distinct failure (each failed run's output is kept in
+BUILD/meson-logs/repeat-PID-TEST-ROUND.txt); exits 1 when any run failed,
+2 on bad usage.
 Each round is one `meson test --no-rebuild` of all the chosen tests, so
 they meet each other as in CI; logs stay in BUILD/meson-logs/repeat-*.
 """
@@ -83,6 +85,7 @@ def main():
                             str(a.jobs), "--logbase", logbase] + tests,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             log = os.path.join(a.build, "meson-logs", logbase + ".json")
+            failed_now = []
             for line in open(log):
                 e = json.loads(line)
                 name = e["name"].split(" / ", 1)[-1]
@@ -90,9 +93,14 @@ def main():
                 slowest[name] = max(slowest.get(name, 0.0), e.get("duration", 0.0))
                 if e.get("result") != "OK":
                     failures[name][first_failure_line(e)] += 1
+                    failed_now.append(name)
+                    keep = os.path.join(a.build, "meson-logs", "%s-%s-%d.txt" % (logbase, name, r))
+                    with open(keep, "w") as f:
+                        f.write((e.get("stdout") or "") + "\n--- stderr ---\n" + (e.get("stderr") or ""))
             bad = sum(sum(c.values()) for c in failures.values())
-            print("round %d of %d: %d failures so far (%.0f s)" % (r, a.runs, bad, time.monotonic() - t0),
-                  flush=True)
+            print("round %d of %d: %d failures so far (%.0f s)%s" % (
+                r, a.runs, bad, time.monotonic() - t0,
+                "; failed now: " + ", ".join(failed_now) if failed_now else ""), flush=True)
     finally:
         for h in hogs:
             h.kill()
