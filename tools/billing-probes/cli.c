@@ -231,5 +231,7 @@ int bp_cli_load_target(const char *spec, bp_probe_set_t *set)
 		bp_error(spec, err);
 		return -1;
 	}
+	for (size_t i = 0; i < set->unreadable_count; i++)
+		bp_error(spec, set->unreadable[i]);
 	return 0;
 }

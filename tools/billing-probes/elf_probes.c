@@ -105,11 +105,9 @@ static int add_note(bp_probe_set_t *set, size_t module, Elf *elf, size_t phnum, 
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	/* An argument string past decoding (more than 12 specs) leaves the
+	 * probe listed with unknown arguments (nargs -1): it is still there. */
 	p->nargs = bp_sdt_args_parse(note.args, p->args, why, sizeof why);
-	if (p->nargs < 0) {
-		snprintf(err, errlen, "malformed arguments of probe %s:%s: %s", note.provider, note.name, why);
-		return -1;
-	}
 	p->address = bp_sdt_adjust_address(note.pc, note.base, lay->base_addr);
 	p->semaphore = bp_sdt_adjust_address(note.semaphore, note.base, lay->base_addr);
 	p->address_offset = address_to_offset(elf, phnum, p->address);

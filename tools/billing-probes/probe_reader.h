@@ -24,6 +24,9 @@
  * and each semaphore's value is read from the process's memory.  Errors
  * come back as one line without the spec ("permission denied", "no such
  * process", "not an ELF file (...)"); the caller prefixes what it read.
+ * A mapped ELF file that cannot be opened or read does not fail a
+ * process: it is named in set.unreadable, for the caller to report
+ * (files that are not ELF, such as locale archives, are skipped).
  *
  * The catalogue: bp_catalogue_builtin() gives the probes of billing.d as
  * this library was built (no file needed); bp_catalogue_load() reads any
@@ -56,7 +59,7 @@ typedef struct bp_probe {
 	char *provider;
 	char *name;       /* ELF spelling: "request__start" */
 	char *arg_string; /* as in the note, "" for none */
-	int nargs;
+	int nargs;        /* -1: the argument string could not be split (unknown) */
 	bp_sdt_arg_t args[BP_SDT_MAX_ARGS];
 	uint64_t address;         /* probe site, link-time address after .stapsdt.base adjustment */
 	uint64_t semaphore;       /* link-time address, 0 for none */
@@ -84,6 +87,10 @@ typedef struct bp_probe_set {
 	size_t module_count;
 	bp_probe_t *probes;
 	size_t probe_count;
+	/* Process targets: mapped ELF files whose probes could not be read
+	 * ("PATH: why", one line each); their probes are missing above. */
+	char **unreadable;
+	size_t unreadable_count;
 } bp_probe_set_t;
 
 /* --- loading ------------------------------------------------------------- */

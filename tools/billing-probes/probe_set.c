@@ -3,6 +3,7 @@
  */
 #include "probe_set.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,25 @@ bp_probe_t *bp_probe_set_add_probe(bp_probe_set_t *set)
 	return p;
 }
 
+int bp_probe_set_add_unreadable(bp_probe_set_t *set, const char *path, const char *why)
+{
+	char **list = realloc(set->unreadable, (set->unreadable_count + 1) * sizeof *list);
+	if (!list)
+		return -1;
+	set->unreadable = list;
+	size_t n = strlen(path) + strlen(why) + 3;
+	char *line = malloc(n);
+	if (!line)
+		return -1;
+	snprintf(line, n, "%s: %s", path, why);
+	/* A path from /proc/PID/maps may hold any byte: one printable line. */
+	for (char *c = line; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f)
+			*c = '?';
+	list[set->unreadable_count++] = line;
+	return 0;
+}
+
 void bp_probe_set_truncate(bp_probe_set_t *set, size_t count)
 {
 	for (size_t i = count; i < set->probe_count; i++) {
@@ -54,6 +74,9 @@ void bp_probe_set_free(bp_probe_set_t *set)
 	bp_probe_set_truncate(set, 0);
 	for (size_t i = 0; i < set->module_count; i++)
 		free(set->modules[i].path);
+	for (size_t i = 0; i < set->unreadable_count; i++)
+		free(set->unreadable[i]);
+	free(set->unreadable);
 	free(set->probes);
 	free(set->modules);
 	memset(set, 0, sizeof *set);
