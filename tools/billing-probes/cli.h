@@ -34,6 +34,7 @@ typedef struct bp_options {
 	int clear_stale;          /* doctor --clear-stale */
 	const char *script;       /* trace SCRIPT */
 	const char *command_line; /* trace -c 'CMD ARGS' */
+	const char *binary;       /* trace --binary PATH: every process of that file */
 	int dry_run;              /* trace --dry-run */
 	char **script_args;       /* trace: what follows -- */
 	int script_arg_count;

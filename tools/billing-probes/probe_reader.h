@@ -76,6 +76,13 @@ typedef struct bp_probe {
 typedef struct bp_module {
 	char *path;           /* as the user or /proc/PID/maps names it */
 	int has_note_section; /* .note.stapsdt present (possibly empty) */
+	/* The file read: its device and inode (one file reached by two paths,
+	 * e.g. through two containers' roots, is one module to attach to). */
+	unsigned long long dev, ino;
+	/* A path in this tool's own mount namespace reaching that same inode,
+	 * for a uprobe: path itself, or /proc/PID/root/PATH for a process in
+	 * another mount namespace (a container); NULL when neither does. */
+	char *attach_path;
 } bp_module_t;
 
 /* The probes of one target: a file, or every module a process maps. */
@@ -103,6 +110,11 @@ int bp_probe_set_load(const char *spec, bp_probe_set_t *set, char *err, size_t e
 int bp_probe_set_add_file(bp_probe_set_t *set, const char *path, char *err, size_t errlen);
 /* Every module of a live process, with run-time addresses and semaphores. */
 int bp_probe_set_load_pid(pid_t pid, bp_probe_set_t *set, char *err, size_t errlen);
+
+/* Add to dst the modules of src it lacks (one file: same device and
+ * inode, whatever the path) with their probes, e.g. the processes of one
+ * service read one by one.  0, or -1 when out of memory. */
+int bp_probe_set_merge(bp_probe_set_t *dst, const bp_probe_set_t *src);
 
 /* 1 when PID has exited or is a zombie (its /proc/PID/stat says Z or X). */
 int bp_process_gone(pid_t pid);

@@ -203,6 +203,24 @@ static int same_inode(int fd, const mapping_t *mp)
 	return fstat(fd, &st) == 0 && (unsigned long)st.st_ino == mp->inode;
 }
 
+/* A path in our own mount namespace that reaches the inode fd has open:
+ * the mapped path itself (same namespace, or a chroot-style container
+ * sharing it), else the path inside the process's root.  NULL when
+ * neither does (or out of memory). */
+static char *attach_path(pid_t pid, const mapping_t *mp, int fd)
+{
+	struct stat want, st;
+	if (fstat(fd, &want) != 0)
+		return NULL;
+	if (stat(mp->path, &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino)
+		return strdup(mp->path);
+	char path[4200];
+	snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mp->path);
+	if (stat(path, &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino)
+		return strdup(path);
+	return NULL;
+}
+
 /* 1 when the file starts with the ELF magic: only those can carry probes
  * (a process also maps locale archives, fonts, caches). */
 static int is_elf_file(int fd)
@@ -314,6 +332,12 @@ static int load_modules(pid_t pid, maps_t *m, bp_probe_set_t *t, char *err, size
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
+		struct stat st;
+		if (fstat(fd, &st) == 0) {
+			t->modules[module].dev = (unsigned long long)st.st_dev;
+			t->modules[module].ino = (unsigned long long)st.st_ino;
+		}
+		t->modules[module].attach_path = attach_path(pid, mp, fd);
 		size_t before = t->probe_count;
 		char why[256];
 		if (bp_elf_read_probes(fd, t, module, why, sizeof why) != 0) {
