@@ -160,6 +160,33 @@ class Service:
             self.proc.wait()
 
 
+NS_INSIDE = "/srv/app/renewald"
+NS_LAUNCH = r'''set -e
+mount -t tmpfs tmpfs /srv
+mkdir /srv/app
+if [ "$2" = copy ]; then cp "$1" /srv/app/renewald; else : > /srv/app/renewald; mount --bind "$1" /srv/app/renewald; fi
+mount -t tmpfs tmpfs "$3"
+exec /srv/app/renewald "$4"
+'''
+
+
+def ns_service(program, hidden, mode="bind", workers=2):
+    """The pre-fork service in new PID and mount namespaces (unshare), at
+    NS_INSIDE only: program (a file in the folder hidden, which a tmpfs
+    then covers inside) bind-mounted there (mode "bind": the same file
+    every time, a restart) or copied onto the namespace's tmpfs ("copy": a
+    new file, as from a new image)."""
+    argv = ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "--propagation", "private",
+            "sh", "-c", NS_LAUNCH, "sh", program, mode, hidden, str(workers)]
+
+    def find_parent(svc):
+        for pid in children(svc.proc.pid):
+            if ns_pids(pid)[-1:] == [1]:
+                return pid
+        return None
+    return Service(argv, workers, find_parent)
+
+
 def run_tool(args, timeout=120):
     p = subprocess.run([TOOL] + list(args), capture_output=True, text=True, errors="replace", timeout=timeout)
     return p.returncode, p.stdout, p.stderr

@@ -36,33 +36,14 @@ if not os.path.exists("/srv") or not os.path.isdir("/srv"):
     bt.skip("no /srv directory to mount the service's tmpfs on")
 
 ROUNDS = 4
-INSIDE = "/srv/app/renewald"
-LAUNCH = r'''set -e
-mount -t tmpfs tmpfs /srv
-mkdir /srv/app
-if [ "$2" = copy ]; then cp "$1" /srv/app/renewald; else : > /srv/app/renewald; mount --bind "$1" /srv/app/renewald; fi
-mount -t tmpfs tmpfs "$3"
-exec /srv/app/renewald "$4"
-'''
-
+INSIDE = ct.NS_INSIDE
 hidden = tempfile.mkdtemp(prefix="bp-ns-")
 program = os.path.join(hidden, "renewald")
 shutil.copy(ct.SERVICE, program)
 
 
 def ns_service(mode="bind", workers=2):
-    """The service in new PID and mount namespaces; mode "bind" runs the
-    one host file (same inode every time: a restart), "copy" a fresh copy
-    on the namespace's tmpfs (a new file: a new image)."""
-    argv = ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "--propagation", "private",
-            "sh", "-c", LAUNCH, "sh", program, mode, hidden, str(workers)]
-
-    def find_parent(svc):
-        for pid in ct.children(svc.proc.pid):
-            if ct.ns_pids(pid)[-1:] == [1]:
-                return pid
-        return None
-    return ct.Service(argv, workers, find_parent)
+    return ct.ns_service(program, hidden, mode, workers)
 
 
 check(not os.path.exists(INSIDE), "the host has no %s (precondition)" % INSIDE)
