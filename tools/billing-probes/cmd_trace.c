@@ -86,10 +86,13 @@ static int find_script(const char *script, char *out, size_t n)
 			*slash = '/';
 		}
 	}
-	int in_build_tree = BP_BUILD_ROOT[0] && strncmp(exe, BP_BUILD_ROOT "/", strlen(BP_BUILD_ROOT) + 1) == 0;
+	/* Arrays, not literals: a test of a literal's first byte is a
+	 * constant operand to clang's -Wconstant-logical-operand. */
+	static const char build_root[] = BP_BUILD_ROOT, source_root[] = BP_SOURCE_ROOT;
+	int in_build_tree = build_root[0] && strncmp(exe, BP_BUILD_ROOT "/", strlen(build_root) + 1) == 0;
 	const char *dirs[3];
 	size_t ndirs = 0;
-	if (in_build_tree && BP_SOURCE_ROOT[0])
+	if (in_build_tree && source_root[0])
 		dirs[ndirs++] = BP_SOURCE_ROOT "/d-scripts/bpftrace";
 	if (exe_share[0])
 		dirs[ndirs++] = exe_share;
