@@ -145,6 +145,17 @@ def wait_traced(pids, name, want=True):
     return False
 
 
+def wait_tps(lines, want, what):
+    """tps prints each second once it is over (a stalled timer catches up),
+    but its END skips seconds a stalled timer has not printed yet: wait
+    until the printed seconds hold every transaction before stopping it."""
+    got = 0
+    while got < want:
+        line = lines.wait_for(lambda l: '"transactions":' in l, "%s: tps lines up to %d transactions (%d)"
+                              % (what, want, got))
+        got += json.loads(line)["transactions"]
+
+
 def start_trace(script, target_args, script_args):
     tracer = subprocess.Popen([TOOL, "trace", script] + target_args + ["--"] + script_args,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -299,6 +310,8 @@ for script in ("biz_metrics", "tps", "errors"):
         finally:
             other.stop()
         rounds = 7 * ROUNDS  # 4 processes, the late worker, the second instance's 2
+        if script == "tps":
+            wait_tps(lines, 2 * rounds, "tps --binary")
         rc, out_lines, err = stop_trace(tracer, lines)
         got = figures(script, out_lines)
         check(rc == 0 and got == expected(script, rounds),
@@ -321,6 +334,8 @@ for script in ("biz_metrics", "tps", "errors"):
         svc.fire(named)
         late = svc.fork_worker()  # not named: its rounds must not count
         svc.fire([late])
+        if script == "tps":
+            wait_tps(lines, 2 * ROUNDS * len(named), "tps -p x4")
         svc.stop()  # every named process gone: trace ends by itself
         try:
             tracer.wait(timeout=DEADLINE)
