@@ -3,7 +3,8 @@ host: the program exists only at /srv/app/renewald inside (a tmpfs of the
 namespace; the host has no /srv/app/renewald).  From the host:
 
 - list, check, doctor HOSTPID read it through /proc/PID/root;
-- trace tps/biz_metrics -p HOSTPID... count it exactly (bpftrace attached
+- trace tps/biz_metrics -p HOSTPID... and trace tps --binary
+  /srv/app/renewald (the path inside) count it exactly (bpftrace attached
   through /proc/PID/root/srv/app/renewald, the same inode);
 - billing-exporter --pid HOSTPID counts it exactly;
 - billing-exporter --binary /srv/app/renewald (the path as the service
@@ -69,10 +70,19 @@ try:
     rc, out, err = run_tool(["trace", "tps", "-p", str(pid), "--dry-run"])
     check(rc == 0 and "usdt:/proc/%d/root%s:billing:transaction__done" % (pid, INSIDE) in out,
           "trace --dry-run attaches through /proc/%d/root%s (rc=%d %r)" % (pid, INSIDE, rc, err[-200:]))
-    for script, args, pids in (("tps", ["1"], svc.host_pids()), ("biz_metrics", ["1"], [svc.workers[0]])):
+    rc, out, err = run_tool(["trace", "tps", "--binary", INSIDE, "--dry-run"])
+    specs = re.findall(r"^usdt:(\S+):billing:transaction__done", out, flags=re.M)
+    check(rc == 0 and len(specs) == 1 and specs[0].startswith("/proc/") and specs[0].endswith("/root" + INSIDE)
+          and "pid ==" not in out,
+          "trace --binary %s (the path inside): the file found through a process's root, no pid predicate "
+          "(rc=%d %s %r)" % (INSIDE, rc, specs, err[-200:]))
+    for script, args, pids in (("tps", ["1"], svc.host_pids()), ("biz_metrics", ["1"], [svc.workers[0]]),
+                               ("tps", ["1"], None)):
         targets = []
-        for p in pids:
+        for p in pids or []:
             targets += ["-p", str(p)]
+        if pids is None:  # --binary: every process running the file
+            targets, pids = ["--binary", INSIDE], svc.host_pids()
         tracer = subprocess.Popen([ct.TOOL, "trace", script] + targets + ["--"] + args,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         lines = ct.Lines(tracer.stdout)
@@ -98,8 +108,8 @@ try:
             got = tuple(int(x) for x in re.findall(r"^(?:invoices|refunds) (\d+)$", tot, flags=re.M))
             want = (ROUNDS, ROUNDS)
         check(tracer.returncode == 0 and got == want,
-              "trace %s -p (%d of the namespace's processes): exact (%s, want %s; rc %d %r)"
-              % (script, len(pids), got, want, tracer.returncode, err[-300:]))
+              "trace %s %s (%d of the namespace's processes): exact (%s, want %s; rc %d %r)"
+              % (script, targets[0], len(pids), got, want, tracer.returncode, err[-300:]))
 
     # --- exporter --pid ---------------------------------------------------------------
     import exporter_harness as h  # noqa: E402  (tests/exporter)

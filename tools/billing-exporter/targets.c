@@ -13,9 +13,7 @@
  */
 #include "targets.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,108 +110,52 @@ static bx_module_t *add_file_module(bx_target_t *t, const char *path, const stru
 	return m;
 }
 
-/* The module of the file (dev, ino), reached directly or through a path. */
-static bx_module_t *known_file(bx_target_t *t, const struct stat *st)
+/* Has t a module for the file (dev, ino), reached directly or through a
+ * path?  (bp_binary_scan's question.) */
+static int known_file(unsigned long long dev, unsigned long long ino, void *ctx)
 {
-	unsigned long long dev = (unsigned long long)st->st_dev, ino = (unsigned long long)st->st_ino;
+	const bx_target_t *t = ctx;
 	for (size_t i = 0; i < t->module_count; i++) {
-		bx_module_t *m = &t->modules[i];
+		const bx_module_t *m = &t->modules[i];
 		if ((m->dev == dev && m->ino == ino) || (m->path_dev == dev && m->path_ino == ino))
-			return m;
+			return 1;
 	}
-	return NULL;
+	return 0;
 }
 
-/* Does pid map the file it sees at t->binary (seen: its stat through
- * /proc/PID/root)?  A mapping matches by its path as the process names it
- * (its own root: maps shows paths inside a container's mount namespace as
- * the container sees them), or by inode (a chroot sharing our namespace
- * shows the full path).  On a match, *real is the mapped file's own stat,
- * through /proc/PID/map_files (on overlayfs: the layer's file, the one a
- * uprobe lands on).  Paths in maps are only compared, never used. */
-static int maps_binary(int pid, const char *binary, const struct stat *seen, struct stat *real)
+/* A file not seen before: a module, with the probes read through the
+ * process's root (a file without billing probes stays, with none, so it
+ * is not read again every second). */
+static int new_file(const bp_binary_file_t *f, void *ctx)
 {
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/maps", pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	int found = 0;
-	size_t blen = strlen(binary);
-	while (!found && (len = getline(&line, &cap, f)) > 0) {
-		unsigned long long start, end, ino;
-		int name_at = 0;
-		if (line[len - 1] == '\n')
-			line[--len] = '\0';
-		if (sscanf(line, "%llx-%llx %*s %*s %*s %llu %n", &start, &end, &ino, &name_at) < 3 || !name_at)
-			continue;
-		const char *name = line + name_at;
-		int by_path = strncmp(name, binary, blen) == 0 && name[blen] == '\0';
-		if (!by_path && ino != (unsigned long long)seen->st_ino)
-			continue;
-		char link[128];
-		snprintf(link, sizeof link, "/proc/%d/map_files/%llx-%llx", pid, start, end);
-		if (stat(link, real) == 0)
-			found = 1;
-		else if (by_path || ino == (unsigned long long)seen->st_ino) {
-			*real = *seen; /* map_files needs CAP_SYS_ADMIN: the path's view */
-			found = 1;
-		}
-	}
-	free(line);
-	fclose(f);
-	return found;
+	bx_target_t *t = ctx;
+	struct stat real, seen;
+	memset(&real, 0, sizeof real);
+	memset(&seen, 0, sizeof seen);
+	real.st_dev = (dev_t)f->dev;
+	real.st_ino = (ino_t)f->ino;
+	seen.st_dev = (dev_t)f->path_dev;
+	seen.st_ino = (ino_t)f->path_ino;
+	bx_module_t *m = add_file_module(t, f->root_path, &real, &seen);
+	if (!m)
+		return -1;
+	char err[256];
+	if (read_file_probes(m, f->root_path, err, sizeof err) != 0 && strcmp(err, "out of memory") == 0)
+		return -1;
+	t->discovered++;
+	return 0;
 }
 
 int bx_target_discover(bx_target_t *t)
 {
 	if (!t->binary || t->binary[0] != '/')
 		return 0;
-	DIR *proc = opendir("/proc");
-	if (!proc)
-		return 0;
-	int added = 0;
-	size_t processes = 0;
-	struct dirent *d;
-	while ((d = readdir(proc)) != NULL) {
-		char *endp;
-		long pid = strtol(d->d_name, &endp, 10);
-		if (*endp || pid <= 0 || pid == (long)getpid())
-			continue;
-		char root_path[PATH_MAX + 64];
-		struct stat seen, real;
-		if ((size_t)snprintf(root_path, sizeof root_path, "/proc/%ld/root%s", pid, t->binary) >= sizeof root_path ||
-		    stat(root_path, &seen) != 0 || !S_ISREG(seen.st_mode))
-			continue;
-		bx_module_t *m = known_file(t, &seen);
-		if (m) {
-			processes += maps_binary((int)pid, t->binary, &seen, &real);
-			continue;
-		}
-		if (!maps_binary((int)pid, t->binary, &seen, &real))
-			continue; /* it has the file but does not run it */
-		processes++;
-		if ((m = known_file(t, &real)) != NULL) {
-			/* one more view of a file attached already (another overlay) */
-			continue;
-		}
-		char err[256];
-		if (!(m = add_file_module(t, root_path, &real, &seen))) {
-			closedir(proc);
-			return -1;
-		}
-		if (read_file_probes(m, root_path, err, sizeof err) != 0 && strcmp(err, "out of memory") == 0) {
-			closedir(proc);
-			return -1;
-		}
-		added++;
-	}
-	closedir(proc);
-	t->processes = processes;
-	return added;
+	t->discovered = 0;
+	long processes = bp_binary_scan(t->binary, known_file, new_file, t);
+	if (processes < 0)
+		return -1;
+	t->processes = (size_t)processes;
+	return t->discovered;
 }
 
 int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_t errlen)

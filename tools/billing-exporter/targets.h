@@ -32,6 +32,7 @@ typedef struct bx_target {
 	unsigned long long start_time; /* of process pid when read: a reused PID differs */
 	int on_host;                   /* --binary: PATH exists in our own root */
 	size_t processes;              /* --binary: processes running it at the last discovery */
+	int discovered;                /* --binary: files added by the last discovery */
 	bx_module_t *modules;
 	size_t module_count;
 } bx_target_t;

@@ -368,6 +368,36 @@ static int can_use_bpftrace_pid(const bp_probe_set_t *set, const unsigned char *
 	return 1;
 }
 
+/* bp_binary_scan's callbacks for --binary: has set the file (dev, ino)?
+ * Add a file found inside a process's root, keyed by the file mapped. */
+static int set_has_file(unsigned long long dev, unsigned long long ino, void *ctx)
+{
+	const bp_probe_set_t *set = ctx;
+	for (size_t m = 0; m < set->module_count; m++)
+		if (set->modules[m].dev == dev && set->modules[m].ino == ino)
+			return 1;
+	return 0;
+}
+
+static int add_found_file(const bp_binary_file_t *file, void *ctx)
+{
+	bp_probe_set_t *set = ctx, one;
+	char err[512];
+	memset(&one, 0, sizeof one);
+	if (bp_probe_set_add_file(&one, file->root_path, err, sizeof err) != 0) {
+		char what[64];
+		snprintf(what, sizeof what, "--binary in process %d", file->pid);
+		bp_error(what, err); /* that file is left out */
+		bp_probe_set_free(&one);
+		return 0;
+	}
+	one.modules[0].dev = file->dev;
+	one.modules[0].ino = file->ino;
+	int rc = bp_probe_set_merge(set, &one);
+	bp_probe_set_free(&one);
+	return rc;
+}
+
 /* Read what the command line names into set: the one -c child or -p PID,
  * several -p PIDs (merged: one service), or --binary's file.  pids gets
  * the processes to keep to (none for --binary).  0, or -1 after the one
@@ -380,12 +410,23 @@ static int load_targets(const bp_options_t *opt, const char *pid_text, bp_probe_
 	if (opt->binary) {
 		char abs[PATH_MAX];
 		set->spec = opt->binary;
-		if (!realpath(opt->binary, abs)) {
+		int here = realpath(opt->binary, abs) != NULL;
+		if (!here && (errno != ENOENT || opt->binary[0] != '/')) {
 			bp_error(opt->binary, errno == ENOENT ? "no such file" : strerror(errno));
 			return -1;
 		}
-		if (bp_probe_set_add_file(set, abs, err, sizeof err) != 0) {
+		if (here && bp_probe_set_add_file(set, abs, err, sizeof err) != 0) {
 			bp_error(opt->binary, err);
+			return -1;
+		}
+		/* ... and the files at that path inside other processes' roots
+		 * (containers): the path as they see it */
+		if (opt->binary[0] == '/' && bp_binary_scan(opt->binary, set_has_file, add_found_file, set) < 0) {
+			bp_error("trace", "out of memory");
+			return -1;
+		}
+		if (set->module_count == 0) {
+			bp_error(opt->binary, "no such file (here, or at that path in the root of a running process)");
 			return -1;
 		}
 		return 0;

@@ -35,6 +35,7 @@
  *
  * Layers, each calling only those below it:
  *     probe_target.c   file or PID -> a probe set
+ *     binary_scan.c    the processes running a path inside their own root
  *     proc_maps.c      /proc/PID/maps, memory reads
  *     elf_probes.c     one ELF file's .note.stapsdt, through libelf
  *     probe_set.c      the container (modules, probes)
@@ -115,6 +116,33 @@ int bp_probe_set_load_pid(pid_t pid, bp_probe_set_t *set, char *err, size_t errl
  * inode, whatever the path) with their probes, e.g. the processes of one
  * service read one by one.  0, or -1 when out of memory. */
 int bp_probe_set_merge(bp_probe_set_t *dst, const bp_probe_set_t *src);
+
+/* --- processes running a path inside their own root -------------------- */
+
+/* A file some process runs or maps from PATH inside its own root. */
+typedef struct bp_binary_file {
+	int pid;              /* one process mapping it */
+	char root_path[4200]; /* "/proc/PID/root" PATH: reaches it from here */
+	/* the file mapped (through /proc/PID/map_files: on overlayfs the
+	 * layer's file, where a uprobe lands), and as stat shows it through
+	 * root_path (overlayfs: the merged view) */
+	unsigned long long dev, ino, path_dev, path_ino;
+} bp_binary_file_t;
+
+/* 1 when the caller has the file (dev, ino) already. */
+typedef int (*bp_binary_known_fn)(unsigned long long dev, unsigned long long ino, void *ctx);
+/* A file not known yet: 0, or -1 to stop the scan (out of memory). */
+typedef int (*bp_binary_found_fn)(const bp_binary_file_t *file, void *ctx);
+
+/* Look through /proc for processes (not the caller) that run or map the
+ * absolute path inside their own root (a process in a container: the
+ * path as the container sees it).  found is called for each file that
+ * known (may be NULL) does not know, once per process mapping it: known
+ * should say yes to a file found before.  Returns the number of processes
+ * mapping the path, known files or not; -1 when found stopped the scan.
+ * Matched by the path inside the process's root, then by the inode it
+ * maps; paths read from /proc/PID/maps are only compared. */
+long bp_binary_scan(const char *path, bp_binary_known_fn known, bp_binary_found_fn found, void *ctx);
 
 /* 1 when PID has exited or is a zombie (its /proc/PID/stat says Z or X). */
 int bp_process_gone(pid_t pid);
