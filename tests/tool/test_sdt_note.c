@@ -168,6 +168,36 @@ static void test_args(void)
 		      n == 1 ? bp_sdt_arg_type_name(&a[0]) : "?", n == 1 ? a[0].location : "?");
 	}
 
+	/* Where the architecture decides: the ELF machine known. */
+	static const struct {
+		int machine;
+		const char *spec;
+		bp_sdt_arg_kind_t kind;
+	} by_machine[] = {
+		{ BP_SDT_MACHINE_POWER, "8@3", BP_SDT_ARG_REGISTER },    /* POWER register 3 */
+		{ BP_SDT_MACHINE_POWER, "-4@i5", BP_SDT_ARG_IMMEDIATE }, /* POWER constant 5 */
+		{ BP_SDT_MACHINE_POWER, "-4@i-1", BP_SDT_ARG_IMMEDIATE },
+		{ BP_SDT_MACHINE_POWER, "8@0(31)", BP_SDT_ARG_MEMORY },
+		{ BP_SDT_MACHINE_MIPS, "8@$2", BP_SDT_ARG_REGISTER }, /* MIPS register 2 */
+		{ BP_SDT_MACHINE_MIPS, "8@$sp", BP_SDT_ARG_REGISTER },
+		{ BP_SDT_MACHINE_MIPS, "-4@96($fp)", BP_SDT_ARG_MEMORY },
+		{ BP_SDT_MACHINE_MIPS, "-4@5", BP_SDT_ARG_IMMEDIATE },
+		{ BP_SDT_MACHINE_OTHER, "4@5", BP_SDT_ARG_IMMEDIATE }, /* arm64, s390x constant */
+		{ BP_SDT_MACHINE_OTHER, "4@[x8]", BP_SDT_ARG_MEMORY },
+		{ BP_SDT_MACHINE_OTHER, "4@g", BP_SDT_ARG_MEMORY },   /* ARM: a global */
+		{ BP_SDT_MACHINE_X86, "8@$2", BP_SDT_ARG_IMMEDIATE }, /* x86 constant 2 */
+		{ BP_SDT_MACHINE_UNKNOWN, "4@5", BP_SDT_ARG_OTHER },  /* no machine: undecided */
+	};
+	for (size_t i = 0; i < sizeof by_machine / sizeof by_machine[0]; i++) {
+		n = bp_sdt_args_parse_machine(by_machine[i].spec, by_machine[i].machine, a, err, sizeof err);
+		CHECK(n == 1 && a[0].kind == by_machine[i].kind, "machine %d, \"%s\": %s", by_machine[i].machine,
+		      by_machine[i].spec, n == 1 ? bp_sdt_arg_kind_name(a[0].kind) : "?");
+	}
+	CHECK(bp_sdt_machine_of_elf(62) == BP_SDT_MACHINE_X86 && bp_sdt_machine_of_elf(21) == BP_SDT_MACHINE_POWER &&
+	          bp_sdt_machine_of_elf(8) == BP_SDT_MACHINE_MIPS && bp_sdt_machine_of_elf(183) == BP_SDT_MACHINE_OTHER &&
+	          bp_sdt_machine_of_elf(9999) == BP_SDT_MACHINE_UNKNOWN,
+	      "ELF machines: x86-64, PPC64, MIPS, AArch64, unknown");
+
 	/* What no compiler prints: that argument is unknown, the others stay. */
 	static const char *const bad[] = {
 		"8@",

@@ -192,10 +192,21 @@ static int is_expression(const char *s, size_t n)
 	}
 }
 
-/* A base register in parentheses: x86 "%rbp", or POWER's bare "31". */
+/* MIPS: "$fp", "$sp", "$29": a dollar sign, then letters and digits. */
+static int is_mips_register(const char *s, size_t n)
+{
+	if (n < 2 || s[0] != '$')
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if (!is_alpha(s[i]) && !is_digit(s[i]))
+			return 0;
+	return 1;
+}
+
+/* A base register in parentheses: x86 "%rbp", POWER's bare "31", MIPS "$fp". */
 static int is_base_register(const char *s, size_t n)
 {
-	return is_x86_register(s, n) || (n > 0 && n <= 2 && number_len(s, n) == n);
+	return is_x86_register(s, n) || is_mips_register(s, n) || (n > 0 && n <= 2 && number_len(s, n) == n);
 }
 
 /* "disp(%base)", "disp(%base,%index,scale)", "(%base)", "disp(,%index,scale)",
@@ -244,7 +255,8 @@ static int is_paren_memory(const char *s, size_t n)
 		start = i + 1;
 	}
 	/* "(,%idx,4)" and "(%rax,%rbx)" are fine; "(%rax,)" and "()" failed
-	 * above; an index needs an x86 base or none, not a POWER number. */
+	 * above; an index needs an x86 base or none, not a POWER number or a
+	 * MIPS register. */
 	if (part > 1 && inner[0] != '%' && inner[0] != ',')
 		return 0;
 	return 1;
@@ -280,11 +292,33 @@ static int is_bare_register(const char *s, size_t n)
 	return i > 0 && n <= 4 && i < n && number_len(s + i, n - i) == n - i;
 }
 
-/* Returns 0 with the operand's kind, or -1 when it is no form we know. */
-static int classify_operand(const char *s, size_t n, bp_sdt_arg_kind_t *kind)
+static int is_number(const char *s, size_t n)
+{
+	size_t sign = n > 0 && s[0] == '-';
+	return n > sign && number_len(s + sign, n - sign) == n - sign;
+}
+
+/* Returns 0 with the operand's kind, or -1 when it is no form we know.
+ * The forms a bare word or "$N" take differ by architecture: with the
+ * ELF machine known they are decided, else the x86 reading and "other". */
+static int classify_operand(const char *s, size_t n, int machine, bp_sdt_arg_kind_t *kind)
 {
 	if (n == 0)
 		return -1;
+	if (machine == BP_SDT_MACHINE_MIPS && is_mips_register(s, n)) {
+		*kind = BP_SDT_ARG_REGISTER; /* MIPS "$2", "$sp" */
+		return 0;
+	}
+	if (is_number(s, n) && machine != BP_SDT_MACHINE_UNKNOWN) {
+		/* POWER: register N; arm64, MIPS, RISC-V...: the constant N */
+		*kind = machine == BP_SDT_MACHINE_POWER ? BP_SDT_ARG_REGISTER : BP_SDT_ARG_IMMEDIATE;
+		return 0;
+	}
+	if (s[0] == 'i' && is_number(s + 1, n - 1) &&
+	    (machine == BP_SDT_MACHINE_POWER || machine == BP_SDT_MACHINE_UNKNOWN)) {
+		*kind = BP_SDT_ARG_IMMEDIATE; /* POWER's constants: "i5" (no architecture names a register so) */
+		return 0;
+	}
 	if (is_x86_register(s, n))
 		*kind = BP_SDT_ARG_REGISTER;
 	else if ((s[0] == '$' || s[0] == '#') && is_expression(s + 1, n - 1))
@@ -350,7 +384,7 @@ static int parse_size(const char *s, size_t n, bp_sdt_arg_t *arg)
 /* One spec "[-]SIZE[f]@OPERAND", or an old sdt.h's bare OPERAND, of
  * length n.  Never fails: what it cannot decode is BP_SDT_ARG_UNKNOWN,
  * with the whole spec as its location. */
-static void parse_one(const char *s, size_t n, bp_sdt_arg_t *arg)
+static void parse_one(const char *s, size_t n, int machine, bp_sdt_arg_t *arg)
 {
 	memset(arg, 0, sizeof *arg);
 	for (size_t i = 0; i < n; i++) {
@@ -372,7 +406,7 @@ static void parse_one(const char *s, size_t n, bp_sdt_arg_t *arg)
 		operand_len = n - (size_t)(operand - s);
 	}
 	if (operand_len == 0 || operand_len >= BP_SDT_MAX_LOCATION ||
-	    classify_operand(operand, operand_len, &arg->kind) != 0)
+	    classify_operand(operand, operand_len, machine, &arg->kind) != 0)
 		goto unknown;
 	memcpy(arg->location, operand, operand_len);
 	arg->location[operand_len] = '\0';
@@ -384,6 +418,33 @@ unknown:
 }
 
 int bp_sdt_args_parse(const char *args, bp_sdt_arg_t out[BP_SDT_MAX_ARGS], char *err, size_t errlen)
+{
+	return bp_sdt_args_parse_machine(args, BP_SDT_MACHINE_UNKNOWN, out, err, errlen);
+}
+
+int bp_sdt_machine_of_elf(unsigned elf_machine)
+{
+	switch (elf_machine) {
+	case 3:  /* EM_386 */
+	case 62: /* EM_X86_64 */
+		return BP_SDT_MACHINE_X86;
+	case 8: /* EM_MIPS */
+		return BP_SDT_MACHINE_MIPS;
+	case 20: /* EM_PPC */
+	case 21: /* EM_PPC64 */
+		return BP_SDT_MACHINE_POWER;
+	case 183: /* EM_AARCH64 */
+	case 40:  /* EM_ARM */
+	case 243: /* EM_RISCV */
+	case 22:  /* EM_S390 */
+		return BP_SDT_MACHINE_OTHER;
+	default:
+		return BP_SDT_MACHINE_UNKNOWN;
+	}
+}
+
+int bp_sdt_args_parse_machine(const char *args, int machine, bp_sdt_arg_t out[BP_SDT_MAX_ARGS], char *err,
+                              size_t errlen)
 {
 	int count = 0;
 	const char *p = args;
@@ -407,7 +468,7 @@ int bp_sdt_args_parse(const char *args, bp_sdt_arg_t out[BP_SDT_MAX_ARGS], char 
 			set_err(err, errlen, "more than 12 arguments in one probe");
 			return -1;
 		}
-		parse_one(p, (size_t)(end - p), &out[count]);
+		parse_one(p, (size_t)(end - p), machine, &out[count]);
 		count++;
 		p = end;
 	}

@@ -66,6 +66,20 @@ int bp_sdt_note_parse(const unsigned char *desc, size_t len, int is64, int big_e
  * -1 with a reason in err only when there are more than 12. */
 int bp_sdt_args_parse(const char *args, bp_sdt_arg_t out[BP_SDT_MAX_ARGS], char *err, size_t errlen);
 
+/* The architecture, where it decides what an operand is: a bare "5" is
+ * register 5 on POWER and the constant 5 on arm64; "$2" is register 2 on
+ * MIPS and the constant 2 on x86. */
+enum { BP_SDT_MACHINE_UNKNOWN = 0, /* x86 reading; a bare number is "other" */
+       BP_SDT_MACHINE_X86,
+       BP_SDT_MACHINE_MIPS,
+       BP_SDT_MACHINE_POWER,
+       BP_SDT_MACHINE_OTHER /* arm64, ARM, RISC-V, s390x: a bare number is a constant */ };
+/* The BP_SDT_MACHINE_* of an ELF e_machine value. */
+int bp_sdt_machine_of_elf(unsigned elf_machine);
+/* bp_sdt_args_parse for a known architecture. */
+int bp_sdt_args_parse_machine(const char *args, int machine, bp_sdt_arg_t out[BP_SDT_MAX_ARGS], char *err,
+                              size_t errlen);
+
 /* Apply the prelink adjustment systemtap and readelf document: when the
  * ELF has a .stapsdt.base section at base_section_addr (0: none), an
  * address recorded as addr moves by base_section_addr - note->base.
