@@ -6,7 +6,10 @@
  * `billing-probes list` must decode.  Never linked or run.
  */
 #include <sys/sdt.h>
-struct s { long a; int b[4]; };
+struct s {
+	long a;
+	int b[4];
+};
 struct s g;
 long arr[16];
 static __thread long tls;
