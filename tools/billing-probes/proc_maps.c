@@ -229,6 +229,13 @@ static int is_elf_file(int fd)
 	return pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic && memcmp(magic, "\177ELF", 4) == 0;
 }
 
+/* Mappings that are never a program or library: memfd and System V
+ * shared memory, devices.  Unopenable ones are skipped without a word. */
+static int not_a_program_file(const char *path)
+{
+	return strncmp(path, "/memfd:", 7) == 0 || strncmp(path, "/SYSV", 5) == 0 || strncmp(path, "/dev/", 5) == 0;
+}
+
 /* A mapped ELF file whose probes we cannot know: one line in the set. */
 static int note_unreadable(bp_probe_set_t *t, const mapping_t *mp, const char *why, char *err, size_t errlen)
 {
@@ -306,8 +313,8 @@ static int load_modules(pid_t pid, maps_t *m, bp_probe_set_t *t, char *err, size
 				snprintf(err, errlen, "process exited while being read");
 				return -1;
 			}
-			if (open_errno == EINVAL)
-				continue; /* a device or other non-file mapping: not ours to open */
+			if (open_errno == EINVAL || not_a_program_file(mp->path))
+				continue; /* a device, shared memory: not ours to open, never a program */
 			char why[200];
 			snprintf(why, sizeof why, "cannot open the mapped file (%s): its probes are not listed",
 			         strerror(open_errno));
