@@ -15,6 +15,14 @@ packages=(
   bpftrace bpftool libbpf-dev
   # other stapsdt consumers (tests/consumers)
   gdb
+  # third-party binaries with stapsdt notes the tool must read (tests/tool:
+  # postgres built --enable-dtrace, CPython; libstdc++ comes with g++)
+  postgresql-15 python3.11
+  # a real container runtime for tests/containers (runc: crun refuses hybrid
+  # cgroups) and the Debian root it runs
+  podman runc debootstrap
+  # deploy/kubernetes manifests parsed by tests/containers/test_deploy.py
+  python3-yaml
   # examples/billingd and billing-load
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev wrk procps
   # billing-exporter (clang, bpftool, libbpf-dev, libmicrohttpd-dev above) and its

@@ -1,10 +1,11 @@
 /*
  * fuzz_sdt_note.c -- libFuzzer entry point for the stapsdt note parser.
  *
- * The first byte picks the ELF flavour (bit 0: 64-bit, bit 1: big-endian)
- * and whether the rest is a whole note descriptor or only an argument
- * string (bit 2), so both parsers are reached without the fuzzer having
- * to discover a valid provider and name first.  The same function runs
+ * The first byte picks the ELF flavour (bit 0: 64-bit, bit 1: big-endian),
+ * whether the rest is a whole note descriptor or only an argument string
+ * (bit 2), so both parsers are reached without the fuzzer having to
+ * discover a valid provider and name first, and the architecture the
+ * arguments are read for (bits 3-5: a BP_SDT_MACHINE_* value, modulo 5).  The same function runs
  * under replay_corpus.c in `meson test`.
  */
 #include <stdint.h>
@@ -33,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		memcpy(copy, body, body_len);
 		copy[body_len] = '\0';
-		int n = bp_sdt_args_parse(copy, args, err, sizeof err);
+		int n = bp_sdt_args_parse_machine(copy, (flags >> 3) % 5, args, err, sizeof err);
 		for (int i = 0; i < n; i++)
 			(void)strlen(bp_sdt_arg_type_name(&args[i]));
 		free(copy);
@@ -48,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(desc, body, body_len);
 	bp_sdt_note_t note;
 	if (bp_sdt_note_parse(desc, body_len, flags & 1, (flags >> 1) & 1, &note, err, sizeof err) == 0) {
-		int n = bp_sdt_args_parse(note.args, args, err, sizeof err);
+		int n = bp_sdt_args_parse_machine(note.args, (flags >> 3) % 5, args, err, sizeof err);
 		for (int i = 0; i < n; i++) {
 			(void)strlen(args[i].location);
 			(void)strlen(bp_sdt_arg_kind_name(args[i].kind));

@@ -1,5 +1,6 @@
 """Bad input to list and check: exit 2, exactly one line on stderr naming
 the target, never a signal, never a hang (every run has a timeout)."""
+import json
 import os
 import sys
 import random
@@ -74,8 +75,19 @@ try:
         # The first note: namesz(4) descsz(4) type(4) "stapsdt\0" then pc/base/sem (24), provider...
         desc = offset + 12 + 8
         args_at = data.index(b"\0", data.index(b"\0", desc + 24) + 1) + 1  # after provider\0 name\0
-        bad([corrupt("bad-args", [(args_at, b"9@%rdi")])], "bad-args", "malformed arguments")
-        bad([corrupt("bad-operand", [(args_at + 2, b"\x01")])], "bad-operand", "non-printable")
+        # An argument no compiler prints is that argument "unknown", never
+        # the file unreadable: list shows it, check calls it a mismatch.
+        first_args = data[args_at:data.index(b"\0", args_at)].decode()
+        for name, edit, shown in (("bad-args", b"9@%rdi", "9@%rdi"),
+                                  ("bad-operand", b"\x01", first_args.split()[0][:2] + "?")):
+            path = corrupt(name, [(args_at + (2 if name == "bad-operand" else 0), edit)])
+            rc, out, err = run(["list", path, "--json"])
+            args0 = json.loads(out)["probes"][0]["arguments"][0] if rc == 0 else {}
+            check(rc == 0 and not err and args0.get("kind") == "unknown" and args0.get("location", "").startswith(shown),
+                  "list %s: exit 0, its first argument unknown, shown as %r (rc=%d %r %r)" % (name, shown, rc, err, args0))
+            rc, out, err = run(["check", path, "--provider", PROVIDER])
+            check(rc == 1 and "cannot be decoded" in out,
+                  "check %s: exit 1, the argument cannot be decoded (rc=%d %r)" % (name, rc, out[-300:]))
         bad([corrupt("bad-provider", [(desc + 24, b"bil ing")])], "bad-provider", "malformed provider")
         bad([corrupt("descsz-huge", [(offset + 4, b"\xff\xff\x00\x00")])], "descsz-huge", "corrupt .note.stapsdt")
         end = offset + size

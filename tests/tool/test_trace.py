@@ -162,8 +162,8 @@ with tempfile.TemporaryDirectory() as tmp:
 rc, out, err = run(["trace", os.path.join(SCRIPTS, "tps.bt"), "-c", TWO, "--dry-run"])
 check(rc == 0 and "transaction__done" in out, "a script given by path resolves too")
 for args, why in ((["trace", "no_such_script", "-c", TWO], "no such script"),
-                  (["trace", "tps"], "give -p PID or -c"),
-                  (["trace", "tps", "-p", "1", "-c", TWO], "give -p PID or -c"),
+                  (["trace", "tps"], "give -p PID"),
+                  (["trace", "tps", "-p", "1", "-c", TWO], "give -p PID"),
                   (["trace", "tps", "-p", "999999999"], "no such process"),
                   (["trace", "tps", "-c", "/nonexistent/program"], "cannot run it")):
     rc, out, err = run(args, timeout=60)

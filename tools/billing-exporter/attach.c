@@ -4,17 +4,23 @@
  * Only the programs of the enabled metric groups are loaded and attached,
  * and only to "-done" and event probes (durations travel in the -done
  * probe's duration_ns), so an always-on exporter costs one fire per
- * counted event.  libbpf attaches each USDT site through a uprobe with
+ * counted event.  A --pid target's modules are attached through paths that
+ * reach the files it maps from here (/proc/PID/root/PATH for a process
+ * in a container); a --binary target's files with pid -1, and a thread
+ * attaches files that appear later (see watch_binaries).  libbpf attaches
+ * each USDT site through a uprobe with
  * the kernel's reference counter for its semaphore: the kernel raises it
  * while attached and lowers it when the exporter exits, even by SIGKILL.
  */
 #include "exporter.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -94,44 +100,124 @@ static int add_link(bx_exporter_t *ex, struct bpf_link *link)
 	return 0;
 }
 
-int bx_attach_all(bx_exporter_t *ex, char *err, size_t errlen)
+/* Attach every enabled probe module mod carries (pid -1: every process
+ * mapping the file).  0, or -1 with a reason in err. */
+static int attach_module(bx_exporter_t *ex, const bx_target_t *tg, bx_module_t *mod, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < bx_map_count; i++) {
+		const bx_map_desc_t *m = &bx_maps[i];
+		if (!(m->group & ex->groups) || !bx_module_has_probe(mod, m->probe))
+			continue;
+		struct bpf_program *prog = bpf_object__find_program_by_name(ex->skel->obj, m->probe);
+		struct bpf_link *link = bpf_program__attach_usdt(prog, tg->pid, mod->path, "billing", m->probe, NULL);
+		if (!link) {
+			snprintf(err, errlen, "%s: cannot attach %s in %s: %s", tg->label, m->probe, mod->path,
+			         strerror(errno));
+			return -1;
+		}
+		if (add_link(ex, link) != 0) {
+			bpf_link__destroy(link);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		ex->attached[i]++;
+	}
+	mod->attached = 1;
+	return 0;
+}
+
+/* --- --binary targets: files that appear later ------------------------------
+ * A thread looks through /proc once a second for processes running a
+ * --binary PATH inside their own root from a file not attached yet (a
+ * container started from a new image), and attaches to that file.  A
+ * restarted container running the same file needs nothing: the uprobes
+ * sit on the file, and the kernel places them in every process mapping
+ * it.  One exporter per process: the state is this file's. */
+static struct {
+	pthread_t thread;
+	int running;
+	volatile int stop;
+	bx_exporter_t *ex;
+} watcher;
+
+static void discover_and_attach(bx_exporter_t *ex)
 {
 	for (size_t t = 0; t < ex->target_count; t++) {
-		const bx_target_t *tg = &ex->targets[t];
-		for (size_t i = 0; i < bx_map_count; i++) {
-			const bx_map_desc_t *m = &bx_maps[i];
-			if (!(m->group & ex->groups))
+		bx_target_t *tg = &ex->targets[t];
+		if (!tg->binary || bx_target_discover(tg) <= 0)
+			continue;
+		for (size_t j = 0; j < tg->module_count; j++) {
+			bx_module_t *mod = &tg->modules[j];
+			if (mod->attached)
 				continue;
-			if (!bx_target_has_probe(tg, m->probe)) {
-				fprintf(stderr, "billing-exporter: %s: no %s probe, skipped\n", tg->label, m->probe);
-				continue;
-			}
-			struct bpf_program *prog = bpf_object__find_program_by_name(ex->skel->obj, m->probe);
-			for (size_t j = 0; j < tg->module_count; j++) {
-				const bx_module_t *mod = &tg->modules[j];
-				if (!bx_module_has_probe(mod, m->probe))
-					continue;
-				struct bpf_link *link = bpf_program__attach_usdt(prog, tg->pid, mod->path,
-				                                                 "billing", m->probe, NULL);
-				if (!link) {
-					snprintf(err, errlen, "%s: cannot attach %s in %s: %s", tg->label, m->probe,
-					         mod->path, strerror(errno));
-					return -1;
-				}
-				if (add_link(ex, link) != 0) {
-					bpf_link__destroy(link);
-					snprintf(err, errlen, "out of memory");
-					return -1;
-				}
-				ex->attached[i]++;
+			char err[512];
+			if (mod->probe_count == 0) {
+				mod->attached = -1; /* that file carries no billing probe */
+			} else if (attach_module(ex, tg, mod, err, sizeof err) != 0) {
+				mod->attached = -1; /* said once, not retried every second */
+				fprintf(stderr, "billing-exporter: %s\n", err);
+			} else {
+				fprintf(stderr, "billing-exporter: %s: attached to %s (a file not seen before)\n", tg->label,
+				        mod->path);
 			}
 		}
+	}
+}
+
+static void *watch_binaries(void *arg)
+{
+	bx_exporter_t *ex = arg;
+	for (unsigned tick = 1; !watcher.stop; tick++) {
+		nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+		if (tick % 10 != 0 || watcher.stop)
+			continue;
+		pthread_mutex_lock(&ex->lock);
+		discover_and_attach(ex);
+		pthread_mutex_unlock(&ex->lock);
+	}
+	return NULL;
+}
+
+int bx_attach_all(bx_exporter_t *ex, char *err, size_t errlen)
+{
+	int any_binary = 0;
+	for (size_t t = 0; t < ex->target_count; t++) {
+		bx_target_t *tg = &ex->targets[t];
+		any_binary |= tg->binary && tg->binary[0] == '/';
+		for (size_t i = 0; i < bx_map_count; i++) {
+			const bx_map_desc_t *m = &bx_maps[i];
+			if ((m->group & ex->groups) && !bx_target_has_probe(tg, m->probe))
+				fprintf(stderr, "billing-exporter: %s: no %s probe, skipped\n", tg->label, m->probe);
+		}
+		for (size_t j = 0; j < tg->module_count; j++) {
+			bx_module_t *mod = &tg->modules[j];
+			if (mod->probe_count == 0) {
+				mod->attached = -1;
+				continue;
+			}
+			if (attach_module(ex, tg, mod, err, errlen) != 0)
+				return -1;
+		}
+	}
+	if (any_binary && !watcher.running) {
+		watcher.stop = 0;
+		watcher.ex = ex;
+		if (pthread_create(&watcher.thread, NULL, watch_binaries, ex) != 0) {
+			snprintf(err, errlen, "cannot start the thread that watches for --binary processes");
+			return -1;
+		}
+		watcher.running = 1;
 	}
 	return 0;
 }
 
 void bx_bpf_close(bx_exporter_t *ex)
 {
+	if (watcher.running && watcher.ex == ex) {
+		watcher.stop = 1;
+		pthread_join(watcher.thread, NULL);
+		watcher.running = 0;
+	}
 	for (size_t i = 0; i < ex->link_count; i++)
 		bpf_link__destroy(ex->links[i]);
 	free(ex->links);

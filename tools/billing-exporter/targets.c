@@ -2,6 +2,14 @@
  * targets.c -- the only file of billing-exporter that calls the probe
  * reader of tools/billing-probes (probe_reader.h, TEAM.md contract 2), so
  * `billing-probes list` and the exporter agree on what a process carries.
+ *
+ * --binary PATH matches by path inside each process's own root, then by
+ * the file that process maps (device and inode), not by build ID: the
+ * path is what the user named, so a new image's binary at /app/billingd
+ * (another build ID) is the same service and counts; a copy of the same
+ * build elsewhere (same build ID, another path) is not what was named and
+ * does not; and the inode is what a uprobe lands on, so one file reached
+ * through several containers' roots is attached once, never counted twice.
  */
 #include "targets.h"
 
@@ -66,10 +74,93 @@ static int add_probe(bx_module_t *m, const char *name)
 	return 0;
 }
 
+/* The billing probes of the ELF file at path into module m.  0, or -1
+ * with a reason in err. */
+static int read_file_probes(bx_module_t *m, const char *path, char *err, size_t errlen)
+{
+	bp_probe_set_t bp;
+	memset(&bp, 0, sizeof bp);
+	int rc = bp_probe_set_add_file(&bp, path, err, errlen);
+	for (size_t i = 0; rc == 0 && i < bp.probe_count; i++) {
+		if (strcmp(bp.probes[i].provider, PROVIDER) == 0 && add_probe(m, bp.probes[i].name) != 0) {
+			snprintf(err, errlen, "out of memory");
+			rc = -1;
+		}
+	}
+	bp_probe_set_free(&bp);
+	return rc;
+}
+
+static bx_module_t *add_file_module(bx_target_t *t, const char *path, const struct stat *real,
+                                    const struct stat *seen)
+{
+	bx_module_t *mods = realloc(t->modules, (t->module_count + 1) * sizeof *mods);
+	if (!mods)
+		return NULL;
+	t->modules = mods;
+	bx_module_t *m = &mods[t->module_count];
+	memset(m, 0, sizeof *m);
+	if (!(m->path = strdup(path)))
+		return NULL;
+	m->dev = (unsigned long long)real->st_dev;
+	m->ino = (unsigned long long)real->st_ino;
+	m->path_dev = (unsigned long long)seen->st_dev;
+	m->path_ino = (unsigned long long)seen->st_ino;
+	t->module_count++;
+	return m;
+}
+
+/* Has t a module for the file (dev, ino), reached directly or through a
+ * path?  (bp_binary_scan's question.) */
+static int known_file(unsigned long long dev, unsigned long long ino, void *ctx)
+{
+	const bx_target_t *t = ctx;
+	for (size_t i = 0; i < t->module_count; i++) {
+		const bx_module_t *m = &t->modules[i];
+		if ((m->dev == dev && m->ino == ino) || (m->path_dev == dev && m->path_ino == ino))
+			return 1;
+	}
+	return 0;
+}
+
+/* A file not seen before: a module, with the probes read through the
+ * process's root (a file without billing probes stays, with none, so it
+ * is not read again every second). */
+static int new_file(const bp_binary_file_t *f, void *ctx)
+{
+	bx_target_t *t = ctx;
+	struct stat real, seen;
+	memset(&real, 0, sizeof real);
+	memset(&seen, 0, sizeof seen);
+	real.st_dev = (dev_t)f->dev;
+	real.st_ino = (ino_t)f->ino;
+	seen.st_dev = (dev_t)f->path_dev;
+	seen.st_ino = (ino_t)f->path_ino;
+	bx_module_t *m = add_file_module(t, f->root_path, &real, &seen);
+	if (!m)
+		return -1;
+	char err[256];
+	if (read_file_probes(m, f->root_path, err, sizeof err) != 0 && strcmp(err, "out of memory") == 0)
+		return -1;
+	t->discovered++;
+	return 0;
+}
+
+int bx_target_discover(bx_target_t *t)
+{
+	if (!t->binary || t->binary[0] != '/')
+		return 0;
+	t->discovered = 0;
+	long processes = bp_binary_scan(t->binary, known_file, new_file, t);
+	if (processes < 0)
+		return -1;
+	t->processes = (size_t)processes;
+	return t->discovered;
+}
+
 int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_t errlen)
 {
 	bp_probe_set_t bp;
-	int loaded;
 
 	memset(t, 0, sizeof *t);
 	t->pid = binary ? -1 : pid;
@@ -79,27 +170,66 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
-	} else {
-		snprintf(t->label, sizeof t->label, "pid:%d", pid);
-		t->start_time = bp_process_start_time((pid_t)pid);
+		/* the file here (attached by the path given: every process of
+		 * our mount namespace that maps it) ... */
+		struct stat st;
+		int rc = 0;
+		if (stat(binary, &st) == 0) {
+			t->on_host = 1;
+			bx_module_t *m = add_file_module(t, binary, &st, &st);
+			rc = m ? read_file_probes(m, binary, err, errlen) : -1;
+			if (!m)
+				snprintf(err, errlen, "out of memory");
+		} else if (binary[0] != '/') {
+			snprintf(err, errlen, "no such file");
+			rc = -1;
+		}
+		/* ... and the files at PATH in other processes' roots */
+		if (rc == 0 && bx_target_discover(t) < 0) {
+			snprintf(err, errlen, "out of memory");
+			rc = -1;
+		}
+		size_t with_probes = 0;
+		for (size_t i = 0; rc == 0 && i < t->module_count; i++)
+			with_probes += t->modules[i].probe_count > 0;
+		if (rc == 0 && !t->on_host && t->module_count == 0) {
+			snprintf(err, errlen, "no such file (here, or at that path in the root of a running process)");
+			rc = -1;
+		} else if (rc == 0 && with_probes == 0) {
+			snprintf(err, errlen, "carries no billing probes (no stapsdt notes of provider billing)");
+			rc = -1;
+		}
+		if (rc != 0)
+			bx_target_free(t);
+		return rc;
 	}
+	snprintf(t->label, sizeof t->label, "pid:%d", pid);
+	t->start_time = bp_process_start_time((pid_t)pid);
 	memset(&bp, 0, sizeof bp);
-	/* A file named --binary is a file even when its name is all digits. */
-	loaded = binary ? bp_probe_set_add_file(&bp, binary, err, errlen)
-	                : bp_probe_set_load_pid((pid_t)pid, &bp, err, errlen);
-	if (loaded != 0) {
+	if (bp_probe_set_load_pid((pid_t)pid, &bp, err, errlen) != 0) {
 		bp_probe_set_free(&bp);
 		bx_target_free(t);
 		return -1;
 	}
+	/* A mapped file the reader could not read may hold probes: said, not
+	 * dropped silently (the probes of the others are attached). */
+	for (size_t i = 0; i < bp.unreadable_count; i++)
+		fprintf(stderr, "billing-exporter: %s: %s\n", t->label, bp.unreadable[i]);
 	int rc = 0;
 	for (size_t i = 0; i < bp.probe_count && rc == 0; i++) {
 		const bp_probe_t *p = &bp.probes[i];
 		if (strcmp(p->provider, PROVIDER) != 0)
 			continue;
-		/* Attach through the path the user gave for a binary: libbpf then
-		 * matches every process that maps that file. */
-		bx_module_t *m = module_for(t, binary ? binary : bp.modules[p->module].path);
+		/* Attach through a path that reaches the very file the process
+		 * maps from here: its own path, or /proc/PID/root/PATH for a
+		 * process in another mount namespace (a container). */
+		const bp_module_t *mod = &bp.modules[p->module];
+		if (!mod->attach_path) {
+			snprintf(err, errlen, "%.300s: no path from here reaches the file the process maps", mod->path);
+			rc = -1;
+			break;
+		}
+		bx_module_t *m = module_for(t, mod->attach_path);
 		if (!m || add_probe(m, p->name) != 0) {
 			snprintf(err, errlen, "out of memory");
 			rc = -1;
@@ -107,7 +237,7 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_
 	}
 	bp_probe_set_free(&bp);
 	if (rc == 0 && t->module_count == 0) {
-		snprintf(err, errlen, binary ? "carries no billing probes (no stapsdt notes of provider billing)" : "maps no module with billing probes");
+		snprintf(err, errlen, "maps no module with billing probes");
 		rc = -1;
 	}
 	if (rc != 0)
@@ -119,7 +249,7 @@ int bx_target_alive(const bx_target_t *t)
 {
 	if (t->pid < 0) {
 		struct stat st;
-		return stat(t->binary, &st) == 0;
+		return (t->on_host && stat(t->binary, &st) == 0) || t->processes > 0;
 	}
 	return t->start_time && bp_process_start_time((pid_t)t->pid) == t->start_time;
 }

@@ -1,6 +1,14 @@
 /*
  * targets.h -- what a --pid or --binary target carries: the modules with
  * billing probes and the probes in each.
+ *
+ * A --binary PATH target is every process, in any mount namespace, now
+ * or later, whose executable or a mapped library is PATH inside its own
+ * root: the file the host sees at PATH, and each file found at
+ * /proc/PID/root/PATH that PID maps.  One module per distinct file (the
+ * inode the process maps, so one file reached through several roots is
+ * attached once); bx_target_discover() looks for new ones (a container
+ * started or restarted from a new image).
  */
 #ifndef BX_TARGETS_H
 #define BX_TARGETS_H
@@ -8,9 +16,13 @@
 #include <stddef.h>
 
 typedef struct bx_module {
-	char *path;
+	char *path;    /* what to attach to: the mapped path, or /proc/PID/root/PATH */
 	char **probes; /* ELF spelling, "payment__auth"; each once */
 	size_t probe_count;
+	/* --binary: the file (device, inode) mapped, and the one the path
+	 * shows (differs on overlayfs: the merged view vs the layer's file) */
+	unsigned long long dev, ino, path_dev, path_ino;
+	int attached; /* attach.c has attached its probes */
 } bx_module_t;
 
 typedef struct bx_target {
@@ -18,21 +30,33 @@ typedef struct bx_target {
 	int pid;                       /* -1 for a binary: every process, now or later */
 	char *binary;                  /* the path given with --binary, else NULL */
 	unsigned long long start_time; /* of process pid when read: a reused PID differs */
+	int on_host;                   /* --binary: PATH exists in our own root */
+	size_t processes;              /* --binary: processes running it at the last discovery */
+	int discovered;                /* --binary: files added by the last discovery */
 	bx_module_t *modules;
 	size_t module_count;
 } bx_target_t;
 
 /* Read the billing probes of process pid (binary NULL) or of the ELF file
- * binary (pid -1).  0, or -1 with a one-line reason in err: no such
- * process, not an ELF file, no billing probes...; then t holds nothing. */
+ * binary (pid -1: the file at PATH here, and at PATH in the root of every
+ * running process that maps it).  0, or -1 with a one-line reason in err:
+ * no such process, not an ELF file, no billing probes...; then t holds
+ * nothing. */
 int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_t errlen);
+
+/* --binary targets: look through /proc for processes running PATH inside
+ * their root from a file not yet among t's modules, and add those files
+ * (attached 0).  Returns how many modules were added, or -1 when out of
+ * memory.  A no-op for pid targets and relative paths. */
+int bx_target_discover(bx_target_t *t);
 
 /* 1 when some module of t carries probe. */
 int bx_target_has_probe(const bx_target_t *t, const char *probe);
 int bx_module_has_probe(const bx_module_t *m, const char *probe);
 
 /* 1 while the process lives (pid targets: the same process, not a later
- * one given its PID) or the file exists (binaries). */
+ * one given its PID), or (binaries) while the file exists here or a
+ * process ran it at the last discovery. */
 int bx_target_alive(const bx_target_t *t);
 
 void bx_target_free(bx_target_t *t);

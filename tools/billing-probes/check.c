@@ -74,7 +74,10 @@ static int judge_site(bp_check_report_t *r, const bp_catalogue_t *cat, const bp_
 		f->got = p->nargs;
 	} else {
 		for (int a = 0; a < p->nargs && a < BP_CATALOGUE_MAX_ARGS; a++) {
-			if (!want->arg_size[a] || !p->args[a].size || want->arg_size[a] == p->args[a].size)
+			/* An argument the reader cannot decode (size 0) is a
+			 * mismatch too: no consumer can read it. */
+			if (p->args[a].kind != BP_SDT_ARG_UNKNOWN &&
+			    (!want->arg_size[a] || !p->args[a].size || want->arg_size[a] == p->args[a].size))
 				continue;
 			if (!(f = add(r, BP_ARG_WIDTH, want->provider, want->name)))
 				return -1;

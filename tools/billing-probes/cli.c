@@ -20,7 +20,8 @@ const char bp_cli_usage[] =
     "       billing-probes check TARGET [TARGET...] [--expect NAME]... [--expect-file FILE]\n"
     "                            [--json] [--provider FILE.d]\n"
     "       billing-probes doctor [TARGET] [--clear-stale] [--provider FILE.d]\n"
-    "       billing-probes trace SCRIPT (-p PID | -c 'CMD ARGS') [--dry-run]\n"
+    "       billing-probes trace SCRIPT (-p PID [-p PID...] | --binary PATH | -c 'CMD ARGS')\n"
+    "                            [--dry-run]\n"
     "                            [--provider FILE.d] [-- SCRIPT-ARGS...]\n"
     "\n"
     "TARGET is an ELF executable or shared library, or the PID of a running\n"
@@ -32,7 +33,9 @@ const char bp_cli_usage[] =
     "or in D (request-start), and take globs.  --expect-file holds one name or\n"
     "glob per line, # comments.  Without --expect, check expects every probe.\n"
     "trace runs a bpftrace script (a path, or a name such as tps) resolved\n"
-    "for the modules of the process; --dry-run prints the resolved script.\n"
+    "for the modules of the processes (several -p: one service, one total),\n"
+    "or for every process running PATH, now or later (--binary, until\n"
+    "Ctrl-C); --dry-run prints the resolved script.\n"
     "doctor --clear-stale lowers semaphores raised with no uprobe attached.\n"
     "Exit status: 0 ok, 1 check/doctor found a problem or nothing matched,\n"
     "2 bad target, provider file or usage (trace: bpftrace's status).\n";
@@ -104,7 +107,7 @@ static const command_shape_t shapes[] = {
 	{ "list", 1, 1, 1, 1, 0, 0, 0 },
 	{ "check", 2, 1, 0, 1, 1, 0, 0 },
 	{ "doctor", 1, 0, 0, 0, 0, 1, 0 },
-	{ "trace", 1, 0, 0, 0, 0, 0, 1 },
+	{ "trace", 2, 0, 0, 0, 0, 0, 1 },
 };
 
 int bp_cli_parse(int argc, char **argv, bp_options_t *opt, int *done)
@@ -175,6 +178,10 @@ int bp_cli_parse(int argc, char **argv, bp_options_t *opt, int *done)
 			if (r < 0 || !*v)
 				return bp_usage_error("-c needs a command");
 			opt->command_line = v;
+		} else if (shape->trace && (r = option_value(argc, argv, &i, "--binary", &v)) != 0) {
+			if (r < 0 || !*v)
+				return bp_usage_error("--binary needs the path of a program or library");
+			opt->binary = v;
 		} else if (shape->trace && strcmp(a, "--dry-run") == 0) {
 			opt->dry_run = 1;
 		} else if (a[0] == '-' && a[1] != '\0') {
@@ -197,8 +204,8 @@ int bp_cli_parse(int argc, char **argv, bp_options_t *opt, int *done)
 	if (shape->trace) {
 		if (!opt->script)
 			return bp_usage_error("trace: a SCRIPT is needed (a .bt path or a name such as tps)");
-		if ((opt->target_count > 0) == (opt->command_line != NULL))
-			return bp_usage_error("trace: give -p PID or -c 'CMD ARGS' (one of them)");
+		if ((opt->target_count > 0) + (opt->command_line != NULL) + (opt->binary != NULL) != 1)
+			return bp_usage_error("trace: give -p PID (one or more), --binary PATH or -c 'CMD ARGS' (one of them)");
 	}
 	return BP_EXIT_OK;
 }
@@ -231,5 +238,7 @@ int bp_cli_load_target(const char *spec, bp_probe_set_t *set)
 		bp_error(spec, err);
 		return -1;
 	}
+	for (size_t i = 0; i < set->unreadable_count; i++)
+		bp_error(spec, set->unreadable[i]);
 	return 0;
 }

@@ -34,6 +34,7 @@ typedef struct bp_options {
 	int clear_stale;          /* doctor --clear-stale */
 	const char *script;       /* trace SCRIPT */
 	const char *command_line; /* trace -c 'CMD ARGS' */
+	const char *binary;       /* trace --binary PATH: every process of that file */
 	int dry_run;              /* trace --dry-run */
 	char **script_args;       /* trace: what follows -- */
 	int script_arg_count;
@@ -55,7 +56,9 @@ int bp_usage_error(const char *why);
  * error line. */
 int bp_cli_catalogue(const bp_options_t *opt, bp_catalogue_t *cat, const char **source);
 
-/* Load TARGET into set, or print the one error line and return -1. */
+/* Load TARGET into set, or print the one error line and return -1.  A
+ * process's modules that could not be read are one line each on stderr
+ * (set->unreadable_count of them); the caller decides the exit status. */
 int bp_cli_load_target(const char *spec, bp_probe_set_t *set);
 
 #endif /* BP_CLI_H */

@@ -30,12 +30,20 @@ static void print_finding(FILE *out, const bp_finding_t *f)
 		fprintf(out, " (%d argument%s)\n", f->want, plural(f->want));
 		break;
 	case BP_ARG_COUNT:
-		fprintf(out, " at 0x%" PRIx64 " in %s has %d argument%s, the catalogue declares %d\n", at, module, f->got,
-		        plural(f->got), f->want);
+		if (f->got < 0)
+			fprintf(out, " at 0x%" PRIx64 " in %s has more than %d arguments, the catalogue declares %d\n", at,
+			        module, BP_SDT_MAX_ARGS, f->want);
+		else
+			fprintf(out, " at 0x%" PRIx64 " in %s has %d argument%s, the catalogue declares %d\n", at, module,
+			        f->got, plural(f->got), f->want);
 		break;
 	case BP_ARG_WIDTH:
-		fprintf(out, " at 0x%" PRIx64 " in %s: argument %d is %d bytes wide, the catalogue declares %d\n", at,
-		        module, f->arg, f->got, f->want);
+		if (f->got == 0 && f->site && f->arg >= 1 && f->arg <= f->site->nargs)
+			fprintf(out, " at 0x%" PRIx64 " in %s: argument %d cannot be decoded (\"%s\"), the catalogue declares %d bytes\n",
+			        at, module, f->arg, f->site->args[f->arg - 1].location, f->want);
+		else
+			fprintf(out, " at 0x%" PRIx64 " in %s: argument %d is %d bytes wide, the catalogue declares %d\n", at,
+			        module, f->arg, f->got, f->want);
 		break;
 	case BP_UNKNOWN:
 		fprintf(out, " at 0x%" PRIx64 " in %s: the catalogue declares no such probe\n", at, module);

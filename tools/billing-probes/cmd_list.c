@@ -37,7 +37,8 @@ int bp_cmd_list(const bp_options_t *opt)
 		return BP_EXIT_ERROR;
 	}
 	if (t.probe_count == 0) {
-		report_no_probes(&t);
+		if (t.unreadable_count == 0)
+			report_no_probes(&t);
 		bp_probe_set_free(&t);
 		bp_catalogue_free(&cat);
 		return BP_EXIT_ERROR;
@@ -77,6 +78,9 @@ int bp_cmd_list(const bp_options_t *opt)
 	} else {
 		bp_print_table(stdout, &t, selected);
 	}
+	/* A module we could not read may hold probes: the listing is partial. */
+	if (t.unreadable_count)
+		rc = BP_EXIT_ERROR;
 	free(selected);
 	free(name_glob);
 	bp_probe_set_free(&t);

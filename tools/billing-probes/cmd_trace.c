@@ -1,7 +1,7 @@
 /*
- * cmd_trace.c -- `billing-probes trace SCRIPT (-p PID | -c 'CMD ARGS')
- * [--dry-run] [-- SCRIPT-ARGS]`: run a shipped bpftrace script on any
- * billing service.
+ * cmd_trace.c -- `billing-probes trace SCRIPT (-p PID [-p PID...] |
+ * --binary PATH | -c 'CMD ARGS') [--dry-run] [-- SCRIPT-ARGS]`: run a
+ * shipped bpftrace script on any billing service, one process or several.
  *
  * bpftrace 0.17 resolves `usdt::billing:NAME` only with -p, fails when a
  * probe sits in two modules of the process ("Could not resolve symbol"),
@@ -10,8 +10,16 @@
  * script for them (trace_script.c) and runs bpftrace on the result.
  *
  * bpftrace runs with the resolved script (probes attached by path, kept
- * to the process by a pid predicate: see trace_script.h) and is ended
- * with SIGINT, so it prints its END output, when the process is gone.
+ * to the processes by a pid predicate: see trace_script.h) and is ended
+ * with SIGINT, so it prints its END output, when the processes are gone.
+ * Several -p are one service: their modules merged (one file once, by
+ * inode), one predicate naming them all, one set of totals.  --binary
+ * PATH attaches to the file with no predicate: every process running it,
+ * now or later, until Ctrl-C.  For one process in our mount namespace
+ * whose probes each sit in one module, bpftrace also gets -p PID, so the
+ * kernel places breakpoints and raises semaphores in that process only;
+ * otherwise (several processes, --binary, two modules) the kernel raises
+ * them in every process mapping the file (docs/tool.md).
  *
  * For -c the launcher starts the command itself, stopped at its entry
  * point once the loader has mapped its libraries (start_stopped.c), reads
@@ -78,10 +86,13 @@ static int find_script(const char *script, char *out, size_t n)
 			*slash = '/';
 		}
 	}
-	int in_build_tree = BP_BUILD_ROOT[0] && strncmp(exe, BP_BUILD_ROOT "/", strlen(BP_BUILD_ROOT) + 1) == 0;
+	/* Arrays, not literals: a test of a literal's first byte is a
+	 * constant operand to clang's -Wconstant-logical-operand. */
+	static const char build_root[] = BP_BUILD_ROOT, source_root[] = BP_SOURCE_ROOT;
+	int in_build_tree = build_root[0] && strncmp(exe, BP_BUILD_ROOT "/", strlen(build_root) + 1) == 0;
 	const char *dirs[3];
 	size_t ndirs = 0;
-	if (in_build_tree && BP_SOURCE_ROOT[0])
+	if (in_build_tree && source_root[0])
 		dirs[ndirs++] = BP_SOURCE_ROOT "/d-scripts/bpftrace";
 	if (exe_share[0])
 		dirs[ndirs++] = exe_share;
@@ -188,11 +199,23 @@ static void pass_output(struct tracer_output *out, int timeout_ms)
 	}
 }
 
-/* Run bpftrace, let a stopped command go once bpftrace is attached, and
- * end bpftrace (SIGINT: it prints its END output) when the traced process
- * is gone.  Returns bpftrace's exit status (128+N for a signal). */
-static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_set_t *set, const unsigned char *used)
+/* 1 when every one of the npids processes has exited (never for none). */
+static int all_gone(const int *pids, size_t npids)
 {
+	for (size_t i = 0; i < npids; i++)
+		if (!bp_process_gone((pid_t)pids[i]))
+			return 0;
+	return npids > 0;
+}
+
+/* Run bpftrace, let a stopped command go once bpftrace is attached, and
+ * end bpftrace (SIGINT: it prints its END output) when the traced
+ * processes are all gone (--binary: only on Ctrl-C or SIGTERM).  Returns
+ * bpftrace's exit status (128+N for a signal). */
+static int run_tracer(char **argv, const int *pids, size_t npids, int is_child, const bp_probe_set_t *set,
+                      const unsigned char *used)
+{
+	pid_t target = npids ? (pid_t)pids[0] : -1;
 	int out_pipe[2];
 	if (pipe(out_pipe) != 0) {
 		bp_error("trace", strerror(errno));
@@ -268,7 +291,7 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 			break;
 		if (done == target)
 			target_gone = 1;
-		else if (done == 0 && !is_child && bp_process_gone(target))
+		else if (done == 0 && !is_child && all_gone(pids, npids))
 			target_gone = 1;
 		gone_ticks += target_gone;
 		if (!interrupted && target_gone && bp_bpftrace_catches_sigint(tracer) &&
@@ -298,6 +321,155 @@ static int run_tracer(char **argv, pid_t target, int is_child, const bp_probe_se
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* Modules carrying probes that no uprobe can reach from here, or whose
+ * path cannot be written safely into a program: one line each. */
+static void report_unattachable(const bp_probe_set_t *set)
+{
+	for (size_t m = 0; m < set->module_count; m++) {
+		const bp_module_t *mod = &set->modules[m];
+		int carries = 0;
+		for (size_t i = 0; i < set->probe_count && !carries; i++)
+			carries = set->probes[i].module == m;
+		if (!carries || bp_trace_path_is_safe(mod->attach_path))
+			continue;
+		char shown[300];
+		size_t k = 0;
+		for (const char *c = mod->path; *c && k + 1 < sizeof shown; c++)
+			shown[k++] = ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) ? '?' : *c;
+		shown[k] = '\0';
+		fflush(stdout);
+		fprintf(stderr, "billing-probes: trace: left out %s: %s\n", shown,
+		        mod->attach_path ? "its path holds characters a bpftrace program cannot carry safely (only "
+		                           "letters, digits and /._- are written into one)"
+		                         : "no path from here reaches the file mapped (not in this mount namespace "
+		                           "nor under /proc/PID/root)");
+	}
+}
+
+/* May bpftrace attach with -p PID (breakpoints and semaphores in that one
+ * process only)?  bpftrace 0.17 then fails on a probe that sits in two
+ * modules of the process, and looks files up in the process's mount
+ * namespace itself: so only for one process, in our namespace, whose
+ * used probes sit in one module each. */
+static int can_use_bpftrace_pid(const bp_probe_set_t *set, const unsigned char *used)
+{
+	for (size_t i = 0; i < set->probe_count; i++) {
+		if (!used[i])
+			continue;
+		const bp_module_t *mod = &set->modules[set->probes[i].module];
+		if (!mod->attach_path || strcmp(mod->attach_path, mod->path) != 0)
+			return 0;
+		for (size_t j = 0; j < set->probe_count; j++)
+			if (used[j] && set->probes[j].module != set->probes[i].module &&
+			    strcmp(set->probes[j].provider, set->probes[i].provider) == 0 &&
+			    strcmp(set->probes[j].name, set->probes[i].name) == 0)
+				return 0;
+	}
+	return 1;
+}
+
+/* bp_binary_scan's callbacks for --binary: has set the file (dev, ino)?
+ * Add a file found inside a process's root, keyed by the file mapped. */
+static int set_has_file(unsigned long long dev, unsigned long long ino, void *ctx)
+{
+	const bp_probe_set_t *set = ctx;
+	for (size_t m = 0; m < set->module_count; m++)
+		if (set->modules[m].dev == dev && set->modules[m].ino == ino)
+			return 1;
+	return 0;
+}
+
+static int add_found_file(const bp_binary_file_t *file, void *ctx)
+{
+	bp_probe_set_t *set = ctx, one;
+	char err[512];
+	memset(&one, 0, sizeof one);
+	if (bp_probe_set_add_file(&one, file->root_path, err, sizeof err) != 0) {
+		char what[64];
+		snprintf(what, sizeof what, "--binary in process %d", file->pid);
+		bp_error(what, err); /* that file is left out */
+		bp_probe_set_free(&one);
+		return 0;
+	}
+	one.modules[0].dev = file->dev;
+	one.modules[0].ino = file->ino;
+	int rc = bp_probe_set_merge(set, &one);
+	bp_probe_set_free(&one);
+	return rc;
+}
+
+/* Read what the command line names into set: the one -c child or -p PID,
+ * several -p PIDs (merged: one service), or --binary's file.  pids gets
+ * the processes to keep to (none for --binary).  0, or -1 after the one
+ * error line. */
+static int load_targets(const bp_options_t *opt, const char *pid_text, bp_probe_set_t *set, int *pids, size_t *npids)
+{
+	char err[512];
+	*npids = 0;
+	memset(set, 0, sizeof *set);
+	if (opt->binary) {
+		char abs[PATH_MAX];
+		set->spec = opt->binary;
+		int here = realpath(opt->binary, abs) != NULL;
+		if (!here && (errno != ENOENT || opt->binary[0] != '/')) {
+			bp_error(opt->binary, errno == ENOENT ? "no such file" : strerror(errno));
+			return -1;
+		}
+		if (here && bp_probe_set_add_file(set, abs, err, sizeof err) != 0) {
+			bp_error(opt->binary, err);
+			return -1;
+		}
+		/* ... and the files at that path inside other processes' roots
+		 * (containers): the path as they see it */
+		if (opt->binary[0] == '/' && bp_binary_scan(opt->binary, set_has_file, add_found_file, set) < 0) {
+			bp_error("trace", "out of memory");
+			return -1;
+		}
+		if (set->module_count == 0) {
+			bp_error(opt->binary, "no such file (here, or at that path in the root of a running process)");
+			return -1;
+		}
+		return 0;
+	}
+	if (pid_text || opt->target_count == 1) {
+		const char *spec = pid_text ? pid_text : opt->targets[0];
+		if (bp_cli_load_target(spec, set) != 0)
+			return -1;
+		if (!set->is_process) {
+			bp_error(spec, "-p needs the PID of a running process");
+			return -1;
+		}
+		pids[(*npids)++] = set->pid;
+		return 0;
+	}
+	for (int k = 0; k < opt->target_count; k++) {
+		bp_probe_set_t one;
+		int rc = bp_cli_load_target(opt->targets[k], &one);
+		if (rc == 0 && !one.is_process) {
+			bp_error(opt->targets[k], "-p needs the PID of a running process");
+			rc = -1;
+		}
+		if (rc != 0) {
+			bp_probe_set_free(&one);
+			return -1;
+		}
+		int dup = 0;
+		for (size_t i = 0; i < *npids; i++)
+			dup |= pids[i] == one.pid;
+		if (!dup)
+			pids[(*npids)++] = one.pid;
+		rc = bp_probe_set_merge(set, &one);
+		bp_probe_set_free(&one);
+		if (rc != 0) {
+			bp_error("trace", "out of memory");
+			return -1;
+		}
+	}
+	set->is_process = 1;
+	set->pid = pids[0];
+	return 0;
+}
+
 int bp_cmd_trace(const bp_options_t *opt)
 {
 	char script[PATH_MAX + 128], err[512];
@@ -315,7 +487,6 @@ int bp_cmd_trace(const bp_options_t *opt)
 
 	bp_probe_set_t set;
 	char where[PATH_MAX + 32], pid_text[32];
-	const char *pid_spec = opt->command_line ? pid_text : opt->targets[0];
 	pid_t command = -1;
 	if (opt->command_line) {
 		command = bp_start_stopped(opt->command_line, err, sizeof err);
@@ -329,13 +500,18 @@ int bp_cmd_trace(const bp_options_t *opt)
 		}
 		snprintf(pid_text, sizeof pid_text, "%d", (int)command);
 		snprintf(where, sizeof where, "'%.200s'", opt->command_line);
+	} else if (opt->binary) {
+		snprintf(where, sizeof where, "%.4000s", opt->binary);
 	} else {
-		snprintf(where, sizeof where, "PID %.20s", opt->targets[0]);
+		snprintf(where, sizeof where, "PID %.20s%s", opt->targets[0],
+		         opt->target_count > 1 ? " or the other PIDs" : "");
 	}
-	int loaded = bp_cli_load_target(pid_spec, &set);
-	if (loaded == 0 && !set.is_process) {
-		bp_error(pid_spec, "-p needs the PID of a running process");
-		loaded = -1;
+	int *pids = calloc((size_t)opt->target_count + 1, sizeof *pids);
+	size_t npids = 0;
+	int loaded = pids ? load_targets(opt, opt->command_line ? pid_text : NULL, &set, pids, &npids) : -1;
+	if (!pids) {
+		memset(&set, 0, sizeof set);
+		bp_error("trace", "out of memory");
 	}
 	unsigned char *used = loaded == 0 ? calloc(set.probe_count + 1, 1) : NULL;
 	if (loaded != 0 || !used) {
@@ -344,14 +520,17 @@ int bp_cmd_trace(const bp_options_t *opt)
 			waitpid(command, NULL, 0);
 		}
 		free(used);
+		free(pids);
 		bp_probe_set_free(&set);
 		free(text);
 		return BP_EXIT_ERROR;
 	}
 
+	report_unattachable(&set);
 	static drop_ctx_t dropped;
 	dropped.where = where;
-	char *resolved = bp_trace_resolve(text, len, &set, set.pid, used, report_dropped, &dropped, err, sizeof err);
+	char *resolved =
+	    bp_trace_resolve(text, len, &set, pids, npids, used, report_dropped, &dropped, err, sizeof err);
 	free(text);
 	if (!resolved || opt->dry_run) {
 		if (resolved)
@@ -363,26 +542,34 @@ int bp_cmd_trace(const bp_options_t *opt)
 			waitpid(command, NULL, 0);
 		}
 		free(used);
+		free(pids);
 		bp_probe_set_free(&set);
 		free(resolved);
 		return resolved ? BP_EXIT_OK : BP_EXIT_ERROR;
 	}
 
-	/* bpftrace -e PROGRAM [ARGS...]: the probes attached by path,
-	 * kept to this process by the predicate. */
+	/* bpftrace [-p PID] -e PROGRAM [ARGS...]: the probes attached by
+	 * path, kept to the processes by the predicate; with -p, the kernel
+	 * also places breakpoints and raises semaphores in that process only. */
 	const char *bpftrace = getenv("BPFTRACE") ? getenv("BPFTRACE") : "bpftrace";
 	size_t argc = 0;
-	char **argv = calloc(4 + (size_t)opt->script_arg_count + 1, sizeof *argv);
+	char **argv = calloc(6 + (size_t)opt->script_arg_count + 1, sizeof *argv);
+	char one_pid[32];
 	int rc = BP_EXIT_ERROR;
 	if (argv) {
 		argv[argc++] = (char *)bpftrace;
+		if (npids == 1 && can_use_bpftrace_pid(&set, used)) {
+			snprintf(one_pid, sizeof one_pid, "%d", pids[0]);
+			argv[argc++] = (char *)"-p";
+			argv[argc++] = one_pid;
+		}
 		argv[argc++] = (char *)"-e";
 		argv[argc++] = resolved;
 		for (int i = 0; i < opt->script_arg_count; i++)
 			argv[argc++] = opt->script_args[i];
 		argv[argc] = NULL;
 		fflush(stdout);
-		rc = run_tracer(argv, (pid_t)set.pid, command > 0, &set, used);
+		rc = run_tracer(argv, pids, npids, command > 0, &set, used);
 	} else {
 		bp_error("trace", "out of memory");
 		if (command > 0)
@@ -390,6 +577,7 @@ int bp_cmd_trace(const bp_options_t *opt)
 	}
 	free(argv);
 	free(used);
+	free(pids);
 	bp_probe_set_free(&set);
 	free(resolved);
 	return rc;

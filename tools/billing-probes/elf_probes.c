@@ -83,7 +83,7 @@ static int scan_sections(Elf *elf, off_t file_size, elf_layout_t *lay, char *err
 }
 
 static int add_note(bp_probe_set_t *set, size_t module, Elf *elf, size_t phnum, const elf_layout_t *lay,
-                    const unsigned char *desc, size_t len, int is64, int big_endian,
+                    const unsigned char *desc, size_t len, int is64, int big_endian, int machine,
                     char *err, size_t errlen)
 {
 	bp_sdt_note_t note;
@@ -105,11 +105,9 @@ static int add_note(bp_probe_set_t *set, size_t module, Elf *elf, size_t phnum, 
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	p->nargs = bp_sdt_args_parse(note.args, p->args, why, sizeof why);
-	if (p->nargs < 0) {
-		snprintf(err, errlen, "malformed arguments of probe %s:%s: %s", note.provider, note.name, why);
-		return -1;
-	}
+	/* An argument string past decoding (more than 12 specs) leaves the
+	 * probe listed with unknown arguments (nargs -1): it is still there. */
+	p->nargs = bp_sdt_args_parse_machine(note.args, machine, p->args, why, sizeof why);
 	p->address = bp_sdt_adjust_address(note.pc, note.base, lay->base_addr);
 	p->semaphore = bp_sdt_adjust_address(note.semaphore, note.base, lay->base_addr);
 	p->address_offset = address_to_offset(elf, phnum, p->address);
@@ -199,7 +197,7 @@ int bp_elf_read_probes(int fd, bp_probe_set_t *set, size_t module, char *err, si
 			if (nh.n_type == BP_SDT_NOTE_TYPE && nh.n_namesz == sizeof BP_SDT_NOTE_OWNER &&
 			    memcmp(owner, BP_SDT_NOTE_OWNER, sizeof BP_SDT_NOTE_OWNER) == 0) {
 				if (add_note(set, module, elf, phnum, &lay, (const unsigned char *)data->d_buf + desc_off,
-				             nh.n_descsz, is64, big_endian, err, errlen) != 0)
+				             nh.n_descsz, is64, big_endian, bp_sdt_machine_of_elf(eh.e_machine), err, errlen) != 0)
 					goto out;
 			}
 			pos = next;

@@ -3,7 +3,8 @@
  *
  * Table: one probe per line, columns sized to their content, arguments
  * decoded as "TYPE LOCATION" (the type comes from the spec's size and
- * sign: a string argument shows as uint64, the pointer it is).  JSON:
+ * sign: a string argument shows as uint64, the pointer it is), or as
+ * "unknown SPEC" when the spec is no form the reader decodes.  JSON:
  * addresses are "0x..." strings, because JSON numbers lose precision
  * above 2^53.
  */
@@ -21,9 +22,15 @@ static void format_args(char *buf, size_t n, const bp_probe_t *p)
 {
 	size_t used = 0;
 	buf[0] = '\0';
+	if (p->nargs < 0) {
+		snprintf(buf, n, "unknown (more than %d arguments)", BP_SDT_MAX_ARGS);
+		return;
+	}
 	for (int i = 0; i < p->nargs && used < n; i++) {
-		int w = snprintf(buf + used, n - used, "%s%s %s", i ? ", " : "",
-		                 bp_sdt_arg_type_name(&p->args[i]), p->args[i].location);
+		const bp_sdt_arg_t *a = &p->args[i];
+		int w = a->kind == BP_SDT_ARG_UNKNOWN
+		            ? snprintf(buf + used, n - used, "%sunknown %s", i ? ", " : "", a->location)
+		            : snprintf(buf + used, n - used, "%s%s %s", i ? ", " : "", bp_sdt_arg_type_name(a), a->location);
 		if (w < 0)
 			break;
 		used += (size_t)w;
@@ -144,6 +151,10 @@ void bp_print_json(FILE *out, const bp_probe_set_t *t, const unsigned char *sele
 		}
 		fputs(", \"args\": ", out);
 		bp_json_string(out, p->arg_string);
+		if (p->nargs < 0) {
+			fputs(", \"arguments\": null}", out);
+			continue;
+		}
 		fputs(", \"arguments\": [", out);
 		for (int a = 0; a < p->nargs; a++) {
 			const bp_sdt_arg_t *arg = &p->args[a];

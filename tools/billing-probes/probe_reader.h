@@ -24,6 +24,9 @@
  * and each semaphore's value is read from the process's memory.  Errors
  * come back as one line without the spec ("permission denied", "no such
  * process", "not an ELF file (...)"); the caller prefixes what it read.
+ * A mapped ELF file that cannot be opened or read does not fail a
+ * process: it is named in set.unreadable, for the caller to report
+ * (files that are not ELF, such as locale archives, are skipped).
  *
  * The catalogue: bp_catalogue_builtin() gives the probes of billing.d as
  * this library was built (no file needed); bp_catalogue_load() reads any
@@ -32,6 +35,7 @@
  *
  * Layers, each calling only those below it:
  *     probe_target.c   file or PID -> a probe set
+ *     binary_scan.c    the processes running a path inside their own root
  *     proc_maps.c      /proc/PID/maps, memory reads
  *     elf_probes.c     one ELF file's .note.stapsdt, through libelf
  *     probe_set.c      the container (modules, probes)
@@ -56,7 +60,7 @@ typedef struct bp_probe {
 	char *provider;
 	char *name;       /* ELF spelling: "request__start" */
 	char *arg_string; /* as in the note, "" for none */
-	int nargs;
+	int nargs;        /* -1: the argument string could not be split (unknown) */
 	bp_sdt_arg_t args[BP_SDT_MAX_ARGS];
 	uint64_t address;         /* probe site, link-time address after .stapsdt.base adjustment */
 	uint64_t semaphore;       /* link-time address, 0 for none */
@@ -73,6 +77,13 @@ typedef struct bp_probe {
 typedef struct bp_module {
 	char *path;           /* as the user or /proc/PID/maps names it */
 	int has_note_section; /* .note.stapsdt present (possibly empty) */
+	/* The file read: its device and inode (one file reached by two paths,
+	 * e.g. through two containers' roots, is one module to attach to). */
+	unsigned long long dev, ino;
+	/* A path in this tool's own mount namespace reaching that same inode,
+	 * for a uprobe: path itself, or /proc/PID/root/PATH for a process in
+	 * another mount namespace (a container); NULL when neither does. */
+	char *attach_path;
 } bp_module_t;
 
 /* The probes of one target: a file, or every module a process maps. */
@@ -84,6 +95,10 @@ typedef struct bp_probe_set {
 	size_t module_count;
 	bp_probe_t *probes;
 	size_t probe_count;
+	/* Process targets: mapped ELF files whose probes could not be read
+	 * ("PATH: why", one line each); their probes are missing above. */
+	char **unreadable;
+	size_t unreadable_count;
 } bp_probe_set_t;
 
 /* --- loading ------------------------------------------------------------- */
@@ -96,6 +111,38 @@ int bp_probe_set_load(const char *spec, bp_probe_set_t *set, char *err, size_t e
 int bp_probe_set_add_file(bp_probe_set_t *set, const char *path, char *err, size_t errlen);
 /* Every module of a live process, with run-time addresses and semaphores. */
 int bp_probe_set_load_pid(pid_t pid, bp_probe_set_t *set, char *err, size_t errlen);
+
+/* Add to dst the modules of src it lacks (one file: same device and
+ * inode, whatever the path) with their probes, e.g. the processes of one
+ * service read one by one.  0, or -1 when out of memory. */
+int bp_probe_set_merge(bp_probe_set_t *dst, const bp_probe_set_t *src);
+
+/* --- processes running a path inside their own root -------------------- */
+
+/* A file some process runs or maps from PATH inside its own root. */
+typedef struct bp_binary_file {
+	int pid;              /* one process mapping it */
+	char root_path[4200]; /* "/proc/PID/root" PATH: reaches it from here */
+	/* the file mapped (through /proc/PID/map_files: on overlayfs the
+	 * layer's file, where a uprobe lands), and as stat shows it through
+	 * root_path (overlayfs: the merged view) */
+	unsigned long long dev, ino, path_dev, path_ino;
+} bp_binary_file_t;
+
+/* 1 when the caller has the file (dev, ino) already. */
+typedef int (*bp_binary_known_fn)(unsigned long long dev, unsigned long long ino, void *ctx);
+/* A file not known yet: 0, or -1 to stop the scan (out of memory). */
+typedef int (*bp_binary_found_fn)(const bp_binary_file_t *file, void *ctx);
+
+/* Look through /proc for processes (not the caller) that run or map the
+ * absolute path inside their own root (a process in a container: the
+ * path as the container sees it).  found is called for each file that
+ * known (may be NULL) does not know, once per process mapping it: known
+ * should say yes to a file found before.  Returns the number of processes
+ * mapping the path, known files or not; -1 when found stopped the scan.
+ * Matched by the path inside the process's root, then by the inode it
+ * maps; paths read from /proc/PID/maps are only compared. */
+long bp_binary_scan(const char *path, bp_binary_known_fn known, bp_binary_found_fn found, void *ctx);
 
 /* 1 when PID has exited or is a zombie (its /proc/PID/stat says Z or X). */
 int bp_process_gone(pid_t pid);

@@ -3,6 +3,7 @@
  */
 #include "probe_set.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,8 +18,8 @@ size_t bp_probe_set_add_module(bp_probe_set_t *set, const char *path)
 	if (!copy)
 		return (size_t)-1;
 	memcpy(copy, path, n);
+	memset(&mods[set->module_count], 0, sizeof mods[set->module_count]);
 	mods[set->module_count].path = copy;
-	mods[set->module_count].has_note_section = 0;
 	return set->module_count++;
 }
 
@@ -38,6 +39,67 @@ bp_probe_t *bp_probe_set_add_probe(bp_probe_set_t *set)
 	return p;
 }
 
+int bp_probe_set_add_unreadable(bp_probe_set_t *set, const char *path, const char *why)
+{
+	char **list = realloc(set->unreadable, (set->unreadable_count + 1) * sizeof *list);
+	if (!list)
+		return -1;
+	set->unreadable = list;
+	size_t n = strlen(path) + strlen(why) + 3;
+	char *line = malloc(n);
+	if (!line)
+		return -1;
+	snprintf(line, n, "%s: %s", path, why);
+	/* A path from /proc/PID/maps may hold any byte: one printable line. */
+	for (char *c = line; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f)
+			*c = '?';
+	list[set->unreadable_count++] = line;
+	return 0;
+}
+
+static char *dup_or_null(const char *s, int *failed)
+{
+	if (!s)
+		return NULL;
+	char *d = strdup(s);
+	*failed |= d == NULL;
+	return d;
+}
+
+int bp_probe_set_merge(bp_probe_set_t *dst, const bp_probe_set_t *src)
+{
+	int failed = 0;
+	for (size_t m = 0; m < src->module_count && !failed; m++) {
+		const bp_module_t *sm = &src->modules[m];
+		int seen = 0;
+		for (size_t k = 0; k < dst->module_count && !seen; k++)
+			seen = sm->ino && dst->modules[k].dev == sm->dev && dst->modules[k].ino == sm->ino;
+		if (seen)
+			continue;
+		size_t dm = bp_probe_set_add_module(dst, sm->path);
+		if (dm == (size_t)-1)
+			return -1;
+		dst->modules[dm].has_note_section = sm->has_note_section;
+		dst->modules[dm].dev = sm->dev;
+		dst->modules[dm].ino = sm->ino;
+		dst->modules[dm].attach_path = dup_or_null(sm->attach_path, &failed);
+		for (size_t i = 0; i < src->probe_count && !failed; i++) {
+			if (src->probes[i].module != m)
+				continue;
+			bp_probe_t *p = bp_probe_set_add_probe(dst);
+			if (!p)
+				return -1;
+			*p = src->probes[i];
+			p->module = dm;
+			p->provider = dup_or_null(src->probes[i].provider, &failed);
+			p->name = dup_or_null(src->probes[i].name, &failed);
+			p->arg_string = dup_or_null(src->probes[i].arg_string, &failed);
+		}
+	}
+	return failed ? -1 : 0;
+}
+
 void bp_probe_set_truncate(bp_probe_set_t *set, size_t count)
 {
 	for (size_t i = count; i < set->probe_count; i++) {
@@ -52,8 +114,13 @@ void bp_probe_set_truncate(bp_probe_set_t *set, size_t count)
 void bp_probe_set_free(bp_probe_set_t *set)
 {
 	bp_probe_set_truncate(set, 0);
-	for (size_t i = 0; i < set->module_count; i++)
+	for (size_t i = 0; i < set->module_count; i++) {
 		free(set->modules[i].path);
+		free(set->modules[i].attach_path);
+	}
+	for (size_t i = 0; i < set->unreadable_count; i++)
+		free(set->unreadable[i]);
+	free(set->unreadable);
 	free(set->probes);
 	free(set->modules);
 	memset(set, 0, sizeof *set);

@@ -13,6 +13,9 @@
 size_t bp_probe_set_add_module(bp_probe_set_t *set, const char *path);
 /* Append an empty probe; returns it or NULL when out of memory. */
 bp_probe_t *bp_probe_set_add_probe(bp_probe_set_t *set);
+/* Note a module that could not be read: "PATH: WHY".  0, or -1 when out
+ * of memory. */
+int bp_probe_set_add_unreadable(bp_probe_set_t *set, const char *path, const char *why);
 /* Drop the probes from index count on (what a broken file yielded). */
 void bp_probe_set_truncate(bp_probe_set_t *set, size_t count);
 

@@ -47,10 +47,19 @@ int bp_probe_set_add_file(bp_probe_set_t *set, const char *path, char *err, size
 	}
 	size_t module = bp_probe_set_add_module(set, path);
 	int rc = -1;
-	if (module == (size_t)-1)
+	struct stat st;
+	if (module == (size_t)-1) {
 		snprintf(err, errlen, "out of memory");
-	else
-		rc = bp_elf_read_probes(fd, set, module, err, errlen);
+	} else {
+		if (fstat(fd, &st) == 0) {
+			set->modules[module].dev = (unsigned long long)st.st_dev;
+			set->modules[module].ino = (unsigned long long)st.st_ino;
+		}
+		set->modules[module].attach_path = strdup(path);
+		rc = set->modules[module].attach_path ? bp_elf_read_probes(fd, set, module, err, errlen) : -1;
+		if (!set->modules[module].attach_path)
+			snprintf(err, errlen, "out of memory");
+	}
 	close(fd);
 	return rc;
 }

@@ -203,6 +203,48 @@ static int same_inode(int fd, const mapping_t *mp)
 	return fstat(fd, &st) == 0 && (unsigned long)st.st_ino == mp->inode;
 }
 
+/* A path in our own mount namespace that reaches the inode fd has open:
+ * the mapped path itself (same namespace, or a chroot-style container
+ * sharing it), else the path inside the process's root.  NULL when
+ * neither does (or out of memory). */
+static char *attach_path(pid_t pid, const mapping_t *mp, int fd)
+{
+	struct stat want, st;
+	if (fstat(fd, &want) != 0)
+		return NULL;
+	if (stat(mp->path, &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino)
+		return strdup(mp->path);
+	char path[4200];
+	snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mp->path);
+	if (stat(path, &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino)
+		return strdup(path);
+	return NULL;
+}
+
+/* 1 when the file starts with the ELF magic: only those can carry probes
+ * (a process also maps locale archives, fonts, caches). */
+static int is_elf_file(int fd)
+{
+	unsigned char magic[4];
+	return pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic && memcmp(magic, "\177ELF", 4) == 0;
+}
+
+/* Mappings that are never a program or library: memfd and System V
+ * shared memory, devices.  Unopenable ones are skipped without a word. */
+static int not_a_program_file(const char *path)
+{
+	return strncmp(path, "/memfd:", 7) == 0 || strncmp(path, "/SYSV", 5) == 0 || strncmp(path, "/dev/", 5) == 0;
+}
+
+/* A mapped ELF file whose probes we cannot know: one line in the set. */
+static int note_unreadable(bp_probe_set_t *t, const mapping_t *mp, const char *why, char *err, size_t errlen)
+{
+	if (bp_probe_set_add_unreadable(t, mp->path, why) == 0)
+		return 0;
+	snprintf(err, errlen, "out of memory");
+	return -1;
+}
+
 static uint64_t runtime_address(const maps_t *m, size_t module, int64_t file_offset)
 {
 	if (file_offset < 0)
@@ -266,13 +308,28 @@ static int load_modules(pid_t pid, maps_t *m, bp_probe_set_t *t, char *err, size
 			continue;
 		int fd = open_mapped_file(pid, mp);
 		if (fd < 0) {
+			int open_errno = errno;
 			if (bp_process_gone(pid)) {
 				snprintf(err, errlen, "process exited while being read");
 				return -1;
 			}
-			continue; /* a file we cannot reach: not ours to judge */
+			if (open_errno == EINVAL || not_a_program_file(mp->path))
+				continue; /* a device, shared memory: not ours to open, never a program */
+			char why[200];
+			snprintf(why, sizeof why, "cannot open the mapped file (%s): its probes are not listed",
+			         strerror(open_errno));
+			if (note_unreadable(t, mp, why, err, errlen) != 0)
+				return -1;
+			continue;
 		}
 		if (!same_inode(fd, mp)) {
+			close(fd);
+			if (note_unreadable(t, mp, "the file at this path is not the one mapped (replaced?): its probes are not listed",
+			                    err, errlen) != 0)
+				return -1;
+			continue;
+		}
+		if (!is_elf_file(fd)) {
 			close(fd);
 			continue;
 		}
@@ -282,12 +339,21 @@ static int load_modules(pid_t pid, maps_t *m, bp_probe_set_t *t, char *err, size
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
+		struct stat st;
+		if (fstat(fd, &st) == 0) {
+			t->modules[module].dev = (unsigned long long)st.st_dev;
+			t->modules[module].ino = (unsigned long long)st.st_ino;
+		}
+		t->modules[module].attach_path = attach_path(pid, mp, fd);
 		size_t before = t->probe_count;
 		char why[256];
 		if (bp_elf_read_probes(fd, t, module, why, sizeof why) != 0) {
-			/* Data files (locale archives, fonts) are mapped too; drop
-			 * whatever a broken or foreign file yielded. */
+			/* Drop whatever the broken file yielded, and say so. */
 			bp_probe_set_truncate(t, before);
+			if (note_unreadable(t, mp, why, err, errlen) != 0) {
+				close(fd);
+				return -1;
+			}
 		}
 		close(fd);
 		mp->module = module;

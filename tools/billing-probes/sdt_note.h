@@ -9,8 +9,9 @@
  *     pc, base, semaphore     three addresses, 4 or 8 bytes each
  *     provider\0 name\0 args\0
  *
- * and args is a space-separated list of "[-]SIZE@OPERAND", e.g.
- * "-4@%edx 8@$5 -8@16(%rbp) 8@%rax" (x86) or "8@x0 -4@[sp, 12]" (arm64).
+ * and args is a space-separated list of "[-]SIZE[f]@OPERAND", e.g.
+ * "-4@%edx 8@$5 -8@16(%rbp) 8@40+sym(%rip)" (x86) or "8@x0 -4@[sp, 12]"
+ * (arm64).  sdt_note.c lists the operand forms it decodes.
  */
 #ifndef BP_SDT_NOTE_H
 #define BP_SDT_NOTE_H
@@ -32,14 +33,16 @@ typedef enum bp_sdt_arg_kind {
 	BP_SDT_ARG_REGISTER,  /* %rax, x0 */
 	BP_SDT_ARG_IMMEDIATE, /* $5 */
 	BP_SDT_ARG_MEMORY,    /* -8(%rbp), foo(%rip), [sp, 12] */
-	BP_SDT_ARG_OTHER,     /* well-formed but architecture-specific: "3" (POWER r3) */
+	BP_SDT_ARG_OTHER,     /* well-formed but architecture-specific: "3" (POWER r3, arm64 constant 3) */
+	BP_SDT_ARG_UNKNOWN,   /* no form we know: location is the spec as written, sanitised */
 } bp_sdt_arg_kind_t;
 
 typedef struct bp_sdt_arg {
 	int size;      /* bytes: 1, 2, 4 or 8; 0 when the spec gives none */
 	int is_signed; /* a leading '-' on the size */
+	int is_float;  /* an 'f' after the size: "8f@%xmm0" (systemtap 4.x) */
 	bp_sdt_arg_kind_t kind;
-	char location[BP_SDT_MAX_LOCATION]; /* the operand as written */
+	char location[BP_SDT_MAX_LOCATION]; /* the operand as written (unknown: the whole spec) */
 } bp_sdt_arg_t;
 
 typedef struct bp_sdt_note {
@@ -58,8 +61,24 @@ int bp_sdt_note_parse(const unsigned char *desc, size_t len, int is64, int big_e
                       bp_sdt_note_t *out, char *err, size_t errlen);
 
 /* Split and decode an argument string into at most BP_SDT_MAX_ARGS specs.
- * Returns the number of arguments, or -1 with a reason in err. */
+ * An argument that cannot be decoded comes back as BP_SDT_ARG_UNKNOWN
+ * (size 0): the others stay usable.  Returns the number of arguments, or
+ * -1 with a reason in err only when there are more than 12. */
 int bp_sdt_args_parse(const char *args, bp_sdt_arg_t out[BP_SDT_MAX_ARGS], char *err, size_t errlen);
+
+/* The architecture, where it decides what an operand is: a bare "5" is
+ * register 5 on POWER and the constant 5 on arm64; "$2" is register 2 on
+ * MIPS and the constant 2 on x86. */
+enum { BP_SDT_MACHINE_UNKNOWN = 0, /* x86 reading; a bare number is "other" */
+       BP_SDT_MACHINE_X86,
+       BP_SDT_MACHINE_MIPS,
+       BP_SDT_MACHINE_POWER,
+       BP_SDT_MACHINE_OTHER /* arm64, ARM, RISC-V, s390x: a bare number is a constant */ };
+/* The BP_SDT_MACHINE_* of an ELF e_machine value. */
+int bp_sdt_machine_of_elf(unsigned elf_machine);
+/* bp_sdt_args_parse for a known architecture. */
+int bp_sdt_args_parse_machine(const char *args, int machine, bp_sdt_arg_t out[BP_SDT_MAX_ARGS], char *err,
+                              size_t errlen);
 
 /* Apply the prelink adjustment systemtap and readelf document: when the
  * ELF has a .stapsdt.base section at base_section_addr (0: none), an
@@ -67,9 +86,9 @@ int bp_sdt_args_parse(const char *args, bp_sdt_arg_t out[BP_SDT_MAX_ARGS], char 
  * Semaphore 0 means "no semaphore" and stays 0. */
 uint64_t bp_sdt_adjust_address(uint64_t addr, uint64_t recorded_base, uint64_t base_section_addr);
 
-/* "int32", "uint64", ... for a size and signedness; "?" for size 0. */
+/* "int32", "uint64", "float64", ... for a size and signedness; "?" for size 0. */
 const char *bp_sdt_arg_type_name(const bp_sdt_arg_t *arg);
-/* "register", "immediate", "memory". */
+/* "register", "immediate", "memory", "other", "unknown". */
 const char *bp_sdt_arg_kind_name(bp_sdt_arg_kind_t kind);
 
 #ifdef __cplusplus

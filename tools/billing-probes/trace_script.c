@@ -124,6 +124,20 @@ static int is_predicate_start(const char *start, const char *p, const char *end)
 	return p == start || p[-1] == ' ' || p[-1] == '\t' || p[-1] == '\n' || p[-1] == '\r';
 }
 
+int bp_trace_path_is_safe(const char *path)
+{
+	if (!path || path[0] != '/' || strlen(path) > 4000)
+		return 0;
+	for (const char *c = path; *c; c++) {
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '/' ||
+		      *c == '.' || *c == '_' || *c == '-'))
+			return 0;
+		if (c[0] == '/' && (c[1] == '/' || (c[1] == '.' && c[2] == '.' && (c[3] == '/' || c[3] == '\0'))))
+			return 0;
+	}
+	return 1;
+}
+
 static int has_glob(const char *s)
 {
 	return strpbrk(s, "*?[") != NULL;
@@ -152,6 +166,8 @@ static int expand_spec(const char *spec, size_t n, const bp_probe_set_t *set, un
 	const char *name = colon + 1;
 	int made = 0;
 	for (size_t m = 0; m < set->module_count; m++) {
+		if (!bp_trace_path_is_safe(set->modules[m].attach_path))
+			continue; /* cmd_trace said why */
 		/* each probe name once per module, in the set's order */
 		for (size_t i = 0; i < set->probe_count; i++) {
 			const bp_probe_t *p = &set->probes[i];
@@ -170,7 +186,7 @@ static int expand_spec(const char *spec, size_t n, const bp_probe_set_t *set, un
 			if (!first || made)
 				puts_(out, ",\n");
 			puts_(out, "usdt:");
-			puts_(out, set->modules[m].path);
+			puts_(out, set->modules[m].attach_path);
 			puts_(out, ":");
 			puts_(out, p->provider);
 			puts_(out, ":");
@@ -206,8 +222,22 @@ static int rewrite_specs(const char *s, const char *e, const bp_probe_set_t *set
 	return made;
 }
 
-char *bp_trace_resolve(const char *text, size_t len, const bp_probe_set_t *set, int pid, unsigned char *used,
-                       bp_dropped_fn dropped, void *ctx, char *err, size_t errlen)
+/* "pid == A" or "(pid == A || pid == B ...)" into out. */
+static void put_pid_filter(buf_t *out, const int *pids, size_t npids)
+{
+	char one[32];
+	if (npids > 1)
+		puts_(out, "(");
+	for (size_t i = 0; i < npids; i++) {
+		snprintf(one, sizeof one, "%spid == %d", i ? " || " : "", pids[i]);
+		puts_(out, one);
+	}
+	if (npids > 1)
+		puts_(out, ")");
+}
+
+char *bp_trace_resolve(const char *text, size_t len, const bp_probe_set_t *set, const int *pids, size_t npids,
+                       unsigned char *used, bp_dropped_fn dropped, void *ctx, char *err, size_t errlen)
 {
 	buf_t out = { NULL, 0, 0, 0 };
 	const char *p = text, *end = text + len;
@@ -267,11 +297,10 @@ char *bp_trace_resolve(const char *text, size_t len, const bp_probe_set_t *set, 
 		if (made > 0) {
 			put(&out, specs_out.s, specs_out.len);
 			put(&out, " ", 1);
-			if (pid > 0 && passthrough == 0) {
-				/* attached by path: keep to this process */
-				char filter[64];
-				snprintf(filter, sizeof filter, "/pid == %d", pid);
-				puts_(&out, filter);
+			if (npids > 0 && passthrough == 0) {
+				/* attached by path: keep to these processes */
+				puts_(&out, "/");
+				put_pid_filter(&out, pids, npids);
 				if (*specs_end == '/') {
 					const char *pred_end = skip_predicate(specs_end, end, &bad);
 					puts_(&out, " && (");

@@ -22,12 +22,23 @@
 typedef void (*bp_dropped_fn)(const char *spec, void *ctx);
 
 /* Resolve text (len bytes) against set into a malloc'd NUL-terminated
- * string.  With pid > 0 every clause made only of resolved USDT specs
- * gets the predicate "pid == PID" (anded with its own): specs with a path
- * attach to every process running that file.  used (set->probe_count bytes, or NULL) receives 1 for every
- * site the resolved script attaches to.  Returns NULL with a one-line
- * reason in err (out of memory, an unterminated comment, string or block). */
-char *bp_trace_resolve(const char *text, size_t len, const bp_probe_set_t *set, int pid, unsigned char *used,
-                       bp_dropped_fn dropped, void *ctx, char *err, size_t errlen);
+ * string.  With npids > 0 every clause made only of resolved USDT specs
+ * gets the predicate "pid == PID" (several: "(pid == A || pid == B)"),
+ * anded with its own: specs with a path attach to every process running
+ * that file.  npids 0: no predicate (every process of the file).  Each
+ * module is attached through its attach_path, and only when
+ * bp_trace_path_is_safe() accepts it (a module without one is left out,
+ * as if it carried no probe).  used (set->probe_count bytes, or NULL)
+ * receives 1 for every site the resolved script attaches to.  Returns
+ * NULL with a one-line reason in err (out of memory, an unterminated
+ * comment, string or block). */
+char *bp_trace_resolve(const char *text, size_t len, const bp_probe_set_t *set, const int *pids, size_t npids,
+                       unsigned char *used, bp_dropped_fn dropped, void *ctx, char *err, size_t errlen);
+
+/* 1 when path can be written into a bpftrace program as it is: absolute,
+ * made only of letters, digits and "/._-", no "//" or "/../", at most
+ * 4000 bytes.  A path from /proc/PID/maps is another user's input: one
+ * that fails is never pasted into a program (the module is left out). */
+int bp_trace_path_is_safe(const char *path);
 
 #endif /* BP_TRACE_SCRIPT_H */

@@ -1,0 +1,192 @@
+"""What the container tests share: a pre-fork service (tests/tool's
+prefork_service) run in its own PID and mount namespaces, driven from the
+host by signals, its stdout read line by line.
+
+    svc = NsService(unshare_cmd_prefix, workers=2)   # or PodmanService (test_podman.py)
+    svc.fire(svc.host_pids(), rounds)                 # each process fires rounds rounds
+    svc.stop()
+
+Inside, the service prints namespace PIDs ("parent 1", "worker 7",
+"fired 7 3"); NsPids maps them to host PIDs through /proc/PID/status.
+Every wait is for a condition with a generous deadline (DEADLINE), never
+a sleep standing for one.
+"""
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402
+from billingtest import check, finish, skip  # noqa: E402,F401
+
+DEADLINE = 180  # seconds for any one condition: ten times a slow machine's need
+TOOL = os.environ.get("BP_TOOL", "")
+EXPORTER = os.environ.get("BX_EXPORTER", "")
+SERVICE = os.environ.get("BP_PREFORK_SERVICE", "")
+
+
+class Lines:
+    """A child's stdout, read by a thread; wait_for takes matching lines in
+    any order (several processes write to one pipe)."""
+
+    def __init__(self, stream):
+        self.q = queue.Queue()
+        self.seen = []
+        self.pending = []
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream):
+        for line in stream:
+            self.q.put(line.rstrip("\n"))
+        self.q.put(None)
+
+    def wait_for(self, pred, what, timeout=DEADLINE):
+        for i, line in enumerate(self.pending):
+            if pred(line):
+                return self.pending.pop(i)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                line = self.q.get(timeout=max(0.01, end - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            self.seen.append(line)
+            if pred(line):
+                return line
+            self.pending.append(line)
+        raise RuntimeError("waited %d s for %s (got %r)" % (timeout, what, self.seen[-10:]))
+
+    def rest(self, timeout=DEADLINE):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                line = self.q.get(timeout=max(0.01, end - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            self.seen.append(line)
+        return self.seen
+
+
+def ns_pids(host_pid):
+    """The NSpid line of /proc/PID/status: [host pid, ..., innermost pid]."""
+    try:
+        with open("/proc/%d/status" % host_pid) as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return [int(x) for x in line.split()[1:]]
+    except OSError:
+        pass
+    return []
+
+
+def children(host_pid):
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == host_pid:
+            out.append(int(name))
+    return out
+
+
+def wait_until(cond, what, timeout=DEADLINE, step=0.05):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = cond()
+        if value:
+            return value
+        time.sleep(step)
+    raise RuntimeError("waited %d s for %s" % (timeout, what))
+
+
+class Service:
+    """A prefork_service whose parent is host PID self.parent, started by
+    a launcher command (unshare or podman) given as argv."""
+
+    def __init__(self, argv, workers, find_parent):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     stdin=subprocess.DEVNULL)
+        self.out = Lines(self.proc.stdout)
+        inner = [int(self.out.wait_for(lambda l: l.startswith("worker "), "worker %d" % i).split()[1])
+                 for i in range(workers)]
+        inner.append(int(self.out.wait_for(lambda l: l.startswith("parent "), "the parent").split()[1]))
+        self.parent = wait_until(lambda: find_parent(self), "the service's host PID")
+        self.workers = wait_until(lambda: sorted(children(self.parent)) if len(children(self.parent)) == workers
+                                  else None, "%d workers under %d" % (workers, self.parent))
+        self.inner_of = {pid: ns_pids(pid)[-1] for pid in self.host_pids()}
+        if sorted(self.inner_of.values()) != sorted(inner):
+            raise RuntimeError("namespace PIDs %s, announced %s" % (self.inner_of, inner))
+
+    def host_pids(self):
+        return [self.parent] + self.workers
+
+    def fire(self, pids, rounds):
+        """rounds rounds in each of pids (host PIDs), one signal per process
+        at a time (standard signals do not queue): waits for each line."""
+        for _ in range(rounds):
+            for pid in pids:
+                os.kill(pid, signal.SIGUSR1)
+            waiting = {self.inner_of[pid] for pid in pids}
+            while waiting:
+                line = self.out.wait_for(lambda l: l.startswith("fired "), "fired lines from %s" % sorted(waiting))
+                waiting.discard(int(line.split()[1]))
+
+    def stop(self):
+        """SIGTERM to the parent (the namespace's init: the signal is
+        blocked and taken with sigwaitinfo, so it is delivered), which ends
+        its workers; then the launcher."""
+        try:
+            os.kill(self.parent, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(timeout=DEADLINE)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+NS_INSIDE = "/srv/app/renewald"
+NS_LAUNCH = r'''set -e
+mount -t tmpfs tmpfs /srv
+mkdir /srv/app
+if [ "$2" = copy ]; then cp "$1" /srv/app/renewald; else : > /srv/app/renewald; mount --bind "$1" /srv/app/renewald; fi
+mount -t tmpfs tmpfs "$3"
+exec /srv/app/renewald "$4"
+'''
+
+
+def ns_service(program, hidden, mode="bind", workers=2):
+    """The pre-fork service in new PID and mount namespaces (unshare), at
+    NS_INSIDE only: program (a file in the folder hidden, which a tmpfs
+    then covers inside) bind-mounted there (mode "bind": the same file
+    every time, a restart) or copied onto the namespace's tmpfs ("copy": a
+    new file, as from a new image)."""
+    argv = ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "--propagation", "private",
+            "sh", "-c", NS_LAUNCH, "sh", program, mode, hidden, str(workers)]
+
+    def find_parent(svc):
+        for pid in children(svc.proc.pid):
+            if ns_pids(pid)[-1:] == [1]:
+                return pid
+        return None
+    return Service(argv, workers, find_parent)
+
+
+def run_tool(args, timeout=120):
+    p = subprocess.run([TOOL] + list(args), capture_output=True, text=True, errors="replace", timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
