@@ -23,6 +23,9 @@ writes probe_macros.h), so meson loops over the names:
   probe-samples-h OUT        tests: every probe fired with sample arguments
   probe-samples-json OUT     tests: the values consumers must see for those samples
   probe-table OUT            the Markdown probe reference of docs/probes.md
+  billing-metrics-layout-h OUT  the metrics' keys, values and observe functions (metrics.py)
+  billing-exporter-programs-h OUT  billing-exporter's BPF maps and programs
+  metric-table-gen-h OUT     billing-exporter's metric table
   check-probe-table DOC      exit 1 unless DOC holds the current probe reference
   update-probe-table DOC     rewrite the probe reference between DOC's markers
 
@@ -33,6 +36,9 @@ import json
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import metrics  # noqa: E402  the metrics the probes feed (the "@@" lines)
 
 # D base type -> (C type in the public API, catalogue type name)
 TYPES = {
@@ -67,6 +73,7 @@ class Probe:
         self.func = d_name.replace("__", "_")        # request_start
         self.summary = summary                      # "a request handler begins ..."
         self.args = args                            # [(name, d_type, doc)]
+        self.metric_lines = []                      # its "@@" doc lines (metrics.py)
 
 
 def parse(path):
@@ -85,7 +92,11 @@ def parse(path):
         if not head or head.group(1) != name:
             raise ProviderError(f"{path}: probe {name}: doc comment must start with '{name}: ...'")
         arg_docs = []
-        for l in lines[1:]:
+        # "@@" lines and the help text under them: the metrics the probe
+        # feeds (provider/metrics.py reads them).
+        first_metric = next((i for i, l in enumerate(lines) if l.startswith("@@")), len(lines))
+        metric_lines = lines[first_metric:]
+        for l in lines[1:first_metric]:
             am = re.match(r"@(\w+)\s+(.+)", l)
             if not am:
                 raise ProviderError(f"{path}: probe {name}: unexpected doc line {l!r}")
@@ -100,6 +111,7 @@ def parse(path):
             raise ProviderError(f"{path}: probe {name}: {len(types)} arguments, at most {MAX_ARGS}")
         args = [(an, re.sub(r"\s+", " ", t), ad) for (an, ad), t in zip(arg_docs, types)]
         probes.append(Probe(d_name, head.group(2), args))
+        probes[-1].metric_lines = metric_lines
     declared = re.findall(r"\bprobe\s+(\w+)\s*\(", body)
     if len(declared) != len(probes):
         documented = {p.d_name for p in probes}
@@ -111,7 +123,12 @@ def parse(path):
         span_pairs(probes)  # every output agrees on what a start/done pair is
     except ProviderError as e:
         raise ProviderError(f"{path}: {e}") from None
-    return Provider(path, provider, probes)
+    result = Provider(path, provider, probes)
+    try:
+        result.metrics = metrics.parse(result, text)
+    except metrics.MetricError as e:
+        raise ProviderError(str(e)) from None
+    return result
 
 
 def probes_sdt_h(provider, dtrace_h):
@@ -541,6 +558,9 @@ COMMANDS = {
     "probe-samples-json": (probe_samples_json, []),
     "probe-table": (probe_table, []),
 }
+# The metrics' emitters take the parsed metric set too.
+COMMANDS.update({name: ((lambda f: lambda provider: f(provider, provider.metrics))(emit), [])
+                 for name, emit in metrics.COMMANDS.items()})
 DOC_COMMANDS = {
     "check-probe-table": (check_probe_table, ["DOC"]),
     "update-probe-table": (update_probe_table, ["DOC"]),

@@ -13,7 +13,7 @@
 #include "metric_table.h"
 #include "targets.h"
 
-#define BX_MAX_MAPS 16
+#define BX_MAX_MAPS BX_MAP_COUNT /* generated from billing.d */
 
 struct billing_exporter_bpf;
 struct bpf_link;
