@@ -304,7 +304,11 @@ def metrics_layout_h(provider, ms):
          "#  include <stdint.h>\ntypedef uint64_t bx_u64;\ntypedef int64_t bx_s64;\ntypedef int32_t bx_s32;\n"
          "#  if defined(__cplusplus) || (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L)\n"
          "#    define BX_INLINE static inline\n#  else\n#    define BX_INLINE static __inline__\n#  endif\n"
-         "#endif\n\n"]
+         "#endif\n\n"
+         "/* How an observation adds: a plain add here (BPF: a per-CPU copy); the\n"
+         " * stats writer defines it as a relaxed load and store on its own slot, or\n"
+         " * an atomic add on the one slot threads share when every slot is taken. */\n"
+         "#ifndef BX_ADD\n#  define BX_ADD(lvalue, x, shared) ((void)(shared), (lvalue) += (x))\n#endif\n\n"]
     for q in ms.quantities.values():
         Q = q.name.upper()
         n = len(q.bounds_raw)
@@ -317,14 +321,14 @@ def metrics_layout_h(provider, ms):
         o.append(f"struct bx_q_{q.name} {{\n\tbx_u64 count; /* observations */\n"
                  f"\tbx_u64 sum;   /* of the {'signed ' if q.signed else ''}values, two's complement */\n"
                  f"\tbx_u64 buckets[BX_{Q}_BUCKETS]; /* not cumulative; the last is +Inf */\n}};\n")
-        o.append(f"BX_INLINE void\nbx_observe_{q.name}(struct bx_q_{q.name} *q, {q.c_type} x)\n{{\n"
+        o.append(f"BX_INLINE void\nbx_observe_{q.name}(struct bx_q_{q.name} *q, {q.c_type} x, int shared)\n{{\n"
                  f"\tstatic const {q.c_type} bounds[BX_{Q}_BOUNDS] = {{ BX_{Q}_BOUND_LIST }};\n"
                  f"\tunsigned i = 0;\n\tint b;\n\n")
         if q.unmeasured_zero:
             o.append("\tif (x == 0)\n\t\treturn;\n")
         o.append(f"#ifdef __bpf__\n#pragma unroll\n#endif\n\tfor (b = 0; b < BX_{Q}_BOUNDS; b++)\n"
-                 f"\t\ti += x > bounds[b];\n\tq->count += 1;\n\tq->sum += (bx_u64)x;\n"
-                 f"\tif (i < BX_{Q}_BUCKETS)\n\t\tq->buckets[i] += 1;\n}}\n\n")
+                 f"\t\ti += x > bounds[b];\n\tBX_ADD(q->count, 1, shared);\n\tBX_ADD(q->sum, (bx_u64)x, shared);\n"
+                 f"\tif (i < BX_{Q}_BUCKETS)\n\t\tBX_ADD(q->buckets[i], 1, shared);\n}}\n\n")
     o.append("/* Per probe that feeds metrics: its key, the label arguments (strings cut\n"
              " * to fit, NUL-padded; the padding is explicit so a key compares as bytes),\n"
              " * and its value. */\n")
@@ -336,11 +340,13 @@ def metrics_layout_h(provider, ms):
         o.append(f"struct bx_value_{f.probe.func} {{\n\tbx_u64 count; /* fires */\n"
                  + "".join(f"\tstruct bx_q_{q} {q};\n" for q in f.quantities) + "};\n")
     o.append(f"#define BX_MAP_COUNT {len(ms.feeds)}\n")
+    o.append("#define BX_MAP_NAME_LIST " + ", ".join(f'"{f.map_name}"' for f in ms.feeds) + "\n")
     o.append(f"#define BX_MAX_FIELDS {max(len(f.fields) for f in ms.feeds)}\n")
     o.append(f"#define BX_MAX_QUANTITIES_PER_MAP {max(len(f.quantities) for f in ms.feeds) or 1}\n")
     o.append("/* Room for any probe's value, in 64-bit cells. */\nunion bx_value_any {\n"
              + "".join(f"\tstruct bx_value_{f.probe.func} {f.probe.func};\n" for f in ms.feeds)
              + "};\n#define BX_MAX_CELLS (sizeof(union bx_value_any) / 8)\n")
+    o.append(f"#define BX_KEY_MAX {max(sum(n for _, _, _, n in key_layout(ms, f)[0]) + key_layout(ms, f)[1] for f in ms.feeds)}\n")
     o.append(f"#define BX_LABEL_BYTES_MAX {max([ms.default_bytes] + list(ms.label_bytes.values()))}\n")
     o.append("\n#endif\n")
     return "".join(o)
@@ -369,7 +375,7 @@ def exporter_programs_h(provider, ms):
         o.append(f"\tstruct bx_value_{f.probe.func} *v = row(&{f.map_name}, &k, BX_MAP_{f.probe.macro});\n"
                  "\tif (!v)\n\t\treturn 0;\n\tv->count += 1;\n")
         for q in f.quantities:
-            o.append(f"\tbx_observe_{q}(&v->{q}, ({ms.quantities[q].c_type})arg(ctx, {pos[q]}));\n")
+            o.append(f"\tbx_observe_{q}(&v->{q}, ({ms.quantities[q].c_type})arg(ctx, {pos[q]}), 0);\n")
         o.append("\treturn 0;\n}\n\n")
     return "".join(o)
 
