@@ -171,8 +171,9 @@ static int read_src(const src_t *s, bs_segment_t *out, char *err, size_t errlen)
 		FAIL("segment layout version %u; this reader reads %u", h.layout_version, BS_LAYOUT_VERSION);
 	if (h.endian != BS_ENDIAN)
 		FAIL("segment written with another byte order");
-	if (h.desc_size != desc_len + 1 || desc_len >= sizeof desc || get(s, h.desc_offset, desc, desc_len) != 0 ||
-	    memcmp(desc, billing_stats_desc_, desc_len) != 0)
+	if (h.desc_size == desc_len + 1 && desc_len < sizeof desc && get(s, h.desc_offset, desc, desc_len) != 0)
+		FAIL("truncated in its description (%llu bytes)", (unsigned long long)s->size);
+	if (h.desc_size != desc_len + 1 || desc_len >= sizeof desc || memcmp(desc, billing_stats_desc_, desc_len) != 0)
 		FAIL("segment written from another billing.d (its metric description differs from this build's)");
 	dict_t *dict = malloc(BX_MAP_COUNT * sizeof *dict);
 	if (!dict)

@@ -131,9 +131,13 @@ static int run_labels(int n)
 }
 
 /* A worker: N fires, report, wait for the word to exit (or SIGKILL). */
+static int pipe_ends[2]; /* the ends a worker closes: the parent's release writer, report reader */
+
 static void worker(long n, int report, int release)
 {
 	char c;
+	close(pipe_ends[0]);
+	close(pipe_ends[1]);
 	for (long i = 0; i < n; i++)
 		fire_payment(0, i);
 	print_segment();
@@ -160,6 +164,8 @@ static int run_fork(int w, long n, long p)
 	char c;
 	if (w < 1 || w > 64 || pipe(rep) != 0 || pipe(rel) != 0)
 		return 2;
+	pipe_ends[0] = rel[1];
+	pipe_ends[1] = rep[0];
 	for (long i = 0; i < p; i++)
 		fire_payment(1, i);
 	print_segment();
@@ -171,6 +177,7 @@ static int run_fork(int w, long n, long p)
 	/* Worker 0 has fired all of its N: kill it and fork a replacement. */
 	kill(pids[0], SIGKILL);
 	waitpid(pids[0], NULL, 0);
+	printf("killed %d\n", (int)pids[0]);
 	pids[0] = spawn(n, rep[1], rel[0]);
 	if (read(rep[0], &c, 1) != 1)
 		return 1;
