@@ -26,6 +26,8 @@ const bx_metric_t bx_metrics[] = {
 	/* The exporter's own: computed in snapshot.c. */
 	SELF("billing_exporter_target_up", BX_GAUGE, "", "target",
 	     "1 while the target (pid:N or binary:PATH) is alive / present, else 0."),
+	SELF("billing_exporter_target_source", BX_GAUGE, "", "target,source",
+	     "1 per target, with the path that feeds it: usdt (BPF through uprobes) or stats (its segment)."),
 	SELF("billing_exporter_probes_attached", BX_GAUGE, "", "probe",
 	     "Probe attachments (one per module and target) per probe."),
 	SELF("billing_exporter_label_values_folded_total", BX_COUNTER, "", "map,label",

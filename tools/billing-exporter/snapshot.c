@@ -5,6 +5,7 @@
  */
 #include "snapshot.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +14,9 @@
 #include <bpf/libbpf.h>
 
 #include "billing_exporter.h"
+#include "stats_source.h"
 
-/* A map's value as 64-bit cells (metric_table.h): fires at cell 0, then
- * each quantity's count, sum and buckets.  Every cell is a sum, so the
- * per-CPU copies and the rows that share labels add cell by cell. */
-typedef struct row {
-	const char *labels[BX_MAX_FIELDS]; /* admitted values or "other" */
-	long long ints[BX_MAX_FIELDS];     /* INT32 fields, raw (outcomes, filters) */
-	bx_u64 cells[BX_MAX_CELLS];
-} row_t;
+typedef struct bx_row row_t;
 
 typedef struct rows {
 	row_t *items;
@@ -264,6 +259,27 @@ static int self_metric(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m
 			if (add_label(x, "target", own(s, buf)) != 0)
 				return -1;
 		}
+		for (size_t t = 0; t < bx_stats_target_count(ex); t++) {
+			char buf[4 * PATH_MAX + 1];
+			const char *label = bx_stats_target_label(ex, t);
+			bx_label_sanitize(label, strlen(label), buf, sizeof buf);
+			x = add_sample(s, m, "", bx_stats_target_up(ex, t));
+			if (add_label(x, "target", own(s, buf)) != 0)
+				return -1;
+		}
+		return 0;
+	}
+	if (strcmp(n, "target_source") == 0) {
+		/* Which path feeds each target: usdt (BPF) or stats (segment). */
+		for (size_t t = 0; t < ex->target_count + bx_stats_target_count(ex); t++) {
+			int st = t >= ex->target_count;
+			const char *label = st ? bx_stats_target_label(ex, t - ex->target_count) : ex->targets[t].label;
+			char buf[4 * PATH_MAX + 1];
+			bx_label_sanitize(label, strlen(label), buf, sizeof buf);
+			x = add_sample(s, m, "", 1);
+			if (add_label(x, "target", own(s, buf)) != 0 || add_label(x, "source", st ? "stats" : "usdt") != 0)
+				return -1;
+		}
 		return 0;
 	}
 	if (strcmp(n, "scrape_duration_seconds") == 0)
@@ -322,9 +338,17 @@ int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *s)
 
 	memset(s, 0, sizeof *s);
 	memset(rows, 0, sizeof rows);
-	for (size_t i = 0; i < bx_map_count && rc == 0; i++)
-		if (bx_maps[i].group & ex->groups)
+	bx_stats_refresh(ex);
+	for (size_t i = 0; i < bx_map_count && rc == 0; i++) {
+		if (!(bx_maps[i].group & ex->groups))
+			continue;
+		if (ex->skel)
 			rc = read_map(ex, i, &rows[i]);
+		/* Stats targets' rows beside the maps': derive() sums equal labels. */
+		size_t cap = rows[i].count;
+		if (rc == 0)
+			rc = bx_stats_rows(ex, i, &rows[i].items, &rows[i].count, &cap);
+	}
 	for (size_t k = 0; k < bx_metric_count && rc == 0; k++) {
 		const bx_metric_t *m = &bx_metrics[k];
 		if (!(bx_metric_group(m) & ex->groups))
