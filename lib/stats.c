@@ -62,14 +62,6 @@ static void say(const char *what, int err)
 	        err ? strerror(err) : "");
 }
 
-/* BILLING_STATS=off: no segment, no counting; read once, at load. */
-__attribute__((constructor)) static void read_environment(void)
-{
-	const char *v = getenv("BILLING_STATS");
-	if (v && (strcmp(v, "off") == 0 || strcmp(v, "0") == 0))
-		billing_stats_off_ = 1;
-}
-
 static void thread_exit(void *p)
 {
 	bs_thread_t *t = p;
@@ -135,6 +127,26 @@ static uint64_t start_time(void)
 	for (int field = 2; p && field < 22; field++)
 		p = strchr(p + 1, ' ');
 	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+static int create_segment(void);
+
+/* At load: BILLING_STATS=off means no segment and no counting.  Otherwise
+ * the segment is made now, not at the first event, so a reader finds it by
+ * PID from the process's start (as a JVM's hsperfdata file); a forked
+ * child makes its own at its first event. */
+__attribute__((constructor)) static void stats_start(void)
+{
+	const char *v = getenv("BILLING_STATS");
+	if (v && (strcmp(v, "off") == 0 || strcmp(v, "0") == 0)) {
+		billing_stats_off_ = 1;
+		return;
+	}
+	pthread_once(&once, init_once);
+	pthread_mutex_lock(&lock);
+	if (!seg && create_segment() != 0)
+		billing_stats_off_ = 1;
+	pthread_mutex_unlock(&lock);
 }
 
 static uint64_t fnv1a(const char *s, size_t n)
