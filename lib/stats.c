@@ -310,8 +310,9 @@ static int create_segment(void)
 	}
 	memcpy(p + desc_off, billing_stats_desc_, desc_size);
 	/* The magic last: a reader that sees it sees a whole header. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	memcpy(h->magic, BS_MAGIC, 8);
+	uint64_t magic;
+	memcpy(&magic, BS_MAGIC, 8);
+	__atomic_store_n(&h->magic.word, magic, __ATOMIC_RELEASE);
 	snprintf(seg_path, sizeof seg_path, "%s/%s", dir, name);
 	seg = p;
 	hdr = h;

@@ -165,7 +165,7 @@ static int read_src(const src_t *s, bs_segment_t *out, char *err, size_t errlen)
 	memset(out, 0, sizeof *out);
 	if (get(s, 0, &h, sizeof h) != 0)
 		FAIL("too short for a stats segment header (%llu bytes)", (unsigned long long)s->size);
-	if (memcmp(h.magic, BS_MAGIC, 8) != 0)
+	if (memcmp(h.magic.text, BS_MAGIC, 8) != 0)
 		FAIL("not a stats segment (no BILLSTAT magic), or not yet initialised");
 	if (h.layout_version != BS_LAYOUT_VERSION)
 		FAIL("segment layout version %u; this reader reads %u", h.layout_version, BS_LAYOUT_VERSION);

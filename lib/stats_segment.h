@@ -50,7 +50,10 @@
 #define BS_EXITED 2u /* exit() ran: the figures are final */
 
 struct bs_header {
-	char magic[8];
+	union {
+		char text[8];  /* BS_MAGIC */
+		uint64_t word; /* stored last, with release: a reader that sees it sees a whole header */
+	} magic;
 	uint32_t layout_version;
 	uint32_t endian;
 	uint64_t generation; /* unique per segment: a reader that sees it change starts over */
