@@ -101,6 +101,8 @@ int main(int argc, char **argv)
 	}
 	printf("ns_per_event %.2f\n", sum / threads);
 	printf("events_per_second %.0f\n", (double)n * threads / (wall / 1e9));
+#if BILLING_STATS_BUILD_
 	printf("segment %s\n", billing_stats_path());
+#endif
 	return 0;
 }
