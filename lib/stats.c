@@ -29,23 +29,11 @@
 #include "billing/stats_gen.h"
 #include "stats_writer.h"
 
-#define CACHE_ENTRIES 128 /* per thread, direct mapped */
-#define DEFAULT_SLOTS 64  /* BILLING_STATS_THREADS */
+#define DEFAULT_SLOTS 64 /* BILLING_STATS_THREADS */
 
 int billing_stats_off_;
-
-typedef struct cache_entry {
-	uint32_t tag; /* map + 1; 0: empty */
-	uint32_t row;
-	unsigned char key[BX_KEY_MAX];
-} cache_entry_t;
-
-typedef struct bs_thread {
-	struct bs_slot *slot;
-	unsigned char *cells; /* the slot's cells */
-	int shared;           /* the overflow slot */
-	cache_entry_t cache[CACHE_ENTRIES];
-} bs_thread_t;
+__thread bs_thread_t *bs_self_;
+uint64_t bs_map_offset_[BX_MAP_COUNT];
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned char *seg; /* the mapping; NULL until the first event */
@@ -54,7 +42,6 @@ static size_t seg_size;
 static char seg_path[PATH_MAX];
 static pthread_key_t thread_key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static __thread bs_thread_t *self;
 
 static void say(const char *what, int err)
 {
@@ -71,7 +58,7 @@ static void thread_exit(void *p)
 	if (t && t->slot && !t->shared)
 		__atomic_store_n(&t->slot->state, BS_SLOT_FREE, __ATOMIC_RELEASE);
 	free(t);
-	self = NULL;
+	bs_self_ = NULL;
 }
 
 /* fork(): the lock is held across it, so the child's copy is consistent. */
@@ -94,8 +81,8 @@ static void after_fork_child(void)
 		munmap(seg, seg_size);
 	seg = NULL;
 	hdr = NULL;
-	free(self);
-	self = NULL;
+	free(bs_self_);
+	bs_self_ = NULL;
 	pthread_setspecific(thread_key, NULL);
 	pthread_mutex_unlock(&lock);
 }
@@ -301,6 +288,7 @@ static int create_segment(void)
 	h->slot_size = slot_size;
 	for (int m = 0; m < BX_MAP_COUNT; m++) {
 		h->map_cells_offset[m] = map_off[m];
+		bs_map_offset_[m] = map_off[m];
 		h->map_cells[m] = (uint32_t)billing_stats_maps_[m].cells;
 		/* An int label's value 0 is always entry 0, so a folded ("other")
 		 * int value is known to be non-zero: outcome labels stay exact. */
@@ -391,7 +379,7 @@ static uint32_t row_of(int m, const unsigned char *key)
 	return n;
 }
 
-static void *slow_path(int m, const void *key, cache_entry_t *e)
+void *bs_slow_(int m, const void *key, bs_cache_entry_t *e)
 {
 	pthread_once(&once, init_once);
 	pthread_mutex_lock(&lock);
@@ -401,55 +389,17 @@ static void *slow_path(int m, const void *key, cache_entry_t *e)
 		pthread_mutex_unlock(&lock);
 		return NULL;
 	}
-	if (!self && !(self = thread_start())) {
+	if (!bs_self_ && !(bs_self_ = thread_start())) {
 		pthread_mutex_unlock(&lock);
 		return NULL;
 	}
 	if (!e)
-		e = &self->cache[0]; /* the caller hashes again next time */
+		e = &bs_self_->cache[0]; /* the caller hashes again next time */
 	e->tag = (uint32_t)m + 1;
 	e->row = row_of(m, key);
 	memcpy(e->key, key, billing_stats_maps_[m].key_size);
 	pthread_mutex_unlock(&lock);
 	return e;
-}
-
-static uint32_t hash_key(int m, const unsigned char *key, size_t n)
-{
-	uint64_t h = (uint64_t)m * 0x9e3779b97f4a7c15ULL;
-	for (size_t i = 0; i + 8 <= n; i += 8) {
-		uint64_t w;
-		memcpy(&w, key + i, 8);
-		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
-	}
-	return (uint32_t)(h >> 40);
-}
-
-void *bs_cells_(int m, const void *key, int *shared)
-{
-	const bs_map_info_t *mi = &billing_stats_maps_[m];
-	bs_thread_t *t = self;
-	cache_entry_t *e;
-
-	if (!t) {
-		if (!slow_path(m, key, NULL) || !(t = self))
-			return NULL;
-	}
-	e = &t->cache[hash_key(m, key, mi->key_size) % CACHE_ENTRIES];
-	if (e->tag != (uint32_t)m + 1 || memcmp(e->key, key, mi->key_size) != 0)
-		if (!slow_path(m, key, e))
-			return NULL;
-	*shared = t->shared;
-	return t->cells + hdr->map_cells_offset[m] + (uint64_t)e->row * mi->cells * 8;
-}
-
-void bs_copy_label_(char *dst, const char *src, size_t size)
-{
-	size_t n;
-	if (!src)
-		return; /* the key is zeroed: "" */
-	n = strnlen(src, size - 1);
-	memcpy(dst, src, n);
 }
 
 /* For tests and tools: where this process's segment is ("" before its

@@ -81,7 +81,8 @@ def stats_gen_c(provider, ms):
                 o.append(f"\tbs_copy_label_(k.{arg}, {arg}, sizeof k.{arg});\n")
             else:
                 o.append(f"\tk.{arg} = {arg};\n")
-        o.append(f"\tv = (struct bx_value_{f.probe.func} *)bs_cells_(BX_MAP_{f.probe.macro}, &k, &shared);\n"
+        o.append(f"\tv = (struct bx_value_{f.probe.func} *)bs_cells_(BX_MAP_{f.probe.macro}, &k, sizeof k, "
+                 f"sizeof *v / 8, &shared);\n"
                  "\tif (!v)\n\t\treturn;\n\tBX_ADD(v->count, 1, shared);\n")
         for q in f.quantities:
             o.append(f"\tbx_observe_{q}(&v->{q}, {q}, shared);\n")
