@@ -316,14 +316,18 @@ const char *bx_stats_target_label(const bx_exporter_t *ex, size_t i)
 }
 
 /* Up: some segment of the target was written by a process that still
- * runs (the same process: its start time matches, not a reused PID). */
+ * runs (the same process: its start time matches, not a reused PID).  A
+ * --pid target is looked up by the PID it was given: the segment's own is
+ * the writer's in its PID namespace (a container's); start times are the
+ * same in every namespace. */
 int bx_stats_target_up(const bx_exporter_t *ex, size_t i)
 {
 	const stats_target_t *t = &ex->stats->targets[i];
 	for (size_t k = 0; k < t->nsegs; k++) {
 		const bs_segment_t *s = t->segs[k].last;
-		if (s && s->state == BS_RUNNING && !t->segs[k].departed &&
-		    bp_process_start_time((pid_t)s->pid) == s->start_time && s->start_time)
+		if (!s || s->state != BS_RUNNING || t->segs[k].departed || !s->start_time)
+			continue;
+		if (bp_process_start_time(t->pid > 0 ? (pid_t)t->pid : (pid_t)s->pid) == s->start_time)
 			return 1;
 	}
 	return 0;
