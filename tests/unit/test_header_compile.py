@@ -68,7 +68,9 @@ def main():
         for std, comp, src in (("c99", c, use_c), ("c11", c, use_c), ("c++17", cxx, use_cpp)):
             for disable in (False, True):
                 out = os.path.join(tmp, f"use-{c}-{std}-{int(disable)}")
-                cmd = [comp, f"-std={std}", "-O2", *WARN, *inc, src, "-o", out, *libs]
+                # Linked with the semaphores alone: the USDT build of the
+                # program (a -Dstats build's writer is checked below).
+                cmd = [comp, f"-std={std}", "-O2", "-DBILLING_STATS_DISABLE", *WARN, *inc, src, "-o", out, *libs]
                 if disable:
                     cmd.insert(1, "-DBILLING_PROBES_DISABLE")
                 r = run(cmd)
