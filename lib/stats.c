@@ -12,6 +12,7 @@
 #ifndef _GNU_SOURCE
 #  define _GNU_SOURCE /* syscall(SYS_gettid) */
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -100,10 +101,12 @@ static void init_once(void)
 	atexit(mark_exited);
 }
 
-static uint64_t start_time(void)
+/* Field 22 of a /proc/PID/stat file: the process's start time, which a
+ * later process given the same PID does not share.  0 when unreadable. */
+static uint64_t start_time_of(const char *stat_path)
 {
 	char buf[1024];
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	int fd = open(stat_path, O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
 	if (fd >= 0)
 		close(fd);
@@ -201,6 +204,51 @@ static int open_dir(int has_group, gid_t gid, char *dir, size_t dirlen)
 	return fd;
 }
 
+/* 1 while process pid runs and is the one that started at start. */
+static int writer_alive(uint32_t pid, uint64_t start)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%u/stat", (unsigned)pid);
+	return start != 0 && start_time_of(path) == start;
+}
+
+/* Segments of processes that are gone stay for readers (their final
+ * counts); once unchanged for BILLING_STATS_KEEP seconds (default 3600) a
+ * new process of the service removes them, so the directory does not grow
+ * with every restart.  Only files that are segments are touched. */
+static void remove_stale(int dfd)
+{
+	const char *k = getenv("BILLING_STATS_KEEP");
+	long keep = k && *k ? strtol(k, NULL, 10) : 3600;
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	time_t now = time(NULL);
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		struct stat st;
+		struct bs_header h;
+		if (n < 7 || strcmp(e->d_name + n - 6, ".stats") != 0 ||
+		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+		    st.st_uid != geteuid() || now - st.st_mtime < keep)
+			continue;
+		int sfd = openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		ssize_t got = sfd >= 0 ? pread(sfd, &h, sizeof h, 0) : -1;
+		if (sfd >= 0)
+			close(sfd);
+		if (got == (ssize_t)sizeof h && memcmp(h.magic.text, BS_MAGIC, 8) == 0 &&
+		    !writer_alive(h.pid, h.start_time))
+			unlinkat(dfd, e->d_name, 0);
+	}
+	closedir(d);
+}
+
 static int create_segment(void)
 {
 	char dir[PATH_MAX - 64], name[64];
@@ -219,6 +267,7 @@ static int create_segment(void)
 	int dfd = open_dir(has_group, gid, dir, sizeof dir);
 	if (dfd < 0)
 		return -1;
+	remove_stale(dfd);
 	snprintf(name, sizeof name, "%d.stats", (int)getpid());
 	int fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 && errno == EEXIST) {
@@ -274,7 +323,7 @@ static int create_segment(void)
 	h->size = size;
 	h->pid = (uint32_t)getpid();
 	h->state = BS_RUNNING;
-	h->start_time = start_time();
+	h->start_time = start_time_of("/proc/self/stat");
 	h->nmaps = BX_MAP_COUNT;
 	h->nslots = (uint32_t)nslots;
 	h->rows_per_map = BS_ROWS;

@@ -7,6 +7,7 @@ import grp
 import os
 import stat
 import tempfile
+import time
 
 import statstest as st
 from statstest import bt
@@ -126,6 +127,29 @@ with tempfile.TemporaryDirectory() as tmp:
         err = st.rows(seg, "m_error")
         bt.check(len(err) == 1 and err[0]["labels"][:2] == ["", "7"] and err[0]["cells"][0] == 1,
                  f"labels: a NULL component counts as \"\" ({err})")
+
+    # --- segments of gone processes: kept, then removed once stale ------------
+    # Copies of an exited writer's segment: one unchanged for 2 h (stale),
+    # one just written; the next writer of the directory removes only the
+    # stale one, and never a live writer's (its own, the stale copy's
+    # namesake is dead) or a file that is not a segment.
+    sd = os.path.join(tmp, "stale")
+    p = st.run(["threads", 1, 10], {"BILLING_STATS_DIR": sd})
+    old = st.segments(p.stdout)[0][1]
+    data = open(old, "rb").read()
+    stale, fresh, other = (os.path.join(sd, n) for n in ("4000001.stats", "4000002.stats", "notes.txt"))
+    for path in (stale, fresh, other):
+        open(path, "wb").write(data)
+    for path in (stale, other):
+        os.utime(path, (time.time() - 7200, time.time() - 7200))
+    p = st.run(["threads", 1, 10], {"BILLING_STATS_DIR": sd})
+    bt.check(p.returncode == 0 and not os.path.exists(stale),
+             "a new writer removes segments of gone processes unchanged for an hour")
+    bt.check(os.path.exists(fresh) and os.path.exists(old) and os.path.exists(other),
+             "... and keeps a recent one (its final counts, for readers) and a file that is no segment")
+    p = st.run(["threads", 1, 10], {"BILLING_STATS_DIR": sd, "BILLING_STATS_KEEP": "0"})
+    bt.check(not os.path.exists(fresh) and not os.path.exists(old) and os.path.exists(other),
+             "BILLING_STATS_KEEP=0: gone processes' segments removed at once")
 
     # --- a group may read: 0640, directory 0750 --------------------------------
     gd = os.path.join(tmp, "group")
