@@ -352,6 +352,17 @@ def metrics_layout_h(provider, ms):
     return "".join(o)
 
 
+def count_fire(feed, string_field, int_field, row, observe):
+    """The statements both counting paths generate for a fire (the BPF
+    program, the stats writer): each label argument into the key, the row
+    and its fire count, each quantity observed.  Each path says how to read
+    an argument and where its row is."""
+    types = {n: t for n, t, _ in feed.probe.args}
+    out = [f"\t{string_field(a) if types[a] == 'char *' else int_field(a)};\n" for a in feed.fields]
+    out.append(f"\t{row};\n")
+    return out + [f"\t{observe(q)};\n" for q in feed.quantities]
+
+
 def exporter_programs_h(provider, ms):
     """Included by billing_exporter.bpf.c after its helpers arg(), arg_str()
     and row()."""
@@ -361,21 +372,15 @@ def exporter_programs_h(provider, ms):
     for f in ms.feeds:
         o.append(f"BX_HASH({f.map_name}, bx_key_{f.probe.func}, bx_value_{f.probe.func});\n")
     o.append("\n")
-    pos = {}
     for f in ms.feeds:
         pos = {n: i for i, (n, _, _) in enumerate(f.probe.args)}
-        types = {n: t for n, t, _ in f.probe.args}
         o.append(f'SEC("usdt")\nint {f.probe.d_name}(struct pt_regs *ctx)\n{{\n'
                  f"\tstruct bx_key_{f.probe.func} k = {{}};\n\n")
-        for arg in f.fields:
-            if types[arg] == "char *":
-                o.append(f"\targ_str(ctx, {pos[arg]}, k.{arg}, sizeof k.{arg});\n")
-            else:
-                o.append(f"\tk.{arg} = (__s32)arg(ctx, {pos[arg]});\n")
-        o.append(f"\tstruct bx_value_{f.probe.func} *v = row(&{f.map_name}, &k, BX_MAP_{f.probe.macro});\n"
-                 "\tif (!v)\n\t\treturn 0;\n\tv->count += 1;\n")
-        for q in f.quantities:
-            o.append(f"\tbx_observe_{q}(&v->{q}, ({ms.quantities[q].c_type})arg(ctx, {pos[q]}), 0);\n")
+        o += count_fire(f, lambda a: f"arg_str(ctx, {pos[a]}, k.{a}, sizeof k.{a})",
+                        lambda a: f"k.{a} = (__s32)arg(ctx, {pos[a]})",
+                        f"struct bx_value_{f.probe.func} *v = row(&{f.map_name}, &k, BX_MAP_{f.probe.macro});\n"
+                        "\tif (!v)\n\t\treturn 0;\n\tv->count += 1",
+                        lambda q: f"bx_observe_{q}(&v->{q}, ({ms.quantities[q].c_type})arg(ctx, {pos[q]}), 0)")
         o.append("\treturn 0;\n}\n\n")
     return "".join(o)
 

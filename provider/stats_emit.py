@@ -72,20 +72,14 @@ def stats_gen_c(provider, ms):
          "#include \"stats_writer.h\" /* BX_ADD as this thread's relaxed store, bs_cells_() */\n"
          "#include \"billing/stats_gen.h\"\n\n"]
     for f in ms.feeds:
-        types = {n: t for n, t, _ in f.probe.args}
         o.append(f"void\nbilling_stats_{f.probe.func}({params(f)})\n{{\n"
                  f"\tstruct bx_key_{f.probe.func} k;\n\tstruct bx_value_{f.probe.func} *v;\n\tint shared;\n\n"
                  "\tmemset(&k, 0, sizeof k);\n")
-        for arg in f.fields:
-            if types[arg] == "char *":
-                o.append(f"\tbs_copy_label_(k.{arg}, {arg}, sizeof k.{arg});\n")
-            else:
-                o.append(f"\tk.{arg} = {arg};\n")
-        o.append(f"\tv = (struct bx_value_{f.probe.func} *)bs_cells_(BX_MAP_{f.probe.macro}, &k, sizeof k, "
-                 f"sizeof *v / 8, &shared);\n"
-                 "\tif (!v)\n\t\treturn;\n\tBX_ADD(v->count, 1, shared);\n")
-        for q in f.quantities:
-            o.append(f"\tbx_observe_{q}(&v->{q}, {q}, shared);\n")
+        o += metrics.count_fire(f, lambda a: f"bs_copy_label_(k.{a}, {a}, sizeof k.{a})", lambda a: f"k.{a} = {a}",
+                                f"v = (struct bx_value_{f.probe.func} *)bs_cells_(BX_MAP_{f.probe.macro}, &k, "
+                                "sizeof k, sizeof *v / 8, &shared);\n\tif (!v)\n\t\treturn;\n"
+                                "\tBX_ADD(v->count, 1, shared)",
+                                lambda q: f"bx_observe_{q}(&v->{q}, {q}, shared)")
         o.append("}\n\n")
     return "".join(o)
 

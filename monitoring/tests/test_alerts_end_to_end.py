@@ -67,17 +67,6 @@ def received(name):
         return [g for g in Receiver.got if g[1] == name and g[2] == "firing"]
 
 
-def wait_for(what, fn, timeout):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.5)
-
-
 def firing(prom, name):
     return any(r["metric"].get("alertstate") == "firing"
                for r in prom.query(f'ALERTS{{alertname="{name}"}}'))
@@ -115,7 +104,7 @@ try:
             return h.http_get(f"http://127.0.0.1:{am_port}/-/ready")[0] == 200
         except OSError:
             return False
-    wait_for("Alertmanager ready", am_ready, 60)
+    bt.wait_for("Alertmanager ready", am_ready, 60)
 
     # The service: billingd processes sharing one stats directory, read by
     # the exporter as nobody through the group.
@@ -136,15 +125,15 @@ try:
     cfg["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{am_port}"]}]}]}
     json.dump(cfg, open(cfg_path, "w"))
     urllib.request.urlopen(urllib.request.Request(prom.url + "/-/reload", method="POST"), timeout=10)
-    wait_for("Prometheus to scrape the exporter", lambda: prom.scalar('up{job="billing-exporter"}') == 1, 60)
-    wait_for("Prometheus to know the Alertmanager",
+    bt.wait_for("Prometheus to scrape the exporter", lambda: prom.scalar('up{job="billing-exporter"}') == 1, 60)
+    bt.wait_for("Prometheus to know the Alertmanager",
              lambda: json.loads(h.http_get(prom.url + "/api/v1/alertmanagers")[2])["data"]["activeAlertmanagers"], 60)
 
     # 1. A normal load: the service is healthy.
     rc, load, _ = run_load(load_exe, svc.url, "--duration", "5", "--concurrency", "4", "--seed", "3")
     bt.check(rc == 0 and load["payments_approved"] > 100, f"normal load ran ({rc})")
-    wait_for("the recorded TPS to see the load", lambda: (prom.scalar("job:billing_transactions:rate5m") or 0) >= 1, 60)
-    wait_for("the decline ratio to be recorded",
+    bt.wait_for("the recorded TPS to see the load", lambda: (prom.scalar("job:billing_transactions:rate5m") or 0) >= 1, 60)
+    bt.wait_for("the decline ratio to be recorded",
              lambda: prom.scalar("max(job_gateway:billing_payment_decline_ratio:rate5m)") is not None, 60)
     ratio = prom.scalar("max(job_gateway:billing_payment_decline_ratio:rate5m)")
     bt.check(ratio is not None and ratio < 0.25, f"normal load: decline ratio {ratio} < 0.25")
@@ -158,13 +147,13 @@ try:
     rc, load2, _ = run_load(load_exe, burst.url, "--duration", "5", "--concurrency", "4", "--seed", "4")
     bt.check(rc == 0 and load2["payments_declined"] > load["payments_approved"],
              f"decline burst: {load2['payments_declined']} declined")
-    wait_for("BillingPaymentDeclineRatioHigh at the receiver", lambda: received("BillingPaymentDeclineRatioHigh"), 120)
+    bt.wait_for("BillingPaymentDeclineRatioHigh at the receiver", lambda: received("BillingPaymentDeclineRatioHigh"), 120)
     bt.check(received("BillingPaymentDeclineRatioHigh"), "the decline alert reached the webhook receiver")
     bt.check(not received("BillingTPSLow"), "TPS-low has not fired while transactions flow")
     t_burst_end = time.monotonic()
 
     # 3. The load stopped: the rule's [5m] window empties, TPS-low fires.
-    wait_for("BillingTPSLow at the receiver", lambda: received("BillingTPSLow"), 480)
+    bt.wait_for("BillingTPSLow at the receiver", lambda: received("BillingTPSLow"), 480)
     got = received("BillingTPSLow")
     bt.check(bool(got) and got[0][0] - t_burst_end > 60,
              f"the TPS alert reached the webhook receiver {got[0][0] - t_load_end:.0f} s after the load stopped "

@@ -35,17 +35,6 @@ def pay_total(samples, **want):
     return h.total(samples, "billing_payments_total", **want)
 
 
-def wait_for(what, fn, timeout=60):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise RuntimeError("timed out waiting for " + what)
-        time.sleep(0.1)
-
-
 base = tempfile.mkdtemp(prefix="billing-stats-exporter-")
 os.chmod(base, 0o755)  # nobody may traverse; the stats directories decide the rest
 exporters = []
