@@ -83,6 +83,19 @@ try:
     p = st.run(["threads", 1, 500], {"BILLING_STATS_DIR": svc})
     seen.append(pay_total(ex.samples()))
     bt.check(seen[-1] == 9500, f"a later writer adds to the service total ({seen[-1]} == 9500)")
+    # A later process given a known path (a reused PID): another segment,
+    # another generation, at a path the exporter has read.  The old reading
+    # stays in the total; the new one adds.
+    files = sorted(os.listdir(svc), key=lambda f: os.path.getmtime(os.path.join(svc, f)))
+    newest, reused = os.path.join(svc, files[-1]), os.path.join(svc, files[0])
+    tmpcopy = reused + ".new"
+    with open(newest, "rb") as src, open(tmpcopy, "wb") as dst:
+        dst.write(src.read())
+    os.chmod(tmpcopy, 0o600)
+    os.rename(tmpcopy, reused)
+    seen.append(pay_total(ex.samples()))
+    bt.check(seen[-1] == 10000, f"a path taken by a later segment: the old reading kept, the new one added "
+             f"({seen[-1]} == 10000)")
     bt.check(all(a <= b for a, b in zip(seen, seen[1:])), f"the service total never went back: {seen}")
     ex.stop()
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "probe_reader.h"
@@ -24,8 +25,17 @@ typedef struct seg {
 	uint64_t generation;
 	bs_segment_t *last; /* NULL until read once */
 	int said;           /* its problem was reported (once per segment) */
-	int departed;       /* replaced by a later file at its path: last reading kept */
+	int departed;       /* its reading could not be merged (out of memory): kept whole */
 } seg_t;
+
+/* The final readings of segments that are gone (file removed, or its path
+ * taken by a later process), summed per label set: what they counted stays
+ * in the service's totals, in memory that grows with label sets, not with
+ * the number of processes that came and went. */
+typedef struct gone_rows {
+	bs_read_row_t *rows;
+	size_t count, cap;
+} gone_rows_t;
 
 typedef struct stats_target {
 	char label[PATH_MAX + 8]; /* "stats:DIR" or "pid:N" */
@@ -34,6 +44,7 @@ typedef struct stats_target {
 	int pid;
 	seg_t *segs;
 	size_t nsegs;
+	gone_rows_t gone[BX_MAP_COUNT];
 } stats_target_t;
 
 struct bx_stats {
@@ -180,34 +191,82 @@ static seg_t *seg_of(stats_target_t *t, const char *path)
 	return s;
 }
 
-/* Read the segment at entry idx.  A new file at a known path (its PID
- * reused by a later process) is a new segment: the old one's last reading
- * stays in the sums as a departed entry. */
+static int same_labels(const bs_read_row_t *a, const bs_read_row_t *b)
+{
+	for (int f = 0; f < BX_MAX_FIELDS; f++)
+		if (a->state[f] != b->state[f] || strcmp(a->text[f], b->text[f]) != 0)
+			return 0;
+	return 1;
+}
+
+/* Add a gone segment's last reading to the target's gone rows; 0, or -1
+ * (out of memory: the caller keeps the reading whole instead). */
+static int merge_gone(stats_target_t *t, const bs_segment_t *old)
+{
+	for (int m = 0; m < BX_MAP_COUNT; m++) {
+		gone_rows_t *g = &t->gone[m];
+		for (size_t r = 0; r < old->nrows[m]; r++) {
+			const bs_read_row_t *src = &old->rows[m][r];
+			size_t i = 0;
+			while (i < g->count && !same_labels(&g->rows[i], src))
+				i++;
+			if (i == g->count) {
+				if (g->count == g->cap) {
+					size_t cap = g->cap ? g->cap * 2 : 16;
+					bs_read_row_t *n = realloc(g->rows, cap * sizeof *n);
+					if (!n)
+						return -1;
+					g->rows = n;
+					g->cap = cap;
+				}
+				g->rows[g->count] = *src;
+				memset(g->rows[g->count].cells, 0, sizeof src->cells);
+				g->count++;
+			}
+			for (size_t c = 0; c < BX_MAX_CELLS; c++)
+				g->rows[i].cells[c] += src->cells[c];
+		}
+	}
+	return 0;
+}
+
+/* The segment at entry idx has gone: its last reading joins the gone rows
+ * and the entry goes (entries are found by path, never kept by index). */
+static void retire(stats_target_t *t, size_t idx)
+{
+	seg_t *s = &t->segs[idx];
+	if (s->last && merge_gone(t, s->last) != 0) {
+		s->departed = 1; /* kept whole, found by no path again */
+		return;
+	}
+	free(s->last);
+	t->segs[idx] = t->segs[--t->nsegs];
+}
+
+/* Read the segment at entry idx.  A file that is gone, or a new file at a
+ * known path (its PID reused by a later process), retires the old reading
+ * into the gone rows; a segment that cannot be read is one line, once. */
 static void read_seg(stats_target_t *t, size_t idx, bs_segment_t *buf)
 {
 	char err[256];
 	seg_t *s = &t->segs[idx];
 	if (bs_read_path(s->path, buf, err, sizeof err) != 0) {
-		if (!s->said && errno != ENOENT)
+		struct stat st;
+		if (lstat(s->path, &st) != 0 && errno == ENOENT) {
+			retire(t, idx);
+			return;
+		}
+		if (!s->said)
 			fprintf(stderr, "billing-exporter: %s: %s: skipped\n", s->path, err);
 		s->said = 1;
 		return;
 	}
 	if (s->last && s->last->generation != buf->generation) {
-		bs_segment_t *old = s->last;
 		char path[PATH_MAX];
 		snprintf(path, sizeof path, "%s", s->path);
-		s->last = NULL;
-		seg_t *d = seg_of(t, "\001departed");
-		s = &t->segs[idx]; /* seg_of may have moved the array */
-		if (d) {
-			d = &t->segs[t->nsegs - 1];
-			snprintf(d->path, sizeof d->path, "%s", path);
-			d->departed = 1;
-			d->last = old;
-		} else {
-			free(old);
-		}
+		retire(t, idx);
+		if (!(s = seg_of(t, path)))
+			return;
 	}
 	if (!s->last && !(s->last = malloc(sizeof *s->last)))
 		return;
@@ -263,44 +322,55 @@ static void whole_histograms(size_t mi, uint64_t *cells)
 	}
 }
 
-int bx_stats_rows(bx_exporter_t *ex, size_t mi, struct bx_row **items, size_t *count, size_t *cap)
+/* One segment row as a snapshot row: labels admitted under the exporter's
+ * cap, ints for outcomes and filters, whole histograms. */
+static int add_row(bx_exporter_t *ex, size_t mi, const bs_read_row_t *sr, struct bx_row **items, size_t *count,
+                   size_t *cap)
 {
 	const bx_map_desc_t *m = &bx_maps[mi];
 	char buf[4 * BX_LABEL_BYTES_MAX + 1];
 
+	if (*count == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct bx_row *n = realloc(*items, nc * sizeof *n);
+		if (!n)
+			return -1;
+		*items = n;
+		*cap = nc;
+	}
+	struct bx_row *row = &(*items)[(*count)++];
+	memset(row, 0, sizeof *row);
+	for (size_t f = 0; f < m->nfields; f++) {
+		if (sr->state[f] != BS_FIELD_VALUE) {
+			row->labels[f] = BX_LABEL_OTHER;
+			row->ints[f] = 1;
+			continue;
+		}
+		if (m->fields[f].kind == BX_KEY_STRING)
+			bx_label_sanitize(sr->text[f], sizeof sr->text[f], buf, sizeof buf);
+		else
+			snprintf(buf, sizeof buf, "%d", (int)sr->ints[f]);
+		row->ints[f] = m->fields[f].kind == BX_KEY_STRING ? 0 : sr->ints[f];
+		row->labels[f] = bx_label_admit(&ex->slots[mi][f], buf);
+	}
+	memcpy(row->cells, sr->cells, sizeof row->cells);
+	whole_histograms(mi, row->cells);
+	return 0;
+}
+
+int bx_stats_rows(bx_exporter_t *ex, size_t mi, struct bx_row **items, size_t *count, size_t *cap)
+{
 	for (size_t i = 0; ex->stats && i < ex->stats->count; i++) {
 		stats_target_t *t = &ex->stats->targets[i];
 		for (size_t k = 0; k < t->nsegs; k++) {
 			const bs_segment_t *s = t->segs[k].last;
-			for (size_t r = 0; s && r < s->nrows[mi]; r++) {
-				const bs_read_row_t *sr = &s->rows[mi][r];
-				if (*count == *cap) {
-					size_t nc = *cap ? *cap * 2 : 64;
-					struct bx_row *n = realloc(*items, nc * sizeof *n);
-					if (!n)
-						return -1;
-					*items = n;
-					*cap = nc;
-				}
-				struct bx_row *row = &(*items)[(*count)++];
-				memset(row, 0, sizeof *row);
-				for (size_t f = 0; f < m->nfields; f++) {
-					if (sr->state[f] != BS_FIELD_VALUE) {
-						row->labels[f] = BX_LABEL_OTHER;
-						row->ints[f] = 1;
-						continue;
-					}
-					if (m->fields[f].kind == BX_KEY_STRING)
-						bx_label_sanitize(sr->text[f], sizeof sr->text[f], buf, sizeof buf);
-					else
-						snprintf(buf, sizeof buf, "%d", (int)sr->ints[f]);
-					row->ints[f] = m->fields[f].kind == BX_KEY_STRING ? 0 : sr->ints[f];
-					row->labels[f] = bx_label_admit(&ex->slots[mi][f], buf);
-				}
-				memcpy(row->cells, sr->cells, sizeof row->cells);
-				whole_histograms(mi, row->cells);
-			}
+			for (size_t r = 0; s && r < s->nrows[mi]; r++)
+				if (add_row(ex, mi, &s->rows[mi][r], items, count, cap) != 0)
+					return -1;
 		}
+		for (size_t r = 0; r < t->gone[mi].count; r++)
+			if (add_row(ex, mi, &t->gone[mi].rows[r], items, count, cap) != 0)
+				return -1;
 	}
 	return 0;
 }
@@ -341,6 +411,8 @@ void bx_stats_free(bx_exporter_t *ex)
 		for (size_t k = 0; k < ex->stats->targets[i].nsegs; k++)
 			free(ex->stats->targets[i].segs[k].last);
 		free(ex->stats->targets[i].segs);
+		for (int m = 0; m < BX_MAP_COUNT; m++)
+			free(ex->stats->targets[i].gone[m].rows);
 	}
 	free(ex->stats->targets);
 	free(ex->stats);
