@@ -9,7 +9,9 @@
     exporter totals == billing-load == database rows; SIGKILL of billingd:
     /metrics still serves, target_up 0."""
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -65,6 +67,23 @@ try:
     lines = r.stderr.strip().splitlines()
     bt.check(r.returncode == 2 and len(lines) == 1 and "Permission denied" in lines[0],
              f"a 0700 stats directory: nobody is refused in one line, exit 2 ({r.returncode}, {lines})")
+
+    # --- a segment found by name alone must be the process's own ------------
+    # A gone writer's segment renamed after a live process's PID, where
+    # --pid looks when /proc/PID/maps does not name one: not that process's.
+    decoy_dir = tempfile.mkdtemp(prefix="billing-stats-test", dir="/dev/shm")
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        src = next(os.path.join(d, f) for f in os.listdir(d))
+        with open(src, "rb") as a, open(os.path.join(decoy_dir, f"{sleeper.pid}.stats"), "wb") as b:
+            b.write(a.read())
+        r = h.bt.run([exe, "--pid", str(sleeper.pid), "--source", "stats", "--once", "--interval", "1"], timeout=60)
+        bt.check(r.returncode == 2 and "no stats segment found" in r.stderr,
+                 f"a stale PID.stats of another process is not taken for --pid's ({r.returncode}, {r.stderr.strip()})")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        shutil.rmtree(decoy_dir, ignore_errors=True)
 
     # --- writers come and go: service counters exact and monotonic -----------
     svc = os.path.join(base, "service")
@@ -140,6 +159,5 @@ finally:
     for ex in exporters:
         if ex.proc.poll() is None:
             ex.stop()
-    import shutil
     shutil.rmtree(base, ignore_errors=True)
 bt.finish()

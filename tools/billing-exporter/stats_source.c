@@ -67,6 +67,18 @@ static int parse_pid(const char *s)
 	return *end || end == s || v <= 0 || v > 0x7fffffffL ? -1 : (int)v;
 }
 
+/* 1 when the segment at path was written by process pid itself: a file
+ * found by name alone may be a gone process's whose PID was reused. */
+static int written_by(const char *path, int pid)
+{
+	bs_segment_t *seg = malloc(sizeof *seg);
+	char err[256];
+	int ok = seg && bs_read_path(path, seg, err, sizeof err) == 0 && seg->pid == (uint32_t)pid &&
+	         seg->start_time && seg->start_time == bp_process_start_time((pid_t)pid);
+	free(seg);
+	return ok;
+}
+
 /* The segment of process pid: the "N.stats" file it maps (/proc/PID/maps,
  * opened through /proc/PID/root so a container's path resolves), else
  * PID.stats in a --stats-dir or a default directory (a reader without
@@ -95,21 +107,19 @@ static int find_segment(int pid, const char **dirs, size_t ndirs, char *out, siz
 		fclose(f);
 	for (size_t i = 0; i < ndirs; i++) {
 		snprintf(out, outlen, "%s/%d.stats", dirs[i], pid);
-		FILE *probe = fopen(out, "re");
-		if (probe) {
-			fclose(probe);
+		if (written_by(out, pid))
 			return 0;
-		}
 	}
 	glob_t g;
 	char pattern[64];
+	int found = 0;
 	snprintf(pattern, sizeof pattern, "/dev/shm/billing-stats-*/%d.stats", pid);
-	if (glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0) {
-		snprintf(out, outlen, "%s", g.gl_pathv[0]);
-		globfree(&g);
-		return 0;
-	}
-	return -1;
+	if (glob(pattern, 0, NULL, &g) == 0)
+		for (size_t i = 0; i < g.gl_pathc && !found; i++)
+			if ((found = written_by(g.gl_pathv[i], pid)))
+				snprintf(out, outlen, "%s", g.gl_pathv[i]);
+	globfree(&g);
+	return found ? 0 : -1;
 }
 
 static stats_target_t *add_target(bx_exporter_t *ex)
