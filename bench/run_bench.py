@@ -18,6 +18,7 @@ Parts (all in one run, on one machine, one build: -O2 -g), named as in
   billingd      billingd end to end with billing-load: compiled out,
                 untraced, traced by the shipped scripts (billingd_bench.py)
   exporter      bench/exporter_bench.py, when present (see run_exporter)
+  stats         bench/stats_bench.py: stats-fed probes per event, scaling, /metrics from stats, billingd
 Prints a Markdown table and writes BUILD/bench/results.md and .json;
 --publish also writes SOURCE/bench/results/latest.{md,json} and the figures
 section of SOURCE/bench/README.md.  Traced rows need what
@@ -225,26 +226,26 @@ def alternatives(bench_dir, n, reps):
 
 # --- exporter: bench/exporter_bench.py, when present ---------------------------
 
-def run_exporter(build_dir, source_dir, quick):
+def run_exporter(build_dir, source_dir, quick, name="exporter_bench.py"):
     """Runs bench/exporter_bench.py, a standalone program of the exporter's
     own: called with --build-dir BUILD --source-dir SOURCE [--quick], it
     prints a Markdown table, then one JSON object as the rest of its output.
     The JSON may hold "summary": [[what, result, target], ...], rows for
     bench/README.md's summary.  Exit 77 is a skip; its output's last line
     says why."""
-    script = os.path.join(BENCH_DIR, "exporter_bench.py")
+    script = os.path.join(BENCH_DIR, name)
     if not os.path.exists(script):
         return None
     cmd = [sys.executable, script, "--build-dir", build_dir, "--source-dir", source_dir]
     try:
         r = run(cmd + (["--quick"] if quick else []), timeout=3600)
     except subprocess.TimeoutExpired:
-        return {"error": "exporter_bench.py did not finish within an hour"}
+        return {"error": f"{name} did not finish within an hour"}
     lines = r.stdout.rstrip().splitlines()
     if r.returncode == bt.SKIP:
-        return {"skipped": lines[-1] if lines else "exporter_bench.py skipped without a reason"}
+        return {"skipped": lines[-1] if lines else f"{name} skipped without a reason"}
     if r.returncode != 0:
-        return {"error": f"exporter_bench.py exited {r.returncode}: {(r.stderr or r.stdout)[-300:]}"}
+        return {"error": f"{name} exited {r.returncode}: {(r.stderr or r.stdout)[-300:]}"}
     for i, line in enumerate(lines):
         if line.startswith("{"):
             try:
@@ -252,7 +253,7 @@ def run_exporter(build_dir, source_dir, quick):
             except ValueError:
                 continue
             return {"markdown": "\n".join(lines[:i]).strip(), "json": data}
-    return {"error": "exporter_bench.py printed no JSON object after its table"}
+    return {"error": f"{name} printed no JSON object after its table"}
 
 
 # --- the tables ------------------------------------------------------------------
@@ -341,6 +342,10 @@ def markdown(res, command):
     if ex is not None:
         o += ["### billing-exporter (bench/exporter_bench.py)", ""]
         o += [ex["markdown"], ""] if "markdown" in ex else [f"Not measured: {ex.get('skipped') or ex.get('error')}.", ""]
+    st = res.get("stats")
+    if st is not None:
+        o += ["### stats: in-process counting, read without root (bench/stats_bench.py)", ""]
+        o += [st["markdown"], ""] if "markdown" in st else [f"Not measured: {st.get('skipped') or st.get('error')}.", ""]
     return "\n".join(o) + "\n"
 
 
@@ -417,7 +422,7 @@ def publish_readme(path, res):
         f.write(head + readme_figures(res) + (("\n" + tail) if tail else ""))
 
 
-PARTS = ("untraced", "traced", "alternatives", "billingd", "exporter")
+PARTS = ("untraced", "traced", "alternatives", "billingd", "exporter", "stats")
 
 
 def main():
@@ -464,6 +469,9 @@ def main():
     exporter = run_exporter(build_dir, source_dir, a.quick) if "exporter" in parts else None
     if exporter is not None:
         res["exporter"] = exporter
+    stats = run_exporter(build_dir, source_dir, a.quick, "stats_bench.py") if "stats" in parts else None
+    if stats is not None:
+        res["stats"] = stats
     md = markdown(res, command)
     print("\n" + md)
     outs = [(bench_dir, "results")]

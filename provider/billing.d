@@ -33,6 +33,34 @@
  *   "@arg text"  one line per argument, in order: its name, meaning, units.
  * The declarations themselves leave arguments unnamed, the form every
  * dtrace(1) accepts (systemtap's parser rejects named ones).
+ *
+ * Metrics.  A probe that feeds always-on metrics (billing-exporter's
+ * /metrics, whether read from the stats segment or through USDT) says so
+ * in its doc comment, after its arguments; this is the only place a
+ * metric is defined (docs/stats.md):
+ *   "@@group G"                 the metric group of the probe (--metrics G)
+ *   "@@counter NAME count LABELS [if ARG != 0]"      fires
+ *   "@@counter NAME sum(ARG) LABELS"                 sum of a quantity
+ *   "@@histogram NAME observe(ARG) LABELS"           a quantity's histogram
+ *   then the help text on the lines below; a family fed by several probes
+ *   gives its help once, at its first declaration.
+ * LABELS is "{label, ...}": ARG (the argument's value, under its own
+ * name), NAME=ARG, NAME=ARG?NONZERO:ZERO (an integer argument as one of
+ * two words) or NAME="constant".  Only string and int arguments make
+ * labels: IDs and amounts never do.  A quantity is an argument name with
+ * a unit and buckets, declared once here for every probe that carries it:
+ *
+ * @@quantity duration_ns unit=seconds divide=1000000000 zero=unmeasured
+ * @@buckets duration_ns 0.0005 0.001 0.0025 0.005 0.01 0.025 0.05 0.1 0.25 0.5 1 2.5 5 10
+ * @@quantity amount_minor unit="minor units" divide=1 signed
+ * @@buckets amount_minor 100 500 1000 5000 10000 50000 100000 500000 1000000 10000000
+ *
+ * Duration bounds make the SLO thresholds 50 ms .. 1 s exact; "zero=
+ * unmeasured": a duration_ns of 0 is counted but never observed.  String
+ * labels are read bounded (longer values are cut, visibly): 31 bytes, and
+ * 7 for a currency code:
+ *
+ * @@label-bytes default=32 currency=8
  */
 
 provider billing {
@@ -49,6 +77,11 @@ provider billing {
 	 * @handler handler name, as in request-start
 	 * @status 0 on success, otherwise the service's error code (billingd: the HTTP status)
 	 * @duration_ns time since request-start, in nanoseconds (0: not measured)
+	 * @@group requests
+	 * @@counter billing_requests_total count {handler, status}
+	 *     Requests served, by handler and status (0: success; billingd: the HTTP status otherwise).
+	 * @@histogram billing_request_duration_seconds observe(duration_ns) {handler}
+	 *     Time from request-start to request-done (measured ones only).
 	 */
 	probe request__done(unsigned long long, char *, int, unsigned long long);
 
@@ -67,6 +100,11 @@ provider billing {
 	 * @kind transaction kind, as in transaction-start
 	 * @status 0 when committed, otherwise the service's error code
 	 * @duration_ns time since transaction-start, in nanoseconds (0: not measured)
+	 * @@group business
+	 * @@counter billing_transactions_total count {kind, outcome=status?failed:committed}
+	 *     Money-moving transactions finished, committed or failed (transaction-done fires).
+	 * @@histogram billing_transaction_duration_seconds observe(duration_ns) {kind}
+	 *     Time from transaction-start to transaction-done (measured ones only).
 	 */
 	probe transaction__done(unsigned long long, char *, int, unsigned long long);
 
@@ -76,6 +114,14 @@ provider billing {
 	 * @customer_id opaque customer ID
 	 * @amount_minor invoice total in minor units of currency
 	 * @currency ISO 4217 currency code
+	 * @@group business
+	 * @@counter billing_invoices_total count {currency}
+	 *     Invoices created (invoice-create fires).
+	 * @@counter billing_invoice_amount_minor_total sum(amount_minor) {currency}
+	 *     Sum of invoice totals, in minor units of the currency.
+	 * @@histogram billing_transaction_amount_minor observe(amount_minor) {kind="invoice", currency}
+	 *     Amounts of invoices created, payments put to authorisation (approved or declined)
+	 *     and refunds processed, in minor units.
 	 */
 	probe invoice__create(unsigned long long, unsigned long long, long long, char *);
 
@@ -87,6 +133,16 @@ provider billing {
 	 * @gateway gateway name, e.g. "stripe-sim"
 	 * @result 0 when approved, otherwise the decline or error code
 	 * @duration_ns time the authorisation took, in nanoseconds (0: not measured)
+	 * @@group business
+	 * @@counter billing_payments_total count {gateway, currency, outcome=result?declined:approved}
+	 *     Payment authorisations answered by the gateway (payment-auth fires).
+	 * @@counter billing_payment_declines_total count {gateway, code=result} if result != 0
+	 *     Declined payment authorisations by decline code.
+	 * @@counter billing_payment_amount_minor_total sum(amount_minor) {gateway, currency, outcome=result?declined:approved}
+	 *     Sum of amounts put to authorisation, in minor units of the currency.
+	 * @@histogram billing_payment_auth_duration_seconds observe(duration_ns) {gateway}
+	 *     Time a payment authorisation took (measured ones only).
+	 * @@histogram billing_transaction_amount_minor observe(amount_minor) {kind="payment", currency}
 	 */
 	probe payment__auth(unsigned long long, long long, char *, char *, int, unsigned long long);
 
@@ -97,6 +153,12 @@ provider billing {
 	 * @amount_minor refunded amount in minor units of currency
 	 * @currency ISO 4217 currency code
 	 * @reason reason code, e.g. "duplicate", "fraud", "requested_by_customer"
+	 * @@group business
+	 * @@counter billing_refunds_total count {reason, currency}
+	 *     Refunds accepted (refund-process fires).
+	 * @@counter billing_refund_amount_minor_total sum(amount_minor) {reason, currency}
+	 *     Sum of refunded amounts, in minor units of the currency.
+	 * @@histogram billing_transaction_amount_minor observe(amount_minor) {kind="refund", currency}
 	 */
 	probe refund__process(unsigned long long, unsigned long long, long long, char *, char *);
 
@@ -105,6 +167,9 @@ provider billing {
 	 * @request_id the request it happened in (0: outside any request)
 	 * @component where it happened, e.g. "db", "gateway", "validation"
 	 * @code the service's error code (never 0)
+	 * @@group business
+	 * @@counter billing_errors_total count {component, code}
+	 *     Errors the service reported (error fires).
 	 */
 	probe error(unsigned long long, char *, int);
 
@@ -121,6 +186,9 @@ provider billing {
 	 * @operation as in db-query-start
 	 * @status 0 on success, otherwise the database's error code
 	 * @duration_ns time since db-query-start, in nanoseconds (0: not measured)
+	 * @@group db
+	 * @@histogram billing_db_query_duration_seconds observe(duration_ns) {operation}
+	 *     Time a database statement took (measured ones only).
 	 */
 	probe db__query__done(unsigned long long, char *, int, unsigned long long);
 
@@ -139,6 +207,9 @@ provider billing {
 	 * @operation as in gateway-call-start
 	 * @status 0 on success, otherwise the gateway's error or decline code
 	 * @duration_ns time since gateway-call-start, in nanoseconds (0: not measured)
+	 * @@group gateway
+	 * @@histogram billing_gateway_call_duration_seconds observe(duration_ns) {gateway, operation}
+	 *     Time a payment gateway call took (measured ones only).
 	 */
 	probe gateway__call__done(unsigned long long, char *, char *, int, unsigned long long);
 };

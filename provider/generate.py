@@ -23,6 +23,11 @@ writes probe_macros.h), so meson loops over the names:
   probe-samples-h OUT        tests: every probe fired with sample arguments
   probe-samples-json OUT     tests: the values consumers must see for those samples
   probe-table OUT            the Markdown probe reference of docs/probes.md
+  billing-metrics-layout-h OUT  the metrics' keys, values and observe functions (metrics.py)
+  billing-exporter-programs-h OUT  billing-exporter's BPF maps and programs
+  metric-table-gen-h OUT     billing-exporter's metric table
+  stats-gen-h OUT            billing_stats_<probe>(): the stats writer's entry points
+  stats-gen-c OUT            their definitions and the segment's self-description
   check-probe-table DOC      exit 1 unless DOC holds the current probe reference
   update-probe-table DOC     rewrite the probe reference between DOC's markers
 
@@ -33,6 +38,10 @@ import json
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import metrics  # noqa: E402  the metrics the probes feed (the "@@" lines)
+import stats_emit  # noqa: E402  the stats writer's generated half
 
 # D base type -> (C type in the public API, catalogue type name)
 TYPES = {
@@ -67,6 +76,7 @@ class Probe:
         self.func = d_name.replace("__", "_")        # request_start
         self.summary = summary                      # "a request handler begins ..."
         self.args = args                            # [(name, d_type, doc)]
+        self.metric_lines = []                      # its "@@" doc lines (metrics.py)
 
 
 def parse(path):
@@ -85,7 +95,11 @@ def parse(path):
         if not head or head.group(1) != name:
             raise ProviderError(f"{path}: probe {name}: doc comment must start with '{name}: ...'")
         arg_docs = []
-        for l in lines[1:]:
+        # "@@" lines and the help text under them: the metrics the probe
+        # feeds (provider/metrics.py reads them).
+        first_metric = next((i for i, l in enumerate(lines) if l.startswith("@@")), len(lines))
+        metric_lines = lines[first_metric:]
+        for l in lines[1:first_metric]:
             am = re.match(r"@(\w+)\s+(.+)", l)
             if not am:
                 raise ProviderError(f"{path}: probe {name}: unexpected doc line {l!r}")
@@ -100,6 +114,7 @@ def parse(path):
             raise ProviderError(f"{path}: probe {name}: {len(types)} arguments, at most {MAX_ARGS}")
         args = [(an, re.sub(r"\s+", " ", t), ad) for (an, ad), t in zip(arg_docs, types)]
         probes.append(Probe(d_name, head.group(2), args))
+        probes[-1].metric_lines = metric_lines
     declared = re.findall(r"\bprobe\s+(\w+)\s*\(", body)
     if len(declared) != len(probes):
         documented = {p.d_name for p in probes}
@@ -111,7 +126,12 @@ def parse(path):
         span_pairs(probes)  # every output agrees on what a start/done pair is
     except ProviderError as e:
         raise ProviderError(f"{path}: {e}") from None
-    return Provider(path, provider, probes)
+    result = Provider(path, provider, probes)
+    try:
+        result.metrics = metrics.parse(result, text)
+    except metrics.MetricError as e:
+        raise ProviderError(str(e)) from None
+    return result
 
 
 def probes_sdt_h(provider, dtrace_h):
@@ -191,9 +211,21 @@ def probe_macros_h(provider):
         o.append(f"static BILLING_PROBE_INLINE_ void\nbilling_probe_fire_{p.func}_({params})\n{{\n"
                  f"\tBILLING_SDT_{p.macro}({fire_args});\n}}\n")
         o.append(f"#define BILLING_{p.macro}_ENABLED() BILLING_SDT_{p.macro}_ENABLED()\n")
+        feed = next((f for f in provider.metrics.feeds if f.probe is p), None)
+        if feed:
+            # A stats build counts every fire (its arguments evaluated
+            # always), and fires the USDT site too while it is traced.
+            stats_args = ", ".join(n for n, _ in stats_emit.needed_args(feed))
+            o.append(f"#if BILLING_STATS_BUILD_\nstatic BILLING_PROBE_INLINE_ void\n"
+                     f"billing_probe_stats_{p.func}_({params})\n{{\n"
+                     f"\tif (BILLING_STATS_ON_())\n\t\tbilling_stats_{p.func}({stats_args});\n"
+                     f"\tif (BILLING_{p.macro}_ENABLED())\n\t\tbilling_probe_fire_{p.func}_({', '.join(names)});\n}}\n"
+                     f"#define BILLING_{p.macro}({', '.join(names)}) \\\n\tdo {{ \\\n{checks}"
+                     f"\t\tbilling_probe_stats_{p.func}_({call_args}); \\\n\t}} while (0)\n#else\n")
         o.append(f"#define BILLING_{p.macro}({', '.join(names)}) \\\n\tdo {{ \\\n{checks}"
                  f"\t\tif (BILLING_{p.macro}_ENABLED()) \\\n"
-                 f"\t\t\tbilling_probe_fire_{p.func}_({call_args}); \\\n\t}} while (0)\n\n")
+                 f"\t\t\tbilling_probe_fire_{p.func}_({call_args}); \\\n\t}} while (0)\n")
+        o.append("#endif\n\n" if feed else "\n")
     o.append("#endif\n")
     return "".join(o)
 
@@ -296,6 +328,13 @@ def timing_gen_h(provider):
     return "".join(o)
 
 
+def stats_on(provider, probe):
+    """C expression: PROBE is counted by the stats now (always 0 for a
+    probe that feeds no metric, or in a build without stats)."""
+    fed = any(f.probe is probe for f in provider.metrics.feeds)
+    return "BILLING_STATS_ON_()" if fed else "0"
+
+
 def timing_gen_c(provider):
     o = [BANNER, '#include "billing/probes.h"\n#include "billing/timing.h"\n\n']
     for start, done, kept, extra in span_pairs(provider.probes):
@@ -308,13 +347,13 @@ def timing_gen_c(provider):
         o.append(f"void\nbilling_{base}_begin({begin_params})\n{{\n")
         o += [f"\tspan->{n} = {n};\n" for n, _, _ in kept]
         o.append(f"\t/* Clocked while either probe is traced, so a tracer of {done.name}\n"
-                 f"\t * alone still gets a duration. */\n"
+                 f"\t * alone still gets a duration; and always while the stats count it. */\n"
                  f"\tspan->start_ns = billing_clock_if(BILLING_{start.macro}_ENABLED() ||\n"
-                 f"\t                                  BILLING_{done.macro}_ENABLED());\n"
+                 f"\t                                  BILLING_{done.macro}_ENABLED() || {stats_on(provider, done)});\n"
                  f"\tBILLING_{start.macro}({start_args});\n}}\n\n")
         o.append(f"uint64_t\nbilling_{base}_end({end_params})\n{{\n"
                  f"\tuint64_t duration_ns;\n\n"
-                 f"\tif (!BILLING_{done.macro}_ENABLED())\n\t\treturn 0;\n"
+                 f"\tif (!BILLING_{done.macro}_ENABLED() && !{stats_on(provider, done)})\n\t\treturn 0;\n"
                  f"\tduration_ns = billing_elapsed_ns(span->start_ns);\n"
                  f"\tBILLING_{done.macro}({done_args});\n"
                  f"\treturn duration_ns;\n}}\n\n")
@@ -541,6 +580,9 @@ COMMANDS = {
     "probe-samples-json": (probe_samples_json, []),
     "probe-table": (probe_table, []),
 }
+# The metrics' emitters take the parsed metric set too.
+COMMANDS.update({name: ((lambda f: lambda provider: f(provider, provider.metrics))(emit), [])
+                 for name, emit in {**metrics.COMMANDS, **stats_emit.COMMANDS}.items()})
 DOC_COMMANDS = {
     "check-probe-table": (check_probe_table, ["DOC"]),
     "update-probe-table": (update_probe_table, ["DOC"]),

@@ -28,6 +28,7 @@ packages=(
   # billing-exporter (clang, bpftool, libbpf-dev, libmicrohttpd-dev above) and its
   # tests: a real Prometheus server and promtool
   prometheus
+  prometheus-alertmanager
   # benchmarks
   valgrind linux-perf hyperfine
 )

@@ -55,7 +55,7 @@ asan() {
     UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1 \
     meson test -C "$build-asan" --print-errorlogs --num-processes 2 --no-rebuild \
       --suite unit --suite live --suite tool --suite billingd --suite hardening \
-      --suite exporter
+      --suite exporter --suite stats
 }
 
 tally() {  # one closing line over every phase's meson test log
@@ -76,10 +76,10 @@ PY
 tsan() {
   setup "$build-tsan" -Db_sanitize=thread &&
     ninja -C "$build-tsan" tests/unit/test_timing examples/billingd/billingd \
-      examples/billing-load/billing-load &&
+      examples/billing-load/billing-load tests/stats/stats_workload tests/stats/stats_dump &&
     TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1 \
     meson test -C "$build-tsan" --print-errorlogs --num-processes 1 --no-rebuild \
-      timing billingd-ground-truth billingd-api hardening-hostile-clients
+      timing billingd-ground-truth billingd-api hardening-hostile-clients stats-writer stats-fork
 }
 
 bash tests/install-deps.sh

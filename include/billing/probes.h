@@ -73,6 +73,22 @@
 #  include "billing/probes_off.h"
 #endif
 
+/* Stats (-Dstats=enabled, or BILLING_STATS_FORCE for one translation
+ * unit): a probe that feeds a metric (billing.d's "@@" lines) also counts
+ * every fire into this thread's slot of the process's stats segment, so
+ * its arguments are evaluated always; BILLING_STATS=off in the environment
+ * turns the counting off at run time (docs/stats.md).
+ * BILLING_STATS_DISABLE leaves one translation unit without stats. */
+#if (BILLING_STATS || defined(BILLING_STATS_FORCE)) && !defined(BILLING_PROBES_DISABLE) && \
+    !defined(BILLING_STATS_DISABLE) && !defined(__clang_analyzer__) && !defined(__COVERITY__)
+#  define BILLING_STATS_BUILD_ 1
+#  include "billing/stats_gen.h"
+#  define BILLING_STATS_ON_() (billing_stats_off_ == 0)
+#else
+#  define BILLING_STATS_BUILD_ 0
+#  define BILLING_STATS_ON_() 0
+#endif
+
 #if defined(__cplusplus) || (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L)
 #  define BILLING_PROBE_INLINE_ inline
 #else

@@ -75,7 +75,9 @@ def lto_programs(sources, includes, defines, workdir):
         if not shutil.which(cc[0]):
             continue
         out = os.path.join(workdir, label.split()[0] + "-lto")
-        cmd = cc + ["-std=c99", "-O2", "-flto", "-D_POSIX_C_SOURCE=200809L",
+        # BILLING_STATS_DISABLE: function sites only, as function_sites_dep
+        # builds them, in a -Dstats=enabled build too.
+        cmd = cc + ["-std=c99", "-O2", "-flto", "-D_POSIX_C_SOURCE=200809L", "-DBILLING_STATS_DISABLE",
                     *("-D" + d for d in defines), *("-I" + i for i in includes),
                     *sources, "-o", out]
         r = bt.run(cmd, timeout=300)

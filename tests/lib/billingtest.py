@@ -315,6 +315,20 @@ def interrupt_bpftrace(proc, timeout=120, already_sent=False):
 
 # --- sample arguments (provider/generate.py probe-samples-json) -----------------
 
+def wait_for(what, fn, timeout=60, interval=0.25):
+    """fn()'s first true value, polled every interval seconds; raises
+    RuntimeError naming what after timeout seconds (deadlines, never a
+    sleep that hopes)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
 def load_samples(path):
     """probe_samples.json with every string value as bytes (the JSON keeps
     one character per byte), so it compares with what a consumer printed."""

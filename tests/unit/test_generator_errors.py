@@ -37,6 +37,23 @@ CASES = {
                                   .replace(" * @duration_ns time since db-query-start, in nanoseconds (0: not measured)",
                                            " * @rows rows", 1),
                                   "the last argument of a -done probe must be duration_ns"),
+    "metric label from an ID": (lambda s: s.replace("@@counter billing_errors_total count {component, code}",
+                                                     "@@counter billing_errors_total count {component, request_id}", 1),
+                                "request_id is unsigned long long: IDs and amounts never make labels"),
+    "metric of an undeclared quantity": (lambda s: s.replace("@@quantity amount_minor", "@@quantity amount_major", 1)
+                                         .replace("@@buckets amount_minor", "@@buckets amount_major", 1),
+                                         "amount_minor is not a declared @@quantity"),
+    "counter without _total": (lambda s: s.replace("billing_errors_total count", "billing_errors count", 1),
+                               "billing_errors: a counter's name ends in _total"),
+    "family help given twice": (lambda s: s.replace(
+        '@@histogram billing_transaction_amount_minor observe(amount_minor) {kind="refund", currency}',
+        '@@histogram billing_transaction_amount_minor observe(amount_minor) {kind="refund", currency}\n'
+        '\t *     Another help.', 1),
+        "billing_transaction_amount_minor: help given twice; give it once"),
+    "family with other labels": (lambda s: s.replace('{kind="refund", currency}', '{kind="refund", reason}', 1),
+                                 "billing_transaction_amount_minor: declared twice with another type, unit or labels"),
+    "metric bucket not whole": (lambda s: s.replace("@@buckets amount_minor 100 ", "@@buckets amount_minor 100.5 ", 1),
+                                "bound 100.5 is not a whole amount_minor"),
 }
 
 

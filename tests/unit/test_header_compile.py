@@ -5,7 +5,8 @@ Usage: test_header_compile.py SOURCE_INCLUDE BUILD_INCLUDE LINK_LIB|- PROBES_SDT
 (LINK_LIB: the semaphore library, or else the function-site library)
 
 Clean: header_use.c as C99/C11/C++17 with gcc and clang (those installed),
--Wall -Wextra -Werror -pedantic, probes on and BILLING_PROBES_DISABLE;
+-Wall -Wextra -Werror -pedantic, probes on and BILLING_PROBES_DISABLE, and
+compiled with BILLING_STATS_FORCE (a stats build);
 linked, and with probes on the program must carry a note for every probe
 of billing.d (none with BILLING_PROBES_DISABLE), every argument in a
 register or memory (an immediate, `-8@$1250`, is lost to perf).
@@ -67,7 +68,9 @@ def main():
         for std, comp, src in (("c99", c, use_c), ("c11", c, use_c), ("c++17", cxx, use_cpp)):
             for disable in (False, True):
                 out = os.path.join(tmp, f"use-{c}-{std}-{int(disable)}")
-                cmd = [comp, f"-std={std}", "-O2", *WARN, *inc, src, "-o", out, *libs]
+                # Linked with the semaphores alone: the USDT build of the
+                # program (a -Dstats build's writer is checked below).
+                cmd = [comp, f"-std={std}", "-O2", "-DBILLING_STATS_DISABLE", *WARN, *inc, src, "-o", out, *libs]
                 if disable:
                     cmd.insert(1, "-DBILLING_PROBES_DISABLE")
                 r = run(cmd)
@@ -79,6 +82,12 @@ def main():
                 bt.check(set(found) == want, f"{label}: notes for {len(found)} probes, want {len(want)}")
                 immediates = [f"{n} {spec}" for n, sites in found.items() for s in sites for spec in s if "@$" in spec]
                 bt.check(not immediates, f"{label}: no argument as an immediate {immediates[:3]}")
+            # A stats build of the same program (-Dstats=enabled, or
+            # BILLING_STATS_FORCE per file, docs/stats.md): compiled, not
+            # linked (the writer lives in the stats library).
+            r = run([comp, f"-std={std}", "-O2", "-DBILLING_STATS_FORCE", *WARN, *inc, "-c", src, "-o", os.devnull])
+            bt.check(r.returncode == 0, f"{comp} -std={std} -DBILLING_STATS_FORCE: compiles cleanly"
+                     f"{'' if r.returncode == 0 else chr(10) + r.stderr}")
     cases = bad_cases()
     bt.check(len(cases) == len(BAD), "billing.d has an argument of every type a bad case targets")
     for what, stmt in cases.items():

@@ -233,12 +233,16 @@ void bx_bpf_close(bx_exporter_t *ex)
 
 int bx_map_fd(const bx_exporter_t *ex, const char *name)
 {
+	if (!ex->skel) /* stats targets only: nothing loaded */
+		return -1;
 	struct bpf_map *map = bpf_object__find_map_by_name(ex->skel->obj, name);
 	return map ? bpf_map__fd(map) : -1;
 }
 
 int bx_prog_fd(const bx_exporter_t *ex, const char *name)
 {
+	if (!ex->skel)
+		return -1;
 	struct bpf_program *prog = bpf_object__find_program_by_name(ex->skel->obj, name);
 	return prog && bpf_program__autoload(prog) ? bpf_program__fd(prog) : -1;
 }

@@ -4,6 +4,9 @@
  * program per probe the metrics need, each adding its fire into a per-CPU
  * hash map keyed by the probe's label arguments.
  *
+ * The maps, their keys and values and the programs are generated from
+ * billing.d's metric declarations; this file holds what they share.
+ *
  * Per-CPU maps: uprobe programs run with preemption off, so a plain add on
  * this CPU's copy can never lose an increment to another CPU; user space
  * sums the copies.  Only the arguments a metric needs are read
@@ -26,35 +29,25 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-#define BX_HASH(name, keytype) \
+#define BX_HASH(name, keytype, valuetype) \
   struct { \
     __uint(type, BPF_MAP_TYPE_PERCPU_HASH); \
     __uint(max_entries, BX_MAX_ENTRIES); \
     __uint(map_flags, BPF_F_NO_PREALLOC); \
     __type(key, struct keytype); \
-    __type(value, struct bx_value); \
+    __type(value, struct valuetype); \
   } name SEC(".maps")
 
-BX_HASH(m_request_done, bx_key_request);
-BX_HASH(m_transaction_done, bx_key_transaction);
-BX_HASH(m_invoice_create, bx_key_currency);
-BX_HASH(m_payment_auth, bx_key_payment);
-BX_HASH(m_refund_process, bx_key_refund);
-BX_HASH(m_error, bx_key_error);
-BX_HASH(m_db_query_done, bx_key_db);
-BX_HASH(m_gateway_call_done, bx_key_gateway);
-
-/* Fires whose label set found its map full, one slot per map (BX_DROP_*). */
+/* Fires whose label set found its map full, one slot per map (BX_MAP_*). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, BX_DROP_SLOTS);
+	__uint(max_entries, BX_MAP_COUNT);
 	__type(key, __u32);
 	__type(value, __u64);
 } m_dropped SEC(".maps");
 
-static const struct bx_value zero_value;
-static const __u64 dur_bounds[BX_DUR_BOUNDS] = { BX_DUR_BOUND_LIST };
-static const __s64 amount_bounds[BX_AMOUNT_BOUNDS] = { BX_AMOUNT_BOUND_LIST };
+/* Zeroes for a new row of any map. */
+static const union bx_value_any zero_value;
 
 static __always_inline long arg(struct pt_regs *ctx, __u64 n)
 {
@@ -70,9 +63,9 @@ static __always_inline void arg_str(struct pt_regs *ctx, __u64 n, char *dst, __u
 }
 
 /* The row for key, created zeroed on first sight; NULL when the map is full. */
-static __always_inline struct bx_value *row(void *map, const void *key, __u32 drop_slot)
+static __always_inline void *row(void *map, const void *key, __u32 drop_slot)
 {
-	struct bx_value *v = bpf_map_lookup_elem(map, key);
+	void *v = bpf_map_lookup_elem(map, key);
 
 	if (v)
 		return v;
@@ -86,147 +79,8 @@ static __always_inline struct bx_value *row(void *map, const void *key, __u32 dr
 	return v;
 }
 
-static __always_inline void observe_duration(struct bx_value *v, __u64 ns)
-{
-	__u32 i = 0;
-
-	if (ns == 0)
-		return; /* not measured: never observed */
-#pragma unroll
-	for (int b = 0; b < BX_DUR_BOUNDS; b++)
-		i += ns > dur_bounds[b];
-	v->dur_count += 1;
-	v->dur_sum_ns += ns;
-	if (i < BX_DUR_BUCKETS)
-		v->dur_buckets[i] += 1;
-}
-
-static __always_inline void observe_amount(struct bx_value *v, __s64 amount)
-{
-	__u32 i = 0;
-
-#pragma unroll
-	for (int b = 0; b < BX_AMOUNT_BOUNDS; b++)
-		i += amount > amount_bounds[b];
-	v->amount_sum += amount;
-	if (i < BX_AMOUNT_BUCKETS)
-		v->amount_buckets[i] += 1;
-}
-
-SEC("usdt")
-int request__done(struct pt_regs *ctx)
-{
-	struct bx_key_request k = {};
-
-	arg_str(ctx, BX_ARG_REQUEST_DONE_HANDLER, k.handler, sizeof k.handler);
-	k.status = (__s32)arg(ctx, BX_ARG_REQUEST_DONE_STATUS);
-	struct bx_value *v = row(&m_request_done, &k, BX_DROP_REQUEST);
-	if (!v)
-		return 0;
-	v->count += 1;
-	observe_duration(v, (__u64)arg(ctx, BX_ARG_REQUEST_DONE_DURATION));
-	return 0;
-}
-
-SEC("usdt")
-int transaction__done(struct pt_regs *ctx)
-{
-	struct bx_key_transaction k = {};
-
-	arg_str(ctx, BX_ARG_TRANSACTION_DONE_KIND, k.kind, sizeof k.kind);
-	k.status = (__s32)arg(ctx, BX_ARG_TRANSACTION_DONE_STATUS);
-	struct bx_value *v = row(&m_transaction_done, &k, BX_DROP_TRANSACTION);
-	if (!v)
-		return 0;
-	v->count += 1;
-	observe_duration(v, (__u64)arg(ctx, BX_ARG_TRANSACTION_DONE_DURATION));
-	return 0;
-}
-
-SEC("usdt")
-int invoice__create(struct pt_regs *ctx)
-{
-	struct bx_key_currency k = {};
-
-	arg_str(ctx, BX_ARG_INVOICE_CREATE_CURRENCY, k.currency, sizeof k.currency);
-	struct bx_value *v = row(&m_invoice_create, &k, BX_DROP_INVOICE);
-	if (!v)
-		return 0;
-	v->count += 1;
-	observe_amount(v, (__s64)arg(ctx, BX_ARG_INVOICE_CREATE_AMOUNT));
-	return 0;
-}
-
-SEC("usdt")
-int payment__auth(struct pt_regs *ctx)
-{
-	struct bx_key_payment k = {};
-
-	arg_str(ctx, BX_ARG_PAYMENT_AUTH_GATEWAY, k.gateway, sizeof k.gateway);
-	arg_str(ctx, BX_ARG_PAYMENT_AUTH_CURRENCY, k.currency, sizeof k.currency);
-	k.result = (__s32)arg(ctx, BX_ARG_PAYMENT_AUTH_RESULT);
-	struct bx_value *v = row(&m_payment_auth, &k, BX_DROP_PAYMENT);
-	if (!v)
-		return 0;
-	v->count += 1;
-	observe_amount(v, (__s64)arg(ctx, BX_ARG_PAYMENT_AUTH_AMOUNT));
-	observe_duration(v, (__u64)arg(ctx, BX_ARG_PAYMENT_AUTH_DURATION));
-	return 0;
-}
-
-SEC("usdt")
-int refund__process(struct pt_regs *ctx)
-{
-	struct bx_key_refund k = {};
-
-	arg_str(ctx, BX_ARG_REFUND_PROCESS_REASON, k.reason, sizeof k.reason);
-	arg_str(ctx, BX_ARG_REFUND_PROCESS_CURRENCY, k.currency, sizeof k.currency);
-	struct bx_value *v = row(&m_refund_process, &k, BX_DROP_REFUND);
-	if (!v)
-		return 0;
-	v->count += 1;
-	observe_amount(v, (__s64)arg(ctx, BX_ARG_REFUND_PROCESS_AMOUNT));
-	return 0;
-}
-
-SEC("usdt")
-int error(struct pt_regs *ctx)
-{
-	struct bx_key_error k = {};
-
-	arg_str(ctx, BX_ARG_ERROR_COMPONENT, k.component, sizeof k.component);
-	k.code = (__s32)arg(ctx, BX_ARG_ERROR_CODE);
-	struct bx_value *v = row(&m_error, &k, BX_DROP_ERROR);
-	if (v)
-		v->count += 1;
-	return 0;
-}
-
-SEC("usdt")
-int db__query__done(struct pt_regs *ctx)
-{
-	struct bx_key_db k = {};
-
-	arg_str(ctx, BX_ARG_DB_QUERY_DONE_OPERATION, k.operation, sizeof k.operation);
-	struct bx_value *v = row(&m_db_query_done, &k, BX_DROP_DB);
-	if (!v)
-		return 0;
-	v->count += 1;
-	observe_duration(v, (__u64)arg(ctx, BX_ARG_DB_QUERY_DONE_DURATION));
-	return 0;
-}
-
-SEC("usdt")
-int gateway__call__done(struct pt_regs *ctx)
-{
-	struct bx_key_gateway k = {};
-
-	arg_str(ctx, BX_ARG_GATEWAY_CALL_DONE_GATEWAY, k.gateway, sizeof k.gateway);
-	arg_str(ctx, BX_ARG_GATEWAY_CALL_DONE_OPERATION, k.operation, sizeof k.operation);
-	struct bx_value *v = row(&m_gateway_call_done, &k, BX_DROP_GATEWAY);
-	if (!v)
-		return 0;
-	v->count += 1;
-	observe_duration(v, (__u64)arg(ctx, BX_ARG_GATEWAY_CALL_DONE_DURATION));
-	return 0;
-}
+/* The maps and programs, generated from billing.d's metric declarations
+ * (provider/metrics.py): each reads its label arguments into the key and
+ * counts the fire, and observes its quantities (bx_observe_*, shared with
+ * the stats writer), in the row for that key. */
+#include "billing_exporter_programs.h"

@@ -13,9 +13,10 @@
 #include "metric_table.h"
 #include "targets.h"
 
-#define BX_MAX_MAPS 16
+#define BX_MAX_MAPS BX_MAP_COUNT /* generated from billing.d */
 
 struct billing_exporter_bpf;
+struct bx_stats;
 struct bpf_link;
 
 typedef struct bx_exporter {
@@ -27,7 +28,8 @@ typedef struct bx_exporter {
 	size_t link_count;
 	size_t attached[BX_MAX_MAPS]; /* attachments per map (= per probe) */
 	bx_label_slot_t slots[BX_MAX_MAPS][BX_MAX_FIELDS];
-	int stats_fd; /* bpf_enable_stats, -1 when off */
+	int stats_fd;           /* bpf_enable_stats, -1 when off */
+	struct bx_stats *stats; /* stats targets (stats_source.c), NULL when none */
 	double last_scrape_seconds;
 	int verbose;
 	pthread_mutex_t lock;

@@ -24,6 +24,7 @@
 #include "format.h"
 #include "http.h"
 #include "metric_check.h"
+#include "stats_source.h"
 
 void bx_error(const char *fmt, ...)
 {
@@ -40,6 +41,8 @@ static void usage(FILE *out)
 	fprintf(out,
 	        "usage: billing-exporter (--pid PID | --binary PATH)... [options]\n"
 	        "  --pid PID           every module of process PID that carries billing probes (repeatable)\n"
+	        "  --source S          auto (default: a --pid's stats segment when it has one, else USDT), stats or usdt\n"
+	        "  --stats-dir DIR     every stats segment in DIR, summed as one service; no root (repeatable)\n"
 	        "  --binary PATH       every process, running now or later, that runs or maps PATH (repeatable)\n"
 	        "  --metrics GROUPS    comma list of business,requests,db,gateway or all (default business,requests)\n"
 	        "  --listen ADDR:PORT  serve /metrics there (default %s:%d; [IPv6]:PORT; port 0: any free port)\n"
@@ -106,8 +109,9 @@ static int parse_pid(const char *s, int *pid)
 }
 
 typedef struct opts {
-	const char **pids, **binaries;
-	size_t pid_count, binary_count;
+	const char **pids, **binaries, **stats_dirs;
+	size_t pid_count, binary_count, stats_dir_count;
+	int source; /* BX_SOURCE_*: stats_source.h */
 	unsigned groups;
 	char addr[64];
 	int port, listen_given, once, interval, format, bpf_stats, verbose;
@@ -126,6 +130,8 @@ static int parse_args(int argc, char **argv, opts_t *o)
 	       O_TABLE,
 	       O_CHECK,
 	       O_VERBOSE,
+	       O_SOURCE,
+	       O_STATS_DIR,
 	       O_HELP };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, O_PID },
@@ -139,6 +145,8 @@ static int parse_args(int argc, char **argv, opts_t *o)
 		{ "print-metric-table", no_argument, NULL, O_TABLE },
 		{ "check-table", no_argument, NULL, O_CHECK },
 		{ "verbose", no_argument, NULL, O_VERBOSE },
+		{ "source", required_argument, NULL, O_SOURCE },
+		{ "stats-dir", required_argument, NULL, O_STATS_DIR },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -152,13 +160,21 @@ static int parse_args(int argc, char **argv, opts_t *o)
 	o->format = BX_FMT_TABLE;
 	o->pids = calloc((size_t)argc, sizeof *o->pids);
 	o->binaries = calloc((size_t)argc, sizeof *o->binaries);
-	if (!o->pids || !o->binaries)
+	o->stats_dirs = calloc((size_t)argc, sizeof *o->stats_dirs);
+	if (!o->pids || !o->binaries || !o->stats_dirs)
 		return BX_EXIT_FAIL;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_PID: o->pids[o->pid_count++] = optarg; break;
 		case O_BINARY: o->binaries[o->binary_count++] = optarg; break;
+		case O_STATS_DIR: o->stats_dirs[o->stats_dir_count++] = optarg; break;
+		case O_SOURCE:
+			if ((o->source = bx_source_by_name(optarg)) < 0) {
+				bx_error("--source: want auto, stats or usdt, got %s", optarg);
+				return BX_EXIT_USAGE;
+			}
+			break;
 		case O_METRICS:
 			if (parse_groups(optarg, &o->groups) != 0)
 				return BX_EXIT_USAGE;
@@ -218,8 +234,8 @@ static int parse_args(int argc, char **argv, opts_t *o)
 		bx_error("unexpected argument %s (targets are --pid PID or --binary PATH)", argv[optind]);
 		return BX_EXIT_USAGE;
 	}
-	if (o->pid_count + o->binary_count == 0) {
-		bx_error("no target: give --pid PID or --binary PATH");
+	if (o->pid_count + o->binary_count + o->stats_dir_count == 0) {
+		bx_error("no target: give --pid PID, --binary PATH or --stats-dir DIR");
 		return BX_EXIT_USAGE;
 	}
 	if (o->once && o->interval == 0)
@@ -302,6 +318,13 @@ int main(int argc, char **argv)
 		rc = BX_EXIT_FAIL;
 		goto out;
 	}
+	/* Stats targets first: a --pid served from its segment needs no BPF. */
+	if (bx_stats_setup(&ex, o.source, o.pids, &o.pid_count, o.stats_dirs, o.stats_dir_count, err, sizeof err) !=
+	    0) {
+		bx_error("%s", err);
+		rc = BX_EXIT_USAGE;
+		goto out;
+	}
 	if ((rc = read_targets(&o, &ex)) != BX_EXIT_OK)
 		goto out;
 
@@ -320,8 +343,8 @@ int main(int argc, char **argv)
 		rc = BX_EXIT_USAGE;
 		goto out;
 	}
-	if (bx_bpf_load(&ex, o.bpf_stats, err, sizeof err) != 0 ||
-	    bx_attach_all(&ex, err, sizeof err) != 0) {
+	if (ex.target_count > 0 && (bx_bpf_load(&ex, o.bpf_stats, err, sizeof err) != 0 ||
+	                            bx_attach_all(&ex, err, sizeof err) != 0)) {
 		bx_error("%s", err);
 		rc = BX_EXIT_USAGE;
 		goto out;
@@ -339,8 +362,8 @@ int main(int argc, char **argv)
 		if (ex.groups & g)
 			groups_text += (size_t)snprintf(groups + groups_text, sizeof groups - groups_text, "%s%s",
 			                                groups_text ? "," : "", bx_group_name(g));
-	fprintf(stderr, "billing-exporter: %zu probe attachments on %zu target(s), metrics %s\n",
-	        ex.link_count, ex.target_count, groups);
+	fprintf(stderr, "billing-exporter: %zu probe attachments on %zu target(s), %zu stats target(s), metrics %s\n",
+	        ex.link_count, ex.target_count, bx_stats_target_count(&ex), groups);
 	if (http)
 		fprintf(stderr, strchr(o.addr, ':') ? "billing-exporter: serving http://[%s]:%d/metrics\n" : "billing-exporter: serving http://%s:%d/metrics\n",
 		        o.addr, port);
@@ -360,6 +383,7 @@ int main(int argc, char **argv)
 out:
 	bx_http_stop(http);
 	bx_bpf_close(&ex);
+	bx_stats_free(&ex);
 	for (size_t i = 0; i < ex.target_count; i++)
 		bx_target_free(&ex.targets[i]);
 	free(ex.targets);
@@ -368,5 +392,6 @@ out:
 			bx_label_slot_free(&ex.slots[i][f]);
 	free((void *)o.pids);
 	free((void *)o.binaries);
+	free((void *)o.stats_dirs);
 	return rc;
 }

@@ -5,6 +5,7 @@
  */
 #include "snapshot.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,34 +14,25 @@
 #include <bpf/libbpf.h>
 
 #include "billing_exporter.h"
+#include "stats_source.h"
 
-typedef struct row {
-	const char *labels[BX_MAX_FIELDS]; /* admitted values or "other" */
-	long long ints[BX_MAX_FIELDS];     /* INT32 fields, raw (outcomes, filters) */
-	struct bx_value v;
-} row_t;
+typedef struct bx_row row_t;
 
 typedef struct rows {
 	row_t *items;
 	size_t count;
 } rows_t;
 
-static void add_value(struct bx_value *dst, const struct bx_value *src)
+static void add_cells(bx_u64 *dst, const bx_u64 *src, size_t n)
 {
-	dst->count += src->count;
-	dst->amount_sum += src->amount_sum;
-	for (int b = 0; b < BX_AMOUNT_BUCKETS; b++)
-		dst->amount_buckets[b] += src->amount_buckets[b];
-	dst->dur_count += src->dur_count;
-	dst->dur_sum_ns += src->dur_sum_ns;
-	for (int b = 0; b < BX_DUR_BUCKETS; b++)
-		dst->dur_buckets[b] += src->dur_buckets[b];
+	for (size_t i = 0; i < n; i++)
+		dst[i] += src[i];
 }
 
 static void decode_key(bx_exporter_t *ex, size_t mi, const unsigned char *key, row_t *r)
 {
 	const bx_map_desc_t *m = &bx_maps[mi];
-	char buf[4 * BX_STR + 1];
+	char buf[4 * BX_LABEL_BYTES_MAX + 1];
 
 	for (size_t f = 0; f < m->nfields; f++) {
 		const bx_key_field_t *kf = &m->fields[f];
@@ -69,9 +61,12 @@ static int read_map(bx_exporter_t *ex, size_t mi, rows_t *out)
 	out->count = 0;
 	if (fd < 0 || ncpu <= 0 || m->key_size > sizeof key)
 		return -1;
-	struct bx_value *percpu = calloc((size_t)ncpu, sizeof *percpu);
-	if (!percpu)
+	size_t ncells = m->value_size / 8;
+	bx_u64 *percpu = calloc((size_t)ncpu, m->value_size);
+	if (!percpu || ncells > BX_MAX_CELLS) {
+		free(percpu);
 		return -1;
+	}
 	int more = bpf_map_get_next_key(fd, NULL, next) == 0;
 	while (more) {
 		if (bpf_map_lookup_elem(fd, next, percpu) == 0) {
@@ -87,7 +82,7 @@ static int read_map(bx_exporter_t *ex, size_t mi, rows_t *out)
 			row_t *r = &out->items[out->count++];
 			memset(r, 0, sizeof *r);
 			for (int c = 0; c < ncpu; c++)
-				add_value(&r->v, &percpu[c]);
+				add_cells(r->cells, percpu + (size_t)c * ncells, ncells);
 			decode_key(ex, mi, next, r);
 		}
 		memcpy(key, next, m->key_size);
@@ -146,7 +141,7 @@ static int add_label(bx_sample_t *x, const char *name, const char *value)
 typedef struct agg {
 	size_t n;
 	const char *values[BX_MAX_FIELDS];
-	struct bx_value v;
+	bx_u64 cells[BX_MAX_CELLS];
 } agg_t;
 
 static int agg_cmp(const void *a, const void *b)
@@ -163,29 +158,23 @@ static int agg_cmp(const void *a, const void *b)
 static const char *label_value(const bx_label_t *l, const row_t *r)
 {
 	switch (l->decode) {
-	case BX_DEC_OUTCOME_AUTH: return r->ints[l->field] == 0 ? "approved" : "declined";
-	case BX_DEC_OUTCOME_TX: return r->ints[l->field] == 0 ? "committed" : "failed";
+	case BX_DEC_NONZERO: return r->ints[l->field] == 0 ? l->constant : l->if_nonzero;
 	case BX_DEC_CONSTANT: return l->constant;
 	case BX_DEC_VALUE: break;
 	}
 	return r->labels[l->field];
 }
 
-static char le_dur[BX_DUR_BUCKETS][32], le_amount[BX_AMOUNT_BUCKETS][32];
-
-static void format_bounds(void)
+/* A sum cell in the quantity's unit: two's complement when signed. */
+static double sum_value(const bx_quantity_t *q, bx_u64 sum)
 {
-	for (int b = 0; b < BX_DUR_BOUNDS; b++)
-		snprintf(le_dur[b], sizeof le_dur[b], "%g", bx_dur_bounds_seconds[b]);
-	snprintf(le_dur[BX_DUR_BOUNDS], sizeof le_dur[0], "+Inf");
-	for (int b = 0; b < BX_AMOUNT_BOUNDS; b++)
-		snprintf(le_amount[b], sizeof le_amount[b], "%.0f", bx_amount_bounds[b]);
-	snprintf(le_amount[BX_AMOUNT_BOUNDS], sizeof le_amount[0], "+Inf");
+	double v = q->is_signed ? (double)(int64_t)sum : (double)sum;
+	return q->divide == 1.0 ? v : v / q->divide;
 }
 
 static int emit_series(bx_snapshot_t *s, const bx_metric_t *m, const agg_t *a)
 {
-	const struct bx_value *v = &a->v;
+	const bx_u64 *c = a->cells;
 #define LABELS(x) \
   do { \
     if (!(x)) return -1; \
@@ -194,37 +183,33 @@ static int emit_series(bx_snapshot_t *s, const bx_metric_t *m, const agg_t *a)
   } while (0)
 	bx_sample_t *x;
 
-	switch (m->source) {
-	case BX_SRC_COUNT:
-		x = add_sample(s, m, "", (double)v->count);
-		LABELS(x);
-		return 0;
-	case BX_SRC_AMOUNT_SUM:
-		x = add_sample(s, m, "", (double)v->amount_sum);
-		LABELS(x);
-		return 0;
-	case BX_SRC_AMOUNT_HIST:
-	case BX_SRC_DUR_HIST: {
-		int dur = m->source == BX_SRC_DUR_HIST;
-		int nb = dur ? BX_DUR_BUCKETS : BX_AMOUNT_BUCKETS;
-		const bx_u64 *buckets = dur ? v->dur_buckets : v->amount_buckets;
-		double cumulative = 0;
-		for (int b = 0; b < nb; b++) {
-			cumulative += (double)buckets[b];
-			x = add_sample(s, m, "_bucket", cumulative);
-			LABELS(x);
-			add_label(x, "le", dur ? le_dur[b] : le_amount[b]);
-		}
-		x = add_sample(s, m, "_sum", dur ? (double)v->dur_sum_ns / 1e9 : (double)v->amount_sum);
-		LABELS(x);
-		x = add_sample(s, m, "_count", (double)(dur ? v->dur_count : v->count));
+	if (m->source == BX_SRC_COUNT) {
+		x = add_sample(s, m, "", (double)c[0]);
 		LABELS(x);
 		return 0;
 	}
-	case BX_SRC_SELF:
-		break;
+	if (m->source != BX_SRC_SUM && m->source != BX_SRC_HIST)
+		return -1;
+	const bx_map_quantity_t *mq = &bx_maps[m->map].quantities[m->quantity];
+	const bx_quantity_t *q = &bx_quantities[mq->quantity];
+	const bx_u64 *qc = c + mq->cell; /* count, sum, buckets */
+	if (m->source == BX_SRC_SUM) {
+		x = add_sample(s, m, "", sum_value(q, qc[1]));
+		LABELS(x);
+		return 0;
 	}
-	return -1;
+	double cumulative = 0;
+	for (size_t b = 0; b <= q->nbounds; b++) {
+		cumulative += (double)qc[2 + b];
+		x = add_sample(s, m, "_bucket", cumulative);
+		LABELS(x);
+		add_label(x, "le", b < q->nbounds ? q->le[b] : "+Inf");
+	}
+	x = add_sample(s, m, "_sum", sum_value(q, qc[1]));
+	LABELS(x);
+	x = add_sample(s, m, "_count", (double)qc[0]);
+	LABELS(x);
+	return 0;
 #undef LABELS
 }
 
@@ -244,14 +229,14 @@ static int derive(bx_snapshot_t *s, const bx_metric_t *m, const rows_t *rows)
 		a->n = m->nlabels;
 		for (size_t l = 0; l < m->nlabels; l++)
 			a->values[l] = label_value(&m->labels[l], r);
-		a->v = r->v;
+		memcpy(a->cells, r->cells, sizeof a->cells);
 	}
 	qsort(aggs, n, sizeof *aggs, agg_cmp);
 	for (size_t i = 0; i < n && rc == 0;) {
 		agg_t merged = aggs[i];
 		size_t j = i + 1;
 		for (; j < n && agg_cmp(&aggs[i], &aggs[j]) == 0; j++)
-			add_value(&merged.v, &aggs[j].v);
+			add_cells(merged.cells, aggs[j].cells, BX_MAX_CELLS);
 		rc = emit_series(s, m, &merged);
 		i = j;
 	}
@@ -274,16 +259,37 @@ static int self_metric(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m
 			if (add_label(x, "target", own(s, buf)) != 0)
 				return -1;
 		}
+		for (size_t t = 0; t < bx_stats_target_count(ex); t++) {
+			char buf[4 * PATH_MAX + 1];
+			const char *label = bx_stats_target_label(ex, t);
+			bx_label_sanitize(label, strlen(label), buf, sizeof buf);
+			x = add_sample(s, m, "", bx_stats_target_up(ex, t));
+			if (add_label(x, "target", own(s, buf)) != 0)
+				return -1;
+		}
+		return 0;
+	}
+	if (strcmp(n, "target_source") == 0) {
+		/* Which path feeds each target: usdt (BPF) or stats (segment). */
+		for (size_t t = 0; t < ex->target_count + bx_stats_target_count(ex); t++) {
+			int st = t >= ex->target_count;
+			const char *label = st ? bx_stats_target_label(ex, t - ex->target_count) : ex->targets[t].label;
+			char buf[4 * PATH_MAX + 1];
+			bx_label_sanitize(label, strlen(label), buf, sizeof buf);
+			x = add_sample(s, m, "", 1);
+			if (add_label(x, "target", own(s, buf)) != 0 || add_label(x, "source", st ? "stats" : "usdt") != 0)
+				return -1;
+		}
 		return 0;
 	}
 	if (strcmp(n, "scrape_duration_seconds") == 0)
 		return add_sample(s, m, "", ex->last_scrape_seconds) ? 0 : -1;
 
-	uint64_t dropped[BX_DROP_SLOTS] = { 0 };
+	uint64_t dropped[BX_MAP_COUNT] = { 0 };
 	if (strcmp(n, "dropped_fires_total") == 0) {
 		int fd = bx_map_fd(ex, "m_dropped"), ncpu = libbpf_num_possible_cpus();
 		uint64_t *percpu = ncpu > 0 ? calloc((size_t)ncpu, sizeof *percpu) : NULL;
-		for (uint32_t slot = 0; percpu && fd >= 0 && slot < BX_DROP_SLOTS; slot++)
+		for (uint32_t slot = 0; percpu && fd >= 0 && slot < BX_MAP_COUNT; slot++)
 			if (bpf_map_lookup_elem(fd, &slot, percpu) == 0)
 				for (int c = 0; c < ncpu; c++)
 					dropped[slot] += percpu[c];
@@ -304,7 +310,7 @@ static int self_metric(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m
 					return -1;
 			}
 		} else if (strcmp(n, "dropped_fires_total") == 0) {
-			x = add_sample(s, m, "", (double)dropped[md->drop_slot]);
+			x = add_sample(s, m, "", (double)dropped[i]);
 			if (add_label(x, "map", md->map) != 0)
 				return -1;
 		} else {
@@ -332,10 +338,17 @@ int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *s)
 
 	memset(s, 0, sizeof *s);
 	memset(rows, 0, sizeof rows);
-	format_bounds();
-	for (size_t i = 0; i < bx_map_count && rc == 0; i++)
-		if (bx_maps[i].group & ex->groups)
+	bx_stats_refresh(ex);
+	for (size_t i = 0; i < bx_map_count && rc == 0; i++) {
+		if (!(bx_maps[i].group & ex->groups))
+			continue;
+		if (ex->skel)
 			rc = read_map(ex, i, &rows[i]);
+		/* Stats targets' rows beside the maps': derive() sums equal labels. */
+		size_t cap = rows[i].count;
+		if (rc == 0)
+			rc = bx_stats_rows(ex, i, &rows[i].items, &rows[i].count, &cap);
+	}
 	for (size_t k = 0; k < bx_metric_count && rc == 0; k++) {
 		const bx_metric_t *m = &bx_metrics[k];
 		if (!(bx_metric_group(m) & ex->groups))

@@ -13,6 +13,17 @@
 
 #define BX_SAMPLE_LABELS 4 /* the metric's labels + le */
 
+/* One row of a map, from a BPF map or a stats segment: its key decoded
+ * into labels, its value as 64-bit cells (metric_table.h): fires at cell
+ * 0, then each quantity's count, sum and buckets.  Every cell is a sum,
+ * so per-CPU copies, thread slots and rows that share labels add cell by
+ * cell. */
+struct bx_row {
+	const char *labels[BX_MAX_FIELDS]; /* admitted values or "other" */
+	long long ints[BX_MAX_FIELDS];     /* INT32 fields, raw (outcomes, filters) */
+	bx_u64 cells[BX_MAX_CELLS];
+};
+
 typedef struct bx_sample {
 	const bx_metric_t *metric; /* its family: name, type, help, unit */
 	const char *suffix;        /* "", "_bucket", "_sum", "_count" */

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""The stats path's benchmark: what always-on in-process counting costs.
+
+  stats_bench.py --build-dir BUILD --source-dir SOURCE [--quick] [--reps N]
+
+1. ns per event of each stats-fed probe (bench/stats_loop.c, untraced, one
+   thread), beside the same loop in a stats build with BILLING_STATS=off,
+   in a USDT-only build (an untraced site), and a relaxed atomic add.
+   Target: <= 25 ns at one thread.
+2. Scaling: 8 threads on this machine's cores against one thread, events
+   per second per core.  Target: >= 0.9x (no line two threads write).
+3. /metrics from stats (billing-exporter --stats-dir, no BPF) with ~1,000
+   series: median of 50 scrapes over HTTP.  Target: <= 5 ms.  The segment's
+   size per thread and for 64 threads.
+4. billingd at saturation built with stats against the same service with
+   probes compiled out, paired per repetition (billingd_bench's nested
+   build).  Target: <= 1 % (or "not resolvable" within the spread).
+
+Prints a Markdown table, then one JSON object (run_bench.py reads both).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, BENCH_DIR)
+sys.path.insert(0, os.path.join(BENCH_DIR, "..", "tests", "lib"))
+import billingd_bench  # noqa: E402
+import exporter_bench  # noqa: E402  (its Exporter: a served billing-exporter)
+
+PROBES = ("request-done", "transaction-done", "invoice-create", "payment-auth", "refund-process", "error",
+          "db-query-done", "gateway-call-done")
+TARGETS = {"ns_one_thread": 25.0, "scaling": 0.9, "scrape_ms": 5.0, "billingd_pct": 1.0}
+
+
+def loop(exe, probe, threads, n, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    r = subprocess.run([exe, probe, str(threads), str(n)], capture_output=True, text=True, env=e, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError(f"{exe} {probe}: {r.stderr.strip()}")
+    vals = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    return float(vals["ns_per_event"]), float(vals["events_per_second"])
+
+
+def per_event(build, reps, n, workdir):
+    stats = os.path.join(build, "bench", "stats_loop")
+    usdt = os.path.join(build, "bench", "stats_loop_usdt")
+    env = {"BILLING_STATS_DIR": os.path.join(workdir, "loop")}
+    rows = []
+    for probe in PROBES + ("atomic",):
+        row = {"probe": probe}
+        for label, exe, extra in (("stats", stats, {}), ("stats off", stats, {"BILLING_STATS": "off"}),
+                                  ("usdt", usdt, {})):
+            if probe == "atomic" and label != "stats":
+                continue
+            if not os.path.exists(exe):
+                continue
+            runs = [loop(exe, probe, 1, n, dict(env, **extra))[0] for _ in range(reps)]
+            row[label] = {"median": statistics.median(runs), "min": min(runs), "max": max(runs)}
+        rows.append(row)
+        print(f"  {probe}: {row}", file=sys.stderr, flush=True)
+    return rows
+
+
+def scaling(build, reps, n, workdir):
+    """Events per second per core at 1 and at 8 threads, from each thread's
+    CPU time per event (so other processes on the cores do not count: what
+    is measured is what the threads cost each other), and the wall-clock
+    figures beside them."""
+    exe = os.path.join(build, "bench", "stats_loop")
+    cores = os.cpu_count() or 1
+    env = {"BILLING_STATS_DIR": os.path.join(workdir, "scale")}
+    out = {"cores": cores}
+    for probe in ("payment-auth", "atomic"):
+        one = [loop(exe, probe, 1, n, env) for _ in range(reps)]
+        eight = [loop(exe, probe, 8, n, env) for _ in range(reps)]
+        ns1, ns8 = statistics.median(r[0] for r in one), statistics.median(r[0] for r in eight)
+        out[probe] = {"one_thread_ns": ns1, "eight_threads_ns": ns8, "ratio": ns1 / ns8,
+                      "one_thread_eps_wall": statistics.median(r[1] for r in one),
+                      "eight_threads_eps_wall_per_core": statistics.median(r[1] for r in eight) / min(8, cores)}
+    return out
+
+
+def scrape(build, workdir):
+    d = os.path.join(workdir, "scrape")
+    wl = os.path.join(build, "tests", "stats", "stats_workload")
+    exe = os.path.join(build, "tools", "billing-exporter", "billing-exporter")
+    if not os.path.exists(wl) or not os.path.exists(exe):
+        return {"skipped": "needs tests/stats/stats_workload and billing-exporter in the build"}
+    r = subprocess.run([wl, "labels", "64"], capture_output=True, text=True, env=dict(os.environ, BILLING_STATS_DIR=d))
+    if r.returncode != 0:
+        raise RuntimeError("stats_workload labels: " + r.stderr)
+    path = r.stdout.split()[-1]
+    with open(path, "rb") as f:
+        head = f.read(128)
+    slot_size = int.from_bytes(head[112:120], "little")
+    slots_offset = int.from_bytes(head[104:112], "little")
+    ex = exporter_bench.Exporter(exe, "--stats-dir", d, "--metrics", "all")
+    try:
+        times, body = [], b""
+        for _ in range(50):
+            t0 = time.perf_counter()
+            with urllib.request.urlopen(ex.url + "/metrics", timeout=10) as resp:
+                body = resp.read()
+            times.append((time.perf_counter() - t0) * 1000)
+    finally:
+        ex.stop()
+    series = sum(1 for l in body.decode().splitlines() if l and not l.startswith("#"))
+    return {"series": series, "scrape_ms_median": statistics.median(times), "scrape_ms_max": max(times),
+            "slot_bytes": slot_size, "fixed_bytes": slots_offset,
+            "bytes_64_threads": slots_offset + 65 * slot_size}
+
+
+def billingd(build, source, reps, duration):
+    load = billingd_bench.billing_load_runner(os.path.join(build, "examples", "billing-load", "billing-load"))
+    stats_exe = os.path.join(build, "tests", "stats", "billingd-stats")
+    if not os.path.exists(stats_exe):
+        return {"skipped": "tests/stats/billingd-stats not built (-Dexamples, -Dexporter)"}
+    compiled_out = billingd_bench.noprobes_billingd(build, source)
+    workdir = tempfile.mkdtemp(prefix="billing-statsbench-", dir="/dev/shm")
+    os.environ["BILLING_STATS_DIR"] = os.path.join(workdir, "segments")
+    samples = {"compiled out": [], "stats": []}
+    try:
+        for rep in range(reps):
+            for label, exe in (("compiled out", compiled_out), ("stats", stats_exe)):
+                rps, _ = billingd_bench.one_run(exe, load, None, duration, 16, workdir)
+                samples[label].append(rps)
+                print(f"  billingd {label}: run {rep + 1}: {rps:.0f} req/s", file=sys.stderr, flush=True)
+    finally:
+        subprocess.run(["rm", "-rf", workdir])
+    paired = [100.0 * (a / b - 1) for a, b in zip(samples["stats"], samples["compiled out"])]
+    return {"repetitions": reps, "duration_s": duration, "rps": samples, "paired_pct": paired,
+            "median_pct": statistics.median(paired), "spread_pct": [min(paired), max(paired)]}
+
+
+def markdown(res):
+    o = ["| stats-fed probe | stats on, ns/event | stats build, BILLING_STATS=off | USDT-only build, untraced |",
+         "|---|---:|---:|---:|"]
+    cell = lambda r, k: f"{r[k]['median']:.1f} ({r[k]['min']:.1f}..{r[k]['max']:.1f})" if k in r else "-"
+    for r in res["per_event"]:
+        name = "relaxed atomic add (one counter)" if r["probe"] == "atomic" else r["probe"]
+        o.append(f"| {name} | {cell(r, 'stats')} | {cell(r, 'stats off')} | {cell(r, 'usdt')} |")
+    s = res["scaling"]
+    for probe in ("payment-auth", "atomic"):
+        p = s[probe]
+        o += ["", f"Scaling, {'a shared relaxed atomic' if probe == 'atomic' else probe}: CPU per event "
+              f"{p['one_thread_ns']:.1f} ns at one thread, {p['eight_threads_ns']:.1f} ns at 8 threads on "
+              f"{s['cores']} cores: events per second per core {p['ratio']:.2f}x of one thread"
+              + (f" (target >= {TARGETS['scaling']})" if probe != "atomic" else "")
+              + f"; wall clock {p['one_thread_eps_wall'] / 1e6:.1f} vs {p['eight_threads_eps_wall_per_core'] / 1e6:.1f}"
+              " M events/s per core (other processes share these cores)."]
+    sc = res["scrape"]
+    if "skipped" not in sc:
+        o += [f"/metrics from stats: {sc['series']} series, median {sc['scrape_ms_median']:.2f} ms over HTTP "
+              f"(max {sc['scrape_ms_max']:.2f}; target <= {TARGETS['scrape_ms']} ms).  Segment: "
+              f"{sc['fixed_bytes']:,} bytes fixed + {sc['slot_bytes']:,} per thread slot; "
+              f"{sc['bytes_64_threads']:,} bytes for 64 threads (+ the overflow slot), sparse on tmpfs: "
+              "only pages a thread writes are allocated."]
+    b = res["billingd"]
+    if "skipped" not in b:
+        med = statistics.median(b["rps"]["compiled out"])
+        o += [f"billingd at saturation, stats on vs probes compiled out ({b['repetitions']} paired runs of "
+              f"{b['duration_s']} s, compiled out median {med:.0f} req/s): {b['median_pct']:+.1f} % "
+              f"(spread {b['spread_pct'][0]:+.1f} .. {b['spread_pct'][1]:+.1f} %)."]
+    return "\n".join(o)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("--source-dir", required=True)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=5)
+    a = ap.parse_args()
+    build, source = os.path.abspath(a.build_dir), os.path.abspath(a.source_dir)
+    if not os.path.exists(os.path.join(build, "bench", "stats_loop")):
+        print("stats_loop not built: the stats writer is for Linux (docs/stats.md)")
+        return 77
+    reps = 2 if a.quick else a.reps
+    n = 500000 if a.quick else 5000000
+    workdir = tempfile.mkdtemp(prefix="billing-statsloop-", dir="/dev/shm")
+    try:
+        res = {"per_event": per_event(build, reps, n, workdir), "scaling": scaling(build, reps, n, workdir),
+               "scrape": scrape(build, workdir)}
+    finally:
+        subprocess.run(["rm", "-rf", workdir])
+    res["billingd"] = billingd(build, source, 1 if a.quick else reps, 3 if a.quick else 8)
+    print(markdown(res))
+    print(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,459 @@
+/*
+ * stats.c -- the stats writer: the segment, thread slots, fork, and the
+ * label rows.  The per-probe entry points billing_stats_<probe>() are
+ * generated from billing.d (stats_gen.c); they build a key and count into
+ * what bs_cells_() returns.  docs/stats.md is the manual.
+ *
+ * Hot path (bs_cells_): this thread's slot and a per-thread cache from
+ * key bytes to row; no lock, no atomic read-modify-write.  The lock is
+ * taken only by a thread's first event, a key the thread has not cached
+ * (first sight of a label set, or a cache conflict), and thread exit.
+ */
+#ifndef _GNU_SOURCE
+#  define _GNU_SOURCE /* syscall(SYS_gettid) */
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "billing/stats_gen.h"
+#include "stats_writer.h"
+
+#define DEFAULT_SLOTS 64 /* BILLING_STATS_THREADS */
+
+int billing_stats_off_;
+__thread bs_thread_t *bs_self_;
+uint64_t bs_map_offset_[BX_MAP_COUNT];
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char *seg; /* the mapping; NULL until the first event */
+static struct bs_header *hdr;
+static size_t seg_size;
+static char seg_path[PATH_MAX];
+static pthread_key_t thread_key;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void say(const char *what, int err)
+{
+	fprintf(stderr, "billing-probes: stats off in pid %d: %s%s%s\n", (int)getpid(), what, err ? ": " : "",
+	        err ? strerror(err) : "");
+}
+
+static void thread_exit(void *p)
+{
+	bs_thread_t *t = p;
+
+	/* The totals stay in the slot; the next thread to claim it adds to
+	 * them.  Release: that thread's loads see this one's last stores. */
+	if (t && t->slot && !t->shared)
+		__atomic_store_n(&t->slot->state, BS_SLOT_FREE, __ATOMIC_RELEASE);
+	free(t);
+	bs_self_ = NULL;
+}
+
+/* fork(): the lock is held across it, so the child's copy is consistent. */
+static void before_fork(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+static void after_fork_parent(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+/* The child counts in a segment of its own (made at its first event): its
+ * copy of the parent's mapping goes, and so does the forking thread's
+ * slot, which is the parent's. */
+static void after_fork_child(void)
+{
+	if (seg)
+		munmap(seg, seg_size);
+	seg = NULL;
+	hdr = NULL;
+	free(bs_self_);
+	bs_self_ = NULL;
+	pthread_setspecific(thread_key, NULL);
+	pthread_mutex_unlock(&lock);
+}
+
+static void mark_exited(void)
+{
+	if (hdr && getpid() == (pid_t)hdr->pid)
+		__atomic_store_n(&hdr->state, BS_EXITED, __ATOMIC_RELEASE);
+}
+
+static void init_once(void)
+{
+	pthread_key_create(&thread_key, thread_exit);
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	atexit(mark_exited);
+}
+
+/* Field 22 of a /proc/PID/stat file: the process's start time, which a
+ * later process given the same PID does not share.  0 when unreadable. */
+static uint64_t start_time_of(const char *stat_path)
+{
+	char buf[1024];
+	int fd = open(stat_path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+static int create_segment(void);
+
+/* At load: BILLING_STATS=off means no segment and no counting.  Otherwise
+ * the segment is made now, not at the first event, so a reader finds it by
+ * PID from the process's start (as a JVM's hsperfdata file); a forked
+ * child makes its own at its first event. */
+__attribute__((constructor)) static void stats_start(void)
+{
+	const char *v = getenv("BILLING_STATS");
+	if (v && (strcmp(v, "off") == 0 || strcmp(v, "0") == 0)) {
+		billing_stats_off_ = 1;
+		return;
+	}
+	pthread_once(&once, init_once);
+	pthread_mutex_lock(&lock);
+	if (!seg && create_segment() != 0)
+		billing_stats_off_ = 1;
+	pthread_mutex_unlock(&lock);
+}
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+	return h;
+}
+
+/* BILLING_STATS_GROUP: a group name or number that may read the segment. */
+static int stats_group(gid_t *gid)
+{
+	const char *g = getenv("BILLING_STATS_GROUP");
+	char *end;
+	if (!g || !*g)
+		return 0;
+	unsigned long n = strtoul(g, &end, 10);
+	if (*end == '\0') {
+		*gid = (gid_t)n;
+		return 1;
+	}
+	struct group *gr = getgrnam(g);
+	if (!gr)
+		return -1;
+	*gid = gr->gr_gid;
+	return 1;
+}
+
+/* The directory: BILLING_STATS_DIR, or /dev/shm/billing-stats-UID (tmpfs:
+ * a disk-backed mapping can stall a writer on writeback).  Made 0700 (0750
+ * with a group); refused unless it is ours, a real directory, and nobody
+ * else can write to it. */
+static int open_dir(int has_group, gid_t gid, char *dir, size_t dirlen)
+{
+	const char *d = getenv("BILLING_STATS_DIR");
+	if (d && *d)
+		snprintf(dir, dirlen, "%s", d);
+	else
+		snprintf(dir, dirlen, "/dev/shm/billing-stats-%u", (unsigned)geteuid());
+	if (mkdir(dir, has_group ? 0750 : 0700) != 0 && errno != EEXIST) {
+		say(dir, errno);
+		return -1;
+	}
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		say(dir, errno);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+		fprintf(stderr, "billing-probes: stats off in pid %d: %s must be owned by uid %u and writable by it "
+		                "alone\n",
+		        (int)getpid(), dir, (unsigned)geteuid());
+		close(fd);
+		return -1;
+	}
+	if (has_group && (fchown(fd, (uid_t)-1, gid) != 0 || fchmod(fd, 0750) != 0)) {
+		say("cannot give the stats directory to BILLING_STATS_GROUP", errno);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* 1 while process pid runs and is the one that started at start. */
+static int writer_alive(uint32_t pid, uint64_t start)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%u/stat", (unsigned)pid);
+	return start != 0 && start_time_of(path) == start;
+}
+
+/* Segments of processes that are gone stay for readers (their final
+ * counts); once unchanged for BILLING_STATS_KEEP seconds (default 3600) a
+ * new process of the service removes them, so the directory does not grow
+ * with every restart.  Only files that are segments are touched. */
+static void remove_stale(int dfd)
+{
+	const char *k = getenv("BILLING_STATS_KEEP");
+	long keep = k && *k ? strtol(k, NULL, 10) : 3600;
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	time_t now = time(NULL);
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		struct stat st;
+		struct bs_header h;
+		if (n < 7 || strcmp(e->d_name + n - 6, ".stats") != 0 ||
+		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+		    st.st_uid != geteuid() || now - st.st_mtime < keep)
+			continue;
+		int sfd = openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		ssize_t got = sfd >= 0 ? pread(sfd, &h, sizeof h, 0) : -1;
+		if (sfd >= 0)
+			close(sfd);
+		if (got == (ssize_t)sizeof h && memcmp(h.magic.text, BS_MAGIC, 8) == 0 &&
+		    !writer_alive(h.pid, h.start_time))
+			unlinkat(dfd, e->d_name, 0);
+	}
+	closedir(d);
+}
+
+static int create_segment(void)
+{
+	char dir[PATH_MAX - 64], name[64];
+	gid_t gid = 0;
+	int has_group = stats_group(&gid);
+	if (has_group < 0) {
+		say("BILLING_STATS_GROUP names no group", 0);
+		return -1;
+	}
+	const char *threads = getenv("BILLING_STATS_THREADS");
+	long nthreads = threads ? strtol(threads, NULL, 10) : DEFAULT_SLOTS;
+	if (nthreads < 1 || nthreads > 65536) {
+		say("BILLING_STATS_THREADS must be 1..65536", 0);
+		return -1;
+	}
+	int dfd = open_dir(has_group, gid, dir, sizeof dir);
+	if (dfd < 0)
+		return -1;
+	remove_stale(dfd);
+	snprintf(name, sizeof name, "%d.stats", (int)getpid());
+	int fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		/* Left by an earlier process with this PID (it is gone: the PID is ours). */
+		unlinkat(dfd, name, 0);
+		fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
+	if (fd < 0) {
+		say(name, errno);
+		close(dfd);
+		return -1;
+	}
+	if (has_group && (fchown(fd, (uid_t)-1, gid) != 0 || fchmod(fd, 0640) != 0)) {
+		say("cannot give the segment to BILLING_STATS_GROUP", errno);
+		unlinkat(dfd, name, 0);
+		close(fd);
+		close(dfd);
+		return -1;
+	}
+
+	size_t desc_size = strlen(billing_stats_desc_) + 1;
+	uint64_t cells = 0, map_off[BX_MAP_COUNT];
+	for (int m = 0; m < BX_MAP_COUNT; m++) {
+		map_off[m] = cells * 8;
+		cells += (uint64_t)BS_ROWS * billing_stats_maps_[m].cells;
+	}
+	uint64_t slot_size = (BS_SLOT_HEADER + cells * 8 + 63) / 64 * 64;
+	uint64_t desc_off = BS_HEADER_SIZE;
+	uint64_t dicts_off = (desc_off + desc_size + 63) / 64 * 64;
+	uint64_t rows_off = dicts_off + BS_DICTS_SIZE(BX_MAP_COUNT);
+	uint64_t slots_off = (rows_off + BS_ROWS_SIZE(BX_MAP_COUNT) + 4095) / 4096 * 4096;
+	uint64_t nslots = (uint64_t)nthreads + 1; /* + the overflow slot */
+	uint64_t size = slots_off + nslots * slot_size;
+	unsigned char *p = MAP_FAILED;
+	if (ftruncate(fd, (off_t)size) == 0)
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		say("cannot size or map the segment", errno);
+		unlinkat(dfd, name, 0);
+		close(fd);
+		close(dfd);
+		return -1;
+	}
+	close(fd);
+	close(dfd);
+
+	struct bs_header *h = (struct bs_header *)p;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	h->layout_version = BS_LAYOUT_VERSION;
+	h->endian = BS_ENDIAN;
+	h->generation = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^ ((uint64_t)getpid() << 40);
+	h->size = size;
+	h->pid = (uint32_t)getpid();
+	h->state = BS_RUNNING;
+	h->start_time = start_time_of("/proc/self/stat");
+	h->nmaps = BX_MAP_COUNT;
+	h->nslots = (uint32_t)nslots;
+	h->rows_per_map = BS_ROWS;
+	h->label_values = BS_LABEL_VALUES;
+	h->desc_offset = desc_off;
+	h->desc_size = desc_size;
+	h->desc_hash = fnv1a(billing_stats_desc_, desc_size - 1);
+	h->dicts_offset = dicts_off;
+	h->rows_offset = rows_off;
+	h->slots_offset = slots_off;
+	h->slot_size = slot_size;
+	for (int m = 0; m < BX_MAP_COUNT; m++) {
+		h->map_cells_offset[m] = map_off[m];
+		bs_map_offset_[m] = map_off[m];
+		h->map_cells[m] = (uint32_t)billing_stats_maps_[m].cells;
+		/* An int label's value 0 is always entry 0, so a folded ("other")
+		 * int value is known to be non-zero: outcome labels stay exact. */
+		for (size_t f = 0; f < billing_stats_maps_[m].nfields; f++)
+			if (!billing_stats_maps_[m].fields[f].is_string)
+				h->dict_count[m][f] = 1;
+	}
+	memcpy(p + desc_off, billing_stats_desc_, desc_size);
+	/* The magic last: a reader that sees it sees a whole header. */
+	uint64_t magic;
+	memcpy(&magic, BS_MAGIC, 8);
+	__atomic_store_n(&h->magic.word, magic, __ATOMIC_RELEASE);
+	snprintf(seg_path, sizeof seg_path, "%s/%s", dir, name);
+	seg = p;
+	hdr = h;
+	seg_size = size;
+	return 0;
+}
+
+/* Claim a slot for this thread (lock held): a free one keeps its totals. */
+static bs_thread_t *thread_start(void)
+{
+	bs_thread_t *t = calloc(1, sizeof *t);
+	if (!t)
+		return NULL;
+	uint32_t n = hdr->nslots - 1, i;
+	for (i = 0; i < n; i++) {
+		struct bs_slot *s = (struct bs_slot *)(seg + hdr->slots_offset + i * hdr->slot_size);
+		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != BS_SLOT_IN_USE)
+			break;
+	}
+	if (i == n)
+		__atomic_store_n(&hdr->overflow_used, 1, __ATOMIC_RELEASE);
+	t->shared = i == n;
+	t->slot = (struct bs_slot *)(seg + hdr->slots_offset + (uint64_t)i * hdr->slot_size);
+	t->cells = (unsigned char *)t->slot + BS_SLOT_HEADER;
+	if (!t->shared) {
+		__atomic_store_n(&t->slot->state, BS_SLOT_IN_USE, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->slot->tid, (uint32_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
+		__atomic_store_n(&t->slot->claims, t->slot->claims + 1, __ATOMIC_RELAXED);
+	}
+	if (i + 1 > __atomic_load_n(&hdr->slots_used, __ATOMIC_RELAXED))
+		__atomic_store_n(&hdr->slots_used, i + 1, __ATOMIC_RELEASE);
+	pthread_setspecific(thread_key, t);
+	return t;
+}
+
+/* The dictionary index of a field's value (lock held), BS_IDX_FOLDED past
+ * the cap.  Entries are written before their count is published. */
+static unsigned intern(int m, size_t f, const unsigned char *v, size_t size)
+{
+	uint32_t n = hdr->dict_count[m][f];
+	for (uint32_t i = 0; i < n; i++)
+		if (memcmp(seg + BS_DICT_ENTRY(hdr, m, f, i), v, size) == 0)
+			return i;
+	if (n == BS_LABEL_VALUES)
+		return BS_IDX_FOLDED;
+	memcpy(seg + BS_DICT_ENTRY(hdr, m, f, n), v, size);
+	__atomic_store_n(&hdr->dict_count[m][f], n + 1, __ATOMIC_RELEASE);
+	return n;
+}
+
+/* The row of a key (lock held): its label values interned, found among the
+ * map's rows or appended; past BS_ROWS - 1 label sets, the overflow row. */
+static uint32_t row_of(int m, const unsigned char *key)
+{
+	const bs_map_info_t *mi = &billing_stats_maps_[m];
+	struct bs_row r;
+	memset(&r, 0, sizeof r);
+	for (size_t f = 0; f < mi->nfields; f++)
+		r.idx[f] = (uint8_t)intern(m, f, key + mi->fields[f].offset, mi->fields[f].size);
+	uint32_t n = hdr->row_count[m];
+	for (uint32_t i = 0; i < n; i++)
+		if (memcmp(seg + BS_ROW_ENTRY(hdr, m, i), &r, sizeof r) == 0)
+			return i;
+	if (n == BS_ROWS - 1 || n == BS_ROWS) {
+		if (n == BS_ROWS - 1) {
+			memset(&r, 0, sizeof r);
+			for (size_t f = 0; f < mi->nfields; f++)
+				r.idx[f] = BS_IDX_OVERFLOW;
+			memcpy(seg + BS_ROW_ENTRY(hdr, m, n), &r, sizeof r);
+			__atomic_store_n(&hdr->row_count[m], BS_ROWS, __ATOMIC_RELEASE);
+		}
+		return BS_ROWS - 1;
+	}
+	memcpy(seg + BS_ROW_ENTRY(hdr, m, n), &r, sizeof r);
+	__atomic_store_n(&hdr->row_count[m], n + 1, __ATOMIC_RELEASE);
+	return n;
+}
+
+void *bs_slow_(int m, const void *key, bs_cache_entry_t *e)
+{
+	pthread_once(&once, init_once);
+	pthread_mutex_lock(&lock);
+	if (!seg && !billing_stats_off_ && create_segment() != 0)
+		billing_stats_off_ = 1;
+	if (billing_stats_off_) {
+		pthread_mutex_unlock(&lock);
+		return NULL;
+	}
+	if (!bs_self_ && !(bs_self_ = thread_start())) {
+		pthread_mutex_unlock(&lock);
+		return NULL;
+	}
+	if (!e)
+		e = &bs_self_->cache[0]; /* the caller hashes again next time */
+	e->tag = (uint32_t)m + 1;
+	e->row = row_of(m, key);
+	memcpy(e->key, key, billing_stats_maps_[m].key_size);
+	pthread_mutex_unlock(&lock);
+	return e;
+}
+
+/* For tests and tools: where this process's segment is ("" before its
+ * first event or with the stats off). */
+const char *billing_stats_path(void)
+{
+	return seg ? seg_path : "";
+}

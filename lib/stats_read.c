@@ -1,0 +1,221 @@
+/*
+ * stats_read.c -- the segment reader (stats_read.h).  One code path for a
+ * file (pread) and for bytes in memory (fuzzing): a `src` that reads a
+ * range or fails.
+ */
+#include "stats_read.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct src {
+	int fd; /* or -1: mem */
+	const unsigned char *mem;
+	uint64_t size;
+} src_t;
+
+/* n bytes at off into dst; -1 when the range is not wholly in the file. */
+static int get(const src_t *s, uint64_t off, void *dst, uint64_t n)
+{
+	if (off > s->size || n > s->size - off)
+		return -1;
+	if (s->fd < 0) {
+		memcpy(dst, s->mem + off, n);
+		return 0;
+	}
+	unsigned char *d = dst;
+	while (n > 0) {
+		ssize_t r = pread(s->fd, d, n, (off_t)off);
+		if (r <= 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			return -1; /* shrunk under us: treated as truncated */
+		}
+		d += r;
+		off += (uint64_t)r;
+		n -= (uint64_t)r;
+	}
+	return 0;
+}
+
+#define FAIL(...) \
+  do { \
+    snprintf(err, errlen, __VA_ARGS__); \
+    return -1; \
+  } while (0)
+
+/* The cells of map m in this build, and where they start in a slot, as
+ * the writer lays them out (stats.c create_segment). */
+static int check_layout(const struct bs_header *h, uint64_t size, char *err, size_t errlen)
+{
+	uint64_t cells = 0;
+
+	if (h->nmaps != BX_MAP_COUNT || h->rows_per_map != BS_ROWS || h->label_values != BS_LABEL_VALUES)
+		FAIL("layout differs: %u maps, %u rows, %u values per label (this reader: %d, %d, %d)", h->nmaps,
+		     h->rows_per_map, h->label_values, BX_MAP_COUNT, BS_ROWS, BS_LABEL_VALUES);
+	for (int m = 0; m < BX_MAP_COUNT; m++) {
+		if (h->map_cells_offset[m] != cells * 8 || h->map_cells[m] == 0 || h->map_cells[m] > BX_MAX_CELLS)
+			FAIL("map %d's cells are not where this build puts them", m);
+		cells += (uint64_t)BS_ROWS * h->map_cells[m];
+	}
+	if (h->nslots < 1 || h->nslots > 65537 || h->slot_size < BS_SLOT_HEADER + cells * 8 ||
+	    h->slot_size > (1u << 30) || h->slots_used > h->nslots)
+		FAIL("slot table is corrupt (%u slots of %llu bytes)", h->nslots, (unsigned long long)h->slot_size);
+	if (h->dicts_offset < BS_HEADER_SIZE || h->dicts_offset > size ||
+	    BS_DICTS_SIZE(BX_MAP_COUNT) > size - h->dicts_offset || h->rows_offset < h->dicts_offset + BS_DICTS_SIZE(BX_MAP_COUNT) ||
+	    h->rows_offset > size || BS_ROWS_SIZE(BX_MAP_COUNT) > size - h->rows_offset ||
+	    h->slots_offset < h->rows_offset + BS_ROWS_SIZE(BX_MAP_COUNT) || h->slots_offset > size ||
+	    (size - h->slots_offset) / h->slot_size < h->nslots)
+		FAIL("truncated or corrupt: its tables do not fit its %llu bytes", (unsigned long long)size);
+	return 0;
+}
+
+typedef unsigned char dict_t[BS_MAX_FIELDS][BS_LABEL_VALUES][BS_VALUE_BYTES];
+
+static int read_dicts_rows(const src_t *s, const struct bs_header *h, bs_segment_t *out, dict_t *dict, char *err,
+                           size_t errlen)
+{
+	/* The writer publishes a count after what it covers; read counts first. */
+	for (int m = 0; m < BX_MAP_COUNT; m++) {
+		uint32_t nrows = h->row_count[m];
+		if (nrows > BS_ROWS)
+			FAIL("map %d claims %u rows (at most %d)", m, nrows, BS_ROWS);
+		for (int f = 0; f < BX_MAX_FIELDS; f++) {
+			uint32_t n = h->dict_count[m][f];
+			if (n > BS_LABEL_VALUES)
+				FAIL("map %d label %d claims %u values (at most %d)", m, f, n, BS_LABEL_VALUES);
+			if (n && get(s, BS_DICT_ENTRY(h, m, f, 0), dict[m][f], (uint64_t)n * BS_VALUE_BYTES) != 0)
+				FAIL("truncated in the label values");
+		}
+		struct bs_row rows[BS_ROWS];
+		if (nrows && get(s, BS_ROW_ENTRY(h, m, 0), rows, (uint64_t)nrows * sizeof rows[0]) != 0)
+			FAIL("truncated in the rows");
+		out->nrows[m] = nrows;
+		for (uint32_t r = 0; r < nrows; r++) {
+			bs_read_row_t *row = &out->rows[m][r];
+			for (int f = 0; f < BX_MAX_FIELDS; f++) {
+				unsigned idx = rows[r].idx[f];
+				row->state[f] = BS_FIELD_VALUE;
+				if (idx == BS_IDX_FOLDED || idx == BS_IDX_OVERFLOW) {
+					row->state[f] = idx == BS_IDX_FOLDED ? BS_FIELD_FOLDED : BS_FIELD_OVERFLOW;
+					snprintf(row->text[f], sizeof row->text[f], "other");
+					row->ints[f] = 1;
+					continue;
+				}
+				if (idx >= h->dict_count[m][f]) {
+					if (idx == 0)
+						continue; /* an unused field of this map */
+					FAIL("map %d row %u names label value %u of %u", m, r, idx, h->dict_count[m][f]);
+				}
+				const unsigned char *v = dict[m][f][idx];
+				if (f < (int)billing_stats_maps_[m].nfields && !billing_stats_maps_[m].fields[f].is_string) {
+					int32_t iv;
+					memcpy(&iv, v, sizeof iv);
+					row->ints[f] = iv;
+					snprintf(row->text[f], sizeof row->text[f], "%d", (int)iv);
+				} else {
+					size_t len = strnlen((const char *)v, BS_VALUE_BYTES);
+					memcpy(row->text[f], v, len);
+					row->text[f][len] = '\0';
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+static int read_slots(const src_t *s, const struct bs_header *h, bs_segment_t *out, char *err, size_t errlen)
+{
+	uint64_t *buf = malloc((uint64_t)BS_ROWS * BX_MAX_CELLS * 8);
+	if (!buf)
+		FAIL("out of memory");
+	/* Slots [0, slots_used) were ever claimed, and the overflow slot when used. */
+	for (uint32_t i = 0; i < h->nslots; i++) {
+		if (i >= h->slots_used && !(i == h->nslots - 1 && h->overflow_used))
+			continue;
+		uint64_t base = h->slots_offset + (uint64_t)i * h->slot_size + BS_SLOT_HEADER;
+		for (int m = 0; m < BX_MAP_COUNT; m++) {
+			uint64_t n = out->nrows[m], c = h->map_cells[m];
+			if (n == 0)
+				continue;
+			if (get(s, base + h->map_cells_offset[m], buf, n * c * 8) != 0) {
+				free(buf);
+				FAIL("truncated in slot %u", i);
+			}
+			for (uint64_t r = 0; r < n; r++)
+				for (uint64_t k = 0; k < c; k++)
+					out->rows[m][r].cells[k] += buf[r * c + k];
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+static int read_src(const src_t *s, bs_segment_t *out, char *err, size_t errlen)
+{
+	struct bs_header h;
+	size_t desc_len = strlen(billing_stats_desc_);
+	char desc[8192];
+
+	memset(out, 0, sizeof *out);
+	if (get(s, 0, &h, sizeof h) != 0)
+		FAIL("too short for a stats segment header (%llu bytes)", (unsigned long long)s->size);
+	if (memcmp(h.magic.text, BS_MAGIC, 8) != 0)
+		FAIL("not a stats segment (no BILLSTAT magic), or not yet initialised");
+	if (h.layout_version != BS_LAYOUT_VERSION)
+		FAIL("segment layout version %u; this reader reads %u", h.layout_version, BS_LAYOUT_VERSION);
+	if (h.endian != BS_ENDIAN)
+		FAIL("segment written with another byte order");
+	if (h.desc_size == desc_len + 1 && desc_len < sizeof desc && get(s, h.desc_offset, desc, desc_len) != 0)
+		FAIL("truncated in its description (%llu bytes)", (unsigned long long)s->size);
+	if (h.desc_size != desc_len + 1 || desc_len >= sizeof desc || memcmp(desc, billing_stats_desc_, desc_len) != 0)
+		FAIL("segment written from another billing.d (its metric description differs from this build's)");
+	dict_t *dict = malloc(BX_MAP_COUNT * sizeof *dict);
+	if (!dict)
+		FAIL("out of memory");
+	int rc = check_layout(&h, s->size, err, errlen) != 0 || read_dicts_rows(s, &h, out, dict, err, errlen) != 0 ||
+	         read_slots(s, &h, out, err, errlen) != 0;
+	free(dict);
+	if (rc)
+		return -1;
+	out->pid = h.pid;
+	out->state = h.state;
+	out->generation = h.generation;
+	out->start_time = h.start_time;
+	out->slots_used = h.slots_used;
+	out->nslots = h.nslots;
+	out->overflow_used = h.overflow_used;
+	return 0;
+}
+
+int bs_read_fd(int fd, bs_segment_t *out, char *err, size_t errlen)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		FAIL("%s", strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		FAIL("not a regular file");
+	src_t s = { fd, NULL, (uint64_t)st.st_size };
+	return read_src(&s, out, err, errlen);
+}
+
+int bs_read_mem(const unsigned char *data, size_t size, bs_segment_t *out, char *err, size_t errlen)
+{
+	src_t s = { -1, data, size };
+	return read_src(&s, out, err, errlen);
+}
+
+int bs_read_path(const char *path, bs_segment_t *out, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		FAIL("%s: %s", path, strerror(errno));
+	int rc = bs_read_fd(fd, out, err, errlen);
+	close(fd);
+	return rc;
+}

@@ -1,0 +1,113 @@
+/*
+ * stats_segment.h -- the layout of a stats segment: the file a stats
+ * build of a service maps (lib/stats.c writes it) and billing-exporter
+ * reads without privilege (lib/stats_read.c).  docs/stats.md.
+ *
+ *   header     one page: magic, layout version, generation, where the rest is
+ *   desc       the self-description: text generated from billing.d
+ *              (provider/metrics.py); a reader built from another billing.d
+ *              refuses the segment instead of misreading it
+ *   dicts      per map and label field, up to BS_LABEL_VALUES values seen
+ *   rows       per map, up to BS_ROWS label sets, each as value indices
+ *   slots      per thread: a header line and every map's cells, row by row
+ *
+ * Every count a reader trusts is published by the writer with a release
+ * store after what it covers is written, and the writer only appends: a
+ * reader (or a writer killed half-way) sees a consistent prefix.
+ * Everything is native byte order (the endian field says which); a
+ * segment is read on the host that wrote it.
+ */
+#ifndef BILLING_STATS_SEGMENT_H
+#define BILLING_STATS_SEGMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "billing_metrics_layout.h"
+
+#define BS_MAGIC "BILLSTAT" /* 8 bytes, no NUL */
+#define BS_LAYOUT_VERSION 1u
+#define BS_ENDIAN 0x01020304u
+#define BS_HEADER_SIZE 4096u
+#define BS_MAX_MAPS 32     /* header room; BX_MAP_COUNT are used */
+#define BS_MAX_FIELDS 4    /* header room; BX_MAX_FIELDS are used */
+#define BS_LABEL_VALUES 64 /* distinct values per label field, then "other" */
+#define BS_VALUE_BYTES 32  /* one dictionary entry: a string or an int32 */
+#define BS_ROWS 128        /* label sets per map; the last one is the overflow row */
+#define BS_SLOT_HEADER 64  /* a slot's own cache line before its cells */
+
+/* Value indices in a row: a dictionary entry, or one of these. */
+#define BS_IDX_FOLDED 255   /* a value past the 64th: "other" (an int one is non-zero) */
+#define BS_IDX_OVERFLOW 254 /* the overflow row: label set past BS_ROWS - 1 */
+
+/* Slot states. */
+#define BS_SLOT_NEVER 0u
+#define BS_SLOT_IN_USE 1u
+#define BS_SLOT_FREE 2u /* its thread exited; the totals stay, the next thread adds to them */
+
+/* Segment states. */
+#define BS_RUNNING 1u
+#define BS_EXITED 2u /* exit() ran: the figures are final */
+
+struct bs_header {
+	union {
+		char text[8];  /* BS_MAGIC */
+		uint64_t word; /* stored last, with release: a reader that sees it sees a whole header */
+	} magic;
+	uint32_t layout_version;
+	uint32_t endian;
+	uint64_t generation; /* unique per segment: a reader that sees it change starts over */
+	uint64_t size;       /* of the file, bytes */
+	uint32_t pid;        /* of the writer (in its own PID namespace) */
+	uint32_t state;      /* BS_RUNNING, BS_EXITED */
+	uint64_t start_time; /* the writer's start time, /proc/PID/stat field 22 */
+	uint32_t nmaps;      /* BX_MAP_COUNT of the writer */
+	uint32_t nslots;     /* thread slots, the last one shared by overflow threads */
+	uint32_t rows_per_map, label_values;
+	uint64_t desc_offset, desc_size, desc_hash; /* desc_hash: FNV-1a 64 of the text */
+	uint64_t dicts_offset, rows_offset, slots_offset, slot_size;
+	uint32_t slots_used;                             /* high-water mark: slots [0, slots_used) were ever claimed */
+	uint32_t overflow_used;                          /* 1 once a thread found no free slot */
+	uint32_t row_count[BS_MAX_MAPS];                 /* published rows per map */
+	uint32_t dict_count[BS_MAX_MAPS][BS_MAX_FIELDS]; /* published values per field */
+	uint64_t map_cells_offset[BS_MAX_MAPS];          /* within a slot, bytes from its cells */
+	uint32_t map_cells[BS_MAX_MAPS];                 /* cells per row of each map */
+};
+
+/* A slot's header line; only its owner writes it (and the cells). */
+struct bs_slot {
+	uint32_t state;
+	uint32_t tid;    /* the owner, for a person reading a dump */
+	uint64_t claims; /* threads that have used this slot */
+};
+
+/* One row: the dictionary index of each label field of its map. */
+struct bs_row {
+	uint8_t idx[BS_MAX_FIELDS];
+};
+
+/* Offsets (bytes) of dictionary entry (map, field, i) and row (map, r). */
+#define BS_DICT_ENTRY(h, m, f, i) \
+  ((h)->dicts_offset + ((((uint64_t)(m)*BS_MAX_FIELDS + (f)) * BS_LABEL_VALUES) + (i)) * BS_VALUE_BYTES)
+#define BS_DICTS_SIZE(nmaps) ((uint64_t)(nmaps)*BS_MAX_FIELDS * BS_LABEL_VALUES * BS_VALUE_BYTES)
+#define BS_ROW_ENTRY(h, m, r) ((h)->rows_offset + ((uint64_t)(m)*BS_ROWS + (r)) * sizeof(struct bs_row))
+#define BS_ROWS_SIZE(nmaps) ((uint64_t)(nmaps)*BS_ROWS * sizeof(struct bs_row))
+
+/* The description this build writes and accepts, generated from billing.d. */
+extern const char billing_stats_desc_[];
+
+/* Each map's key as this build lays it out (generated): where each label
+ * field is, and whether it is a string or an int32.  The writer interns
+ * with it; the reader prints int fields in decimal. */
+typedef struct bs_map_info {
+	size_t key_size, cells;
+	size_t nfields;
+	struct {
+		size_t offset, size;
+		int is_string;
+	} fields[BX_MAX_FIELDS];
+} bs_map_info_t;
+
+extern const bs_map_info_t billing_stats_maps_[BX_MAP_COUNT];
+
+#endif /* BILLING_STATS_SEGMENT_H */

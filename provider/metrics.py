@@ -1,0 +1,442 @@
+"""The metrics billing.d's probes feed, read from its "@@" doc lines.
+
+generate.py parses the probes; this module parses what each probe feeds
+(billing.d's header says the grammar) and writes what every consumer of a
+metric needs from one description:
+
+  billing-metrics-layout-h  billing_metrics_layout.h: C99 and BPF C, no libc.  Per
+                     probe that feeds metrics, its key (the label arguments,
+                     fixed size) and its value (fires, and per quantity a
+                     count, sum and buckets); the bucket bounds in the
+                     argument's own unit; one observe function per quantity.
+                     The exporter's BPF programs and the stats writer both
+                     count through these, so the two paths cannot disagree.
+  billing-exporter-programs-h  the BPF maps and one USDT program per feeding probe
+  metric-table-gen-h   the exporter's user-space table: quantities, maps,
+                     metric rows (tools/billing-exporter/metric_table.c)
+"""
+
+import re
+import shlex
+from decimal import Decimal, InvalidOperation
+
+TYPES_OK_FOR_LABELS = {"char *": "string", "int": "int32"}
+HEADER_BANNER = "/* Generated from provider/billing.d by provider/generate.py: do not edit. */\n"
+
+
+class MetricError(Exception):
+    pass
+
+
+class Quantity:
+    def __init__(self, name, unit, divide, unmeasured_zero, signed):
+        self.name = name                    # the argument name, e.g. duration_ns
+        self.unit = unit                    # the metric's unit, "seconds"
+        self.divide = divide                # argument value / divide = value in unit
+        self.unmeasured_zero = unmeasured_zero  # 0 means "not measured": never observed
+        self.signed = signed
+        self.bounds_text = []               # as written in billing.d: the "le" values
+        self.bounds_raw = []                # in the argument's unit (integers)
+
+    @property
+    def c_type(self):
+        return "bx_s64" if self.signed else "bx_u64"
+
+
+class Label:
+    def __init__(self, name, kind, arg=None, nonzero=None, zero=None, constant=None):
+        self.name, self.kind, self.arg = name, kind, arg  # kind: value | ternary | constant
+        self.nonzero, self.zero, self.constant = nonzero, zero, constant
+
+
+class Metric:
+    def __init__(self, probe, name, mtype, source, quantity, labels, where, help_text):
+        self.probe, self.name, self.type = probe, name, mtype
+        self.source = source      # count | sum | observe
+        self.quantity = quantity  # argument name for sum / observe
+        self.labels = labels
+        self.where = where        # argument that must be non-zero, or None
+        self.help = help_text
+
+
+class Feed:
+    """One probe that feeds metrics: its BPF map / stats table."""
+
+    def __init__(self, probe, group):
+        self.probe = probe
+        self.group = group
+        self.fields = []      # label-bearing argument names, in key order
+        self.quantities = []  # quantity argument names, in value order
+        self.metrics = []
+
+    @property
+    def map_name(self):
+        return "m_" + self.probe.func
+
+
+class MetricSet:
+    def __init__(self, quantities, label_bytes, default_bytes, feeds, metrics):
+        self.quantities = quantities      # {arg name: Quantity}, declaration order
+        self.label_bytes = label_bytes    # {arg name: bytes}
+        self.default_bytes = default_bytes
+        self.feeds = feeds                # [Feed] in billing.d's order
+        self.metrics = metrics            # [Metric], one family's declarations adjacent
+
+    def field_bytes(self, arg):
+        return self.label_bytes.get(arg, self.default_bytes)
+
+
+def header_lines(text):
+    """The "@@" lines of billing.d's header (before the provider block)."""
+    m = re.search(r"^provider\s+\w+\s*\{", text, re.M)
+    head = text[:m.start()] if m else text
+    return [re.sub(r"^\s*\*\s?", "", l).strip() for l in head.splitlines()
+            if re.match(r"^\s*\*\s*@@", l)]
+
+
+def parse_options(words, where):
+    out = {}
+    for w in words:
+        k, eq, v = w.partition("=")
+        out[k] = v if eq else True
+    return out
+
+
+def parse_header(lines, path):
+    quantities, label_bytes, default_bytes = {}, {}, None
+    for line in lines:
+        try:
+            words = shlex.split(line[2:])
+        except ValueError as e:
+            raise MetricError(f"{path}: {line!r}: {e}") from None
+        if not words:
+            raise MetricError(f"{path}: empty '@@' line")
+        kind, rest = words[0], words[1:]
+        if kind == "quantity":
+            if not rest:
+                raise MetricError(f"{path}: @@quantity needs an argument name")
+            opts = parse_options(rest[1:], line)
+            unknown = set(opts) - {"unit", "divide", "zero", "signed"}
+            if unknown or "unit" not in opts or "divide" not in opts:
+                raise MetricError(f"{path}: {line!r}: want @@quantity ARG unit=U divide=N [zero=unmeasured] [signed]")
+            if opts.get("zero", "unmeasured") != "unmeasured":
+                raise MetricError(f"{path}: {line!r}: zero= may only be 'unmeasured'")
+            if not str(opts["divide"]).isdigit() or int(opts["divide"]) < 1:
+                raise MetricError(f"{path}: {line!r}: divide= wants a positive integer")
+            quantities[rest[0]] = Quantity(rest[0], opts["unit"], int(opts["divide"]), "zero" in opts,
+                                           "signed" in opts)
+        elif kind == "buckets":
+            if not rest or rest[0] not in quantities:
+                raise MetricError(f"{path}: {line!r}: @@buckets names no declared @@quantity")
+            q = quantities[rest[0]]
+            for text in rest[1:]:
+                try:
+                    v = Decimal(text)
+                except InvalidOperation:
+                    raise MetricError(f"{path}: {line!r}: bound {text!r} is not a number") from None
+                raw = v * q.divide
+                if raw != raw.to_integral_value():
+                    raise MetricError(f"{path}: {line!r}: bound {text} is not a whole {q.name}")
+                if ("%g" % float(v)) != text and str(int(v)) != text:
+                    raise MetricError(f"{path}: {line!r}: write bound {text} as {'%g' % float(v)}")
+                if q.bounds_raw and int(raw) <= q.bounds_raw[-1]:
+                    raise MetricError(f"{path}: {line!r}: bounds must increase")
+                q.bounds_text.append(text)
+                q.bounds_raw.append(int(raw))
+        elif kind == "label-bytes":
+            for k, v in parse_options(rest, line).items():
+                if v is True or not str(v).isdigit() or not 2 <= int(v) <= 64 or int(v) % 8:
+                    raise MetricError(f"{path}: {line!r}: label bytes must be 8, 16, .. 64")
+                if k == "default":
+                    default_bytes = int(v)
+                else:
+                    label_bytes[k] = int(v)
+        else:
+            raise MetricError(f"{path}: unknown header line {line!r}")
+    for q in quantities.values():
+        if not q.bounds_raw:
+            raise MetricError(f"{path}: quantity {q.name} has no @@buckets line")
+    if default_bytes is None:
+        raise MetricError(f"{path}: no '@@label-bytes default=N' line")
+    return quantities, label_bytes, default_bytes
+
+
+LINE = re.compile(r"@@(counter|histogram)\s+(\w+)\s+(count|sum\((\w+)\)|observe\((\w+)\))\s*"
+                  r"\{([^}]*)\}\s*(?:if\s+(\w+)\s*!=\s*0)?$")
+
+
+def parse_labels(spec, probe, where):
+    labels = []
+    for item in [i.strip() for i in spec.split(",") if i.strip()]:
+        m = re.fullmatch(r'(\w+)\s*=\s*"([^"]*)"', item)
+        if m:
+            labels.append(Label(m.group(1), "constant", constant=m.group(2)))
+            continue
+        m = re.fullmatch(r"(\w+)\s*=\s*(\w+)\s*\?\s*(\w+)\s*:\s*(\w+)", item)
+        if m:
+            labels.append(Label(m.group(1), "ternary", m.group(2), m.group(3), m.group(4)))
+            continue
+        m = re.fullmatch(r"(\w+)(?:\s*=\s*(\w+))?", item)
+        if not m:
+            raise MetricError(f"{where}: label {item!r} is not NAME, NAME=ARG, NAME=ARG?A:B or NAME=\"text\"")
+        labels.append(Label(m.group(1), "value", m.group(2) or m.group(1)))
+    return labels
+
+
+def parse_feed(probe, lines, quantities, path):
+    feed, current = None, None
+    where = f"{path}: probe {probe.name}"
+    arg_types = {n: t for n, t, _ in probe.args}
+    for line in lines:
+        if line.startswith("@@group"):
+            words = line.split()
+            if feed or len(words) != 2:
+                raise MetricError(f"{where}: one '@@group NAME' line, before its metrics")
+            feed = Feed(probe, words[1])
+            continue
+        if not line.startswith("@@"):
+            if current is None:
+                raise MetricError(f"{where}: text {line!r} belongs to no metric")
+            current.help = (current.help + " " + line).strip()
+            continue
+        m = LINE.match(line)
+        if not m or feed is None:
+            raise MetricError(f"{where}: cannot read {line!r} (after '@@group NAME': "
+                              "@@counter|@@histogram NAME count|sum(ARG)|observe(ARG) {LABELS} [if ARG != 0])")
+        mtype, name, _, sum_arg, obs_arg, label_spec, cond = m.groups()
+        source = "count" if sum_arg is None and obs_arg is None else "sum" if sum_arg else "observe"
+        qarg = sum_arg or obs_arg
+        if (mtype == "histogram") != (source == "observe"):
+            raise MetricError(f"{where}: {name}: a histogram observe()s, a counter counts or sums")
+        if mtype == "counter" and not name.endswith("_total"):
+            raise MetricError(f"{where}: {name}: a counter's name ends in _total")
+        if qarg is not None:
+            if qarg not in arg_types:
+                raise MetricError(f"{where}: {name}: no argument {qarg}")
+            if qarg not in quantities:
+                raise MetricError(f"{where}: {name}: {qarg} is not a declared @@quantity")
+            if qarg not in feed.quantities:
+                feed.quantities.append(qarg)
+        labels = parse_labels(label_spec, probe, f"{where}: {name}")
+        if cond is not None:
+            if arg_types.get(cond) != "int":
+                raise MetricError(f"{where}: {name}: 'if {cond} != 0' wants an int argument")
+        for arg in [l.arg for l in labels if l.arg] + ([cond] if cond else []):
+            if arg not in arg_types:
+                raise MetricError(f"{where}: {name}: no argument {arg}")
+            if arg_types[arg] not in TYPES_OK_FOR_LABELS:
+                raise MetricError(f"{where}: {name}: {arg} is {arg_types[arg]}: IDs and amounts never make labels")
+            if arg not in feed.fields:
+                feed.fields.append(arg)
+        for l in labels:
+            if l.kind == "ternary" and arg_types[l.arg] != "int":
+                raise MetricError(f"{where}: {name}: {l.name}={l.arg}?..: wants an int argument")
+        if len({l.name for l in labels}) != len(labels) or "le" in {l.name for l in labels}:
+            raise MetricError(f"{where}: {name}: label names repeat or use 'le'")
+        current = Metric(probe, name, mtype, source, qarg, labels, cond, "")
+        feed.metrics.append(current)
+    if feed and not feed.metrics:
+        raise MetricError(f"{where}: '@@group' but no metric")
+    return feed
+
+
+def parse(provider, text):
+    """The MetricSet of PROVIDER (generate.Provider) whose billing.d is TEXT."""
+    quantities, label_bytes, default_bytes = parse_header(header_lines(text), provider.path)
+    feeds = []
+    for p in provider.probes:
+        feed = parse_feed(p, p.metric_lines, quantities, provider.path)
+        if feed:
+            feeds.append(feed)
+    # Families: same type, unit and help wherever declared; help given once.
+    families = {}
+    for f in feeds:
+        for m in f.metrics:
+            first = families.setdefault(m.name, m)
+            unit = lambda x: quantities[x.quantity].unit if x.quantity else ""
+            if first is not m:
+                if m.help:
+                    raise MetricError(f"{provider.path}: {m.name}: help given twice; give it once")
+                if (m.type, unit(m), [l.name for l in m.labels]) != (first.type, unit(first),
+                                                                   [l.name for l in first.labels]):
+                    raise MetricError(f"{provider.path}: {m.name}: declared twice with another type, "
+                                      "unit or labels")
+                m.help = first.help
+            elif not m.help:
+                raise MetricError(f"{provider.path}: {m.name}: no help text")
+    # A family's declarations adjacent (one # HELP / # TYPE each in the
+    # exposition), families in order of first declaration.
+    order = list(families)
+    metrics = sorted([m for f in feeds for m in f.metrics], key=lambda m: order.index(m.name))
+    return MetricSet(quantities, label_bytes, default_bytes, feeds, metrics)
+
+
+# --- C ----------------------------------------------------------------------
+
+def c_string(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def key_layout(ms, feed):
+    """[(C declaration, field arg, kind, size)] and the padding to 8 bytes."""
+    types = {n: t for n, t, _ in feed.probe.args}
+    out, size = [], 0
+    for arg in feed.fields:
+        if types[arg] == "char *":
+            n = ms.field_bytes(arg)
+            out.append((f"char {arg}[{n}];", arg, "BX_KEY_STRING", n))
+        else:
+            n = 4
+            out.append((f"bx_s32 {arg};", arg, "BX_KEY_INT32", n))
+        size += n
+    pad = (-size) % 8
+    return out, pad
+
+
+def metrics_layout_h(provider, ms):
+    o = [HEADER_BANNER,
+         "/* What the metrics of billing.d count, laid out once for every path that\n"
+         " * counts them: the exporter's BPF programs (per-CPU maps) and the stats\n"
+         " * writer (per-thread slots).  C99, C++ and BPF C; no libc. */\n"
+         "#ifndef BILLING_METRICS_LAYOUT_H\n#define BILLING_METRICS_LAYOUT_H\n\n"
+         "#ifdef __bpf__\n#  include <linux/types.h>\ntypedef __u64 bx_u64;\ntypedef __s64 bx_s64;\n"
+         "typedef __s32 bx_s32;\n#  define BX_INLINE static __always_inline\n#else\n"
+         "#  include <stdint.h>\ntypedef uint64_t bx_u64;\ntypedef int64_t bx_s64;\ntypedef int32_t bx_s32;\n"
+         "#  if defined(__cplusplus) || (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L)\n"
+         "#    define BX_INLINE static inline\n#  else\n#    define BX_INLINE static __inline__\n#  endif\n"
+         "#endif\n\n"
+         "/* How an observation adds: a plain add here (BPF: a per-CPU copy); the\n"
+         " * stats writer defines it as a relaxed load and store on its own slot, or\n"
+         " * an atomic add on the one slot threads share when every slot is taken. */\n"
+         "#ifndef BX_ADD\n#  define BX_ADD(lvalue, x, shared) ((void)(shared), (lvalue) += (x))\n#endif\n\n"]
+    for q in ms.quantities.values():
+        Q = q.name.upper()
+        n = len(q.bounds_raw)
+        suffix = "LL" if q.signed else "ULL"
+        o.append(f"/* {q.name}: observed in {q.unit}" + (" (divided by %d)" % q.divide if q.divide != 1 else "")
+                 + ("; 0 is not measured: counted by the probe, never observed" if q.unmeasured_zero else "")
+                 + ". */\n")
+        o.append(f"#define BX_{Q}_BOUNDS {n}\n#define BX_{Q}_BUCKETS {n + 1}\n")
+        o.append(f"#define BX_{Q}_BOUND_LIST " + ", ".join(f"{b}{suffix}" for b in q.bounds_raw) + "\n")
+        o.append(f"struct bx_q_{q.name} {{\n\tbx_u64 count; /* observations */\n"
+                 f"\tbx_u64 sum;   /* of the {'signed ' if q.signed else ''}values, two's complement */\n"
+                 f"\tbx_u64 buckets[BX_{Q}_BUCKETS]; /* not cumulative; the last is +Inf */\n}};\n")
+        o.append(f"BX_INLINE void\nbx_observe_{q.name}(struct bx_q_{q.name} *q, {q.c_type} x, int shared)\n{{\n"
+                 f"\tstatic const {q.c_type} bounds[BX_{Q}_BOUNDS] = {{ BX_{Q}_BOUND_LIST }};\n"
+                 f"\tunsigned i = 0;\n\tint b;\n\n")
+        if q.unmeasured_zero:
+            o.append("\tif (x == 0)\n\t\treturn;\n")
+        o.append(f"#ifdef __bpf__\n#pragma unroll\n#endif\n\tfor (b = 0; b < BX_{Q}_BOUNDS; b++)\n"
+                 f"\t\ti += x > bounds[b];\n\tBX_ADD(q->count, 1, shared);\n\tBX_ADD(q->sum, (bx_u64)x, shared);\n"
+                 f"\tif (i < BX_{Q}_BUCKETS)\n\t\tBX_ADD(q->buckets[i], 1, shared);\n}}\n\n")
+    o.append("/* Per probe that feeds metrics: its key, the label arguments (strings cut\n"
+             " * to fit, NUL-padded; the padding is explicit so a key compares as bytes),\n"
+             " * and its value. */\n")
+    for i, f in enumerate(ms.feeds):
+        fields, pad = key_layout(ms, f)
+        o.append(f"#define BX_MAP_{f.probe.macro} {i}\n")
+        o.append(f"struct bx_key_{f.probe.func} {{\n" + "".join(f"\t{d}\n" for d, _, _, _ in fields)
+                 + (f"\tchar pad_[{pad}];\n" if pad else "") + "};\n")
+        o.append(f"struct bx_value_{f.probe.func} {{\n\tbx_u64 count; /* fires */\n"
+                 + "".join(f"\tstruct bx_q_{q} {q};\n" for q in f.quantities) + "};\n")
+    o.append(f"#define BX_MAP_COUNT {len(ms.feeds)}\n")
+    o.append("#define BX_MAP_NAME_LIST " + ", ".join(f'"{f.map_name}"' for f in ms.feeds) + "\n")
+    o.append(f"#define BX_MAX_FIELDS {max(len(f.fields) for f in ms.feeds)}\n")
+    o.append(f"#define BX_MAX_QUANTITIES_PER_MAP {max(len(f.quantities) for f in ms.feeds) or 1}\n")
+    o.append("/* Room for any probe's value, in 64-bit cells. */\nunion bx_value_any {\n"
+             + "".join(f"\tstruct bx_value_{f.probe.func} {f.probe.func};\n" for f in ms.feeds)
+             + "};\n#define BX_MAX_CELLS (sizeof(union bx_value_any) / 8)\n")
+    o.append(f"#define BX_KEY_MAX {max(sum(n for _, _, _, n in key_layout(ms, f)[0]) + key_layout(ms, f)[1] for f in ms.feeds)}\n")
+    o.append(f"#define BX_LABEL_BYTES_MAX {max([ms.default_bytes] + list(ms.label_bytes.values()))}\n")
+    o.append("\n#endif\n")
+    return "".join(o)
+
+
+def count_fire(feed, string_field, int_field, row, observe):
+    """The statements both counting paths generate for a fire (the BPF
+    program, the stats writer): each label argument into the key, the row
+    and its fire count, each quantity observed.  Each path says how to read
+    an argument and where its row is."""
+    types = {n: t for n, t, _ in feed.probe.args}
+    out = [f"\t{string_field(a) if types[a] == 'char *' else int_field(a)};\n" for a in feed.fields]
+    out.append(f"\t{row};\n")
+    return out + [f"\t{observe(q)};\n" for q in feed.quantities]
+
+
+def exporter_programs_h(provider, ms):
+    """Included by billing_exporter.bpf.c after its helpers arg(), arg_str()
+    and row()."""
+    o = [HEADER_BANNER,
+         "/* billing-exporter's BPF maps and programs: one per probe that feeds\n"
+         " * metrics, reading only the arguments its metrics need. */\n"]
+    for f in ms.feeds:
+        o.append(f"BX_HASH({f.map_name}, bx_key_{f.probe.func}, bx_value_{f.probe.func});\n")
+    o.append("\n")
+    for f in ms.feeds:
+        pos = {n: i for i, (n, _, _) in enumerate(f.probe.args)}
+        o.append(f'SEC("usdt")\nint {f.probe.d_name}(struct pt_regs *ctx)\n{{\n'
+                 f"\tstruct bx_key_{f.probe.func} k = {{}};\n\n")
+        o += count_fire(f, lambda a: f"arg_str(ctx, {pos[a]}, k.{a}, sizeof k.{a})",
+                        lambda a: f"k.{a} = (__s32)arg(ctx, {pos[a]})",
+                        f"struct bx_value_{f.probe.func} *v = row(&{f.map_name}, &k, BX_MAP_{f.probe.macro});\n"
+                        "\tif (!v)\n\t\treturn 0;\n\tv->count += 1",
+                        lambda q: f"bx_observe_{q}(&v->{q}, ({ms.quantities[q].c_type})arg(ctx, {pos[q]}), 0)")
+        o.append("\treturn 0;\n}\n\n")
+    return "".join(o)
+
+
+def metric_table_gen_h(provider, ms):
+    """bx_quantities[], bx_maps[] and BX_PROBE_METRIC_ROWS, for
+    tools/billing-exporter/metric_table.c only."""
+    qindex = {name: i for i, name in enumerate(ms.quantities)}
+    o = [HEADER_BANNER, "/* Included by tools/billing-exporter/metric_table.c alone. */\n\n"]
+    o.append("const bx_quantity_t bx_quantities[] = {\n")
+    for q in ms.quantities.values():
+        Q = q.name.upper()
+        o.append(f"\t{{ {c_string(q.name)}, {c_string(q.unit)}, {q.divide}.0, {int(q.unmeasured_zero)}, "
+                 f"{int(q.signed)}, BX_{Q}_BOUNDS, {{ " + ", ".join(c_string(t) for t in q.bounds_text)
+                 + " } },\n")
+    o.append("};\nconst size_t bx_quantity_count = sizeof bx_quantities / sizeof bx_quantities[0];\n\n")
+    o.append("const bx_map_desc_t bx_maps[] = {\n")
+    for f in ms.feeds:
+        fields, _ = key_layout(ms, f)
+        pos = {n: i for i, (n, _, _) in enumerate(f.probe.args)}
+        st = f"struct bx_key_{f.probe.func}"
+        fl = ", ".join(f"{{ {c_string(arg)}, {pos[arg]}, {kind}, offsetof({st}, {arg}), {size} }}"
+                       for _, arg, kind, size in fields)
+        ql = ", ".join(f"{{ {qindex[q]}, {pos[q]}, offsetof(struct bx_value_{f.probe.func}, {q}) / 8 }}"
+                       for q in f.quantities)
+        o.append(f"\t[BX_MAP_{f.probe.macro}] = {{ {c_string(f.map_name)}, {c_string(f.probe.d_name)}, "
+                 f"BX_GROUP_{f.group.upper()}, sizeof({st}), sizeof(struct bx_value_{f.probe.func}), "
+                 f"{len(fields)}, {{ {fl} }}, {len(f.quantities)}, {{ {ql or '{ 0, 0, 0 }'} }} }},\n")
+    o.append("};\nconst size_t bx_map_count = sizeof bx_maps / sizeof bx_maps[0];\n\n")
+    o.append("/* The metrics fed by probes, one family's entries adjacent. */\n#define BX_PROBE_METRIC_ROWS")
+    rows = []
+    for m in ms.metrics:
+        feed = next(f for f in ms.feeds if f.probe is m.probe)
+        labels = []
+        for l in m.labels:
+            if l.kind == "constant":
+                labels.append(f"{{ {c_string(l.name)}, BX_DEC_CONSTANT, 0, {c_string(l.constant)}, NULL }}")
+            elif l.kind == "ternary":
+                labels.append(f"{{ {c_string(l.name)}, BX_DEC_NONZERO, {feed.fields.index(l.arg)}, "
+                              f"{c_string(l.zero)}, {c_string(l.nonzero)} }}")
+            else:
+                labels.append(f"{{ {c_string(l.name)}, BX_DEC_VALUE, {feed.fields.index(l.arg)}, NULL, NULL }}")
+        src = {"count": "BX_SRC_COUNT", "sum": "BX_SRC_SUM", "observe": "BX_SRC_HIST"}[m.source]
+        qi = feed.quantities.index(m.quantity) if m.quantity else -1
+        unit = ms.quantities[m.quantity].unit if m.quantity else ""
+        where = feed.fields.index(m.where) if m.where else "BX_WHERE_ALL"
+        mtype = {"counter": "BX_COUNTER", "histogram": "BX_HISTOGRAM"}[m.type]
+        rows.append(f"\t{{ {c_string(m.name)}, {mtype}, {c_string(unit)}, {c_string(m.help)}, "
+                    f"BX_MAP_{m.probe.macro}, {src}, {qi}, {where}, {len(labels)}, {{ {', '.join(labels)} }}, "
+                    "NULL }")
+    o.append(" \\\n" + ", \\\n".join(rows) + "\n")
+    return "".join(o)
+
+
+COMMANDS = {
+    "billing-metrics-layout-h": metrics_layout_h,
+    "billing-exporter-programs-h": exporter_programs_h,
+    "metric-table-gen-h": metric_table_gen_h,
+}

@@ -1,0 +1,75 @@
+/*
+ * stats_dump.c -- print stats segments as JSON lines, for the tests:
+ *   stats_dump FILE...   one line per file: {"file", "pid", "state", "slots_used",
+ *                        "overflow_used", "rows": {map: [{"labels": [...], "cells": [...]}]}}
+ * or one line {"file", "error"} for a segment the reader refuses; exit 1
+ * then.  Labels are printed as \u00XX-escaped bytes so any value survives.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "stats_read.h"
+
+static void put_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static const char *const map_names[BX_MAP_COUNT] = { BX_MAP_NAME_LIST };
+
+int main(int argc, char **argv)
+{
+	int rc = 0;
+	bs_segment_t *seg = malloc(sizeof *seg);
+	char err[256];
+
+	if (!seg)
+		return 1;
+	for (int i = 1; i < argc; i++) {
+		printf("{\"file\":");
+		put_string(argv[i]);
+		if (bs_read_path(argv[i], seg, err, sizeof err) != 0) {
+			printf(",\"error\":");
+			put_string(err);
+			printf("}\n");
+			rc = 1;
+			continue;
+		}
+		printf(",\"pid\":%u,\"state\":%u,\"slots_used\":%u,\"nslots\":%u,\"overflow_used\":%u,\"maps\":{",
+		       seg->pid, seg->state, seg->slots_used, seg->nslots, seg->overflow_used);
+		for (int m = 0; m < BX_MAP_COUNT; m++) {
+			printf("%s\"%s\":[", m ? "," : "", map_names[m]);
+			for (size_t r = 0; r < seg->nrows[m]; r++) {
+				const bs_read_row_t *row = &seg->rows[m][r];
+				printf("%s{\"labels\":[", r ? "," : "");
+				for (int f = 0; f < BX_MAX_FIELDS; f++) {
+					printf("%s", f ? "," : "");
+					put_string(row->text[f]);
+				}
+				printf("],\"ints\":[");
+				for (int f = 0; f < BX_MAX_FIELDS; f++)
+					printf("%s%d", f ? "," : "", (int)row->ints[f]);
+				printf("],\"state\":[");
+				for (int f = 0; f < BX_MAX_FIELDS; f++)
+					printf("%s%d", f ? "," : "", row->state[f]);
+				printf("],\"cells\":[");
+				for (size_t c = 0; c < BX_MAX_CELLS; c++)
+					printf("%s%llu", c ? "," : "", (unsigned long long)row->cells[c]);
+				printf("]}");
+			}
+			printf("]");
+		}
+		printf("}}\n");
+	}
+	free(seg);
+	fflush(stdout);
+	return rc;
+}

@@ -1,0 +1,47 @@
+/*
+ * stats_source.h -- billing-exporter reading stats segments (docs/stats.md):
+ * no BPF, no root, only read access to the segment files.
+ *
+ * A stats target is a directory of segments (--stats-dir: every process of
+ * a service, summed) or one process whose segment is found from its PID
+ * (--pid with --source auto|stats).  Service counters never go backwards
+ * while the exporter runs: a segment whose process exited, or whose file
+ * went away or turned unreadable, keeps its last good reading in the sum.
+ */
+#ifndef BX_STATS_SOURCE_H
+#define BX_STATS_SOURCE_H
+
+#include <stddef.h>
+
+#include "exporter.h"
+
+enum { BX_SOURCE_AUTO,
+       BX_SOURCE_STATS,
+       BX_SOURCE_USDT };
+
+/* "auto" -> BX_SOURCE_AUTO ...; -1 for an unknown name. */
+int bx_source_by_name(const char *name);
+
+/* Take the targets the stats serve: every directory, and each PID whose
+ * segment is found (source auto or stats; with stats a PID without one is
+ * an error).  PIDs left for USDT stay in pids[0, *npids).  0, or -1 with a
+ * one-line reason in err. */
+int bx_stats_setup(bx_exporter_t *ex, int source, const char **pids, size_t *npids, const char **dirs,
+                   size_t ndirs, char *err, size_t errlen);
+
+/* Rescan and read every stats target (call with ex->lock held, once per
+ * snapshot, before the rows). */
+void bx_stats_refresh(bx_exporter_t *ex);
+
+/* Append map mi's rows from the stats targets to the snapshot's rows
+ * (snapshot.c's row_t array); 0, or -1 when out of memory. */
+struct bx_row;
+int bx_stats_rows(bx_exporter_t *ex, size_t mi, struct bx_row **items, size_t *count, size_t *cap);
+
+size_t bx_stats_target_count(const bx_exporter_t *ex);
+const char *bx_stats_target_label(const bx_exporter_t *ex, size_t i);
+int bx_stats_target_up(const bx_exporter_t *ex, size_t i);
+
+void bx_stats_free(bx_exporter_t *ex);
+
+#endif /* BX_STATS_SOURCE_H */
