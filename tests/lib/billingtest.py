@@ -110,6 +110,29 @@ def require_program(name, package=None):
     return path
 
 
+ATTACKER = "bp-attacker"
+
+
+def attacker():
+    """The unprivileged local user the security tests act as: (uid, gid,
+    prefix), where prefix + argv runs argv as that user with no other
+    groups.  The user is made once (a system account with no home and no
+    login shell); a lock keeps concurrent tests from racing useradd."""
+    require_root("acting as another local user")
+    setpriv = require_program("setpriv", "util-linux")
+    import pwd
+    with open("/run/billing-probes-attacker.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            entry = pwd.getpwnam(ATTACKER)
+        except KeyError:
+            run(["useradd", "--system", "--no-create-home", "--user-group",
+                 "--shell", "/usr/sbin/nologin", ATTACKER], check=True)
+            entry = pwd.getpwnam(ATTACKER)
+    prefix = [setpriv, "--reuid=%d" % entry.pw_uid, "--regid=%d" % entry.pw_gid, "--clear-groups", "--"]
+    return entry.pw_uid, entry.pw_gid, prefix
+
+
 def real_dtrace():
     """(path, None) for a real D compiler, or (None, reason).
 
