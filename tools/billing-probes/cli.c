@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "term_text.h"
+
 #ifndef BILLING_PROBES_VERSION
 #  define BILLING_PROBES_VERSION "unknown"
 #endif
@@ -40,16 +42,24 @@ const char bp_cli_usage[] =
     "Exit status: 0 ok, 1 check/doctor found a problem or nothing matched,\n"
     "2 bad target, provider file or usage (trace: bpftrace's status).\n";
 
+/* WHAT is often another user's text (a path, a name), and WHY may quote
+ * some: both escaped (term_text.h). */
 void bp_error(const char *what, const char *why)
 {
 	fflush(stdout);
-	fprintf(stderr, "billing-probes: %s: %s\n", what, why);
+	fputs("billing-probes: ", stderr);
+	bp_put_escaped(stderr, what);
+	fputs(": ", stderr);
+	bp_put_escaped(stderr, why);
+	fputc('\n', stderr);
 }
 
 int bp_usage_error(const char *why)
 {
 	fflush(stdout);
-	fprintf(stderr, "billing-probes: %s (try billing-probes --help)\n", why);
+	fputs("billing-probes: ", stderr);
+	bp_put_escaped(stderr, why);
+	fputs(" (try billing-probes --help)\n", stderr);
 	return BP_EXIT_ERROR;
 }
 

@@ -18,6 +18,7 @@
 #include "host_checks.h"
 #include "probe_sites.h"
 #include "stale_semaphores.h"
+#include "term_text.h"
 
 static const char *status_word(bp_status_t s)
 {
@@ -25,11 +26,12 @@ static const char *status_word(bp_status_t s)
 	                                          : "FAIL";
 }
 
+/* Findings name targets, probes and tracer output: escaped. */
 static void print_result(const bp_check_result_t *r)
 {
-	printf("%s  %s: %s", status_word(r->status), r->name, r->finding);
+	bp_printf_escaped(stdout, "%s  %s: %s", status_word(r->status), r->name, r->finding);
 	if (r->status != BP_OK && r->fix[0])
-		printf(" (fix: %s)", r->fix);
+		bp_printf_escaped(stdout, " (fix: %s)", r->fix);
 	putchar('\n');
 }
 
