@@ -123,7 +123,7 @@ static int check_program(const char *path, char *out, size_t n, char *why, size_
 
 int bp_find_program(const char *name, const char *env_var, char *out, size_t n, char *why, size_t whylen)
 {
-	const char *given = getenv(env_var);
+	const char *given = env_var ? getenv(env_var) : NULL;
 	if (given && *given) {
 		if (given[0] != '/') {
 			snprintf(why, whylen, "$%s must be an absolute path (it is never looked up in PATH)", env_var);

@@ -22,7 +22,7 @@
  * bytes), or -1 with a one-line reason in why. */
 int bp_open_trusted(const char *path, char *real, size_t n, char *why, size_t whylen);
 
-/* The program a tracer command names: $ENV_VAR when set (an absolute
+/* The program a tracer command names: $ENV_VAR when set (env_var may be NULL) (an absolute
  * path; never looked up in PATH), else NAME in the absolute directories
  * of PATH (relative entries such as "." are skipped).  0 with the checked,
  * resolved path in out; -1 not found, -2 found but not to be trusted;
