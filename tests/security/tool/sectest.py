@@ -74,6 +74,14 @@ def tool_while(holder, args, seconds=3, env=None, cwd=None):
     return p.returncode, out, err
 
 
+def kill_all(procs):
+    """Ends what a test started and is still running."""
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def lines(data):
     return [l for l in data.decode("latin-1").split("\n") if l]
 

@@ -15,7 +15,7 @@ attacker's program runs on and root's mapping is byte for byte the file.
 import os
 import subprocess
 
-from sectest import LYING, PYTHON, attacker_dir, check, finish, lines, need_probes, remove, tool
+from sectest import LYING, PYTHON, attacker_dir, check, finish, kill_all, lines, need_probes, remove, tool
 
 need_probes()
 
@@ -66,9 +66,6 @@ try:
         verdict = root.stdout.readline().strip()
         check(verdict == "same", "the root process's %s mapping is the file byte for byte (%s)" % (prot, verdict))
 finally:
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    kill_all(procs)
     remove(evil)
 finish()

@@ -12,7 +12,7 @@ through (newlines and tabs kept).
 import os
 import subprocess
 
-from sectest import (PYTHON, LIB_ALL, attacker_dir, check, finish, lines, need_probes, remove, tool)
+from sectest import (PYTHON, LIB_ALL, attacker_dir, check, finish, kill_all, lines, need_probes, remove, tool)
 import billingtest as bt
 
 need_probes()
@@ -92,9 +92,6 @@ try:
         check(ESCAPED in out, "trace biz_metrics: the attacker's currency reached the output, escaped")
         check(not raw_controls(out), "trace biz_metrics: no raw control byte (%s)" % raw_controls(out))
 finally:
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    kill_all(procs)
     remove(evil)
 finish()
