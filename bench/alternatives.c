@@ -10,6 +10,10 @@
  * Prints the loop's time per event.  Needs C11 (meson: c_std=gnu11).
  *
  * Usage: alternatives MODE N [LOGFILE]
+ *
+ * Without LOGFILE the log is a fresh file made by mkstemp in /tmp (never
+ * a fixed name there, where another user could have left a link), removed
+ * at the end.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -18,6 +22,7 @@
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *const gateways[3] = { "stripe-sim", "adyen-sim", "paypal-sim" };
 static const char *const currencies[3] = { "EUR", "USD", "JPY" };
@@ -46,6 +51,7 @@ int main(int argc, char **argv)
 	unsigned long long n, i, total = 0;
 	const char *mode;
 	FILE *log = NULL;
+	char fresh[] = "/tmp/billing-bench-XXXXXX";
 	double t0, t1;
 	char *end;
 	int b;
@@ -59,7 +65,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (strcmp(mode, "fprintf") == 0) {
-		log = fopen(argc == 4 ? argv[3] : "/tmp/billing-bench.log", "w");
+		if (argc == 4) {
+			log = fopen(argv[3], "w");
+		} else {
+			int fd = mkstemp(fresh);
+			log = fd >= 0 ? fdopen(fd, "w") : NULL;
+			if (fd >= 0)
+				unlink(fresh); /* written, never read: no name needed */
+		}
 		if (!log) {
 			perror("alternatives: log file");
 			return 1;

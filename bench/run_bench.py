@@ -86,12 +86,14 @@ def can_trace():
 # --- untraced: instructions per untraced site -------------------------------
 
 def callgrind_ir(binary, n):
-    out = tempfile.mktemp(prefix="bench-callgrind-")
-    r = run(["valgrind", "--tool=callgrind", "--toggle-collect=bench_loop",
-             f"--callgrind-out-file={out}", binary, str(n)])
+    work = tempfile.mkdtemp(prefix="bench-callgrind-")  # private: no name another user can take first
+    out = os.path.join(work, "callgrind.out")
+    try:
+        r = run(["valgrind", "--tool=callgrind", "--toggle-collect=bench_loop",
+                 f"--callgrind-out-file={out}", binary, str(n)])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     m = re.search(r"Collected\s*:\s*(\d+)", r.stderr)
-    if os.path.exists(out):
-        os.unlink(out)
     if r.returncode != 0 or not m:
         raise RuntimeError(f"callgrind {binary}: {r.stderr[-500:]}")
     return int(m.group(1))
@@ -206,21 +208,23 @@ def alternatives(bench_dir, n, reps):
              ("atomic", "atomic counter (C11, relaxed)", 10 * n),
              ("histogram", "log2 histogram of duration_ns (C11 atomics)", 10 * n)]
     rows = []
-    log = tempfile.mktemp(prefix="billing-bench-", suffix=".log")
-    for mode, label, events in modes:
-        if mode == "syslog" and not os.path.exists("/dev/log"):
-            rows.append({"mode": mode, "label": label, "skipped": "no syslog daemon here (/dev/log absent)"})
-            continue
-        times = []
-        for _ in range(reps):
-            r = run([binary, mode, str(events), log])
-            m = re.search(r"counted=(\d+) ns_per_event=([\d.]+)", r.stdout)
-            if r.returncode != 0 or not m:
-                raise RuntimeError(f"alternatives {mode}: {r.stdout} {r.stderr}")
-            times.append(float(m.group(2)))
-        rows.append({"mode": mode, "label": label, "events_per_run": events, "ns_per_event": summary(times)})
-    if os.path.exists(log):
-        os.unlink(log)
+    work = tempfile.mkdtemp(prefix="billing-bench-")  # private: no name another user can take first
+    log = os.path.join(work, "alternatives.log")
+    try:
+        for mode, label, events in modes:
+            if mode == "syslog" and not os.path.exists("/dev/log"):
+                rows.append({"mode": mode, "label": label, "skipped": "no syslog daemon here (/dev/log absent)"})
+                continue
+            times = []
+            for _ in range(reps):
+                r = run([binary, mode, str(events), log])
+                m = re.search(r"counted=(\d+) ns_per_event=([\d.]+)", r.stdout)
+                if r.returncode != 0 or not m:
+                    raise RuntimeError(f"alternatives {mode}: {r.stdout} {r.stderr}")
+                times.append(float(m.group(2)))
+            rows.append({"mode": mode, "label": label, "events_per_run": events, "ns_per_event": summary(times)})
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return {"repetitions": reps, "rows": rows}
 
 

@@ -22,7 +22,9 @@
  *             times each, all at once: exact per-row totals.
  *   tps       three bursts of transactions, each inside one whole second
  *             of CLOCK_MONOTONIC (the clock bpftrace's nsecs reads): tps.
- *   system    opens --path 25 times writing 8 KiB each, fails to open
+ *   system    opens --path 25 times writing 8 KiB each (default: a file
+ *             in a fresh private directory under /tmp, never a fixed
+ *             name there; a symbolic link is never followed), fails to open
  *             --path.missing 5 times, sleeps 20 x 10 ms, touches 512 fresh
  *             pages, spins in workload_busy_spin() on CPU 0: the system
  *             views (syscalls, file_opens, io_bytes, page_faults, cswitch,
@@ -379,7 +381,7 @@ __attribute__((noinline)) static uint64_t workload_busy_spin(uint64_t ns)
 static int run_system(const char *path)
 {
 	static char block[8192];
-	char missing[4096];
+	char missing[4096], dir[] = "/tmp/billing-probes-workload-XXXXXX", fresh[64];
 	long page = sysconf(_SC_PAGESIZE);
 	unsigned char *pages;
 	cpu_set_t cpu0;
@@ -389,8 +391,16 @@ static int run_system(const char *path)
 	 * MCL_FUTURE would fault every new page in at mmap time). */
 	munlockall();
 	memset(block, 'b', sizeof block);
+	if (!path) {
+		if (!mkdtemp(dir)) {
+			fprintf(stderr, "scripts-workload: cannot make a directory in /tmp: %s\n", strerror(errno));
+			return 1;
+		}
+		snprintf(fresh, sizeof fresh, "%s/workload.dat", dir);
+		path = fresh;
+	}
 	for (i = 0; i < 25; i++) {
-		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
 		if (fd < 0 || write(fd, block, sizeof block) != (ssize_t)sizeof block) {
 			fprintf(stderr, "scripts-workload: cannot write %s: %s\n", path, strerror(errno));
 			return 1;
@@ -404,6 +414,8 @@ static int run_system(const char *path)
 			close(fd);
 	}
 	unlink(path);
+	if (path == fresh)
+		rmdir(dir);
 	for (i = 0; i < 20; i++)
 		sleep_ns(10 * MS);
 	pages = mmap(NULL, (size_t)page * 512, PROT_READ | PROT_WRITE,
@@ -480,7 +492,7 @@ static int wait_for_go(void)
 int main(int argc, char **argv)
 {
 	long delay_ms = 1200, linger_ms = 1500;
-	const char *path = "/tmp/billing-probes-workload.dat";
+	const char *path = NULL; /* run_system makes a private one */
 	const char *mode;
 	int i, rc = 0, wait_stdin = 0;
 

@@ -76,7 +76,9 @@ def trace_c(script, program, args=(), rounds=ROUNDS):
 
 def trace_p(script, program, args=(), rounds=ROUNDS):
     """Start PROGRAM --wait, attach trace -p, wait until the semaphores are
-    raised (list PID says traced), let it fire, return trace's result."""
+    raised (list PID says traced) and the script's BEGIN line is out (bpftrace
+    runs BEGIN once every probe is attached: the first raised semaphore
+    says only that one is), let it fire, return trace's result."""
     prog = subprocess.Popen([program, str(rounds), "--wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             text=True)
     tracer = None
@@ -91,11 +93,17 @@ def trace_p(script, program, args=(), rounds=ROUNDS):
             attached = rc == 0 and any(p["traced"] for p in json.loads(listing)["probes"])
             time.sleep(0.1)
         check(attached, "%s -p: bpftrace attached (semaphores raised) within 60 s" % script)
+        head = ""
+        while True:
+            line = tracer.stdout.readline()  # bpftrace's "Attaching N probes...", then BEGIN's
+            head += line
+            if not line or not line.startswith("Attaching "):
+                break
         prog.stdin.write("go\n")
         prog.stdin.flush()
         prog.wait(timeout=60)
         out, err = tracer.communicate(timeout=60)
-        return tracer.returncode, out, err
+        return tracer.returncode, head + out, err
     finally:
         for p in (tracer, prog):
             if p and p.poll() is None:

@@ -10,7 +10,8 @@ one more worker forked while tracing).
 - one `-p W0`: the semaphores raised in W0 only, not in the other workers
   (bpftrace -p: the kernel filters its uprobes to that process);
 - resolution (--dry-run) and bad command lines; a module whose path a
-  bpftrace program cannot carry safely is left out, never pasted in.
+  bpftrace program cannot carry safely is left out, never pasted in (refused,
+  exit 2, when no other module carries the probes).
 
 Every wait is for a condition (a line printed, a semaphore raised) with a
 generous deadline; never a sleep standing for one.  Needs root and
@@ -270,7 +271,7 @@ try:
 finally:
     svc.stop()
 
-# --- a module path a bpftrace program cannot carry safely: left out, said once --------------
+# --- a module path a bpftrace program cannot carry safely: refused, said once ---------------
 LIB_ALL = os.environ.get("BP_LIB_ALL", "")
 odd_dir = tempfile.mkdtemp(prefix="bp odd {x}; ")
 holder = None
@@ -282,10 +283,10 @@ try:
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     check(holder.stdout.readline().strip() == "loaded", "a process maps %r" % odd)
     rc, out, err = run(["trace", "tps", "-p", str(holder.pid), "--dry-run"])
-    left = [l for l in err.splitlines() if "left out" in l]
-    check(rc == 0 and len(left) == 1 and "cannot carry safely" in left[0] and odd_dir not in out
-          and "bp odd" not in out,
-          "a module at %r: left out with one line, its path nowhere in the program (rc=%d %r)" % (odd, rc, err[-300:]))
+    check(rc == 2 and len(err.splitlines()) == 1 and "refused" in err and "cannot carry safely" in err
+          and odd_dir not in out and "bp odd" not in out,
+          "a module at %r, the only one with probes: refused with one line, its path nowhere in the program "
+          "(rc=%d %r)" % (odd, rc, err[-300:]))
 finally:
     if holder is not None:
         holder.stdin.close()

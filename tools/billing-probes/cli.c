@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "term_text.h"
+
 #ifndef BILLING_PROBES_VERSION
 #  define BILLING_PROBES_VERSION "unknown"
 #endif
@@ -32,24 +34,35 @@ const char bp_cli_usage[] =
     "Probe names (-n, --expect) match as written in ELF notes (request__start)\n"
     "or in D (request-start), and take globs.  --expect-file holds one name or\n"
     "glob per line, # comments.  Without --expect, check expects every probe.\n"
-    "trace runs a bpftrace script (a path, or a name such as tps) resolved\n"
-    "for the modules of the processes (several -p: one service, one total),\n"
-    "or for every process running PATH, now or later (--binary, until\n"
-    "Ctrl-C); --dry-run prints the resolved script.\n"
-    "doctor --clear-stale lowers semaphores raised with no uprobe attached.\n"
+    "trace runs a bpftrace script (a shipped one by name, such as tps; a file\n"
+    "of yours by a path with a /, owned by you or root and writable by no\n"
+    "one else) resolved for the modules of the processes (several -p: one\n"
+    "service, one total), or for every process running PATH, now or later\n"
+    "(--binary, until Ctrl-C); --dry-run prints the resolved script.\n"
+    "$BPFTRACE, if set, must be an absolute path to a bpftrace owned likewise.\n"
+    "doctor --clear-stale lowers semaphores raised with no uprobe attached,\n"
+    "and writes only inside its module's semaphore section.\n"
     "Exit status: 0 ok, 1 check/doctor found a problem or nothing matched,\n"
     "2 bad target, provider file or usage (trace: bpftrace's status).\n";
 
+/* WHAT is often another user's text (a path, a name), and WHY may quote
+ * some: both escaped (term_text.h). */
 void bp_error(const char *what, const char *why)
 {
 	fflush(stdout);
-	fprintf(stderr, "billing-probes: %s: %s\n", what, why);
+	fputs("billing-probes: ", stderr);
+	bp_put_escaped(stderr, what);
+	fputs(": ", stderr);
+	bp_put_escaped(stderr, why);
+	fputc('\n', stderr);
 }
 
 int bp_usage_error(const char *why)
 {
 	fflush(stdout);
-	fprintf(stderr, "billing-probes: %s (try billing-probes --help)\n", why);
+	fputs("billing-probes: ", stderr);
+	bp_put_escaped(stderr, why);
+	fputs(" (try billing-probes --help)\n", stderr);
 	return BP_EXIT_ERROR;
 }
 

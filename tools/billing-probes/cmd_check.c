@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "expect.h"
 #include "output.h"
+#include "term_text.h"
 
 static const char *plural(int n)
 {
@@ -24,42 +25,42 @@ static void print_finding(FILE *out, const bp_finding_t *f)
 {
 	const char *module = f->site ? f->set->modules[f->site->module].path : "";
 	uint64_t at = f->site ? f->site->address : 0;
-	fprintf(out, "%s: %s:%s", bp_finding_word(f->kind), f->provider, f->name);
+	bp_printf_escaped(out, "%s: %s:%s", bp_finding_word(f->kind), f->provider, f->name);
 	switch (f->kind) {
 	case BP_MISSING:
-		fprintf(out, " (%d argument%s)\n", f->want, plural(f->want));
+		bp_printf_escaped(out, " (%d argument%s)", f->want, plural(f->want));
 		break;
 	case BP_ARG_COUNT:
 		if (f->got < 0)
-			fprintf(out, " at 0x%" PRIx64 " in %s has more than %d arguments, the catalogue declares %d\n", at,
-			        module, BP_SDT_MAX_ARGS, f->want);
+			bp_printf_escaped(out, " at 0x%" PRIx64 " in %s has more than %d arguments, the catalogue declares %d", at,
+			                  module, BP_SDT_MAX_ARGS, f->want);
 		else
-			fprintf(out, " at 0x%" PRIx64 " in %s has %d argument%s, the catalogue declares %d\n", at, module,
-			        f->got, plural(f->got), f->want);
+			bp_printf_escaped(out, " at 0x%" PRIx64 " in %s has %d argument%s, the catalogue declares %d", at, module,
+			                  f->got, plural(f->got), f->want);
 		break;
 	case BP_ARG_WIDTH:
 		if (f->got == 0 && f->site && f->arg >= 1 && f->arg <= f->site->nargs)
-			fprintf(out, " at 0x%" PRIx64 " in %s: argument %d cannot be decoded (\"%s\"), the catalogue declares %d bytes\n",
-			        at, module, f->arg, f->site->args[f->arg - 1].location, f->want);
+			bp_printf_escaped(out, " at 0x%" PRIx64 " in %s: argument %d cannot be decoded (\"%s\"), the catalogue declares %d bytes",
+			                  at, module, f->arg, f->site->args[f->arg - 1].location, f->want);
 		else
-			fprintf(out, " at 0x%" PRIx64 " in %s: argument %d is %d bytes wide, the catalogue declares %d\n", at,
-			        module, f->arg, f->got, f->want);
+			bp_printf_escaped(out, " at 0x%" PRIx64 " in %s: argument %d is %d bytes wide, the catalogue declares %d", at,
+			                  module, f->arg, f->got, f->want);
 		break;
 	case BP_UNKNOWN:
-		fprintf(out, " at 0x%" PRIx64 " in %s: the catalogue declares no such probe\n", at, module);
+		bp_printf_escaped(out, " at 0x%" PRIx64 " in %s: the catalogue declares no such probe", at, module);
 		break;
 	case BP_UNGUARDED:
-		fprintf(out, " at 0x%" PRIx64 " in %s has no semaphore: the BILLING_ macros guard every probe "
-		             "(was sys/sdt.h included before billing/probes.h?)\n",
-		        at, module);
+		bp_printf_escaped(out, " at 0x%" PRIx64 " in %s has no semaphore: the BILLING_ macros guard every probe "
+		                       "(was sys/sdt.h included before billing/probes.h?)",
+		                  at, module);
 		break;
 	case BP_UNEXPECTED:
-		fputs(" present, not expected\n", out);
+		bp_printf_escaped(out, " present, not expected");
 		break;
 	case BP_FINDING_KINDS:
-		fputc('\n', out);
 		break;
 	}
+	fputc('\n', out);
 }
 
 static void print_json(FILE *out, const bp_options_t *opt, const char *source, const bp_check_report_t *r,
@@ -147,13 +148,14 @@ int bp_cmd_check(const bp_options_t *opt)
 				print_finding(stdout, &report.items[i]);
 			size_t unexpected = report.count - report.problems;
 			if (report.problems == 0 && expect.count == 0)
-				printf("%s: ok: all %zu probes of %s present with their arguments\n", what, cat.count, source);
+				bp_printf_escaped(stdout, "%s: ok: all %zu probes of %s present with their arguments", what, cat.count, source);
 			else if (report.problems == 0)
-				printf("%s: ok: the %zu expected probe%s of %s present with their arguments (%zu more present, not expected)\n",
-				       what, report.expected, report.expected == 1 ? "" : "s", source, unexpected);
+				bp_printf_escaped(stdout, "%s: ok: the %zu expected probe%s of %s present with their arguments (%zu more present, not expected)",
+				                  what, report.expected, report.expected == 1 ? "" : "s", source, unexpected);
 			else
-				printf("%s: %zu problem%s against %s%s\n", what, report.problems, report.problems == 1 ? "" : "s",
-				       source, any_notes ? "" : " (no .note.stapsdt at all: built without probes, with LTO, or stripped?)");
+				bp_printf_escaped(stdout, "%s: %zu problem%s against %s%s", what, report.problems, report.problems == 1 ? "" : "s",
+				                  source, any_notes ? "" : " (no .note.stapsdt at all: built without probes, with LTO, or stripped?)");
+			putchar('\n');
 		}
 		rc = report.problems ? BP_EXIT_FAIL : BP_EXIT_OK;
 	}

@@ -17,7 +17,9 @@
 #include "doctor_result.h"
 #include "host_checks.h"
 #include "probe_sites.h"
+#include "semaphore_guard.h"
 #include "stale_semaphores.h"
+#include "term_text.h"
 
 static const char *status_word(bp_status_t s)
 {
@@ -25,11 +27,12 @@ static const char *status_word(bp_status_t s)
 	                                          : "FAIL";
 }
 
+/* Findings name targets, probes and tracer output: escaped. */
 static void print_result(const bp_check_result_t *r)
 {
-	printf("%s  %s: %s", status_word(r->status), r->name, r->finding);
+	bp_printf_escaped(stdout, "%s  %s: %s", status_word(r->status), r->name, r->finding);
 	if (r->status != BP_OK && r->fix[0])
-		printf(" (fix: %s)", r->fix);
+		bp_printf_escaped(stdout, " (fix: %s)", r->fix);
 	putchar('\n');
 }
 
@@ -114,34 +117,57 @@ static void semaphores_result(const bp_probe_set_t *t, int clear, bp_check_resul
 		bp_semaphores_free(&survey);
 		return;
 	}
-	size_t used = 0, cleared = 0, refused = 0;
-	char names[400] = "";
+	size_t used = 0, cleared = 0, refused = 0, alien = 0;
+	char names[400] = "", why[300];
 	for (size_t k = 0; k < survey.count; k++) {
 		const bp_semaphore_t *s = &survey.items[k];
 		if (!bp_semaphore_is_stale(s))
 			continue;
-		if (clear) {
-			int rc = bp_semaphore_clear(t, s);
-			cleared += rc == 1;
-			refused += rc < 0;
+		/* a counter a note places outside its module's semaphore section
+		 * is never written, nor offered for --clear-stale */
+		int rc = bp_semaphore_guard(t, s->probe, why, sizeof why) != 0 ? -2 : 0;
+		if (rc == 0 && clear)
+			rc = bp_semaphore_clear(t, s, why, sizeof why);
+		if (rc == -2) {
+			char what[64];
+			snprintf(what, sizeof what, "doctor: PID %d", t->pid);
+			bp_printf_escaped(stderr, "billing-probes: %s: left alone %s:%s at 0x%" PRIx64 " in %s: %s", what,
+			                  s->probe->provider, s->probe->name, s->address, t->modules[s->probe->module].path, why);
+			fputc('\n', stderr);
+			alien++;
+			continue;
 		}
+		cleared += rc == 1;
+		refused += rc < 0;
 		if (used < sizeof names)
 			used += (size_t)snprintf(names + used, sizeof names - used, "%s%s:%s = %u at 0x%" PRIx64,
 			                         used ? ", " : "", s->probe->provider, s->probe->name, s->value, s->address);
 	}
-	if (clear && refused == 0) {
-		snprintf(r->finding, sizeof r->finding, "cleared %zu of %zu stale semaphore%s (%s)", cleared, survey.stale,
-		         survey.stale == 1 ? "" : "s", names);
-		r->status = BP_OK;
+	size_t stale = survey.stale - alien;
+	char alien_text[200] = "";
+	if (alien)
+		snprintf(alien_text, sizeof alien_text, "%s%zu counter%s left alone: not in its module's semaphore section "
+		                                        "(notes of a broken or hostile ELF; one line each above)",
+		         stale ? "; " : "", alien, alien == 1 ? "" : "s");
+	if (stale == 0) {
+		snprintf(r->finding, sizeof r->finding, "%s", alien_text);
+		snprintf(r->fix, sizeof r->fix, "find who built the module those notes come from");
+		r->status = BP_FAIL;
+	} else if (clear && refused == 0) {
+		snprintf(r->finding, sizeof r->finding, "cleared %zu of %zu stale semaphore%s (%s)%s", cleared, stale,
+		         stale == 1 ? "" : "s", names, alien_text);
+		r->status = alien ? BP_FAIL : BP_OK;
+		if (alien)
+			snprintf(r->fix, sizeof r->fix, "find who built the module those notes come from");
 	} else {
 		snprintf(r->finding, sizeof r->finding,
 		         "%zu stale: raised with no uprobe at any site they guard (%s); every guarded argument is "
-		         "evaluated on every call",
-		         survey.stale, names);
+		         "evaluated on every call%s",
+		         stale, names, alien_text);
 		snprintf(r->fix, sizeof r->fix, "%s`billing-probes doctor %d --clear-stale` as root, or restart the "
 		                                "process (a tracer killed with SIGKILL leaves them raised)",
 		         refused ? "the write was refused: run " : "", t->pid);
-		r->status = BP_WARN;
+		r->status = alien ? BP_FAIL : BP_WARN;
 	}
 	bp_semaphores_free(&survey);
 }

@@ -47,8 +47,10 @@
 #include "cli.h"
 #include "commands.h"
 #include "start_stopped.h"
+#include "term_text.h"
 #include "text_file.h"
 #include "trace_script.h"
+#include "trusted_file.h"
 
 #ifndef BP_DATADIR
 #  define BP_DATADIR "/usr/local/share"
@@ -60,20 +62,21 @@
 #  define BP_BUILD_ROOT ""
 #endif
 
-static int is_file(const char *path)
+/* The script to run, open: with a '/' in SCRIPT, the file the operator
+ * names; a bare name (tps, tps.bt) only among the shipped scripts (the
+ * source tree's for a tool run from its build tree, else the installed
+ * share folder beside the executable, then the configured one), never
+ * the current directory, where anyone may have left a file of that name.
+ * Either way the file must pass bp_open_trusted() (trusted_file.h).  The
+ * descriptor, with the path in out; -1 after the one error line. */
+static int open_script(const char *script, char *out, size_t n)
 {
-	struct stat st;
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* SCRIPT as given (a path), else NAME or NAME.bt in the script folders:
- * the source tree first for a tool run from its build tree, the installed
- * share folder (beside the executable, then the configured one) else. */
-static int find_script(const char *script, char *out, size_t n)
-{
-	if (strchr(script, '/') || is_file(script)) {
-		snprintf(out, n, "%s", script);
-		return is_file(out) ? 0 : -1;
+	char why[PATH_MAX + 200];
+	if (strchr(script, '/')) {
+		int fd = bp_open_trusted(script, out, n, why, sizeof why);
+		if (fd < 0)
+			bp_error(script, why);
+		return fd;
 	}
 	char exe[PATH_MAX] = "", exe_share[PATH_MAX + 64] = "";
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -99,12 +102,20 @@ static int find_script(const char *script, char *out, size_t n)
 	dirs[ndirs++] = BP_DATADIR "/billing-probes/d-scripts/bpftrace";
 	for (size_t d = 0; d < ndirs; d++) {
 		static const char *const suffixes[] = { "", ".bt" };
-		for (size_t s = 0; s < 2; s++) {
-			snprintf(out, n, "%s/%s%s", dirs[d], script, suffixes[s]);
-			if (is_file(out))
-				return 0;
+		for (size_t k = 0; k < 2; k++) {
+			char candidate[PATH_MAX + 128];
+			struct stat st;
+			snprintf(candidate, sizeof candidate, "%s/%s%s", dirs[d], script, suffixes[k]);
+			if (stat(candidate, &st) != 0 || !S_ISREG(st.st_mode))
+				continue;
+			int fd = bp_open_trusted(candidate, out, n, why, sizeof why);
+			if (fd < 0)
+				bp_error(candidate, why);
+			return fd;
 		}
 	}
+	bp_error(script, "no such script (a name such as tps names a shipped script: looked in the source tree and in "
+	                 "share/billing-probes/d-scripts/bpftrace; a file of yours is named by a path, ./tps)");
 	return -1;
 }
 
@@ -127,7 +138,8 @@ static void report_dropped(const char *spec, void *ctx)
 		d->used += strlen(key) - 1; /* entries share their newlines */
 	}
 	fflush(stdout);
-	fprintf(stderr, "billing-probes: trace: dropped %s: no module of %s carries it\n", spec, d->where);
+	bp_printf_escaped(stderr, "billing-probes: trace: dropped %s: no module of %s carries it", spec, d->where);
+	fputc('\n', stderr);
 }
 
 static volatile sig_atomic_t tracer_pid, forwarded_sigint;
@@ -147,7 +159,7 @@ static int attached(pid_t pid, const bp_probe_set_t *set, const unsigned char *u
 	for (size_t i = 0; i < set->probe_count; i++) {
 		const bp_probe_t *p = &set->probes[i];
 		unsigned short value;
-		if (!used[i] || !p->runtime_semaphore)
+		if (used[i] != BP_TRACE_ATTACHED || !p->runtime_semaphore)
 			continue;
 		if (bp_proc_read_memory(pid, p->runtime_semaphore, &value, sizeof value) != 0 || value == 0)
 			return 0;
@@ -228,9 +240,10 @@ static int run_tracer(char **argv, const int *pids, size_t npids, int is_child, 
 		dup2(out_pipe[1], STDOUT_FILENO);
 		close(out_pipe[0]);
 		close(out_pipe[1]);
-		execvp(argv[0], argv);
-		fprintf(stderr, "billing-probes: trace: cannot run %s: %s (apt-get install bpftrace)\n", argv[0],
-		        strerror(errno));
+		execv(argv[0], argv);
+		bp_printf_escaped(stderr, "billing-probes: trace: cannot run %s: %s (apt-get install bpftrace)", argv[0],
+		                  strerror(errno));
+		fputc('\n', stderr);
 		_exit(BP_EXIT_ERROR);
 	}
 	close(out_pipe[1]);
@@ -248,7 +261,7 @@ static int run_tracer(char **argv, const int *pids, size_t npids, int is_child, 
 	signal(SIGTERM, forward_signal);
 	int any_semaphore = 0;
 	for (size_t i = 0; i < set->probe_count; i++)
-		any_semaphore |= used[i] && set->probes[i].runtime_semaphore;
+		any_semaphore |= used[i] == BP_TRACE_ATTACHED && set->probes[i].runtime_semaphore;
 	int status = 0, tracer_done = 0;
 	if (is_child) {
 		/* Up to 60 s for bpftrace to compile and attach: its
@@ -321,29 +334,71 @@ static int run_tracer(char **argv, const int *pids, size_t npids, int is_child, 
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Modules carrying probes that no uprobe can reach from here, or whose
- * path cannot be written safely into a program: one line each. */
-static void report_unattachable(const bp_probe_set_t *set)
+/* Why a module's probes were left out of the program. */
+static const char *left_out_reason(const bp_module_t *mod)
 {
+	return mod->attach_path ? "its path holds characters a bpftrace program cannot carry safely (only letters, "
+	                          "digits and /._- are written into one)"
+	                        : "no path from here reaches the file mapped (not in this mount namespace nor under "
+	                          "/proc/PID/root)";
+}
+
+/* The probes the script names but the program leaves out (used[]:
+ * BP_TRACE_LEFT_OUT): one line per module whose path cannot be written
+ * into a program, one per probe whose name cannot.  When nothing else is
+ * left to attach to, one line only, refusing: a program without the
+ * probes asked for would print totals of 0 as if the service were idle.
+ * Returns 1 when refused. */
+static int report_left_out(const bp_probe_set_t *set, const unsigned char *used, const char *where)
+{
+	size_t attached = 0, modules = 0, first = (size_t)-1;
+	for (size_t i = 0; i < set->probe_count; i++)
+		attached += used[i] == BP_TRACE_ATTACHED;
 	for (size_t m = 0; m < set->module_count; m++) {
 		const bp_module_t *mod = &set->modules[m];
-		int carries = 0;
-		for (size_t i = 0; i < set->probe_count && !carries; i++)
-			carries = set->probes[i].module == m;
-		if (!carries || bp_trace_path_is_safe(mod->attach_path))
-			continue;
-		char shown[300];
-		size_t k = 0;
-		for (const char *c = mod->path; *c && k + 1 < sizeof shown; c++)
-			shown[k++] = ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) ? '?' : *c;
-		shown[k] = '\0';
-		fflush(stdout);
-		fprintf(stderr, "billing-probes: trace: left out %s: %s\n", shown,
-		        mod->attach_path ? "its path holds characters a bpftrace program cannot carry safely (only "
-		                           "letters, digits and /._- are written into one)"
-		                         : "no path from here reaches the file mapped (not in this mount namespace "
-		                           "nor under /proc/PID/root)");
+		int path_safe = bp_trace_path_is_safe(mod->attach_path), said = 0;
+		for (size_t i = 0; i < set->probe_count && !said; i++) {
+			const bp_probe_t *p = &set->probes[i];
+			if (p->module != m || used[i] != BP_TRACE_LEFT_OUT)
+				continue;
+			int again = 0; /* one line per name, however many sites */
+			for (size_t j = 0; j < i && !again; j++)
+				again = set->probes[j].module == m && used[j] == BP_TRACE_LEFT_OUT &&
+				        strcmp(set->probes[j].name, p->name) == 0;
+			if (again)
+				continue;
+			if (first == (size_t)-1)
+				first = m;
+			said = !path_safe;
+			if (!attached) {
+				modules++;
+				break;
+			}
+			fflush(stdout);
+			if (path_safe)
+				bp_printf_escaped(stderr, "billing-probes: trace: left out probe %s:%s of %s: its name holds "
+				                          "characters a bpftrace program cannot carry safely (only letters, digits and _)",
+				                  p->provider, p->name, mod->path);
+			else
+				bp_printf_escaped(stderr, "billing-probes: trace: left out %s: %s", mod->path, left_out_reason(mod));
+			fputc('\n', stderr);
+		}
 	}
+	if (attached || first == (size_t)-1)
+		return 0;
+	const bp_module_t *mod = &set->modules[first];
+	fflush(stdout);
+	if (bp_trace_path_is_safe(mod->attach_path))
+		bp_printf_escaped(stderr, "billing-probes: trace: refused: the probes of %s that the script names have names "
+		                          "a bpftrace program cannot carry safely (only letters, digits and _), and no other "
+		                          "module of %s carries them",
+		                  mod->path, where);
+	else
+		bp_printf_escaped(stderr, "billing-probes: trace: refused: %s carries the probes the script names, but %s%s",
+		                  mod->path, left_out_reason(mod),
+		                  modules > 1 ? " (so do the other modules that carry them)" : "");
+	fputc('\n', stderr);
+	return 1;
 }
 
 /* May bpftrace attach with -p PID (breakpoints and semaphores in that one
@@ -354,13 +409,13 @@ static void report_unattachable(const bp_probe_set_t *set)
 static int can_use_bpftrace_pid(const bp_probe_set_t *set, const unsigned char *used)
 {
 	for (size_t i = 0; i < set->probe_count; i++) {
-		if (!used[i])
+		if (used[i] != BP_TRACE_ATTACHED)
 			continue;
 		const bp_module_t *mod = &set->modules[set->probes[i].module];
 		if (!mod->attach_path || strcmp(mod->attach_path, mod->path) != 0)
 			return 0;
 		for (size_t j = 0; j < set->probe_count; j++)
-			if (used[j] && set->probes[j].module != set->probes[i].module &&
+			if (used[j] == BP_TRACE_ATTACHED && set->probes[j].module != set->probes[i].module &&
 			    strcmp(set->probes[j].provider, set->probes[i].provider) == 0 &&
 			    strcmp(set->probes[j].name, set->probes[i].name) == 0)
 				return 0;
@@ -472,14 +527,18 @@ static int load_targets(const bp_options_t *opt, const char *pid_text, bp_probe_
 
 int bp_cmd_trace(const bp_options_t *opt)
 {
-	char script[PATH_MAX + 128], err[512];
-	if (find_script(opt->script, script, sizeof script) != 0) {
-		bp_error(opt->script, "no such script (a .bt path, or a name such as tps: looked in the source tree "
-		                      "and in share/billing-probes/d-scripts/bpftrace)");
+	char script[PATH_MAX + 128], err[512], bpftrace[PATH_MAX], why[PATH_MAX + 700];
+	/* bpftrace runs as root with the program below: only a file root
+	 * (or the user running trace) controls (trusted_file.h) */
+	if (!opt->dry_run && bp_find_program("bpftrace", "BPFTRACE", bpftrace, sizeof bpftrace, why, sizeof why) != 0) {
+		bp_error("trace: bpftrace", why);
 		return BP_EXIT_ERROR;
 	}
+	int script_fd = open_script(opt->script, script, sizeof script);
+	if (script_fd < 0)
+		return BP_EXIT_ERROR;
 	size_t len;
-	char *text = bp_read_text_file(script, 16u << 20, &len);
+	char *text = bp_read_text_fd(script_fd, 16u << 20, &len);
 	if (!text) {
 		bp_error(script, errno == EACCES ? "permission denied" : strerror(errno));
 		return BP_EXIT_ERROR;
@@ -526,16 +585,16 @@ int bp_cmd_trace(const bp_options_t *opt)
 		return BP_EXIT_ERROR;
 	}
 
-	report_unattachable(&set);
 	static drop_ctx_t dropped;
 	dropped.where = where;
 	char *resolved =
 	    bp_trace_resolve(text, len, &set, pids, npids, used, report_dropped, &dropped, err, sizeof err);
 	free(text);
-	if (!resolved || opt->dry_run) {
-		if (resolved)
+	int refused = resolved && report_left_out(&set, used, where);
+	if (!resolved || refused || opt->dry_run) {
+		if (resolved && !refused)
 			fputs(resolved, stdout);
-		else
+		else if (!resolved)
 			bp_error(script, err);
 		if (command > 0) {
 			kill(command, SIGKILL);
@@ -545,19 +604,18 @@ int bp_cmd_trace(const bp_options_t *opt)
 		free(pids);
 		bp_probe_set_free(&set);
 		free(resolved);
-		return resolved ? BP_EXIT_OK : BP_EXIT_ERROR;
+		return resolved && !refused ? BP_EXIT_OK : BP_EXIT_ERROR;
 	}
 
 	/* bpftrace [-p PID] -e PROGRAM [ARGS...]: the probes attached by
 	 * path, kept to the processes by the predicate; with -p, the kernel
 	 * also places breakpoints and raises semaphores in that process only. */
-	const char *bpftrace = getenv("BPFTRACE") ? getenv("BPFTRACE") : "bpftrace";
 	size_t argc = 0;
 	char **argv = calloc(6 + (size_t)opt->script_arg_count + 1, sizeof *argv);
 	char one_pid[32];
 	int rc = BP_EXIT_ERROR;
 	if (argv) {
-		argv[argc++] = (char *)bpftrace;
+		argv[argc++] = bpftrace;
 		if (npids == 1 && can_use_bpftrace_pid(&set, used)) {
 			snprintf(one_pid, sizeof one_pid, "%d", pids[0]);
 			argv[argc++] = (char *)"-p";

@@ -6,12 +6,15 @@
  * sign: a string argument shows as uint64, the pointer it is), or as
  * "unknown SPEC" when the spec is no form the reader decodes.  JSON:
  * addresses are "0x..." strings, because JSON numbers lose precision
- * above 2^53.
+ * above 2^53.  Paths, names and argument specs are other people's text:
+ * the table escapes them (term_text.h), JSON escapes them its own way.
  */
 #include "output.h"
 
 #include <inttypes.h>
 #include <string.h>
+
+#include "term_text.h"
 
 static void format_hex(char *buf, size_t n, uint64_t v)
 {
@@ -52,21 +55,31 @@ static const char *module_name(const bp_probe_set_t *t, const bp_probe_t *p)
 	return t->modules[p->module].path;
 }
 
+/* Foreign text (term_text.h) left-aligned in a column of width w. */
+static void put_column(FILE *out, const char *s, size_t w)
+{
+	bp_put_escaped(out, s);
+	for (size_t k = bp_escaped_width(s); k < w; k++)
+		fputc(' ', out);
+	fputs("  ", out);
+}
+
 void bp_print_table(FILE *out, const bp_probe_set_t *t, const unsigned char *selected)
 {
-	int wmod = 6, wprov = 8, wname = 4;
+	size_t wmod = 6, wprov = 8, wname = 4, l;
 	for (size_t i = 0; i < t->probe_count; i++) {
 		if (!selected[i])
 			continue;
 		const bp_probe_t *p = &t->probes[i];
-		int l;
-		if ((l = (int)strlen(module_name(t, p))) > wmod) wmod = l;
-		if ((l = (int)strlen(p->provider)) > wprov) wprov = l;
-		if ((l = (int)strlen(p->name)) > wname) wname = l;
+		if ((l = bp_escaped_width(module_name(t, p))) > wmod) wmod = l;
+		if ((l = bp_escaped_width(p->provider)) > wprov) wprov = l;
+		if ((l = bp_escaped_width(p->name)) > wname) wname = l;
 	}
 	if (t->is_process)
-		fprintf(out, "%-*s  ", wmod, "MODULE");
-	fprintf(out, "%-*s  %-*s  %-18s  %-18s  ", wprov, "PROVIDER", wname, "NAME", "ADDRESS", "SEMAPHORE");
+		put_column(out, "MODULE", wmod);
+	put_column(out, "PROVIDER", wprov);
+	put_column(out, "NAME", wname);
+	fprintf(out, "%-18s  %-18s  ", "ADDRESS", "SEMAPHORE");
 	if (t->is_process)
 		fprintf(out, "%-6s  ", "TRACED");
 	fprintf(out, "ARGUMENTS\n");
@@ -82,11 +95,14 @@ void bp_print_table(FILE *out, const bp_probe_set_t *t, const unsigned char *sel
 			snprintf(sem, sizeof sem, "-");
 		format_args(args, sizeof args, p);
 		if (t->is_process)
-			fprintf(out, "%-*s  ", wmod, module_name(t, p));
-		fprintf(out, "%-*s  %-*s  %-18s  %-18s  ", wprov, p->provider, wname, p->name, addr, sem);
+			put_column(out, module_name(t, p), wmod);
+		put_column(out, p->provider, wprov);
+		put_column(out, p->name, wname);
+		fprintf(out, "%-18s  %-18s  ", addr, sem);
 		if (t->is_process)
 			fprintf(out, "%-6s  ", traced_word(p));
-		fprintf(out, "%s\n", args);
+		bp_put_escaped(out, args);
+		fputc('\n', out);
 	}
 }
 

@@ -16,7 +16,9 @@
  * what is stale both times is reported or cleared.  Clearing re-reads
  * value and sites just before writing, writes 0, then re-reads the sites:
  * a uprobe that attached inside that window may have had its increment
- * overwritten, so one count per attached site is put back.
+ * overwritten, so one count per attached site is put back.  Nothing is
+ * written unless semaphore_guard.c finds the counter where a semaphore
+ * belongs: the notes are the word of whoever built the file.
  */
 #include "stale_semaphores.h"
 
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 #include "probe_sites.h"
+#include "semaphore_guard.h"
 
 int bp_semaphore_is_stale(const bp_semaphore_t *s)
 {
@@ -154,13 +157,16 @@ static int reread(const bp_probe_set_t *set, const bp_semaphore_t *s, bp_semapho
 	return 0;
 }
 
-int bp_semaphore_clear(const bp_probe_set_t *set, const bp_semaphore_t *s)
+int bp_semaphore_clear(const bp_probe_set_t *set, const bp_semaphore_t *s, char *why, size_t n)
 {
 	bp_semaphore_t now;
 	if (reread(set, s, &now) != 0)
 		return -1;
 	if (!bp_semaphore_is_stale(&now))
 		return 0;
+	/* checked just before the write: the process may have remapped */
+	if (bp_semaphore_guard(set, s->probe, why, n) != 0)
+		return -2;
 	if (write_counter(set->pid, s->address, 0) != 0)
 		return -1;
 	bp_semaphore_t after;

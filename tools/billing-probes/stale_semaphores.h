@@ -32,9 +32,11 @@ int bp_semaphore_is_stale(const bp_semaphore_t *s);
 int bp_semaphores_survey(const bp_probe_set_t *set, bp_semaphore_survey_t *out);
 void bp_semaphores_free(bp_semaphore_survey_t *s);
 
-/* Lower the stale semaphore s to 0 if it is still stale now; if a uprobe
- * appeared meanwhile, put back one count per attached site.  Returns 1
- * cleared, 0 left alone (in use now), -1 with errno (write refused). */
-int bp_semaphore_clear(const bp_probe_set_t *set, const bp_semaphore_t *s);
+/* Lower the stale semaphore s to 0 if it is still stale now and
+ * bp_semaphore_guard() allows the write; if a uprobe appeared meanwhile,
+ * put back one count per attached site.  Returns 1 cleared, 0 left alone
+ * (in use now), -1 with errno (write refused), -2 with the guard's
+ * one-line reason in why (not where a semaphore belongs: left alone). */
+int bp_semaphore_clear(const bp_probe_set_t *set, const bp_semaphore_t *s, char *why, size_t n);
 
 #endif /* BP_STALE_SEMAPHORES_H */

@@ -7,12 +7,31 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+static char *read_stream(FILE *f, size_t max, size_t *len);
 
 char *bp_read_text_file(const char *path, size_t max, size_t *len)
 {
 	FILE *f = fopen(path, "r");
-	if (!f)
+	return f ? read_stream(f, max, len) : NULL;
+}
+
+char *bp_read_text_fd(int fd, size_t max, size_t *len)
+{
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		int saved = errno;
+		close(fd);
+		errno = saved;
 		return NULL;
+	}
+	return read_stream(f, max, len);
+}
+
+/* Reads f to its end and closes it. */
+static char *read_stream(FILE *f, size_t max, size_t *len)
+{
 	size_t cap = 1 << 16, n = 0, got;
 	char *text = malloc(cap);
 	while (text && (got = fread(text + n, 1, cap - n - 1, f)) > 0) {

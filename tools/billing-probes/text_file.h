@@ -11,4 +11,7 @@
  * (EFBIG) when it is longer than max bytes. */
 char *bp_read_text_file(const char *path, size_t max, size_t *len);
 
+/* The same from an open descriptor, which is closed. */
+char *bp_read_text_fd(int fd, size_t max, size_t *len);
+
 #endif /* BP_TEXT_FILE_H */

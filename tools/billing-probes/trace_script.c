@@ -124,17 +124,31 @@ static int is_predicate_start(const char *start, const char *p, const char *end)
 	return p == start || p[-1] == ' ' || p[-1] == '\t' || p[-1] == '\n' || p[-1] == '\r';
 }
 
+static int is_word_byte(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
 int bp_trace_path_is_safe(const char *path)
 {
 	if (!path || path[0] != '/' || strlen(path) > 4000)
 		return 0;
 	for (const char *c = path; *c; c++) {
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '/' ||
-		      *c == '.' || *c == '_' || *c == '-'))
+		if (!is_word_byte(*c) && *c != '/' && *c != '.' && *c != '-')
 			return 0;
 		if (c[0] == '/' && (c[1] == '/' || (c[1] == '.' && c[2] == '.' && (c[3] == '/' || c[3] == '\0'))))
 			return 0;
 	}
+	return 1;
+}
+
+int bp_trace_name_is_safe(const char *name)
+{
+	if (!name || !*name || strlen(name) > 255)
+		return 0;
+	for (const char *c = name; *c; c++)
+		if (!is_word_byte(*c))
+			return 0;
 	return 1;
 }
 
@@ -164,10 +178,9 @@ static int expand_spec(const char *spec, size_t n, const bp_probe_set_t *set, un
 	char *colon = strchr(provider, ':');
 	*colon = '\0';
 	const char *name = colon + 1;
-	int made = 0;
+	int made = 0, left_out = 0;
 	for (size_t m = 0; m < set->module_count; m++) {
-		if (!bp_trace_path_is_safe(set->modules[m].attach_path))
-			continue; /* cmd_trace said why */
+		int module_safe = bp_trace_path_is_safe(set->modules[m].attach_path);
 		/* each probe name once per module, in the set's order */
 		for (size_t i = 0; i < set->probe_count; i++) {
 			const bp_probe_t *p = &set->probes[i];
@@ -175,8 +188,15 @@ static int expand_spec(const char *spec, size_t n, const bp_probe_set_t *set, un
 				continue;
 			if (has_glob(name) ? fnmatch(name, p->name, 0) != 0 : strcmp(name, p->name) != 0)
 				continue;
+			if (!module_safe || !bp_trace_name_is_safe(p->name)) {
+				/* never written into the program; the caller says why */
+				if (used && used[i] != BP_TRACE_ATTACHED)
+					used[i] = BP_TRACE_LEFT_OUT;
+				left_out++;
+				continue;
+			}
 			if (used)
-				used[i] = 1;
+				used[i] = BP_TRACE_ATTACHED;
 			int seen = 0;
 			for (size_t j = 0; j < i && !seen; j++)
 				seen = set->probes[j].module == m && strcmp(set->probes[j].provider, p->provider) == 0 &&
@@ -194,7 +214,7 @@ static int expand_spec(const char *spec, size_t n, const bp_probe_set_t *set, un
 			made++;
 		}
 	}
-	if (!made && dropped) {
+	if (!made && !left_out && dropped) {
 		*colon = ':';
 		dropped(text, ctx);
 	}

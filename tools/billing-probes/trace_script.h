@@ -18,7 +18,14 @@
 
 #include "probe_reader.h"
 
-/* Called once per dropped spec (the spec as written). */
+/* What bp_trace_resolve() writes in used[] for a probe site. */
+enum { BP_TRACE_UNUSED = 0,
+       BP_TRACE_ATTACHED = 1, /* the resolved script attaches to it */
+       BP_TRACE_LEFT_OUT = 2  /* named, but its path or name is unsafe */
+};
+
+/* Called once per dropped spec (the spec as written): no module carries
+ * the probe at all (not for probes left out, see used[]). */
 typedef void (*bp_dropped_fn)(const char *spec, void *ctx);
 
 /* Resolve text (len bytes) against set into a malloc'd NUL-terminated
@@ -27,9 +34,11 @@ typedef void (*bp_dropped_fn)(const char *spec, void *ctx);
  * anded with its own: specs with a path attach to every process running
  * that file.  npids 0: no predicate (every process of the file).  Each
  * module is attached through its attach_path, and only when
- * bp_trace_path_is_safe() accepts it (a module without one is left out,
- * as if it carried no probe).  used (set->probe_count bytes, or NULL)
- * receives 1 for every site the resolved script attaches to.  Returns
+ * bp_trace_path_is_safe() accepts it and bp_trace_name_is_safe() the
+ * probe's name (else the probe is left out).  used (set->probe_count
+ * bytes, or NULL) receives BP_TRACE_ATTACHED for every site the resolved
+ * script attaches to, BP_TRACE_LEFT_OUT for one it names but leaves out
+ * (the caller reports those, once per module or probe).  Returns
  * NULL with a one-line reason in err (out of memory, an unterminated
  * comment, string or block). */
 char *bp_trace_resolve(const char *text, size_t len, const bp_probe_set_t *set, const int *pids, size_t npids,
@@ -40,5 +49,12 @@ char *bp_trace_resolve(const char *text, size_t len, const bp_probe_set_t *set, 
  * 4000 bytes.  A path from /proc/PID/maps is another user's input: one
  * that fails is never pasted into a program (the module is left out). */
 int bp_trace_path_is_safe(const char *path);
+
+/* 1 when a provider or probe name from an ELF note can be written into a
+ * program: 1 to 255 letters, digits and '_' (the ELF spelling of every
+ * billing.d name).  The notes are as foreign as the paths: a name such as
+ * "x {} BEGIN { system(...) } usdt:/a:b" matched by a glob spec would
+ * otherwise become program text. */
+int bp_trace_name_is_safe(const char *name);
 
 #endif /* BP_TRACE_SCRIPT_H */

@@ -5,11 +5,13 @@
  */
 #include "host_checks.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
 
 #include "runner.h"
+#include "trusted_file.h"
 
 /* First line of s, trimmed, at most 120 bytes. */
 static void first_line(const char *s, char *out, size_t n)
@@ -23,13 +25,27 @@ static void first_line(const char *s, char *out, size_t n)
 	out[len] = '\0';
 }
 
+/* The tracer doctor runs, as trace would find it (trusted_file.h): 0, or
+ * -1 with r filled (not found, or a file doctor will not run as root). */
+static int find_tracer(bp_check_result_t *r, const char *name, const char *env_var, char *path, size_t n)
+{
+	char why[500];
+	int rc = bp_find_program(name, env_var, path, n, why, sizeof why);
+	if (rc == -2)
+		bp_result_set(r, BP_WARN, why, "use a tracer installed by root (apt-get), not writable by other users");
+	return rc == -2 ? -1 : 0;
+}
+
 void bp_doctor_bpftrace(bp_check_result_t *r, int *usable)
 {
-	char *const argv[] = { (char *)"bpftrace", (char *)"--version", NULL };
+	char path[PATH_MAX] = "";
+	char *const argv[] = { path, (char *)"--version", NULL };
 	char out[1024], line[160], msg[512];
 	r->name = "bpftrace";
 	*usable = 0;
-	int rc = bp_run_capture(argv, out, sizeof out, 5000);
+	if (find_tracer(r, "bpftrace", "BPFTRACE", path, sizeof path) != 0)
+		return;
+	int rc = path[0] ? bp_run_capture(argv, out, sizeof out, 5000) : -1;
 	if (rc == -1) {
 		bp_result_set(r, BP_WARN, "not installed", "apt-get install bpftrace (0.17 or later reads USDT semaphores with -p PID)");
 		return;
@@ -47,11 +63,14 @@ void bp_doctor_bpftrace(bp_check_result_t *r, int *usable)
 
 void bp_doctor_dtrace(bp_check_result_t *r, int *usable)
 {
-	char *const argv[] = { (char *)"dtrace", (char *)"-V", NULL };
+	char path[PATH_MAX] = "";
+	char *const argv[] = { path, (char *)"-V", NULL };
 	char out[1024], line[160], msg[512];
 	r->name = "dtrace";
 	*usable = 0;
-	int rc = bp_run_capture(argv, out, sizeof out, 5000);
+	if (find_tracer(r, "dtrace", NULL, path, sizeof path) != 0)
+		return;
+	int rc = path[0] ? bp_run_capture(argv, out, sizeof out, 5000) : -1;
 	if (rc == -1) {
 		bp_result_set(r, BP_WARN, "not installed (building with probes needs systemtap-sdt-dev's dtrace)",
 		              "apt-get install systemtap-sdt-dev to build; trace with bpftrace");
