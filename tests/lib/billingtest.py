@@ -110,6 +110,24 @@ def require_program(name, package=None):
     return path
 
 
+def preload_env(library, env=None):
+    """The environment for a program that is not built with a sanitizer
+    (Python, say) to load LIBRARY with dlopen(): when LIBRARY comes from a
+    sanitizer build, its runtimes must be loaded first (LD_PRELOAD), else
+    ASan aborts the program ("ASan runtime does not come first"); leak
+    checks are off, as the program's own allocations are not ours."""
+    env = dict(os.environ if env is None else env)
+    try:
+        out = subprocess.run(["ldd", library], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return env
+    runtimes = re.findall(r"^\s*lib(?:asan|ubsan|tsan)\.so\S*\s+=>\s+(\S+)", out, re.M)
+    if runtimes:
+        env["LD_PRELOAD"] = " ".join(runtimes + ([env["LD_PRELOAD"]] if env.get("LD_PRELOAD") else []))
+        env["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
+    return env
+
+
 ATTACKER = "bp-attacker"
 
 

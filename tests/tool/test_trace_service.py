@@ -280,7 +280,8 @@ try:
     shutil.copy(LIB_ALL, odd)
     holder = subprocess.Popen([sys.executable, "-c", "import ctypes, sys\nctypes.CDLL(sys.argv[1])\n"
                                "print('loaded', flush=True)\nsys.stdin.read()\n", odd],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              env=bt.preload_env(odd))
     check(holder.stdout.readline().strip() == "loaded", "a process maps %r" % odd)
     rc, out, err = run(["trace", "tps", "-p", str(holder.pid), "--dry-run"])
     check(rc == 2 and len(err.splitlines()) == 1 and "refused" in err and "cannot carry safely" in err
