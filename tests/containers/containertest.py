@@ -12,11 +12,9 @@ Every wait is for a condition with a generous deadline (DEADLINE), never
 a sleep standing for one.
 """
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -29,50 +27,9 @@ EXPORTER = os.environ.get("BX_EXPORTER", "")
 SERVICE = os.environ.get("BP_PREFORK_SERVICE", "")
 
 
-class Lines:
-    """A child's stdout, read by a thread; wait_for takes matching lines in
-    any order (several processes write to one pipe)."""
-
-    def __init__(self, stream):
-        self.q = queue.Queue()
-        self.seen = []
-        self.pending = []
-        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
-
-    def _read(self, stream):
-        for line in stream:
-            self.q.put(line.rstrip("\n"))
-        self.q.put(None)
-
-    def wait_for(self, pred, what, timeout=DEADLINE):
-        for i, line in enumerate(self.pending):
-            if pred(line):
-                return self.pending.pop(i)
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            try:
-                line = self.q.get(timeout=max(0.01, end - time.monotonic()))
-            except queue.Empty:
-                break
-            if line is None:
-                break
-            self.seen.append(line)
-            if pred(line):
-                return line
-            self.pending.append(line)
-        raise RuntimeError("waited %d s for %s (got %r)" % (timeout, what, self.seen[-10:]))
-
-    def rest(self, timeout=DEADLINE):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            try:
-                line = self.q.get(timeout=max(0.01, end - time.monotonic()))
-            except queue.Empty:
-                break
-            if line is None:
-                break
-            self.seen.append(line)
-        return self.seen
+def Lines(stream):
+    """The child's output, line by line (billingtest.Lines), DEADLINE per wait."""
+    return bt.Lines(stream, DEADLINE)
 
 
 def ns_pids(host_pid):

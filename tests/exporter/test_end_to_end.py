@@ -30,14 +30,7 @@ def bucket_upper(seconds):
 
 
 def wait_for(what, fn, timeout=30):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise RuntimeError("timed out waiting for " + what)
-        time.sleep(0.25)
+    return bt.wait_for(what, fn, timeout)
 
 
 svc = Billingd(billingd, "--gateway-latency-ms", "0.5", "--decline-rate", "0.15", "--threads", "4")

@@ -370,6 +370,59 @@ def wait_for(what, fn, timeout=60, interval=0.25):
         time.sleep(interval)
 
 
+class Lines:
+    """A child's output read by a thread, line by line.  wait_for takes the
+    first line not taken yet for which a predicate holds, in any order (a
+    pipe several processes write to), and raises RuntimeError naming what
+    it waited for when none comes in time; rest() reads what is left."""
+
+    def __init__(self, stream, timeout=60):
+        import queue
+        import threading
+        self.timeout = timeout  # seconds, when a call gives none
+        self.q = queue.Queue()
+        self.seen = []     # every line read
+        self.pending = []  # lines read that no wait_for has taken yet
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream):
+        for line in stream:
+            self.q.put(line.rstrip("\n"))
+        self.q.put(None)
+
+    def _next(self, end):
+        import queue
+        try:
+            return self.q.get(timeout=max(0.01, end - time.monotonic()))
+        except queue.Empty:
+            return None
+
+    def wait_for(self, pred, what, timeout=None):
+        timeout = self.timeout if timeout is None else timeout
+        for i, line in enumerate(self.pending):
+            if pred(line):
+                return self.pending.pop(i)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            line = self._next(end)
+            if line is None:
+                break
+            self.seen.append(line)
+            if pred(line):
+                return line
+            self.pending.append(line)
+        raise RuntimeError("waited %d s for %s (last lines: %r)" % (timeout, what, self.seen[-10:]))
+
+    def rest(self, timeout=None):
+        end = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while time.monotonic() < end:
+            line = self._next(end)
+            if line is None:
+                break
+            self.seen.append(line)
+        return self.seen
+
+
 def load_samples(path):
     """probe_samples.json with every string value as bytes (the JSON keeps
     one character per byte), so it compares with what a consumer printed."""

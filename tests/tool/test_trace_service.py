@@ -18,14 +18,12 @@ generous deadline; never a sleep standing for one.  Needs root and
 bpftrace (CI has both)."""
 import json
 import os
-import queue
 import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -40,52 +38,9 @@ DEADLINE = 120  # seconds for any one condition: ten times what a slow machine n
 ROUNDS = 5
 
 
-class Lines:
-    """A child's stdout read by a thread into a queue, line by line."""
-
-    def __init__(self, stream):
-        self.q = queue.Queue()
-        self.seen = []     # every line read
-        self.pending = []  # lines read that no wait_for has taken yet
-        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
-
-    def _read(self, stream):
-        for line in stream:
-            self.q.put(line.rstrip("\n"))
-        self.q.put(None)
-
-    def wait_for(self, pred, what, timeout=DEADLINE):
-        """The first line not taken yet for which pred holds (lines arrive
-        in any order from several processes)."""
-        for i, line in enumerate(self.pending):
-            if pred(line):
-                return self.pending.pop(i)
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            try:
-                line = self.q.get(timeout=max(0.01, end - time.monotonic()))
-            except queue.Empty:
-                break
-            if line is None:
-                break
-            self.seen.append(line)
-            if pred(line):
-                return line
-            self.pending.append(line)
-        check(False, "waited %d s for %s" % (timeout, what))
-        raise SystemExit(finish())
-
-    def rest(self, timeout=DEADLINE):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            try:
-                line = self.q.get(timeout=max(0.01, end - time.monotonic()))
-            except queue.Empty:
-                break
-            if line is None:
-                return self.seen
-            self.seen.append(line)
-        return self.seen
+def Lines(stream):
+    """The child's output, line by line (billingtest.Lines), DEADLINE per wait."""
+    return bt.Lines(stream, DEADLINE)
 
 
 class Service:
