@@ -96,21 +96,25 @@ static int reg_offset(const char *name)
 	return -1;
 }
 
-/* One "SIZE@OPERAND" of the forms libbpf reads: $IMM, %REG, OFF(%REG). */
+/* 1 when tok matched fmt to its very end (fmt ends in %n into *used). */
+#  define WHOLE(n_args, call) ((used = -1), (call) == (n_args) && used >= 0 && tok[used] == 0)
+
+/* One "SIZE@OPERAND" of the forms libbpf reads: $IMM, %REG, OFF(%REG),
+ * (%REG).  Anything else (an index register, a segment, %rip) is refused
+ * rather than read from the wrong place. */
 static int parse_arg(const char *tok, struct usdt_arg_spec *a)
 {
-	int size, used = -1;
+	int size, used;
 	long off = 0;
 	char reg[16];
 	memset(a, 0, sizeof *a);
-	if (sscanf(tok, "%d@$%ld%n", &size, &off, &used) == 2 && tok[used] == 0) {
+	if (WHOLE(2, sscanf(tok, "%d@$%ld%n", &size, &off, &used))) {
 		a->arg_type = ARG_CONST;
 		a->val_off = (uint64_t)off;
-	} else if (sscanf(tok, "%d@%%%15[a-z0-9]%n", &size, reg, &used) == 2 && tok[used] == 0) {
+	} else if (WHOLE(2, sscanf(tok, "%d@%%%15[a-z0-9]%n", &size, reg, &used))) {
 		a->arg_type = ARG_REG;
-	} else if ((sscanf(tok, "%d@%ld(%%%15[a-z0-9])%n", &size, &off, reg, &used) == 3 ||
-	            sscanf(tok, "%d@(%%%15[a-z0-9])%n", &size, reg, &used) == 2) &&
-	           tok[used] == 0) {
+	} else if (WHOLE(3, sscanf(tok, "%d@%ld(%%%15[a-z0-9])%n", &size, &off, reg, &used)) ||
+	           WHOLE(2, sscanf(tok, "%d@(%%%15[a-z0-9])%n", &size, reg, &used))) {
 		a->arg_type = ARG_REG_DEREF;
 		a->val_off = (uint64_t)off;
 	} else {
