@@ -62,6 +62,8 @@ static int open_and_load(bx_exporter_t *ex, int multi)
 	ex->skel = billing_exporter_bpf__open();
 	if (!ex->skel)
 		return -errno;
+	ex->skel->rodata->bx_filter_uid = ex->only_uid >= 0;
+	ex->skel->rodata->bx_only_uid = ex->only_uid >= 0 ? (__u32)ex->only_uid : 0;
 	bpf_object__for_each_program(prog, ex->skel->obj)
 	{
 		const bx_map_desc_t *m = map_of_program(bpf_program__name(prog));

@@ -42,6 +42,7 @@ typedef struct bx_exporter {
 	struct bx_stats *stats; /* stats targets (stats_source.c), NULL when none */
 	double last_scrape_seconds;
 	int verbose;
+	long only_uid; /* --uid: fires and segments of that user only; -1 all */
 	pthread_mutex_t lock;
 } bx_exporter_t;
 

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@ static void usage(FILE *out)
 	        "  --source S          auto (default: a --pid's stats segment when it has one, else USDT), stats or usdt\n"
 	        "  --stats-dir DIR     every stats segment in DIR, summed as one service; no root (repeatable)\n"
 	        "  --binary PATH       every process, running now or later, that runs or maps PATH (repeatable)\n"
+	        "  --uid USER          count only processes (and stats segments) of that user, a name or number\n"
 	        "  --metrics GROUPS    comma list of business,requests,db,gateway or all (default business,requests)\n"
 	        "  --listen ADDR:PORT  serve /metrics there (default %s:%d; [IPv6]:PORT; port 0: any free port)\n"
 	        "  --web-config FILE   TLS and basic auth, exporter-toolkit's web config YAML (docs/security.md)\n"
@@ -138,6 +140,7 @@ typedef struct opts {
 	int port, listen_given, once, interval, format, bpf_stats, verbose;
 	const char *web_config;
 	int listen_insecure;
+	long only_uid;
 	bx_http_limits_t limits;
 } opts_t;
 
@@ -161,6 +164,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
 	       O_MAX_CONN,
 	       O_MAX_PER_IP,
 	       O_REQUEST_TIMEOUT,
+	       O_UID,
 	       O_HELP };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, O_PID },
@@ -176,6 +180,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
 		{ "verbose", no_argument, NULL, O_VERBOSE },
 		{ "source", required_argument, NULL, O_SOURCE },
 		{ "stats-dir", required_argument, NULL, O_STATS_DIR },
+		{ "uid", required_argument, NULL, O_UID },
 		{ "web-config", required_argument, NULL, O_WEB_CONFIG },
 		{ "listen-insecure", no_argument, NULL, O_INSECURE },
 		{ "web-max-connections", required_argument, NULL, O_MAX_CONN },
@@ -192,6 +197,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
 	snprintf(o->addr, sizeof o->addr, "%s", BX_DEFAULT_ADDRESS);
 	o->port = BX_DEFAULT_PORT;
 	o->format = BX_FMT_TABLE;
+	o->only_uid = -1;
 	o->limits.max_connections = BX_DEFAULT_MAX_CONNECTIONS;
 	o->limits.max_per_ip = BX_DEFAULT_MAX_PER_IP;
 	o->limits.request_seconds = BX_DEFAULT_REQUEST_SECONDS;
@@ -223,6 +229,21 @@ static int parse_args(int argc, char **argv, opts_t *o)
 			}
 			o->listen_given = 1;
 			break;
+		case O_UID: {
+			struct passwd *pw = getpwnam(optarg);
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (pw)
+				o->only_uid = (long)pw->pw_uid;
+			else if (!errno && !*end && end != optarg && v >= 0 && v < 0xffffffffL)
+				o->only_uid = v;
+			else {
+				bx_error("--uid: %s is neither a user name nor a uid", optarg);
+				return BX_EXIT_USAGE;
+			}
+			break;
+		}
 		case O_WEB_CONFIG: o->web_config = optarg; break;
 		case O_INSECURE: o->listen_insecure = 1; break;
 		case O_MAX_CONN:
@@ -405,6 +426,7 @@ int main(int argc, char **argv)
 	raise_open_files();
 	ex.groups = o.groups;
 	ex.verbose = o.verbose;
+	ex.only_uid = o.only_uid;
 	if (bx_metric_table_check(err, sizeof err) != 0) {
 		bx_error("%s", err);
 		rc = BX_EXIT_FAIL;
