@@ -96,7 +96,7 @@ int bx_bpf_load(bx_exporter_t *ex, int bpf_stats, char *err, size_t errlen)
 		int e = -rc;
 		if (e == EPERM || e == EACCES)
 			snprintf(err, errlen, "no permission to load BPF programs: run as root "
-			                      "(or with CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN and CAP_SYS_RESOURCE: docs/security.md)");
+			                      "(or with " BX_CAPABILITIES ": docs/security.md)");
 		else
 			snprintf(err, errlen, "cannot load the BPF programs: %s (--verbose shows libbpf's log)",
 			         strerror(e));
@@ -170,8 +170,13 @@ static int attach_module(bx_exporter_t *ex, const bx_target_t *tg, bx_module_t *
 				return -1;
 			}
 		} else if (!(link = bpf_program__attach_usdt(prog, tg->pid, mod->path, "billing", m->probe, NULL))) {
-			snprintf(err, errlen, "%s: libbpf cannot attach %s in %s (%s; --verbose shows why)", tg->label,
-			         m->probe, mod->path, strerror(errno));
+			int e = errno;
+			/* no multi-uprobe links on this kernel: a uprobe per
+			 * site through perf, which takes CAP_SYS_ADMIN */
+			snprintf(err, errlen, "%s: libbpf cannot attach %s in %s (%s; %s)", tg->label, m->probe, mod->path,
+			         strerror(e),
+			         e == EPERM || e == EACCES ? "before Linux 6.6 that needs root or CAP_SYS_ADMIN too"
+			                                   : "--verbose shows why");
 			drop_links(ex, mark);
 			return -1;
 		}

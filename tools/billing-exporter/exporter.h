@@ -46,6 +46,12 @@ typedef struct bx_exporter {
 	pthread_mutex_t lock;
 } bx_exporter_t;
 
+/* What the exporter needs without root, as tests/security/exporter/
+ * test_capabilities.py shows (docs/security.md): BPF programs and maps,
+ * multi-uprobe links, and other users' process memory.  Said by the
+ * message that reports a refusal. */
+#define BX_CAPABILITIES "CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE"
+
 /* Exit codes: clean / runtime failure / bad input or environment. */
 enum { BX_EXIT_OK = 0,
        BX_EXIT_FAIL = 1,
