@@ -17,6 +17,11 @@
 #include "billing/probes.h" /* before <sys/sdt.h>: semaphores */
 #include <sys/sdt.h>
 
+/* sys/sdt.h's own macros, used bare below, pass empty variadic arguments */
+#if defined(__clang__)
+#  pragma clang diagnostic ignored "-Wgnu-zero-variadic-macro-arguments"
+#endif
+
 #ifndef SITES
 #  define SITES 5000
 #endif
