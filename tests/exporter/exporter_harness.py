@@ -229,12 +229,20 @@ class FireProgram:
         self.pid = self.proc.pid
 
     def fired(self, timeout=120):
-        """The 'fired k=v ...' line as a dict, once it has fired."""
-        import select
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        if not ready:
+        """The 'fired k=v ...' line as a dict, once it has fired.
+
+        Read in a thread, not after select(): a program that fires at once
+        (its probes attached before it started) writes both its lines
+        together, the first readline() buffers the second, and select() on
+        the pipe would then wait for nothing."""
+        import threading
+        got = []
+        reader = threading.Thread(target=lambda: got.append(self.proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout)
+        if not got:
             raise RuntimeError("fire_program did not fire within %d s" % timeout)
-        line = self.proc.stdout.readline()
+        line = got[0]
         if not line.startswith("fired"):
             raise RuntimeError("fire_program: %r %s" % (line, self.proc.stderr.read()))
         return {k: int(v) for k, v in (kv.split("=") for kv in line.split()[1:])}

@@ -12,11 +12,11 @@ named CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE.  Needs root (to hand out
 capabilities) and setpriv."""
 import os
 import re
-import select
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -63,11 +63,20 @@ def counts(with_caps):
         p = subprocess.Popen(as_nobody(with_caps) + [exporter, "--pid", str(prog.pid), "--once", "--interval", "3",
                                                      "--format", "json"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        fired = None
+        # the fire, or the exporter giving up, whichever comes first
+        result = []
+
+        def wait_fire():
+            try:
+                result.append(prog.fired(timeout=30)["request_done"])
+            except RuntimeError:
+                pass
+        waiter = threading.Thread(target=wait_fire, daemon=True)
+        waiter.start()
         deadline = time.monotonic() + 30
-        while fired is None and p.poll() is None and time.monotonic() < deadline:
-            if select.select([prog.proc.stdout], [], [], 0.2)[0]:
-                fired = prog.fired(timeout=1)["request_done"]
+        while waiter.is_alive() and p.poll() is None and time.monotonic() < deadline:
+            waiter.join(0.2)
+        fired = result[0] if result else None
         out, err = p.communicate(timeout=60)
     finally:
         prog.release()
