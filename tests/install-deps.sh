@@ -25,8 +25,10 @@ packages=(
   python3-yaml
   # examples/billingd and billing-load
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev wrk procps
-  # billing-exporter (clang, bpftool, libbpf-dev, libmicrohttpd-dev above) and its
-  # tests: a real Prometheus server and promtool
+  # billing-exporter (clang, bpftool, libbpf-dev, libmicrohttpd-dev above; --web-config:
+  # YAML, GnuTLS, bcrypt) and its tests: a real Prometheus server and promtool, openssl
+  # for the test certificates
+  libyaml-dev libgnutls28-dev libcrypt-dev openssl
   prometheus
   prometheus-alertmanager
   # benchmarks

@@ -60,7 +60,7 @@ class Exporter:
         self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT)
         self.url = None
         deadline = time.monotonic() + timeout
-        want = "serving http://" if serve else "probe attachments"
+        want = "serving http" if serve else "probe attachments"
         while True:
             text = self.output()
             if want in text:
@@ -72,7 +72,7 @@ class Exporter:
                 raise RuntimeError("billing-exporter not ready within %d s:\n%s" % (timeout, text))
             time.sleep(0.05)
         if serve:
-            line = [l for l in self.output().splitlines() if "serving http://" in l][0]
+            line = [l for l in self.output().splitlines() if "serving http" in l][0]
             self.url = line.split("serving ", 1)[1].rsplit("/metrics", 1)[0]
             self.port = int(self.url.rsplit(":", 1)[1])
 
@@ -134,15 +134,16 @@ def total(samples, name, **want):
 
 class Prometheus:
     """A real Prometheus scraping the given targets every second, with the
-    shipped rules, on a free loopback port, storing into a temp dir."""
+    shipped rules, on a free loopback port, storing into a temp dir.
+    scrape_configs, when given, replaces the one plain-HTTP job."""
 
-    def __init__(self, targets, rule_files=(), timeout=60):
+    def __init__(self, targets, rule_files=(), timeout=60, scrape_configs=None):
         self.dir = tempfile.mkdtemp(prefix="billing-prom-")
         self.port = free_port()
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [os.path.abspath(f) for f in rule_files],
-            "scrape_configs": [{
+            "scrape_configs": scrape_configs or [{
                 "job_name": "billing-exporter",
                 "static_configs": [{"targets": list(targets)}],
             }],
@@ -172,6 +173,12 @@ class Prometheus:
     def output(self):
         self.log.seek(0)
         return self.log.read()
+
+    def targets(self):
+        """{job: (health, lastError)} of the active targets."""
+        _, _, body = http_get(self.url + "/api/v1/targets")
+        return {t["labels"]["job"]: (t["health"], t.get("lastError", ""))
+                for t in json.loads(body)["data"]["activeTargets"]}
 
     def query(self, expr):
         """The result list of an instant query (raises on a PromQL error)."""
@@ -222,12 +229,20 @@ class FireProgram:
         self.pid = self.proc.pid
 
     def fired(self, timeout=120):
-        """The 'fired k=v ...' line as a dict, once it has fired."""
-        import select
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        if not ready:
+        """The 'fired k=v ...' line as a dict, once it has fired.
+
+        Read in a thread, not after select(): a program that fires at once
+        (its probes attached before it started) writes both its lines
+        together, the first readline() buffers the second, and select() on
+        the pipe would then wait for nothing."""
+        import threading
+        got = []
+        reader = threading.Thread(target=lambda: got.append(self.proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout)
+        if not got:
             raise RuntimeError("fire_program did not fire within %d s" % timeout)
-        line = self.proc.stdout.readline()
+        line = got[0]
         if not line.startswith("fired"):
             raise RuntimeError("fire_program: %r %s" % (line, self.proc.stderr.read()))
         return {k: int(v) for k, v in (kv.split("=") for kv in line.split()[1:])}

@@ -26,6 +26,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "stats_source.h"
+
 /* bpftool's generated skeleton is not ISO C99: an empty struct for the
  * read-only data and the object embedded as one long string. */
 #pragma GCC diagnostic push
@@ -52,29 +54,49 @@ static const bx_map_desc_t *map_of_program(const char *prog)
 	return NULL;
 }
 
-int bx_bpf_load(bx_exporter_t *ex, int bpf_stats, char *err, size_t errlen)
+/* Open and load the object, its programs made for multi-uprobe links
+ * when `multi`.  libbpf's error (negative), or 0. */
+static int open_and_load(bx_exporter_t *ex, int multi)
 {
 	struct bpf_program *prog;
-
-	verbose_libbpf = ex->verbose;
-	libbpf_set_print(libbpf_print);
-	ex->stats_fd = -1;
 	ex->skel = billing_exporter_bpf__open();
-	if (!ex->skel) {
-		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
-		return -1;
-	}
+	if (!ex->skel)
+		return -errno;
+	ex->skel->rodata->bx_filter_uid = ex->only_uid >= 0;
+	ex->skel->rodata->bx_only_uid = ex->only_uid >= 0 ? (__u32)ex->only_uid : 0;
 	bpf_object__for_each_program(prog, ex->skel->obj)
 	{
 		const bx_map_desc_t *m = map_of_program(bpf_program__name(prog));
 		bpf_program__set_autoload(prog, m && (m->group & ex->groups));
+		if (multi)
+			bpf_program__set_expected_attach_type(prog, (enum bpf_attach_type)BX_TRACE_UPROBE_MULTI);
 	}
 	int rc = billing_exporter_bpf__load(ex->skel);
+	if (rc != 0) {
+		billing_exporter_bpf__destroy(ex->skel);
+		ex->skel = NULL;
+	}
+	return rc;
+}
+
+int bx_bpf_load(bx_exporter_t *ex, int bpf_stats, char *err, size_t errlen)
+{
+	verbose_libbpf = ex->verbose;
+	libbpf_set_print(libbpf_print);
+	ex->stats_fd = -1;
+	/* multi-uprobe links where the kernel has them (6.6+): a kernel
+	 * without refuses the attach type at load, and gets libbpf's links */
+	ex->multi = bx_usdt_multi_built();
+	int rc = ex->multi ? open_and_load(ex, 1) : -EINVAL;
+	if (rc != 0 && rc != -EPERM && rc != -EACCES) {
+		ex->multi = 0;
+		rc = open_and_load(ex, 0);
+	}
 	if (rc != 0) {
 		int e = -rc;
 		if (e == EPERM || e == EACCES)
 			snprintf(err, errlen, "no permission to load BPF programs: run as root "
-			                      "(or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)");
+			                      "(or with " BX_CAPABILITIES ": docs/security.md)");
 		else
 			snprintf(err, errlen, "cannot load the BPF programs: %s (--verbose shows libbpf's log)",
 			         strerror(e));
@@ -90,37 +112,80 @@ int bx_bpf_load(bx_exporter_t *ex, int bpf_stats, char *err, size_t errlen)
 	return 0;
 }
 
-static int add_link(bx_exporter_t *ex, struct bpf_link *link)
+static void unlink_one(const bx_link_t *l)
 {
-	struct bpf_link **links = realloc(ex->links, (ex->link_count + 1) * sizeof *links);
+	if (l->link)
+		bpf_link__destroy(l->link);
+	else
+		close(l->fd);
+}
+
+static int add_link(bx_exporter_t *ex, struct bpf_link *link, int fd, size_t map)
+{
+	bx_link_t *links = realloc(ex->links, (ex->link_count + 1) * sizeof *links);
 	if (!links)
 		return -1;
 	ex->links = links;
-	links[ex->link_count++] = link;
+	links[ex->link_count++] = (bx_link_t){ link, fd, map };
+	ex->attached[map]++;
 	return 0;
 }
 
+/* Detach the links made since ex->link_count was `mark`. */
+static void drop_links(bx_exporter_t *ex, size_t mark)
+{
+	while (ex->link_count > mark) {
+		ex->link_count--;
+		unlink_one(&ex->links[ex->link_count]);
+		ex->attached[ex->links[ex->link_count].map]--;
+	}
+}
+
 /* Attach every enabled probe module mod carries (pid -1: every process
- * mapping the file).  0, or -1 with a reason in err. */
+ * mapping the file).  0, or -1 with a reason in err and nothing of mod
+ * attached. */
 static int attach_module(bx_exporter_t *ex, const bx_target_t *tg, bx_module_t *mod, char *err, size_t errlen)
 {
+	size_t mark = ex->link_count;
 	for (size_t i = 0; i < bx_map_count; i++) {
 		const bx_map_desc_t *m = &bx_maps[i];
 		if (!(m->group & ex->groups) || !bx_module_has_probe(mod, m->probe))
 			continue;
 		struct bpf_program *prog = bpf_object__find_program_by_name(ex->skel->obj, m->probe);
-		struct bpf_link *link = bpf_program__attach_usdt(prog, tg->pid, mod->path, "billing", m->probe, NULL);
-		if (!link) {
-			snprintf(err, errlen, "%s: cannot attach %s in %s: %s", tg->label, m->probe, mod->path,
-			         strerror(errno));
+		struct bpf_link *link = NULL;
+		int fd = -1;
+		if (ex->multi) {
+			size_t probe = 0;
+			while (strcmp(mod->probes[probe], m->probe) != 0)
+				probe++;
+			struct bpf_map *specs = bpf_object__find_map_by_name(ex->skel->obj, "__bpf_usdt_specs");
+			char why[400];
+			fd = specs ? bx_usdt_multi_attach(bpf_program__fd(prog), bpf_map__fd(specs), bpf_map__max_entries(specs),
+			                                  &ex->specs, tg->pid, mod->path, mod, probe, why, sizeof why)
+			           : -1;
+			if (fd < 0) {
+				snprintf(err, errlen, "%s: cannot attach %s in %s: %s", tg->label, m->probe, mod->path,
+				         specs ? why : "no USDT spec map in the BPF object");
+				drop_links(ex, mark);
+				return -1;
+			}
+		} else if (!(link = bpf_program__attach_usdt(prog, tg->pid, mod->path, "billing", m->probe, NULL))) {
+			int e = errno;
+			/* no multi-uprobe links on this kernel: a uprobe per
+			 * site through perf, which takes CAP_SYS_ADMIN */
+			snprintf(err, errlen, "%s: libbpf cannot attach %s in %s (%s; %s)", tg->label, m->probe, mod->path,
+			         strerror(e),
+			         e == EPERM || e == EACCES ? "before Linux 6.6 that needs root or CAP_SYS_ADMIN too"
+			                                   : "--verbose shows why");
+			drop_links(ex, mark);
 			return -1;
 		}
-		if (add_link(ex, link) != 0) {
-			bpf_link__destroy(link);
+		if (add_link(ex, link, fd, i) != 0) {
+			unlink_one(&(bx_link_t){ link, fd, i });
+			drop_links(ex, mark);
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
-		ex->attached[i]++;
 	}
 	mod->attached = 1;
 	return 0;
@@ -144,7 +209,7 @@ static void discover_and_attach(bx_exporter_t *ex)
 {
 	for (size_t t = 0; t < ex->target_count; t++) {
 		bx_target_t *tg = &ex->targets[t];
-		if (!tg->binary || bx_target_discover(tg) <= 0)
+		if (!tg->binary || tg->skipped || bx_target_discover(tg) <= 0)
 			continue;
 		for (size_t j = 0; j < tg->module_count; j++) {
 			bx_module_t *mod = &tg->modules[j];
@@ -181,9 +246,10 @@ static void *watch_binaries(void *arg)
 int bx_attach_all(bx_exporter_t *ex, char *err, size_t errlen)
 {
 	int any_binary = 0;
+	size_t skipped = 0;
 	for (size_t t = 0; t < ex->target_count; t++) {
 		bx_target_t *tg = &ex->targets[t];
-		any_binary |= tg->binary && tg->binary[0] == '/';
+		size_t mark = ex->link_count;
 		for (size_t i = 0; i < bx_map_count; i++) {
 			const bx_map_desc_t *m = &bx_maps[i];
 			if ((m->group & ex->groups) && !bx_target_has_probe(tg, m->probe))
@@ -195,9 +261,30 @@ int bx_attach_all(bx_exporter_t *ex, char *err, size_t errlen)
 				mod->attached = -1;
 				continue;
 			}
-			if (attach_module(ex, tg, mod, err, errlen) != 0)
-				return -1;
+			if (attach_module(ex, tg, mod, err, errlen) == 0)
+				continue;
+			if (tg->pid < 0 && tg->module_count > 1) {
+				/* one file of a --binary (a container's): the
+				 * watcher treats a file found later the same way */
+				mod->attached = -1;
+				fprintf(stderr, "billing-exporter: %s: file skipped\n", err);
+				continue;
+			}
+			/* one hostile or odd target must not leave the others
+			 * unwatched */
+			drop_links(ex, mark);
+			for (size_t k = 0; k < tg->module_count; k++)
+				tg->modules[k].attached = -1;
+			tg->skipped = 1;
+			skipped++;
+			fprintf(stderr, "billing-exporter: %s: target skipped\n", err);
+			break;
 		}
+		any_binary |= !tg->skipped && tg->binary && tg->binary[0] == '/';
+	}
+	if (skipped == ex->target_count && !bx_stats_target_count(ex)) {
+		snprintf(err, errlen, "no target could be attached (see the lines above)");
+		return -1;
 	}
 	if (any_binary && !watcher.running) {
 		watcher.stop = 0;
@@ -219,9 +306,10 @@ void bx_bpf_close(bx_exporter_t *ex)
 		watcher.running = 0;
 	}
 	for (size_t i = 0; i < ex->link_count; i++)
-		bpf_link__destroy(ex->links[i]);
+		unlink_one(&ex->links[i]);
 	free(ex->links);
 	ex->links = NULL;
+	bx_usdt_specs_free(&ex->specs);
 	ex->link_count = 0;
 	if (ex->skel)
 		billing_exporter_bpf__destroy(ex->skel);

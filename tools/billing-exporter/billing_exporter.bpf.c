@@ -46,6 +46,11 @@ struct {
 	__type(value, __u64);
 } m_dropped SEC(".maps");
 
+/* --uid: count only fires of processes whose real uid (as the host sees
+ * it) is bx_only_uid; set before load. */
+const volatile bool bx_filter_uid = false;
+const volatile __u32 bx_only_uid = 0;
+
 /* Zeroes for a new row of any map. */
 static const union bx_value_any zero_value;
 
@@ -62,9 +67,12 @@ static __always_inline void arg_str(struct pt_regs *ctx, __u64 n, char *dst, __u
 	bpf_probe_read_user_str(dst, size, (const void *)arg(ctx, n));
 }
 
-/* The row for key, created zeroed on first sight; NULL when the map is full. */
+/* The row for key, created zeroed on first sight; NULL when the map is
+ * full, or when the fire is another user's than --uid's. */
 static __always_inline void *row(void *map, const void *key, __u32 drop_slot)
 {
+	if (bx_filter_uid && (__u32)bpf_get_current_uid_gid() != bx_only_uid)
+		return NULL;
 	void *v = bpf_map_lookup_elem(map, key);
 
 	if (v)

@@ -12,6 +12,7 @@
 #include "labels.h"
 #include "metric_table.h"
 #include "targets.h"
+#include "usdt_multi.h"
 
 #define BX_MAX_MAPS BX_MAP_COUNT /* generated from billing.d */
 
@@ -19,21 +20,37 @@ struct billing_exporter_bpf;
 struct bx_stats;
 struct bpf_link;
 
+/* One attachment: libbpf's USDT link, or a multi-uprobe link's fd. */
+typedef struct bx_link {
+	struct bpf_link *link;
+	int fd;
+	size_t map; /* the bx_maps index it feeds */
+} bx_link_t;
+
 typedef struct bx_exporter {
 	unsigned groups; /* BX_GROUP_* enabled */
 	struct billing_exporter_bpf *skel;
 	bx_target_t *targets;
 	size_t target_count;
-	struct bpf_link **links;
+	bx_link_t *links;
 	size_t link_count;
+	int multi;                    /* sites attached through multi-uprobe links (usdt_multi.h) */
+	bx_usdt_specs_t specs;        /* their argument specs */
 	size_t attached[BX_MAX_MAPS]; /* attachments per map (= per probe) */
 	bx_label_slot_t slots[BX_MAX_MAPS][BX_MAX_FIELDS];
 	int stats_fd;           /* bpf_enable_stats, -1 when off */
 	struct bx_stats *stats; /* stats targets (stats_source.c), NULL when none */
 	double last_scrape_seconds;
 	int verbose;
+	long only_uid; /* --uid: fires and segments of that user only; -1 all */
 	pthread_mutex_t lock;
 } bx_exporter_t;
+
+/* What the exporter needs without root, as tests/security/exporter/
+ * test_capabilities.py shows (docs/security.md): BPF programs and maps,
+ * multi-uprobe links, and other users' process memory.  Said by the
+ * message that reports a refusal. */
+#define BX_CAPABILITIES "CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE"
 
 /* Exit codes: clean / runtime failure / bad input or environment. */
 enum { BX_EXIT_OK = 0,
@@ -49,7 +66,9 @@ void bx_error(const char *fmt, ...)
 
 /* attach.c: open and load the BPF object with only the enabled groups'
  * programs; then attach each enabled probe in every module of every
- * target that carries it.  0, or -1 with a one-line reason in err. */
+ * target that carries it.  A target libbpf refuses (a note it cannot
+ * read) is one line on stderr and skipped, the others served.  0, or -1
+ * with a one-line reason in err (every target refused). */
 int bx_bpf_load(bx_exporter_t *ex, int bpf_stats, char *err, size_t errlen);
 int bx_attach_all(bx_exporter_t *ex, char *err, size_t errlen);
 void bx_bpf_close(bx_exporter_t *ex);

@@ -8,29 +8,58 @@
  * a connection is refused.  Whatever polls /healthz or /metrics (a script,
  * a Kubernetes readiness probe) and then starts the workload loses no
  * fire.
+ *
+ * Fit to leave the host: TLS and basic auth from --web-config
+ * (web_config.c), an epoll loop per thread so thousands of idle clients
+ * cost descriptors rather than a select() set, a cap on clients overall
+ * and per address, and a deadline on each request that a client sending
+ * one byte at a time cannot push back (libmicrohttpd's own timeout counts
+ * from the last byte received): a reaper thread shuts such a connection's
+ * socket down, and libmicrohttpd closes it.
  */
 #include "http.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
 #include "format.h"
 #include "snapshot.h"
 
+#define SERVER_THREADS 4 /* a bcrypt check or a snapshot in one leaves the others answering */
+
+/* A client connection, for the request deadline. */
+typedef struct conn {
+	struct conn *prev, *next;
+	int fd;
+	int cut;      /* its socket was shut down */
+	double since; /* accepted, or its last response sent */
+} conn_t;
+
 struct bx_http {
 	struct MHD_Daemon *daemon;
 	bx_exporter_t *ex;
+	bx_web_config_t *web;
 	int fd;
 	char where[80]; /* "ADDR port N", for messages */
+	unsigned request_seconds;
+	pthread_mutex_t lock; /* conns */
+	conn_t *conns;
+	pthread_t reaper;
+	int reaper_running;
+	volatile int stop;
 };
 
 static double now_seconds(int clock)
@@ -81,6 +110,60 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 	return ret;
 }
 
+/* A client certificate signed by client_ca_file, when there is one. */
+static int client_verified(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	gnutls_session_t session = info ? (gnutls_session_t)info->tls_session : NULL;
+	unsigned status = 0, count = 0;
+	return session && gnutls_certificate_get_peers(session, &count) && count > 0 &&
+	       gnutls_certificate_verify_peers2(session, &status) == 0 && status == 0;
+}
+
+/* 1 with *ret set when c may not have what it asks for: no verified
+ * client certificate (403), no or wrong credentials (401), or a new
+ * password arriving while another is being checked (429). */
+static int refuse(bx_http_t *h, struct MHD_Connection *c, enum MHD_Result *ret)
+{
+	if (h->web->client_ca_pem && !client_verified(c)) {
+		*ret = reply(c, MHD_HTTP_FORBIDDEN, "text/plain", (char *)"client certificate required\n", 28,
+		             MHD_RESPMEM_PERSISTENT);
+		return 1;
+	}
+	if (h->web->user_count == 0)
+		return 0;
+	char *password = NULL;
+	char *user = MHD_basic_auth_get_username_password(c, &password);
+	int auth = user && password ? bx_web_auth(h->web, user, password) : BX_AUTH_DENIED;
+	if (password) {
+		memset(password, 0, strlen(password));
+		free(password);
+	}
+	free(user);
+	if (auth == BX_AUTH_OK)
+		return 0;
+	if (auth == BX_AUTH_BUSY) {
+		struct MHD_Response *r = MHD_create_response_from_buffer(18, (void *)"try again shortly\n",
+		                                                         MHD_RESPMEM_PERSISTENT);
+		*ret = MHD_NO;
+		if (r) {
+			MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+			MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+			*ret = MHD_queue_response(c, MHD_HTTP_TOO_MANY_REQUESTS, r);
+			MHD_destroy_response(r);
+		}
+		return 1;
+	}
+	struct MHD_Response *r = MHD_create_response_from_buffer(13, (void *)"unauthorized\n", MHD_RESPMEM_PERSISTENT);
+	*ret = MHD_NO;
+	if (r) {
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+		*ret = MHD_queue_basic_auth_fail_response(c, "billing-exporter", r);
+		MHD_destroy_response(r);
+	}
+	return 1;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **state)
@@ -94,6 +177,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", (char *)"method not allowed\n",
 		             20, MHD_RESPMEM_PERSISTENT);
+	if (strcmp(url, "/healthz") == 0)
+		return reply(c, MHD_HTTP_OK, "text/plain", (char *)"ok\n", 3, MHD_RESPMEM_PERSISTENT);
+	if (h->web) {
+		enum MHD_Result denied;
+		if (refuse(h, c, &denied))
+			return denied;
+	}
 	if (strcmp(url, "/metrics") == 0) {
 		const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
 		int om = accept && strstr(accept, "application/openmetrics-text") != NULL;
@@ -105,8 +195,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return reply(c, MHD_HTTP_OK, om ? BX_CONTENT_TYPE_OPENMETRICS : BX_CONTENT_TYPE_PROMETHEUS,
 		             body, len, MHD_RESPMEM_MUST_FREE);
 	}
-	if (strcmp(url, "/healthz") == 0)
-		return reply(c, MHD_HTTP_OK, "text/plain", (char *)"ok\n", 3, MHD_RESPMEM_PERSISTENT);
 	if (strcmp(url, "/") == 0)
 		return reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", (char *)index_page,
 		             sizeof index_page - 1, MHD_RESPMEM_PERSISTENT);
@@ -160,10 +248,126 @@ bx_http_t *bx_http_bind(const char *addr, int port, int *bound_port, char *err, 
 	return h;
 }
 
-int bx_http_serve(bx_http_t *h, bx_exporter_t *ex, char *err, size_t errlen)
+int bx_http_is_loopback(const char *addr)
+{
+	struct in_addr v4;
+	struct in6_addr v6;
+	if (inet_pton(AF_INET, addr, &v4) == 1)
+		return (ntohl(v4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, addr, &v6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
+	return -1;
+}
+
+static double since_boot(void)
+{
+	return now_seconds(CLOCK_MONOTONIC);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+	bx_http_t *h = cls;
+	conn_t *n = *socket_context;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (!info || !(n = calloc(1, sizeof *n)))
+			return; /* not reaped: libmicrohttpd's idle timeout still applies */
+		n->fd = info->connect_fd;
+		n->since = since_boot();
+		pthread_mutex_lock(&h->lock);
+		n->next = h->conns;
+		if (h->conns)
+			h->conns->prev = n;
+		h->conns = n;
+		pthread_mutex_unlock(&h->lock);
+		*socket_context = n;
+	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED && n) {
+		/* libmicrohttpd closes the socket after this returns: holding
+		 * the lock here keeps the reaper off a number reused since */
+		pthread_mutex_lock(&h->lock);
+		if (n->prev)
+			n->prev->next = n->next;
+		else
+			h->conns = n->next;
+		if (n->next)
+			n->next->prev = n->prev;
+		pthread_mutex_unlock(&h->lock);
+		free(n);
+		*socket_context = NULL;
+	}
+}
+
+/* A response sent: the next request on this connection gets a full
+ * deadline of its own. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	bx_http_t *h = cls;
+	(void)con_cls;
+	(void)toe;
+	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	conn_t *n = info ? info->socket_context : NULL;
+	if (!n)
+		return;
+	pthread_mutex_lock(&h->lock);
+	n->since = since_boot();
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void *reap(void *arg)
+{
+	bx_http_t *h = arg;
+	while (!h->stop) {
+		nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
+		double cutoff = since_boot() - h->request_seconds;
+		pthread_mutex_lock(&h->lock);
+		for (conn_t *n = h->conns; n; n = n->next)
+			if (!n->cut && n->since < cutoff) {
+				shutdown(n->fd, SHUT_RDWR);
+				n->cut = 1;
+			}
+		pthread_mutex_unlock(&h->lock);
+	}
+	return NULL;
+}
+
+/* Descriptors open now (BPF links and maps, the listening socket...). */
+static unsigned open_fds(void)
+{
+	unsigned n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+int bx_http_serve(bx_http_t *h, bx_exporter_t *ex, const bx_http_limits_t *lim, unsigned *max_connections,
+                  char *err, size_t errlen)
 {
 	h->ex = ex;
-	if (listen(h->fd, 64) != 0) {
+	h->web = lim->web;
+	h->request_seconds = lim->request_seconds;
+
+	/* What the open-files limit leaves, less a margin for libmicrohttpd's
+	 * own descriptors (an epoll set and a wake-up per thread) and for
+	 * --binary attachments made later. */
+	struct rlimit rl;
+	unsigned limit = lim->max_connections;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+		unsigned long long room = rl.rlim_cur > open_fds() + 128ull ? rl.rlim_cur - open_fds() - 128ull : 0;
+		if (room < limit)
+			limit = (unsigned)room;
+	}
+	if (limit < SERVER_THREADS) {
+		snprintf(err, errlen, "too few open files left for HTTP clients (raise the limit: ulimit -n)");
+		return -1;
+	}
+	*max_connections = limit;
+
+	if (listen(h->fd, 1024) != 0) {
 		/* another process bound the port with SO_REUSEADDR too, and listened first */
 		if (errno == EADDRINUSE)
 			snprintf(err, errlen, "%s is in use (choose another with --listen ADDR:PORT)", h->where);
@@ -171,10 +375,41 @@ int bx_http_serve(bx_http_t *h, bx_exporter_t *ex, char *err, size_t errlen)
 			snprintf(err, errlen, "cannot listen on %s: %s", h->where, strerror(errno));
 		return -1;
 	}
-	h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handle, h,
-	                             MHD_OPTION_LISTEN_SOCKET, h->fd,
-	                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-	                             MHD_OPTION_END);
+	/* the server's threads share the socket: none may block in accept() */
+	fcntl(h->fd, F_SETFL, fcntl(h->fd, F_GETFL) | O_NONBLOCK);
+	pthread_mutex_init(&h->lock, NULL);
+	if (pthread_create(&h->reaper, NULL, reap, h) != 0) {
+		snprintf(err, errlen, "cannot start the thread that enforces the request deadline");
+		return -1;
+	}
+	h->reaper_running = 1;
+
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD;
+	bx_web_config_t *web = lim->web;
+	int tls = web && web->cert_pem;
+	if (tls)
+		flags |= MHD_USE_TLS;
+	struct MHD_OptionItem opts[16];
+	size_t n = 0;
+	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, h->fd, NULL };
+	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, SERVER_THREADS, NULL };
+	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, (intptr_t)limit, NULL };
+	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)lim->max_per_ip, NULL };
+	/* idle between bytes; the reaper bounds the whole request */
+	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)lim->request_seconds, NULL };
+	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h };
+	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h };
+	if (tls) {
+		/* exporter-toolkit's floor: TLS 1.2 */
+		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0,
+			                             (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2" };
+		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, web->cert_pem };
+		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, web->key_pem };
+		if (web->client_ca_pem)
+			opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0, web->client_ca_pem };
+	}
+	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 	if (!h->daemon) {
 		snprintf(err, errlen, "cannot start the HTTP server on %s", h->where);
 		return -1;
@@ -186,9 +421,15 @@ void bx_http_stop(bx_http_t *h)
 {
 	if (!h)
 		return;
+	if (h->reaper_running) {
+		h->stop = 1;
+		pthread_join(h->reaper, NULL);
+	}
 	if (h->daemon)
 		MHD_stop_daemon(h->daemon); /* closes the socket it was given */
 	else
 		close(h->fd);
+	if (h->reaper_running)
+		pthread_mutex_destroy(&h->lock);
 	free(h);
 }

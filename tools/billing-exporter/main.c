@@ -2,7 +2,8 @@
  * billing-exporter -- the billing USDT probes as exact Prometheus metrics.
  *
  *   billing-exporter (--pid PID | --binary PATH)... [--metrics GROUPS]
- *                    [--listen ADDR:PORT] [--once | --interval N] [--format table|json]
+ *                    [--listen ADDR:PORT] [--web-config FILE] [--once | --interval N]
+ *                    [--format table|json]
  *
  * Reads what each target carries (tools/billing-probes' reader), loads
  * the BPF programs of the enabled metric groups, attaches them to every
@@ -12,11 +13,13 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,8 +47,14 @@ static void usage(FILE *out)
 	        "  --source S          auto (default: a --pid's stats segment when it has one, else USDT), stats or usdt\n"
 	        "  --stats-dir DIR     every stats segment in DIR, summed as one service; no root (repeatable)\n"
 	        "  --binary PATH       every process, running now or later, that runs or maps PATH (repeatable)\n"
+	        "  --uid USER          count only processes (and stats segments) of that user, a name or number\n"
 	        "  --metrics GROUPS    comma list of business,requests,db,gateway or all (default business,requests)\n"
 	        "  --listen ADDR:PORT  serve /metrics there (default %s:%d; [IPv6]:PORT; port 0: any free port)\n"
+	        "  --web-config FILE   TLS and basic auth, exporter-toolkit's web config YAML (docs/security.md)\n"
+	        "  --listen-insecure   allow a non-loopback --listen without TLS (anyone reaching it reads /metrics)\n"
+	        "  --web-max-connections N         HTTP clients at once (default %d)\n"
+	        "  --web-max-connections-per-ip N  from one address (default %d)\n"
+	        "  --web-request-timeout N         seconds a request may take (default %d)\n"
 	        "  --once              print one snapshot after --interval seconds (default 5) and exit\n"
 	        "  --interval N        print a snapshot every N seconds\n"
 	        "  --format F          snapshot format: table (default) or json (one JSON object per line)\n"
@@ -53,7 +62,8 @@ static void usage(FILE *out)
 	        "  --print-metric-table  print the metric table (markdown) and exit\n"
 	        "  --check-table       check the metric table against billing.d's catalogue and exit\n"
 	        "  --verbose           show libbpf's messages\n",
-	        BX_DEFAULT_ADDRESS, BX_DEFAULT_PORT);
+	        BX_DEFAULT_ADDRESS, BX_DEFAULT_PORT, BX_DEFAULT_MAX_CONNECTIONS, BX_DEFAULT_MAX_PER_IP,
+	        BX_DEFAULT_REQUEST_SECONDS);
 }
 
 static int parse_groups(const char *list, unsigned *groups)
@@ -97,6 +107,19 @@ static int parse_listen(const char *s, char *addr, size_t addrlen, int *port)
 	return 0;
 }
 
+static int parse_count(const char *opt, const char *s, unsigned max, unsigned *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v < 1 || v > (long)max) {
+		bx_error("%s: want a whole number 1..%u, got %s", opt, max, s);
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
 static int parse_pid(const char *s, int *pid)
 {
 	char *end;
@@ -115,6 +138,10 @@ typedef struct opts {
 	unsigned groups;
 	char addr[64];
 	int port, listen_given, once, interval, format, bpf_stats, verbose;
+	const char *web_config;
+	int listen_insecure;
+	long only_uid;
+	bx_http_limits_t limits;
 } opts_t;
 
 static int parse_args(int argc, char **argv, opts_t *o)
@@ -132,6 +159,12 @@ static int parse_args(int argc, char **argv, opts_t *o)
 	       O_VERBOSE,
 	       O_SOURCE,
 	       O_STATS_DIR,
+	       O_WEB_CONFIG,
+	       O_INSECURE,
+	       O_MAX_CONN,
+	       O_MAX_PER_IP,
+	       O_REQUEST_TIMEOUT,
+	       O_UID,
 	       O_HELP };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, O_PID },
@@ -147,6 +180,12 @@ static int parse_args(int argc, char **argv, opts_t *o)
 		{ "verbose", no_argument, NULL, O_VERBOSE },
 		{ "source", required_argument, NULL, O_SOURCE },
 		{ "stats-dir", required_argument, NULL, O_STATS_DIR },
+		{ "uid", required_argument, NULL, O_UID },
+		{ "web-config", required_argument, NULL, O_WEB_CONFIG },
+		{ "listen-insecure", no_argument, NULL, O_INSECURE },
+		{ "web-max-connections", required_argument, NULL, O_MAX_CONN },
+		{ "web-max-connections-per-ip", required_argument, NULL, O_MAX_PER_IP },
+		{ "web-request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -158,6 +197,10 @@ static int parse_args(int argc, char **argv, opts_t *o)
 	snprintf(o->addr, sizeof o->addr, "%s", BX_DEFAULT_ADDRESS);
 	o->port = BX_DEFAULT_PORT;
 	o->format = BX_FMT_TABLE;
+	o->only_uid = -1;
+	o->limits.max_connections = BX_DEFAULT_MAX_CONNECTIONS;
+	o->limits.max_per_ip = BX_DEFAULT_MAX_PER_IP;
+	o->limits.request_seconds = BX_DEFAULT_REQUEST_SECONDS;
 	o->pids = calloc((size_t)argc, sizeof *o->pids);
 	o->binaries = calloc((size_t)argc, sizeof *o->binaries);
 	o->stats_dirs = calloc((size_t)argc, sizeof *o->stats_dirs);
@@ -185,6 +228,35 @@ static int parse_args(int argc, char **argv, opts_t *o)
 				return BX_EXIT_USAGE;
 			}
 			o->listen_given = 1;
+			break;
+		case O_UID: {
+			struct passwd *pw = getpwnam(optarg);
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (pw)
+				o->only_uid = (long)pw->pw_uid;
+			else if (!errno && !*end && end != optarg && v >= 0 && v < 0xffffffffL)
+				o->only_uid = v;
+			else {
+				bx_error("--uid: %s is neither a user name nor a uid", optarg);
+				return BX_EXIT_USAGE;
+			}
+			break;
+		}
+		case O_WEB_CONFIG: o->web_config = optarg; break;
+		case O_INSECURE: o->listen_insecure = 1; break;
+		case O_MAX_CONN:
+			if (parse_count("--web-max-connections", optarg, 1000000, &o->limits.max_connections) != 0)
+				return BX_EXIT_USAGE;
+			break;
+		case O_MAX_PER_IP:
+			if (parse_count("--web-max-connections-per-ip", optarg, 1000000, &o->limits.max_per_ip) != 0)
+				return BX_EXIT_USAGE;
+			break;
+		case O_REQUEST_TIMEOUT:
+			if (parse_count("--web-request-timeout", optarg, 3600, &o->limits.request_seconds) != 0)
+				return BX_EXIT_USAGE;
 			break;
 		case O_ONCE: o->once = 1; break;
 		case O_INTERVAL: {
@@ -268,6 +340,42 @@ static int read_targets(const opts_t *o, bx_exporter_t *ex)
 	return BX_EXIT_OK;
 }
 
+/* Descriptors are what a server with thousands of clients and an
+ * exporter with thousands of uprobe links run out of first. */
+static void raise_open_files(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* The web config read, and a listening address that would expose
+ * /metrics in clear refused unless --listen-insecure says so. */
+static int check_web(opts_t *o, int serve, bx_web_config_t *web)
+{
+	char err[512];
+	if (o->web_config && !serve) {
+		bx_error("--web-config is for the HTTP server: add --listen ADDR:PORT to serve with --once or --interval");
+		return BX_EXIT_USAGE;
+	}
+	if (o->web_config) {
+		if (bx_web_config_read(o->web_config, web, err, sizeof err) != 0) {
+			bx_error("%s", err);
+			return BX_EXIT_USAGE;
+		}
+		o->limits.web = web;
+	}
+	if (serve && !web->cert_pem && !o->listen_insecure && bx_http_is_loopback(o->addr) == 0) {
+		bx_error("--listen %s is not a loopback address and there is no TLS: give --web-config with "
+		         "tls_server_config (docs/security.md), or --listen-insecure to serve it in clear to anyone",
+		         o->addr);
+		return BX_EXIT_USAGE;
+	}
+	return BX_EXIT_OK;
+}
+
 static void print_snapshot(bx_exporter_t *ex, int format)
 {
 	size_t len = 0;
@@ -303,16 +411,22 @@ int main(int argc, char **argv)
 	opts_t o;
 	bx_exporter_t ex;
 	bx_http_t *http = NULL;
+	bx_web_config_t web = { 0 };
 	char err[512];
 	int rc = parse_args(argc, argv, &o);
+	int serve = o.listen_given || o.interval == 0;
 
 	memset(&ex, 0, sizeof ex);
 	ex.stats_fd = -1;
 	pthread_mutex_init(&ex.lock, NULL);
 	if (rc != BX_EXIT_OK)
 		goto out;
+	if ((rc = check_web(&o, serve, &web)) != BX_EXIT_OK)
+		goto out;
+	raise_open_files();
 	ex.groups = o.groups;
 	ex.verbose = o.verbose;
+	ex.only_uid = o.only_uid;
 	if (bx_metric_table_check(err, sizeof err) != 0) {
 		bx_error("%s", err);
 		rc = BX_EXIT_FAIL;
@@ -337,7 +451,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	int port = 0;
-	int serve = o.listen_given || o.interval == 0;
+	unsigned max_connections = 0;
 	if (serve && !(http = bx_http_bind(o.addr, o.port, &port, err, sizeof err))) {
 		bx_error("%s", err);
 		rc = BX_EXIT_USAGE;
@@ -351,7 +465,7 @@ int main(int argc, char **argv)
 	}
 	/* Only now: an answer from /healthz or /metrics means every attachment
 	 * above is live (http.c). */
-	if (http && bx_http_serve(http, &ex, err, sizeof err) != 0) {
+	if (http && bx_http_serve(http, &ex, &o.limits, &max_connections, err, sizeof err) != 0) {
 		bx_error("%s", err);
 		rc = BX_EXIT_USAGE;
 		goto out;
@@ -365,8 +479,9 @@ int main(int argc, char **argv)
 	fprintf(stderr, "billing-exporter: %zu probe attachments on %zu target(s), %zu stats target(s), metrics %s\n",
 	        ex.link_count, ex.target_count, bx_stats_target_count(&ex), groups);
 	if (http)
-		fprintf(stderr, strchr(o.addr, ':') ? "billing-exporter: serving http://[%s]:%d/metrics\n" : "billing-exporter: serving http://%s:%d/metrics\n",
-		        o.addr, port);
+		fprintf(stderr, "billing-exporter: serving %s://%s%s%s:%d/metrics (%s%u clients at most)\n",
+		        web.cert_pem ? "https" : "http", strchr(o.addr, ':') ? "[" : "", o.addr,
+		        strchr(o.addr, ':') ? "]" : "", port, web.user_count ? "basic auth, " : "", max_connections);
 	fflush(stderr);
 
 	if (o.once) {
@@ -382,6 +497,7 @@ int main(int argc, char **argv)
 	rc = BX_EXIT_OK;
 out:
 	bx_http_stop(http);
+	bx_web_config_free(&web);
 	bx_bpf_close(&ex);
 	bx_stats_free(&ex);
 	for (size_t i = 0; i < ex.target_count; i++)

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "probe_reader.h"
 #include "snapshot.h"
@@ -42,6 +44,7 @@ typedef struct stats_target {
 	char dir[PATH_MAX];       /* a directory of segments, or "" */
 	char path[PATH_MAX];      /* a --pid target's segment */
 	int pid;
+	long only_uid; /* --uid, -1 none */
 	seg_t *segs;
 	size_t nsegs;
 	gone_rows_t gone[BX_MAP_COUNT];
@@ -132,6 +135,7 @@ static stats_target_t *add_target(bx_exporter_t *ex)
 	ex->stats->targets = t;
 	t = &t[ex->stats->count++];
 	memset(t, 0, sizeof *t);
+	t->only_uid = ex->only_uid;
 	return t;
 }
 
@@ -260,7 +264,20 @@ static void read_seg(stats_target_t *t, size_t idx, bs_segment_t *buf)
 {
 	char err[256];
 	seg_t *s = &t->segs[idx];
-	if (bs_read_path(s->path, buf, err, sizeof err) != 0) {
+	/* --uid: a segment another user wrote is not this service's, however
+	 * it got into the directory; the owner checked on the file read */
+	int fd = open(s->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	struct stat owner;
+	int rc = -1;
+	if (fd < 0)
+		snprintf(err, sizeof err, "%s", strerror(errno));
+	else if (t->only_uid >= 0 && (fstat(fd, &owner) != 0 || owner.st_uid != (uid_t)t->only_uid))
+		snprintf(err, sizeof err, "not owned by uid %ld (--uid)", t->only_uid);
+	else
+		rc = bs_read_fd(fd, buf, err, sizeof err);
+	if (fd >= 0)
+		close(fd);
+	if (rc != 0) {
 		struct stat st;
 		if (lstat(s->path, &st) != 0 && errno == ENOENT) {
 			retire(t, idx);

@@ -60,17 +60,36 @@ int bx_target_has_probe(const bx_target_t *t, const char *probe)
 	return 0;
 }
 
-static int add_probe(bx_module_t *m, const char *name)
+/* The probe of note p, and its site, into module m. */
+static int add_probe(bx_module_t *m, const bp_probe_t *p)
 {
-	if (bx_module_has_probe(m, name))
-		return 0;
-	char **p = realloc(m->probes, (m->probe_count + 1) * sizeof *p);
-	if (!p)
+	size_t k = 0;
+	while (k < m->probe_count && strcmp(m->probes[k], p->name) != 0)
+		k++;
+	if (k == m->probe_count) {
+		char **probes = realloc(m->probes, (m->probe_count + 1) * sizeof *probes);
+		if (!probes)
+			return -1;
+		m->probes = probes;
+		if (!(probes[m->probe_count] = strdup(p->name)))
+			return -1;
+		m->probe_count++;
+	}
+	if (m->site_count == m->site_cap) {
+		size_t cap = m->site_cap ? 2 * m->site_cap : 16;
+		bx_site_t *sites = realloc(m->sites, cap * sizeof *sites);
+		if (!sites)
+			return -1;
+		m->sites = sites;
+		m->site_cap = cap;
+	}
+	bx_site_t *site = &m->sites[m->site_count];
+	site->probe = k;
+	site->offset = p->address_offset;
+	site->semaphore = p->semaphore ? p->semaphore_offset : 0;
+	if (!(site->args = strdup(p->arg_string ? p->arg_string : "")))
 		return -1;
-	m->probes = p;
-	if (!(p[m->probe_count] = strdup(name)))
-		return -1;
-	m->probe_count++;
+	m->site_count++;
 	return 0;
 }
 
@@ -82,7 +101,7 @@ static int read_file_probes(bx_module_t *m, const char *path, char *err, size_t 
 	memset(&bp, 0, sizeof bp);
 	int rc = bp_probe_set_add_file(&bp, path, err, errlen);
 	for (size_t i = 0; rc == 0 && i < bp.probe_count; i++) {
-		if (strcmp(bp.probes[i].provider, PROVIDER) == 0 && add_probe(m, bp.probes[i].name) != 0) {
+		if (strcmp(bp.probes[i].provider, PROVIDER) == 0 && add_probe(m, &bp.probes[i]) != 0) {
 			snprintf(err, errlen, "out of memory");
 			rc = -1;
 		}
@@ -230,7 +249,7 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_
 			break;
 		}
 		bx_module_t *m = module_for(t, mod->attach_path);
-		if (!m || add_probe(m, p->name) != 0) {
+		if (!m || add_probe(m, p) != 0) {
 			snprintf(err, errlen, "out of memory");
 			rc = -1;
 		}
@@ -247,6 +266,8 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_
 
 int bx_target_alive(const bx_target_t *t)
 {
+	if (t->skipped)
+		return 0;
 	if (t->pid < 0) {
 		struct stat st;
 		return (t->on_host && stat(t->binary, &st) == 0) || t->processes > 0;
@@ -260,6 +281,9 @@ void bx_target_free(bx_target_t *t)
 		for (size_t j = 0; j < t->modules[i].probe_count; j++)
 			free(t->modules[i].probes[j]);
 		free(t->modules[i].probes);
+		for (size_t j = 0; j < t->modules[i].site_count; j++)
+			free(t->modules[i].sites[j].args);
+		free(t->modules[i].sites);
 		free(t->modules[i].path);
 	}
 	free(t->modules);

@@ -14,11 +14,22 @@
 #define BX_TARGETS_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+/* One probe site of a module, as its note gives it. */
+typedef struct bx_site {
+	size_t probe;      /* index into the module's probes */
+	int64_t offset;    /* file offset of the site; -1 outside every PT_LOAD */
+	int64_t semaphore; /* file offset of its semaphore; 0 none, -1 outside */
+	char *args;        /* the note's argument string */
+} bx_site_t;
 
 typedef struct bx_module {
 	char *path;    /* what to attach to: the mapped path, or /proc/PID/root/PATH */
 	char **probes; /* ELF spelling, "payment__auth"; each once */
 	size_t probe_count;
+	bx_site_t *sites;
+	size_t site_count, site_cap;
 	/* --binary: the file (device, inode) mapped, and the one the path
 	 * shows (differs on overlayfs: the merged view vs the layer's file) */
 	unsigned long long dev, ino, path_dev, path_ino;
@@ -33,6 +44,7 @@ typedef struct bx_target {
 	int on_host;                   /* --binary: PATH exists in our own root */
 	size_t processes;              /* --binary: processes running it at the last discovery */
 	int discovered;                /* --binary: files added by the last discovery */
+	int skipped;                   /* libbpf refused one of its modules: nothing of it attached */
 	bx_module_t *modules;
 	size_t module_count;
 } bx_target_t;
@@ -56,7 +68,7 @@ int bx_module_has_probe(const bx_module_t *m, const char *probe);
 
 /* 1 while the process lives (pid targets: the same process, not a later
  * one given its PID), or (binaries) while the file exists here or a
- * process ran it at the last discovery. */
+ * process ran it at the last discovery; 0 for a skipped target. */
 int bx_target_alive(const bx_target_t *t);
 
 void bx_target_free(bx_target_t *t);

@@ -1,0 +1,120 @@
+"""Helpers of billing-exporter's security tests: the exporter harness of
+tests/exporter, a test CA with a server and a client certificate made with
+openssl, bcrypt hashes from libxcrypt, and HTTP(S) requests with or
+without credentials.
+
+Everything is made in a private temporary directory (mkdtemp, mode 0700)
+removed by cleanup()."""
+import base64
+import ctypes
+import ctypes.util
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "exporter"))
+import exporter_harness as h  # noqa: E402
+from exporter_harness import bt  # noqa: E402
+
+
+def bcrypt(password, cost=10):
+    """A $2b$ hash of password, through libxcrypt (what the exporter checks with)."""
+    lib = ctypes.CDLL(ctypes.util.find_library("crypt") or "libcrypt.so.1")
+    lib.crypt_gensalt.restype = ctypes.c_char_p
+    lib.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
+    lib.crypt.restype = ctypes.c_char_p
+    lib.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    salt = lib.crypt_gensalt(b"$2b$", cost, None, 0)
+    out = lib.crypt(password.encode(), salt)
+    if not out or not out.startswith(b"$2b$"):
+        raise RuntimeError("libxcrypt made no bcrypt hash")
+    return out.decode()
+
+
+class Pki:
+    """A CA, a server certificate for 127.0.0.1/localhost and a client
+    certificate, all signed by the CA; a second CA whose client
+    certificate the first does not trust."""
+
+    def __init__(self):
+        bt.require_program("openssl", "openssl")
+        self.dir = tempfile.mkdtemp(prefix="bx-sec-")
+        for ca in ("ca", "other-ca"):
+            self._run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                      "-keyout", self.path(ca + ".key"), "-out", self.path(ca + ".crt"), "-days", "2",
+                      "-subj", "/CN=billing-probes test " + ca)
+        self._leaf("server", "ca", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+        self._leaf("client", "ca", "extendedKeyUsage=clientAuth\n")
+        self._leaf("stranger", "other-ca", "extendedKeyUsage=clientAuth\n")
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def _run(self, *args):
+        r = subprocess.run(["openssl", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("openssl %s: %s" % (args[0], r.stdout))
+
+    def _leaf(self, name, ca, ext):
+        with open(self.path(name + ".ext"), "w") as f:
+            f.write(ext)
+        self._run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                  "-keyout", self.path(name + ".key"), "-out", self.path(name + ".csr"), "-subj", "/CN=" + name)
+        self._run("x509", "-req", "-in", self.path(name + ".csr"), "-CA", self.path(ca + ".crt"),
+                  "-CAkey", self.path(ca + ".key"), "-CAcreateserial", "-out", self.path(name + ".crt"),
+                  "-days", "2", "-extfile", self.path(name + ".ext"))
+
+    def web_config(self, text, name="web.yml"):
+        """Write a web config into the directory; its path."""
+        with open(self.path(name), "w") as f:
+            f.write(text)
+        return self.path(name)
+
+    def cleanup(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def get(url, user=None, password=None, cafile=None, cert=None, timeout=10):
+    """(status, body) of one GET; status 0 with the error text when no
+    HTTP answer came (refused, reset, TLS failure)."""
+    import urllib.error
+    import urllib.request
+    headers = {}
+    if user is not None:
+        headers["Authorization"] = "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+    ctx = None
+    if url.startswith("https:"):
+        ctx = ssl.create_default_context(cafile=cafile)
+        if cert:
+            ctx.load_cert_chain(*cert)
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout,
+                                    context=ctx) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+    except (OSError, ssl.SSLError) as e:
+        return 0, str(e)
+
+
+def healthz(port, timeout=2.0, source="127.0.0.1"):
+    """True when GET /healthz on 127.0.0.1:port answers 200 within timeout."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0)) as s:
+            s.sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
+            return s.recv(64).split(b"\r\n", 1)[0].split(b" ")[1:2] == [b"200"]
+    except OSError:
+        return False
+
+
+def stats_only_args(tmpdir):
+    """Arguments that give the exporter a target needing no BPF (an empty
+    --stats-dir): for tests of its HTTP face alone."""
+    d = os.path.join(tmpdir, "no-segments")
+    os.makedirs(d, exist_ok=True)
+    return ["--stats-dir", d]
