@@ -26,22 +26,28 @@
 
 #define PROVIDER "billing"
 
-static bx_module_t *module_for(bx_target_t *t, const char *path)
+/* A new, empty module for path at the end of t's list, or NULL. */
+static bx_module_t *new_module(bx_target_t *t, const char *path)
 {
-	for (size_t i = 0; i < t->module_count; i++)
-		if (strcmp(t->modules[i].path, path) == 0)
-			return &t->modules[i];
 	bx_module_t *mods = realloc(t->modules, (t->module_count + 1) * sizeof *mods);
 	if (!mods)
 		return NULL;
 	t->modules = mods;
 	bx_module_t *m = &mods[t->module_count];
 	memset(m, 0, sizeof *m);
-	m->path = strdup(path);
-	if (!m->path)
+	if (!(m->path = strdup(path)))
 		return NULL;
 	t->module_count++;
 	return m;
+}
+
+/* t's module for path, added if it has none yet. */
+static bx_module_t *module_for(bx_target_t *t, const char *path)
+{
+	for (size_t i = 0; i < t->module_count; i++)
+		if (strcmp(t->modules[i].path, path) == 0)
+			return &t->modules[i];
+	return new_module(t, path);
 }
 
 int bx_module_has_probe(const bx_module_t *m, const char *probe)
@@ -113,19 +119,13 @@ static int read_file_probes(bx_module_t *m, const char *path, char *err, size_t 
 static bx_module_t *add_file_module(bx_target_t *t, const char *path, const struct stat *real,
                                     const struct stat *seen)
 {
-	bx_module_t *mods = realloc(t->modules, (t->module_count + 1) * sizeof *mods);
-	if (!mods)
-		return NULL;
-	t->modules = mods;
-	bx_module_t *m = &mods[t->module_count];
-	memset(m, 0, sizeof *m);
-	if (!(m->path = strdup(path)))
+	bx_module_t *m = new_module(t, path);
+	if (!m)
 		return NULL;
 	m->dev = (unsigned long long)real->st_dev;
 	m->ino = (unsigned long long)real->st_ino;
 	m->path_dev = (unsigned long long)seen->st_dev;
 	m->path_ino = (unsigned long long)seen->st_ino;
-	t->module_count++;
 	return m;
 }
 
