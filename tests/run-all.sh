@@ -3,12 +3,16 @@
 # probes, and runs every test (unit, live bpftrace, tool, fuzz corpus,
 # scripts, billingd, hardening, install).  Then two sanitizer builds:
 #   BUILD_DIR-asan  AddressSanitizer + UndefinedBehaviorSanitizer: the unit,
-#                   live, tool, billingd, hardening and exporter suites;
+#                   live, tool, billingd, hardening, exporter, stats and
+#                   security suites;
 #   BUILD_DIR-tsan  ThreadSanitizer: the timing helpers' cross-thread
-#                   hand-off (timing) and billingd under billing-load
-#                   (billingd-ground-truth, billingd-api, hostile clients).
-# A sanitizer report stops the program with a failing status, so it fails
-# its test.  Not run under sanitizers: scripts and install (they test D
+#                   hand-off (timing), billingd under billing-load
+#                   (billingd-ground-truth, billingd-api, hostile clients),
+#                   the stats writer, and billing-exporter's threads (the
+#                   exporter suite and its HTTP security tests).
+# A sanitizer report stops the program with a failing status, and is
+# written to BUILD_DIR-*/sanitizer-reports: any report there fails the
+# phase, whether or not a test read that program's status.  Not run under sanitizers: scripts and install (they test D
 # and bpftrace scripts and meson configurations, not our C at run time),
 # the fuzz corpus beyond the tool suite, and the benchmarks.
 # Every phase runs even when an earlier one failed; the exit status is 1
@@ -48,25 +52,40 @@ plain() {
     meson test -C "$build" --print-errorlogs --num-processes 2
 }
 
+# Sanitizer reports go to files in DIR, and any file there fails the
+# phase: a test that kills a program and does not read its exit status
+# (a race seen only at shutdown) would otherwise pass over a report.
+reports_dir() {  # reports_dir DIR: empties it
+  rm -rf "$1" && mkdir -p "$1"
+}
+no_reports() {  # no_reports DIR
+  if [ -n "$(ls -A "$1")" ]; then
+    echo "run-all: sanitizer reports in $1:"
+    cat "$1"/*
+    return 1
+  fi
+}
+
 asan() {
+  local reports=$PWD/$build-asan/sanitizer-reports rc=0
+  reports_dir "$reports"
   setup "$build-asan" -Db_sanitize=address,undefined -Db_lundef=false &&
-    ninja -C "$build-asan" &&
-    ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
-    UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1 \
+    ninja -C "$build-asan" || return 1
+  ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:log_path=$reports/asan \
+  UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1:log_path=$reports/ubsan \
     meson test -C "$build-asan" --print-errorlogs --num-processes 2 --no-rebuild \
       --suite unit --suite live --suite tool --suite billingd --suite hardening \
-      --suite exporter --suite stats
+      --suite exporter --suite stats --suite security || rc=1
+  no_reports "$reports" || rc=1
+  return $rc
 }
 
 tally() {  # one closing line over every phase's meson test log
   python3 - "$build" "$build-asan" "$build-tsan" <<'PY'
-import json, os, sys
+import glob, json, os, sys
 n = {"OK": 0, "FAIL": 0, "SKIP": 0}
 for d in sys.argv[1:]:
-    log = os.path.join(d, "meson-logs", "testlog.json")
-    if not os.path.exists(log):
-        continue
-    for line in open(log):
+    for line in (l for log in glob.glob(os.path.join(d, "meson-logs", "testlog*.json")) for l in open(log)):
         r = json.loads(line).get("result", "FAIL")
         n["OK" if r == "OK" else "SKIP" if r == "SKIP" else "FAIL"] += 1
 print("run-all: %d passed, %d failed, %d skipped" % (n["OK"], n["FAIL"], n["SKIP"]))
@@ -74,12 +93,18 @@ PY
 }
 
 tsan() {
-  setup "$build-tsan" -Db_sanitize=thread &&
-    ninja -C "$build-tsan" tests/unit/test_timing examples/billingd/billingd \
-      examples/billing-load/billing-load tests/stats/stats_workload tests/stats/stats_dump &&
-    TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1 \
-    meson test -C "$build-tsan" --print-errorlogs --num-processes 1 --no-rebuild \
-      timing billingd-ground-truth billingd-api hardening-hostile-clients stats-writer stats-fork
+  local reports=$PWD/$build-tsan/sanitizer-reports rc=0
+  reports_dir "$reports"
+  setup "$build-tsan" -Db_sanitize=thread && ninja -C "$build-tsan" || return 1
+  export TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:log_path=$reports/tsan
+  meson test -C "$build-tsan" --print-errorlogs --num-processes 1 --no-rebuild \
+    timing billingd-ground-truth billingd-api hardening-hostile-clients stats-writer stats-fork \
+    security-exporter-slow-clients security-exporter-web-config security-exporter-uid || rc=1
+  meson test -C "$build-tsan" --print-errorlogs --num-processes 1 --no-rebuild --logbase testlog-exporter \
+    --suite exporter || rc=1
+  unset TSAN_OPTIONS
+  no_reports "$reports" || rc=1
+  return $rc
 }
 
 bash tests/install-deps.sh

@@ -27,6 +27,7 @@
 #include <bpf/libbpf.h>
 
 #include "stats_source.h"
+#include "ticker.h"
 
 /* bpftool's generated skeleton is not ISO C99: an empty struct for the
  * read-only data and the object embedded as one long string. */
@@ -201,7 +202,7 @@ static int attach_module(bx_exporter_t *ex, const bx_target_t *tg, bx_module_t *
 static struct {
 	pthread_t thread;
 	int running;
-	volatile int stop;
+	bx_ticker_t ticks;
 	bx_exporter_t *ex;
 } watcher;
 
@@ -232,10 +233,7 @@ static void discover_and_attach(bx_exporter_t *ex)
 static void *watch_binaries(void *arg)
 {
 	bx_exporter_t *ex = arg;
-	for (unsigned tick = 1; !watcher.stop; tick++) {
-		nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
-		if (tick % 10 != 0 || watcher.stop)
-			continue;
+	while (!bx_ticker_wait(&watcher.ticks, 1000)) {
 		pthread_mutex_lock(&ex->lock);
 		discover_and_attach(ex);
 		pthread_mutex_unlock(&ex->lock);
@@ -287,10 +285,11 @@ int bx_attach_all(bx_exporter_t *ex, char *err, size_t errlen)
 		return -1;
 	}
 	if (any_binary && !watcher.running) {
-		watcher.stop = 0;
 		watcher.ex = ex;
+		bx_ticker_init(&watcher.ticks);
 		if (pthread_create(&watcher.thread, NULL, watch_binaries, ex) != 0) {
 			snprintf(err, errlen, "cannot start the thread that watches for --binary processes");
+			bx_ticker_destroy(&watcher.ticks);
 			return -1;
 		}
 		watcher.running = 1;
@@ -301,8 +300,9 @@ int bx_attach_all(bx_exporter_t *ex, char *err, size_t errlen)
 void bx_bpf_close(bx_exporter_t *ex)
 {
 	if (watcher.running && watcher.ex == ex) {
-		watcher.stop = 1;
+		bx_ticker_stop(&watcher.ticks);
 		pthread_join(watcher.thread, NULL);
+		bx_ticker_destroy(&watcher.ticks);
 		watcher.running = 0;
 	}
 	for (size_t i = 0; i < ex->link_count; i++)

@@ -37,6 +37,7 @@
 
 #include "format.h"
 #include "snapshot.h"
+#include "ticker.h"
 
 #define SERVER_THREADS 4 /* a bcrypt check or a snapshot in one leaves the others answering */
 
@@ -59,7 +60,7 @@ struct bx_http {
 	conn_t *conns;
 	pthread_t reaper;
 	int reaper_running;
-	volatile int stop;
+	bx_ticker_t reaper_ticks;
 };
 
 static double now_seconds(int clock)
@@ -317,8 +318,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 static void *reap(void *arg)
 {
 	bx_http_t *h = arg;
-	while (!h->stop) {
-		nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
+	while (!bx_ticker_wait(&h->reaper_ticks, 200)) {
 		double cutoff = since_boot() - h->request_seconds;
 		pthread_mutex_lock(&h->lock);
 		for (conn_t *n = h->conns; n; n = n->next)
@@ -378,8 +378,10 @@ int bx_http_serve(bx_http_t *h, bx_exporter_t *ex, const bx_http_limits_t *lim, 
 	/* the server's threads share the socket: none may block in accept() */
 	fcntl(h->fd, F_SETFL, fcntl(h->fd, F_GETFL) | O_NONBLOCK);
 	pthread_mutex_init(&h->lock, NULL);
+	bx_ticker_init(&h->reaper_ticks);
 	if (pthread_create(&h->reaper, NULL, reap, h) != 0) {
 		snprintf(err, errlen, "cannot start the thread that enforces the request deadline");
+		bx_ticker_destroy(&h->reaper_ticks);
 		return -1;
 	}
 	h->reaper_running = 1;
@@ -422,14 +424,16 @@ void bx_http_stop(bx_http_t *h)
 	if (!h)
 		return;
 	if (h->reaper_running) {
-		h->stop = 1;
+		bx_ticker_stop(&h->reaper_ticks);
 		pthread_join(h->reaper, NULL);
 	}
 	if (h->daemon)
 		MHD_stop_daemon(h->daemon); /* closes the socket it was given */
 	else
 		close(h->fd);
-	if (h->reaper_running)
+	if (h->reaper_running) {
+		bx_ticker_destroy(&h->reaper_ticks);
 		pthread_mutex_destroy(&h->lock);
+	}
 	free(h);
 }
