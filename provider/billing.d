@@ -3,8 +3,8 @@
  *
  * This file is the only place a probe is defined.  The C macros, the
  * no-op header used when probes are off, the run-time catalogue, the
- * README's probe table and `billing-probes check` are all generated from
- * it or tested against it.  Edit a probe here and rebuild.
+ * probe table of docs/probes.md and `billing-probes check` are all
+ * generated from it or tested against it.  Edit a probe here and rebuild.
  *
  * Conventions every probe keeps (consumers rely on them):
  *   - Names: D writes `request__start` here; consumers spell it

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Installs what billing-probes needs to build, test, trace and benchmark on
 # Debian 12, and makes the kernel's tracing filesystem available.
-# Run as root.  Used by tests/run-all.sh and the demo.
+# Run as root.  Used by tests/run-all.sh (the demo keeps its own list).
 set -euo pipefail
 
 packages=(

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """d-scripts/function_sites.py, the one transform from the USDT spelling of
-the D scripts to the function-site spelling (TEAM.md contract 3).
+the D scripts to the function-site spelling.
 
 usage: test_function_sites.py   (no privilege, no tracer)
 

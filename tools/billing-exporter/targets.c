@@ -1,6 +1,6 @@
 /*
  * targets.c -- the only file of billing-exporter that calls the probe
- * reader of tools/billing-probes (probe_reader.h, TEAM.md contract 2), so
+ * reader of tools/billing-probes (probe_reader.h), so
  * `billing-probes list` and the exporter agree on what a process carries.
  *
  * --binary PATH matches by path inside each process's own root, then by

@@ -1,6 +1,6 @@
 /*
  * trace_script.h -- a bpftrace script resolved for one process: every
- * `usdt::PROVIDER:NAME` spec (empty path, TEAM.md contract 1) becomes one
+ * `usdt::PROVIDER:NAME` spec (empty path, the scripts' one spelling) becomes one
  * `usdt:/abs/module:PROVIDER:NAME` per module that carries the probe;
  * specs no module carries are dropped, and a clause whose specs all
  * vanish is dropped whole.  Everything else passes through unchanged.

@@ -21,6 +21,8 @@ from billingtest import check, finish, skip  # noqa: E402,F401
 
 TOOL = os.environ.get("BP_TOOL", "")
 LIB_ALL = os.environ.get("BP_LIB_ALL", "")
+# what a process that loads LIB_ALL with ctypes needs (a sanitizer build's runtimes)
+LOADER_ENV = bt.preload_env(LIB_ALL)
 SUBSET = os.environ.get("BP_SUBSET_PROGRAM", "")
 LYING = os.environ.get("BP_LYING_NOTES", "")
 PROBES = os.environ.get("BP_PROBES", "0") == "1"
@@ -111,7 +113,7 @@ class Holder:
                 "    shutil.copy(sys.argv[1], path)\n")
         subprocess.run(prefix + [PYTHON, "-c", copy, LIB_ALL] + list(paths), check=True)
         self.proc = subprocess.Popen(prefix + [PYTHON, "-c", _HOLDER] + list(paths),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=LOADER_ENV)
         self.ok = self.proc.stdout.readline().strip() == b"loaded"
         self.pid = self.proc.pid
 

@@ -12,7 +12,7 @@ through (newlines and tabs kept).
 import os
 import subprocess
 
-from sectest import (PYTHON, LIB_ALL, attacker_dir, check, finish, kill_all, lines, need_probes, remove, tool)
+from sectest import (PYTHON, LIB_ALL, LOADER_ENV, attacker_dir, check, finish, kill_all, lines, need_probes, remove, tool)
 import billingtest as bt
 
 need_probes()
@@ -41,7 +41,8 @@ procs = []
 try:
     lib = os.path.join(evil, SEQ + "x", "libbillingprobes.so")
     subprocess.run(prefix + ["sh", "-c", 'mkdir -p "$(dirname "$2")" && cp "$1" "$2"', "sh", LIB_ALL, lib], check=True)
-    holder = subprocess.Popen(prefix + [PYTHON, "-c", FIRER, lib, SEQ], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    holder = subprocess.Popen(prefix + [PYTHON, "-c", FIRER, lib, SEQ], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              env=LOADER_ENV)
     procs.append(holder)
     check(holder.stdout.readline().strip() == b"loaded", "the attacker's process maps a path holding escapes")
     pid = str(holder.pid)
@@ -63,7 +64,7 @@ try:
         subprocess.run(prefix + ["sh", "-c", 'mkdir -p "$(dirname "$2")" && cp "$1" "$2"', "sh", LIB_ALL, safe],
                        check=True)
         firer = subprocess.Popen(prefix + [PYTHON, "-c", FIRER, safe, SEQ], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE)
+                                 stdout=subprocess.PIPE, env=LOADER_ENV)
         procs.append(firer)
         check(firer.stdout.readline().strip() == b"loaded", "the attacker's process fires from a plain path")
         trace = subprocess.Popen([os.environ["BP_TOOL"], "trace", "biz_metrics", "-p", str(firer.pid), "--", "1"],
