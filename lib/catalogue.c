@@ -49,5 +49,5 @@ billing_arg_type_name(billing_arg_type_t type)
 
 int billing_probes_compiled_in(void)
 {
-	return BILLING_PROBES_SDT;
+	return BILLING_PROBES_SDT || BILLING_PROBE_SITE_FUNCTION;
 }

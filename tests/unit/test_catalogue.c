@@ -68,7 +68,7 @@ static void
 test_compiled_in_flag_matches_build(void **state)
 {
 	(void)state;
-	assert_int_equal(billing_probes_compiled_in(), BILLING_PROBES_SDT);
+	assert_int_equal(billing_probes_compiled_in(), BUILT_WITH_PROBES);
 	assert_string_equal(billing_arg_type_name(BILLING_ARG_INT64), "int64");
 }
 
