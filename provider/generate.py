@@ -208,7 +208,7 @@ def probe_macros_h(provider):
         for n, t, d in p.args:
             o.append(f" *   {n} ({TYPES[t][1]}): {d}\n")
         o.append(" */\n")
-        o.append(f"static BILLING_PROBE_INLINE_ void\nbilling_probe_fire_{p.func}_({params})\n{{\n"
+        o.append(f"static BILLING_PROBE_INLINE_ void billing_probe_fire_{p.func}_({params})\n{{\n"
                  f"\tBILLING_SDT_{p.macro}({fire_args});\n}}\n")
         o.append(f"#define BILLING_{p.macro}_ENABLED() BILLING_SDT_{p.macro}_ENABLED()\n")
         feed = next((f for f in provider.metrics.feeds if f.probe is p), None)
@@ -216,7 +216,7 @@ def probe_macros_h(provider):
             # A stats build counts every fire (its arguments evaluated
             # always), and fires the USDT site too while it is traced.
             stats_args = ", ".join(n for n, _ in stats_emit.needed_args(feed))
-            o.append(f"#if BILLING_STATS_BUILD_\nstatic BILLING_PROBE_INLINE_ void\n"
+            o.append(f"#if BILLING_STATS_BUILD_\nstatic BILLING_PROBE_INLINE_ void "
                      f"billing_probe_stats_{p.func}_({params})\n{{\n"
                      f"\tif (BILLING_STATS_ON_())\n\t\tbilling_stats_{p.func}({stats_args});\n"
                      f"\tif (BILLING_{p.macro}_ENABLED())\n\t\tbilling_probe_fire_{p.func}_({', '.join(names)});\n}}\n"
@@ -249,9 +249,9 @@ def probe_functions_c(provider):
     o = [BANNER, '#include "billing/probes.h"\n#include "billing/probe_functions.h"\n\n']
     for p in provider.probes:
         names = ", ".join(n for n, _, _ in p.args)
-        o.append(f"void\nbilling_fire_{p.func}({function_params(p)})\n{{\n"
+        o.append(f"void billing_fire_{p.func}({function_params(p)})\n{{\n"
                  f"\tBILLING_{p.macro}({names});\n}}\n\n")
-        o.append(f"int\nbilling_enabled_{p.func}(void)\n{{\n"
+        o.append(f"int billing_enabled_{p.func}(void)\n{{\n"
                  f"\treturn BILLING_{p.macro}_ENABLED() != 0;\n}}\n\n")
     return "".join(o)
 
@@ -275,10 +275,10 @@ def function_sites_c(provider):
          '#include "billing/probe_functions.h"\n#include "function_site.h"\n\n']
     for p in provider.probes:
         o.append(f"/* {p.name}: {p.summary} */\n")
-        o.append(f"BILLING_FUNCTION_SITE_ void\nbilling_fire_{p.func}({function_params(p)})\n{{\n")
+        o.append(f"BILLING_FUNCTION_SITE_ void billing_fire_{p.func}({function_params(p)})\n{{\n")
         o += [f"\tBILLING_FUNCTION_SITE_ARG_({n});\n" for n, _, _ in p.args]
         o.append("\tBILLING_FUNCTION_SITE_BARRIER_();\n}\n\n")
-        o.append(f"int\nbilling_enabled_{p.func}(void)\n{{\n\treturn 1;\n}}\n\n")
+        o.append(f"int billing_enabled_{p.func}(void)\n{{\n\treturn 1;\n}}\n\n")
     return "".join(o)
 
 
@@ -344,14 +344,14 @@ def timing_gen_c(provider):
         start_args = ", ".join(n for n, _, _ in start.args)
         done_args = ", ".join([f"span->{n}" if n in {k[0] for k in kept} else n
                                for n, _, _ in done.args[:-1]] + ["duration_ns"])
-        o.append(f"void\nbilling_{base}_begin({begin_params})\n{{\n")
+        o.append(f"void billing_{base}_begin({begin_params})\n{{\n")
         o += [f"\tspan->{n} = {n};\n" for n, _, _ in kept]
         o.append(f"\t/* Clocked while either probe is traced, so a tracer of {done.name}\n"
                  f"\t * alone still gets a duration; and always while the stats count it. */\n"
                  f"\tspan->start_ns = billing_clock_if(BILLING_{start.macro}_ENABLED() ||\n"
                  f"\t                                  BILLING_{done.macro}_ENABLED() || {stats_on(provider, done)});\n"
                  f"\tBILLING_{start.macro}({start_args});\n}}\n\n")
-        o.append(f"uint64_t\nbilling_{base}_end({end_params})\n{{\n"
+        o.append(f"uint64_t billing_{base}_end({end_params})\n{{\n"
                  f"\tuint64_t duration_ns;\n\n"
                  f"\tif (!BILLING_{done.macro}_ENABLED() && !{stats_on(provider, done)})\n\t\treturn 0;\n"
                  f"\tduration_ns = billing_elapsed_ns(span->start_ns);\n"
@@ -480,7 +480,7 @@ def probe_samples_h(provider):
     pairs = span_pairs(provider.probes)
     o.append("/* Every timing helper pair, nested: begin with the -start probe's samples,\n"
              " * end (in reverse order) with the -done probe's own arguments. */\n"
-             "static BILLING_PROBE_INLINE_ void\nbilling_sample_fire_timing(int k)\n{\n")
+             "static BILLING_PROBE_INLINE_ void billing_sample_fire_timing(int k)\n{\n")
     for start, done, kept, extra in pairs:
         o.append(f"\tbilling_{start.func[:-len('_start')]}_t span_{start.func}_;\n")
     for start, done, kept, extra in pairs:

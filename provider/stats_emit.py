@@ -72,7 +72,7 @@ def stats_gen_c(provider, ms):
          "#include \"stats_writer.h\" /* BX_ADD as this thread's relaxed store, bs_cells_() */\n"
          "#include \"billing/stats_gen.h\"\n\n"]
     for f in ms.feeds:
-        o.append(f"void\nbilling_stats_{f.probe.func}({params(f)})\n{{\n"
+        o.append(f"void billing_stats_{f.probe.func}({params(f)})\n{{\n"
                  f"\tstruct bx_key_{f.probe.func} k;\n\tstruct bx_value_{f.probe.func} *v;\n\tint shared;\n\n"
                  "\tmemset(&k, 0, sizeof k);\n")
         o += metrics.count_fire(f, lambda a: f"bs_copy_label_(k.{a}, {a}, sizeof k.{a})", lambda a: f"k.{a} = {a}",

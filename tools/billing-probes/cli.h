@@ -48,13 +48,15 @@ typedef struct bp_options {
 
 /* What a command takes: the parser accepts only these. */
 typedef struct bp_command_shape {
-	enum { BP_NO_TARGET, BP_ONE_TARGET, BP_TARGETS } targets;
-	int needs_target;      /* TARGET required */
-	int list_filters;      /* -P PROVIDER, -n NAME */
-	int json;              /* --json */
-	int expect;            /* --expect NAME, --expect-file FILE */
-	int clear_stale;       /* --clear-stale */
-	int trace;             /* SCRIPT, -c, --binary, --dry-run, -- ARGS */
+	enum { BP_NO_TARGET,
+	       BP_ONE_TARGET,
+	       BP_TARGETS } targets;
+	int needs_target; /* TARGET required */
+	int list_filters; /* -P PROVIDER, -n NAME */
+	int json;         /* --json */
+	int expect;       /* --expect NAME, --expect-file FILE */
+	int clear_stale;  /* --clear-stale */
+	int trace;        /* SCRIPT, -c, --binary, --dry-run, -- ARGS */
 } bp_command_shape_t;
 
 /* Parse argv[2..] for opt->command, shaped by shape.  BP_EXIT_OK, or

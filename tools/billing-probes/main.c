@@ -62,14 +62,16 @@ static int usage(void)
 	return BP_EXIT_OK;
 }
 
-/* "list, check, doctor or trace", after what. */
+/* what, then "list, check, doctor or trace". */
 static int command_error(const char *what)
 {
 	char why[400];
 	size_t n = (size_t)snprintf(why, sizeof why, "%s", what);
-	for (size_t i = 0; i < COMMAND_COUNT && n < sizeof why; i++)
-		n += (size_t)snprintf(why + n, sizeof why - n, "%s%s", commands[i].name,
-		                      i + 2 < COMMAND_COUNT ? ", " : i + 1 < COMMAND_COUNT ? " or " : "");
+	for (size_t i = 0; i < COMMAND_COUNT && n < sizeof why; i++) {
+		const char *sep = i == 0 ? "" : i + 1 < COMMAND_COUNT ? ", "
+		                                                      : " or ";
+		n += (size_t)snprintf(why + n, sizeof why - n, "%s%s", sep, commands[i].name);
+	}
 	return bp_usage_error(why);
 }
 
