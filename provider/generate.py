@@ -10,10 +10,10 @@ writes probe_macros.h), so meson loops over the names:
                              arguments never immediates
   probes-off-h OUT           the same macros as no-ops, for builds without probes
   probe-macros-h OUT         the public BILLING_<PROBE>() / _ENABLED() wrappers
-  probe-functions-gen-h OUT  declarations of billing_fire_<probe>() for callers that
+  ffi-prototypes-h OUT  declarations of billing_fire_<probe>() for callers that
                              cannot use C macros (FFI from Python, Go, Rust, ...)
-  probe-functions-c OUT      their definitions, compiled into libbillingprobes-ffi
-  probes-function-h OUT      function probe sites (-Dprobe_site=function): the
+  ffi-usdt-sites-c OUT      their definitions, compiled into libbillingprobes-ffi
+  function-site-macros-h OUT      function probe sites (-Dprobe_site=function): the
                              BILLING_SDT_*() layer as calls of billing_fire_<probe>()
   function-sites-c OUT       those functions as sites: empty, never inlined or cloned
                              (lib/function_site.h); docs/function-sites.md
@@ -234,9 +234,11 @@ def function_params(p):
     return ", ".join(c_decl(a) for a in p.args)
 
 
-def probe_functions_gen_h(provider):
+def ffi_prototypes_h(provider):
+    """The prototypes of billing_fire_<probe>() and billing_enabled_<probe>(),
+    for callers through an FFI (included by billing/probe_functions.h)."""
     o = [BANNER, "/* Included by billing/probe_functions.h; include that instead. */\n",
-         "#ifndef BILLING_PROBE_FUNCTIONS_GEN_H\n#define BILLING_PROBE_FUNCTIONS_GEN_H\n\n"]
+         "#ifndef BILLING_FFI_PROTOTYPES_H\n#define BILLING_FFI_PROTOTYPES_H\n\n"]
     for p in provider.probes:
         o.append(f"/* {p.name}: {p.summary} */\n")
         o.append(f"void billing_fire_{p.func}({function_params(p)});\n")
@@ -245,7 +247,9 @@ def probe_functions_gen_h(provider):
     return "".join(o)
 
 
-def probe_functions_c(provider):
+def ffi_usdt_sites_c(provider):
+    """billing_fire_<probe>() as a USDT site each: libbillingprobes-ffi's
+    functions in a USDT build (function_sites.c's in a function-site one)."""
     o = [BANNER, '#include "billing/probes.h"\n#include "billing/probe_functions.h"\n\n']
     for p in provider.probes:
         names = ", ".join(n for n, _, _ in p.args)
@@ -256,10 +260,11 @@ def probe_functions_c(provider):
     return "".join(o)
 
 
-def probes_function_h(provider):
-    """The pid provider of any DTrace finds these calls:
+def function_site_macros_h(provider):
+    """BILLING_<PROBE>() as a call to billing_fire_<probe>().  The pid
+    provider of any DTrace finds these calls:
     pid$target::billing_fire_<probe>:entry sees the arguments as arg0..."""
-    return sdt_layer_h(provider, "BILLING_PROBES_FUNCTION_H",
+    return sdt_layer_h(provider, "BILLING_FUNCTION_SITE_MACROS_H",
                        "/* Function probe sites: included by billing/probes.h; include that instead.\n"
                        " * Each probe calls billing_fire_<probe>(); there is no semaphore to read,\n"
                        " * so every probe counts as enabled (docs/function-sites.md). */\n",
@@ -268,6 +273,8 @@ def probes_function_h(provider):
 
 
 def function_sites_c(provider):
+    """billing_fire_<probe>() as empty functions: the sites themselves in a
+    function-site build (docs/function-sites.md)."""
     o = [BANNER,
          "/* The function probe sites themselves: a tracer instruments their entry\n"
          " * (pid provider), so their bodies only keep the compiler from dropping\n"
@@ -569,9 +576,9 @@ COMMANDS = {
     "probes-sdt-h": (probes_sdt_h, ["DTRACE_H"]),
     "probes-off-h": (probes_off_h, []),
     "probe-macros-h": (probe_macros_h, []),
-    "probe-functions-gen-h": (probe_functions_gen_h, []),
-    "probe-functions-c": (probe_functions_c, []),
-    "probes-function-h": (probes_function_h, []),
+    "ffi-prototypes-h": (ffi_prototypes_h, []),
+    "ffi-usdt-sites-c": (ffi_usdt_sites_c, []),
+    "function-site-macros-h": (function_site_macros_h, []),
     "function-sites-c": (function_sites_c, []),
     "timing-gen-h": (timing_gen_h, []),
     "timing-gen-c": (timing_gen_c, []),
