@@ -321,7 +321,7 @@ def metrics_layout_h(provider, ms):
         o.append(f"struct bx_q_{q.name} {{\n\tbx_u64 count; /* observations */\n"
                  f"\tbx_u64 sum;   /* of the {'signed ' if q.signed else ''}values, two's complement */\n"
                  f"\tbx_u64 buckets[BX_{Q}_BUCKETS]; /* not cumulative; the last is +Inf */\n}};\n")
-        o.append(f"BX_INLINE void\nbx_observe_{q.name}(struct bx_q_{q.name} *q, {q.c_type} x, int shared)\n{{\n"
+        o.append(f"BX_INLINE void bx_observe_{q.name}(struct bx_q_{q.name} *q, {q.c_type} x, int shared)\n{{\n"
                  f"\tstatic const {q.c_type} bounds[BX_{Q}_BOUNDS] = {{ BX_{Q}_BOUND_LIST }};\n"
                  f"\tunsigned i = 0;\n\tint b;\n\n")
         if q.unmeasured_zero:

@@ -100,8 +100,7 @@
  * cannot fault a page in: a string literal whose page the process has not
  * yet touched reads as "" (or fails: "invalid address").  Reading the first
  * byte of what is passed, the "" for NULL included, makes it resident. */
-static BILLING_PROBE_INLINE_ const char *
-billing_probe_str_(const char *s)
+static BILLING_PROBE_INLINE_ const char *billing_probe_str_(const char *s)
 {
 	if (!s)
 		s = "";

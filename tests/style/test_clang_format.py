@@ -25,8 +25,8 @@ def sources(root):
 
 
 # "TYPE" alone on a line, then "name(" at the start of the next
-TYPE_ALONE = re.compile(r"^((?:static |inline |extern |const |unsigned |struct |enum )*"
-                        r"[A-Za-z_][A-Za-z_0-9]*(?: \*+| )?)\n[A-Za-z_][A-Za-z_0-9]*\(", re.M)
+TYPE_ALONE = re.compile(r"^((?:[A-Za-z_][A-Za-z_0-9]* )*[A-Za-z_][A-Za-z_0-9]*(?: \*+| )?)\n"
+                        r"[A-Za-z_][A-Za-z_0-9]*\(", re.M)
 
 
 def type_alone_lines(path):
