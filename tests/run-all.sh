@@ -55,7 +55,7 @@ plain() {
 # Sanitizer reports go to files in DIR, and any file there fails the
 # phase: a test that kills a program and does not read its exit status
 # (a race seen only at shutdown) would otherwise pass over a report.
-reports_dir() {  # reports_dir DIR: empties it
+reports_dir() {  # reports_dir DIR: empties it (in a build tree: meson setup first)
   rm -rf "$1" && mkdir -p "$1"
 }
 no_reports() {  # no_reports DIR
@@ -68,9 +68,8 @@ no_reports() {  # no_reports DIR
 
 asan() {
   local reports=$PWD/$build-asan/sanitizer-reports rc=0
-  reports_dir "$reports"
   setup "$build-asan" -Db_sanitize=address,undefined -Db_lundef=false &&
-    ninja -C "$build-asan" || return 1
+    ninja -C "$build-asan" && reports_dir "$reports" || return 1
   ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:log_path=$reports/asan \
   UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1:log_path=$reports/ubsan \
     meson test -C "$build-asan" --print-errorlogs --num-processes 2 --no-rebuild \
@@ -94,8 +93,7 @@ PY
 
 tsan() {
   local reports=$PWD/$build-tsan/sanitizer-reports rc=0
-  reports_dir "$reports"
-  setup "$build-tsan" -Db_sanitize=thread && ninja -C "$build-tsan" || return 1
+  setup "$build-tsan" -Db_sanitize=thread && ninja -C "$build-tsan" && reports_dir "$reports" || return 1
   export TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:log_path=$reports/tsan
   meson test -C "$build-tsan" --print-errorlogs --num-processes 1 --no-rebuild \
     timing billingd-ground-truth billingd-api hardening-hostile-clients stats-writer stats-fork \
