@@ -33,8 +33,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "billingd"))
 import billingtest as bt  # noqa: E402
-import fsite  # noqa: E402
-from harness import Billingd, run_load  # noqa: E402
+import functionsitetest  # noqa: E402
+from billingdtest import Billingd, run_load  # noqa: E402
 
 SCRIPTS = {  # name: (dtrace options before -s, $1.. arguments)
     "biz_metrics.d": ([], ["600", "1"]),     # interval 600 s: only the TOTAL at exit; JSON rows
@@ -154,7 +154,7 @@ def traced_run(dtrace, billingd, load_exe, name, script):
     try:
         status, _, _ = svc.request("GET", "/healthz")  # before tracing: not counted
         bt.check(status == 200, "%s: billingd answers before tracing" % name)
-        tracer = fsite.Dtrace(dtrace, script, ["-p", str(svc.pid), *args], options=opts)
+        tracer = functionsitetest.Dtrace(dtrace, script, ["-p", str(svc.pid), *args], options=opts)
         # BEGIN's first line: the table's "Hit Ctrl-C", JSON's start object
         ready = '{"type":"start"' if args[-1:] == ["1"] and name == "biz_metrics.d" else "Hit Ctrl-C"
         if bt.check(tracer.wait_for(ready, 90), "%s: attached (BEGIN ran)" % name):
