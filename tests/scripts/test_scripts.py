@@ -445,25 +445,18 @@ def case_slow_requests_bounds():
           "untracked/dropped line wrong")
 
 
-def case_tps(json_mode=False):
-    argv = [1] if json_mode else []
+def case_tps():
     # tps.d prints each second from a tick, which an idle CPU here never
     # fires (seconds of one parity would merge): keep CPU 0 busy for it
     extra = ["--keep-cpus-busy"] if S.TRACER.dtrace else []
-    out = run("tps", [("tps", "tps", argv, False)], extra=extra)["tps"]
+    out = run("tps", [("tps", "tps", [], False)], extra=extra)["tps"]
     lines = []  # (txns, failed, partial)
     pcts = []   # FAIL% of each line
-    if json_mode:
-        for o in json_lines(out)[1:]:
-            require(o["partial"] == (o["covered_ms"] < 1000), "partial flag vs covered_ms: %s" % o)
-            lines.append((o["transactions"], o["failed"], o["partial"]))
-            pcts.append(o["failed_pct"])
-    else:
-        for line in out.split("\n"):
-            m = re.match(r"^\d\d:\d\d:\d\d\s+(\d+)\s+(\d+)\s+(\d+)(\s+partial \d+ ms)?$", line)
-            if m:
-                lines.append((int(m.group(1)), int(m.group(2)), bool(m.group(4))))
-                pcts.append(int(m.group(3)))
+    for line in out.split("\n"):
+        m = re.match(r"^\d\d:\d\d:\d\d\s+(\d+)\s+(\d+)\s+(\d+)(\s+partial \d+ ms)?$", line)
+        if m:
+            lines.append((int(m.group(1)), int(m.group(2)), bool(m.group(4))))
+            pcts.append(int(m.group(3)))
     if S.TRACER.dtrace and lines and not lines[-1][2]:
         # seen about one run in five under Oracle's DTrace: the line END
         # prints for the second cut short does not reach stdout
@@ -507,10 +500,6 @@ def merged_seconds(seen, planned):
         else:
             return False
     return not left
-
-
-def case_tps_json():
-    case_tps(json_mode=True)
 
 
 SYSTEM_VIEWS = {"cswitch": [1], "syscalls": [], "file_opens": [], "io_bytes": [1],

@@ -53,3 +53,9 @@ def readelf_names(path):
     """ELF probe names in a file's notes, as readelf -n prints them."""
     out = subprocess.run(["readelf", "-n", "--wide", path], capture_output=True, text=True, check=True).stdout
     return set(re.findall(r"Name: (\S+)", out))
+
+
+def tps_seconds(text):
+    """tps's table lines: [(TXNS, FAILED, FAIL%, partial)] in order."""
+    return [(int(t), int(f), int(p), bool(note)) for t, f, p, note in
+            re.findall(r"^\d\d:\d\d:\d\d\s+(\d+)\s+(\d+)\s+(\d+)(\s+partial \d+ ms)?$", text, flags=re.M)]
