@@ -177,21 +177,6 @@ def case_errors():
     intervals_add_up(sums, X.ERROR_ROWS, "errors")
 
 
-def case_errors_json():
-    out = one("business", "errors", 1, 1)
-    objs = json_lines(out)
-    total = [o for o in objs if o["type"] == "total"][0]
-    got = {(e["component"], e["code"]): e["count"] for e in total["errors"][:-1]}
-    require(got == X.ERROR_ROWS, "JSON totals differ: %s" % got)
-    sums = {}
-    for o in objs:
-        if o["type"] == "interval":
-            for e in o["errors"][:-1]:
-                k = (e["component"], e["code"])
-                sums[k] = sums.get(k, 0) + e["count"]
-    intervals_add_up(sums, X.ERROR_ROWS, "errors JSON")
-
-
 def case_errors_cmd():
     """The -c form: the tracer starts the workload itself.  bpftrace 0.17
     needs the binary's path in the probe (the launcher's job; done by hand
