@@ -26,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import billingtest as bt  # noqa: E402
-from tooltest import TOOL, check, finish, need_probes, readelf_names, run, tps_seconds  # noqa: E402
+from tooltest import TOOL, biz_total, check, finish, need_probes, readelf_names, run, tps_seconds  # noqa: E402
 
 need_probes()
 bt.require_tracing()
@@ -115,7 +115,7 @@ subset_carries = readelf_names(SUBSET)
 two_carries = readelf_names(TWO) | readelf_names(LIB)
 
 if "--subset" in sys.argv[1:]:
-    for script, args in (("biz_metrics", ["1", "1"]), ("tps", []), ("slow_requests", ["1"]),
+    for script, args in (("biz_metrics", ["1"]), ("tps", []), ("slow_requests", ["1"]),
                          ("request_latency", ["1", "1", "1"]), ("amount_dist", []), ("errors", ["1"])):
         rc, out, err = trace_c(script, SUBSET, args)
         errors = [l for l in err.splitlines() if "ERROR" in l and "RLIMIT_MEMLOCK" not in l]
@@ -181,9 +181,9 @@ for args, why in ((["trace", "no_such_script", "-c", TWO], "no such script"),
 # A round fires 1 invoice (1250 EUR), 1 approved payment (1999), 1 declined
 # (250000, code 51), 1 refund (500).
 for how in ("-c", "-p"):
-    rc, out, err = trace_c("biz_metrics", SUBSET, ["1", "1"]) if how == "-c" else \
-        trace_p("biz_metrics", SUBSET, ["1", "1"])
-    rows = {(r["metric"], r["code"]): (r["count"], r["amount_minor"]) for r in total(out).get("rows", [])}
+    rc, out, err = trace_c("biz_metrics", SUBSET, ["1"]) if how == "-c" else \
+        trace_p("biz_metrics", SUBSET, ["1"])
+    rows = biz_total(out)
     check(rc == 0 and rows == {("invoices", 0): (ROUNDS, ROUNDS * 1250), ("approved", 0): (ROUNDS, ROUNDS * 1999),
                                ("declined", 51): (ROUNDS, ROUNDS * 250000), ("refunds", 0): (ROUNDS, ROUNDS * 500)},
           "biz_metrics %s on the subset service: exact counts and amounts (%d %s %r)" % (how, rc, rows, err[-300:]))
