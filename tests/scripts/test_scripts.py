@@ -32,7 +32,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import scriptstest as S  # noqa: E402
-from scriptstest import (BT_SCRIPTS, D_SCRIPTS, TIMEOUT, Failure, bt, hist, intervals_add_up, json_lines,  # noqa: E402
+from scriptstest import (BT_SCRIPTS, D_SCRIPTS, TIMEOUT, Failure, bt, hist, intervals_add_up,  # noqa: E402
                          keyed, one, require, run, scalar_map, section, total_table)
 import expected as X  # noqa: E402
 from fold_stacks import fold  # noqa: E402  the folder SREs run, tested here
@@ -298,16 +298,6 @@ def case_request_latency_race():
     h = hist(out, "@usecs[race]")
     require(sum(h.values()) == X.RACE_TOTAL, "histogram holds %d of %d" % (sum(h.values()), X.RACE_TOTAL))
     no_stray_histograms(out, ["race"])
-
-
-def case_request_latency_json():
-    out = one("requests", "request_latency", 100, 1, 1)
-    objs = json_lines(out)
-    total = [o for o in objs if o["type"] == "total"][0]
-    require(total["unmeasured"] == X.UNMEASURED and total["threshold_ms"] == 100, "bad total header")
-    got = {h["handler"]: [h["count"], h["slow"]] + ([] if S.TRACER.dtrace else [
-        "%.2f" % h["slow_pct"], h["p50_us"], h["p95_us"], h["p99_us"]]) for h in total["handlers"][:-1]}
-    require(got == expected_latency_rows(), "JSON totals %s" % got)
 
 
 def case_request_latency_threshold():

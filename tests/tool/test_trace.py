@@ -26,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import billingtest as bt  # noqa: E402
-from tooltest import TOOL, biz_total, check, finish, need_probes, readelf_names, run, tps_seconds  # noqa: E402
+from tooltest import TOOL, biz_total, check, finish, latency_total, need_probes, readelf_names, run, tps_seconds  # noqa: E402
 
 need_probes()
 bt.require_tracing()
@@ -48,23 +48,6 @@ def script_probes(name):
 
 def dropped(err):
     return set(re.findall(r"dropped usdt::billing:(\w+): no module of", err))
-
-
-def json_lines(out):
-    docs = []
-    for line in out.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                docs.append(json.loads(line.replace(",null]", "]").replace("[null]", "[]")))
-            except ValueError:
-                pass
-    return docs
-
-
-def total(out):
-    docs = [d for d in json_lines(out) if d.get("type") == "total"]
-    return docs[-1] if docs else {}
 
 
 def trace_c(script, program, args=(), rounds=ROUNDS):
@@ -116,7 +99,7 @@ two_carries = readelf_names(TWO) | readelf_names(LIB)
 
 if "--subset" in sys.argv[1:]:
     for script, args in (("biz_metrics", ["1"]), ("tps", []), ("slow_requests", ["1"]),
-                         ("request_latency", ["1", "1", "1"]), ("amount_dist", []), ("errors", ["1"])):
+                         ("request_latency", ["1", "1"]), ("amount_dist", []), ("errors", ["1"])):
         rc, out, err = trace_c(script, SUBSET, args)
         errors = [l for l in err.splitlines() if "ERROR" in l and "RLIMIT_MEMLOCK" not in l]
         check(rc == 0 and "fired %d" % ROUNDS in out and dropped(err) == script_probes(script) - subset_carries,
@@ -192,12 +175,10 @@ for how in ("-c", "-p"):
 # A round: a request through the helpers (library), one through the macros
 # (executable, 2 ms), a 700 EUR payment transaction (helpers), one error.
 for how in ("-c", "-p"):
-    rc, out, err = trace_c("request_latency", TWO, ["1", "1", "1"]) if how == "-c" else \
-        trace_p("request_latency", TWO, ["1", "1", "1"])
-    handlers = {h["handler"]: h for h in total(out).get("handlers", [])}
-    check(rc == 0 and handlers.get("helper.req", {}).get("count") == ROUNDS
-          and handlers.get("macro.req", {}).get("count") == ROUNDS
-          and handlers["macro.req"].get("slow") == ROUNDS and handlers["helper.req"].get("slow") == 0,
+    rc, out, err = trace_c("request_latency", TWO, ["1", "1"]) if how == "-c" else \
+        trace_p("request_latency", TWO, ["1", "1"])
+    handlers = latency_total(out)
+    check(rc == 0 and handlers.get("helper.req") == (ROUNDS, 0) and handlers.get("macro.req") == (ROUNDS, ROUNDS),
           "request_latency %s, request-done in two modules: %d helper requests (library) and %d macro ones, "
           "all 2 ms macro requests slow (%d %s %r)" % (how, ROUNDS, ROUNDS, rc, handlers, err[-300:]))
 

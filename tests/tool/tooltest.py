@@ -91,3 +91,9 @@ def biz_total(text):
     elif declined:
         got["codes"] = codes
     return got
+
+
+def latency_total(text):
+    """request_latency's TOTAL table: {HANDLER: (COUNT, SLOW)}."""
+    tot = text.split("TOTAL since start", 1)[-1].split("\nUNMEASURED", 1)[0]
+    return {h: (int(n), int(slow)) for h, n, slow in re.findall(r"^(\S+)\s+(\d+)\s+(\d+)(?:\s|$)", tot, flags=re.M)}
