@@ -32,6 +32,9 @@ const bx_metric_t bx_metrics[] = {
 	     "Probe attachments (one per module and target) per probe."),
 	SELF("billing_exporter_label_values_folded_total", BX_COUNTER, "", "map,label",
 	     "Distinct label values counted under \"other\" once a label had 64 values."),
+	SELF("billing_exporter_folded_fires_total", BX_COUNTER, "", "map,label",
+	     "Fires counted under the label value \"other\": theirs came past the label's 64 values "
+	     "(known values never do), or their map was full."),
 	SELF("billing_exporter_dropped_fires_total", BX_COUNTER, "", "map",
 	     "Fires not counted because their map was full (16384 label sets)."),
 	SELF("billing_exporter_bpf_program_runs_total", BX_COUNTER, "", "program",

@@ -378,7 +378,7 @@ static int add_row(bx_exporter_t *ex, size_t mi, const bs_read_row_t *sr, struct
 		else
 			snprintf(buf, sizeof buf, "%d", (int)sr->ints[f]);
 		row->ints[f] = m->fields[f].kind == BX_KEY_STRING ? 0 : sr->ints[f];
-		row->labels[f] = bx_label_admit(&ex->slots[mi][f], buf);
+		row->labels[f] = bx_label_admit(&ex->slots[mi][f], m->fields[f].known, m->fields[f].nknown, buf);
 	}
 	memcpy(row->cells, sr->cells, sizeof row->cells);
 	whole_histograms(mi, row->cells);
