@@ -385,10 +385,24 @@ static bs_thread_t *thread_start(void)
 	return t;
 }
 
-/* The dictionary index of a field's value (lock held), BS_IDX_FOLDED past
- * the cap.  Entries are written before their count is published. */
+static int cmp_known(const void *key, const void *elem)
+{
+	return strcmp(key, *(const char *const *)elem);
+}
+
+/* The index of a field's value (lock held): a known value's own
+ * (BS_IDX_KNOWN + k, no dictionary room taken), else its dictionary
+ * entry's, BS_IDX_FOLDED past the cap.  Entries are written before their
+ * count is published. */
 static unsigned intern(int m, size_t f, const unsigned char *v, size_t size)
 {
+	const bs_map_info_t *mi = &billing_stats_maps_[m];
+	if (mi->fields[f].nknown) {
+		/* v is a key field: NUL-terminated within size (bs_copy_label_). */
+		const char *const *k = bsearch(v, mi->fields[f].known, mi->fields[f].nknown, sizeof *k, cmp_known);
+		if (k)
+			return BS_IDX_KNOWN + (unsigned)(k - mi->fields[f].known);
+	}
 	uint32_t n = hdr->dict_count[m][f];
 	for (uint32_t i = 0; i < n; i++)
 		if (memcmp(seg + BS_DICT_ENTRY(hdr, m, f, i), v, size) == 0)
@@ -400,8 +414,30 @@ static unsigned intern(int m, size_t f, const unsigned char *v, size_t size)
 	return n;
 }
 
+static uint32_t find_row(int m, const struct bs_row *r, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (memcmp(seg + BS_ROW_ENTRY(hdr, m, i), r, sizeof *r) == 0)
+			return i;
+	return UINT32_MAX;
+}
+
+/* A label set folded: known values and an int 0 (entry 0) kept, anything
+ * else "other".  There are at most BX_FOLD_KEYS_MAX such sets per map. */
+static void fold_row(const bs_map_info_t *mi, struct bs_row *r)
+{
+	for (size_t f = 0; f < mi->nfields; f++) {
+		unsigned idx = r->idx[f];
+		int known = idx >= BS_IDX_KNOWN && idx < BS_IDX_OVERFLOW;
+		if (!known && !(idx == 0 && !mi->fields[f].is_string))
+			r->idx[f] = BS_IDX_FOLDED;
+	}
+}
+
 /* The row of a key (lock held): its label values interned, found among the
- * map's rows or appended; past BS_ROWS - 1 label sets, the overflow row. */
+ * map's rows or appended.  Past BS_GENERAL_ROWS label sets a new one is
+ * folded first (fold_row), into rows reserved for that; past BS_ROWS - 1
+ * (which a fold never reaches), the overflow row. */
 static uint32_t row_of(int m, const unsigned char *key)
 {
 	const bs_map_info_t *mi = &billing_stats_maps_[m];
@@ -409,10 +445,14 @@ static uint32_t row_of(int m, const unsigned char *key)
 	memset(&r, 0, sizeof r);
 	for (size_t f = 0; f < mi->nfields; f++)
 		r.idx[f] = (uint8_t)intern(m, f, key + mi->fields[f].offset, mi->fields[f].size);
-	uint32_t n = hdr->row_count[m];
-	for (uint32_t i = 0; i < n; i++)
-		if (memcmp(seg + BS_ROW_ENTRY(hdr, m, i), &r, sizeof r) == 0)
+	uint32_t n = hdr->row_count[m], i = find_row(m, &r, n);
+	if (i != UINT32_MAX)
+		return i;
+	if (n >= BS_GENERAL_ROWS) {
+		fold_row(mi, &r);
+		if ((i = find_row(m, &r, n)) != UINT32_MAX)
 			return i;
+	}
 	if (n == BS_ROWS - 1 || n == BS_ROWS) {
 		if (n == BS_ROWS - 1) {
 			memset(&r, 0, sizeof r);

@@ -107,6 +107,14 @@ static int read_dicts_rows(const src_t *s, const struct bs_header *h, bs_segment
 					row->ints[f] = 1;
 					continue;
 				}
+				const bs_map_info_t *mi = &billing_stats_maps_[m];
+				if (idx >= BS_IDX_KNOWN && f < (int)mi->nfields && mi->fields[f].nknown) {
+					if (idx - BS_IDX_KNOWN >= mi->fields[f].nknown)
+						FAIL("map %d row %u names known value %u of %zu", m, r, idx - BS_IDX_KNOWN,
+						     mi->fields[f].nknown);
+					snprintf(row->text[f], sizeof row->text[f], "%s", mi->fields[f].known[idx - BS_IDX_KNOWN]);
+					continue;
+				}
 				if (idx >= h->dict_count[m][f]) {
 					if (idx == 0)
 						continue; /* an unused field of this map */

@@ -22,6 +22,9 @@ import shlex
 from decimal import Decimal, InvalidOperation
 
 TYPES_OK_FOR_LABELS = {"char *": "string", "int": "int32"}
+# Known values a label may have: a stats segment row names one by a byte,
+# BS_IDX_KNOWN (64) .. BS_IDX_OVERFLOW (254) - 1 (lib/stats_segment.h).
+KNOWN_MAX = 190
 HEADER_BANNER = "/* Generated from provider/billing.d by provider/generate.py: do not edit. */\n"
 
 
@@ -129,6 +132,8 @@ def read_known(path, arg, name):
         raise MetricError(f"{path}: @@known {arg}: cannot read {where}: {e}") from None
     values = [l.split("#")[0].strip() for l in text.splitlines()]
     values = [v for v in values if v]
+    if len(values) > KNOWN_MAX:
+        raise MetricError(f"{where}: {len(values)} values; a stats segment row has room for {KNOWN_MAX}")
     for v in values:
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", v):
             raise MetricError(f"{where}: {v!r}: a known value is letters, digits, '_', '.' or '-'")
