@@ -292,13 +292,13 @@ static int create_segment(void)
 	uint64_t cells = 0, map_off[BX_MAP_COUNT];
 	for (int m = 0; m < BX_MAP_COUNT; m++) {
 		map_off[m] = cells * 8;
-		cells += (uint64_t)BS_ROWS * billing_stats_maps_[m].cells;
+		cells += (uint64_t)billing_stats_maps_[m].rows * billing_stats_maps_[m].cells;
 	}
 	uint64_t slot_size = (BS_SLOT_HEADER + cells * 8 + 63) / 64 * 64;
 	uint64_t desc_off = BS_HEADER_SIZE;
 	uint64_t dicts_off = (desc_off + desc_size + 63) / 64 * 64;
 	uint64_t rows_off = dicts_off + BS_DICTS_SIZE(BX_MAP_COUNT);
-	uint64_t slots_off = (rows_off + BS_ROWS_SIZE(BX_MAP_COUNT) + 4095) / 4096 * 4096;
+	uint64_t slots_off = (rows_off + BS_ROWS_SIZE + 4095) / 4096 * 4096;
 	uint64_t nslots = (uint64_t)nthreads + 1; /* + the overflow slot */
 	uint64_t size = slots_off + nslots * slot_size;
 	unsigned char *p = MAP_FAILED;
@@ -326,7 +326,7 @@ static int create_segment(void)
 	h->start_time = start_time_of("/proc/self/stat");
 	h->nmaps = BX_MAP_COUNT;
 	h->nslots = (uint32_t)nslots;
-	h->rows_per_map = BS_ROWS;
+	h->rows_per_map = BS_GENERAL_ROWS;
 	h->label_values = BS_LABEL_VALUES;
 	h->desc_offset = desc_off;
 	h->desc_size = desc_size;
@@ -436,8 +436,8 @@ static void fold_row(const bs_map_info_t *mi, struct bs_row *r)
 
 /* The row of a key (lock held): its label values interned, found among the
  * map's rows or appended.  Past BS_GENERAL_ROWS label sets a new one is
- * folded first (fold_row), into rows reserved for that; past BS_ROWS - 1
- * (which a fold never reaches), the overflow row. */
+ * folded first (fold_row), into rows reserved for that; past the map's
+ * rows but one (which a fold never reaches), the overflow row. */
 static uint32_t row_of(int m, const unsigned char *key)
 {
 	const bs_map_info_t *mi = &billing_stats_maps_[m];
@@ -453,15 +453,16 @@ static uint32_t row_of(int m, const unsigned char *key)
 		if ((i = find_row(m, &r, n)) != UINT32_MAX)
 			return i;
 	}
-	if (n == BS_ROWS - 1 || n == BS_ROWS) {
-		if (n == BS_ROWS - 1) {
+	uint32_t last = (uint32_t)mi->rows - 1;
+	if (n >= last) {
+		if (n == last) {
 			memset(&r, 0, sizeof r);
 			for (size_t f = 0; f < mi->nfields; f++)
 				r.idx[f] = BS_IDX_OVERFLOW;
 			memcpy(seg + BS_ROW_ENTRY(hdr, m, n), &r, sizeof r);
-			__atomic_store_n(&hdr->row_count[m], BS_ROWS, __ATOMIC_RELEASE);
+			__atomic_store_n(&hdr->row_count[m], last + 1, __ATOMIC_RELEASE);
 		}
-		return BS_ROWS - 1;
+		return last;
 	}
 	memcpy(seg + BS_ROW_ENTRY(hdr, m, n), &r, sizeof r);
 	__atomic_store_n(&hdr->row_count[m], n + 1, __ATOMIC_RELEASE);

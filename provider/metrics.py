@@ -398,6 +398,7 @@ def metrics_layout_h(provider, ms):
     for f in ms.feeds:
         o.append(f"#define BX_FOLD_KEYS_{f.probe.macro} {ms.fold_keys(f)}\n")
     o.append(f"#define BX_FOLD_KEYS_MAX {max(ms.fold_keys(f) for f in ms.feeds)}\n")
+    o.append(f"#define BX_FOLD_KEYS_TOTAL {sum(ms.fold_keys(f) for f in ms.feeds)}\n")
     for arg, values in ms.known.items():
         o.append(f"#define BX_KNOWN_{arg.upper()}_COUNT {len(values)} /* @@known {arg} */\n")
     o.append(f"#define BX_MAP_COUNT {len(ms.feeds)}\n")

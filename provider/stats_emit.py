@@ -93,13 +93,16 @@ def stats_desc_c(provider, ms):
          + "".join(f"\t{metrics.c_string(l)[:-1]}\\n\"\n" for l in description(ms).splitlines()) + "\t;\n\n"]
     o.append(metrics.known_arrays_c(ms) + "\n")
     o.append("const bs_map_info_t billing_stats_maps_[BX_MAP_COUNT] = {\n")
+    base = []
     for f in ms.feeds:
         fields, _ = metrics.key_layout(ms, f)
         st = f"struct bx_key_{f.probe.func}"
+        rows = f"BS_GENERAL_ROWS + BX_FOLD_KEYS_{f.probe.macro} + 1"
         fl = ", ".join(f"{{ offsetof({st}, {arg}), {size}, {1 if kind == 'BX_KEY_STRING' else 0}, "
                        f"{metrics.known_ref(ms, arg)} }}" for _, arg, kind, size in fields)
         o.append(f"\t[BX_MAP_{f.probe.macro}] = {{ sizeof({st}), sizeof(struct bx_value_{f.probe.func}) / 8, "
-                 f"{len(fields)}, {{ {fl} }} }},\n")
+                 f"{rows}, {' + '.join(base) or '0'}, {len(fields)}, {{ {fl} }} }},\n")
+        base.append(f"({rows})")
     o.append("};\n\n")
     return "".join(o)
 
