@@ -30,10 +30,10 @@
 #define BS_LAYOUT_VERSION 2u
 #define BS_ENDIAN 0x01020304u
 #define BS_HEADER_SIZE 4096u
-#define BS_MAX_MAPS 32     /* header room; BX_MAP_COUNT are used */
-#define BS_MAX_FIELDS 4    /* header room; BX_MAX_FIELDS are used */
-#define BS_LABEL_VALUES 64 /* distinct values per label field besides its known ones, then "other" */
-#define BS_VALUE_BYTES 32  /* one dictionary entry: a string or an int32 */
+#define BS_MAX_MAPS 32      /* header room; BX_MAP_COUNT are used */
+#define BS_MAX_FIELDS 4     /* header room; BX_MAX_FIELDS are used */
+#define BS_LABEL_VALUES 64  /* distinct values per label field besides its known ones, then "other" */
+#define BS_VALUE_BYTES 32   /* one dictionary entry: a string or an int32 */
 #define BS_GENERAL_ROWS 128 /* label sets per map taken first come */
 /* Rows of a map (bs_map_info_t.rows): the general ones, then room for
  * every folded label set of that map (BX_FOLD_KEYS_<PROBE>: a label set
@@ -48,7 +48,9 @@
 #define BS_IDX_KNOWN 64     /* BS_IDX_KNOWN + k: the field's known value k ("@@known", sorted) */
 #define BS_IDX_FOLDED 255   /* a value past the 64th: "other" (an int one is non-zero) */
 #define BS_IDX_OVERFLOW 254 /* the overflow row: a label set past the map's rows */
-#define BS_KNOWN_MAX (BS_IDX_OVERFLOW - BS_IDX_KNOWN) /* known values a field may have */
+
+/* Known values a field may have (provider/metrics.py KNOWN_MAX). */
+#define BS_KNOWN_MAX (BS_IDX_OVERFLOW - BS_IDX_KNOWN)
 
 /* Slot states. */
 #define BS_SLOT_NEVER 0u
@@ -73,7 +75,7 @@ struct bs_header {
 	uint64_t start_time; /* the writer's start time, /proc/PID/stat field 22 */
 	uint32_t nmaps;      /* BX_MAP_COUNT of the writer */
 	uint32_t nslots;     /* thread slots, the last one shared by overflow threads */
-	uint32_t rows_per_map, label_values; /* BS_GENERAL_ROWS, BS_LABEL_VALUES */
+	uint32_t rows_per_map, label_values;
 	uint64_t desc_offset, desc_size, desc_hash; /* desc_hash: FNV-1a 64 of the text */
 	uint64_t dicts_offset, rows_offset, slots_offset, slot_size;
 	uint32_t slots_used;                             /* high-water mark: slots [0, slots_used) were ever claimed */

@@ -317,6 +317,9 @@ def parse(provider, text):
     # exposition), families in order of first declaration.
     order = list(families)
     metrics = sorted([m for f in feeds for m in f.metrics], key=lambda m: order.index(m.name))
+    for arg in known:
+        if not any(arg in f.fields for f in feeds):
+            raise MetricError(f"{provider.path}: @@known {arg}: no metric has a label from an argument {arg}")
     for f in feeds:
         types = {n: t for n, t, _ in f.probe.args}
         for arg in f.fields:

@@ -37,8 +37,8 @@ typedef struct bx_key_field {
 	const char *arg; /* argument name in billing.d, e.g. "gateway" */
 	int arg_pos;     /* its position in billing.d's declaration */
 	bx_key_kind_t kind;
-	size_t offset, size;       /* within the key struct */
-	const char *const *known;  /* "@@known" values, sorted (strcmp); NULL: none */
+	size_t offset, size;      /* within the key struct */
+	const char *const *known; /* "@@known" values, sorted (strcmp); NULL: none */
 	size_t nknown;
 } bx_key_field_t;
 
@@ -77,7 +77,7 @@ typedef struct bx_map_quantity {
 typedef struct bx_map_desc {
 	const char *map;      /* BPF map name, "m_payment_auth" */
 	const char *fold_map; /* its fold map, "f_payment_auth": fires the full map could not take */
-	const char *probe; /* ELF spelling of the probe = BPF program name */
+	const char *probe;    /* ELF spelling of the probe = BPF program name */
 	unsigned group;
 	size_t key_size, value_size;
 	size_t nfields;
