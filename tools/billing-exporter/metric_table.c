@@ -35,9 +35,11 @@ const bx_metric_t bx_metrics[] = {
 	SELF("billing_exporter_folded_fires_total", BX_COUNTER, "", "map,label",
 	     "Fires counted under the label value \"other\": theirs came past the label's 64 values "
 	     "(known values never do), or their map was full."),
+	/* Since fold maps (billing_exporter_programs.h) a fire is dropped only
+	 * when its fold map refuses it too, which it has room never to do; the
+	 * help text stays as scrapes have always shown it. */
 	SELF("billing_exporter_dropped_fires_total", BX_COUNTER, "", "map",
-	     "Fires not counted: their map was full (16384 label sets) and its fold map refused them "
-	     "(it has room for every folded label set: never expected)."),
+	     "Fires not counted because their map was full (16384 label sets)."),
 	SELF("billing_exporter_bpf_program_runs_total", BX_COUNTER, "", "program",
 	     "Runs of each BPF program (0 unless kernel BPF stats are on: --bpf-stats)."),
 	SELF("billing_exporter_bpf_program_run_seconds_total", BX_COUNTER, "seconds", "program",
