@@ -11,7 +11,10 @@ metric needs from one description:
                      argument's own unit; one observe function per quantity.
                      The exporter's BPF programs and the stats writer both
                      count through these, so the two paths cannot disagree.
-  billing-exporter-programs-h  the BPF maps and one USDT program per feeding probe
+  billing-exporter-programs-h  the BPF maps and one USDT program per feeding probe;
+                     beside each map a fold map sized for every folded key
+                     (MetricSet.fold_keys), and a map of each label's known
+                     values ("@@known", read from a file beside billing.d)
   metric-table-gen-h   the exporter's user-space table: quantities, maps,
                      metric rows (tools/billing-exporter/metric_table.c)
 """
