@@ -66,7 +66,8 @@ bt.check(len(gateways) <= 65 and "other" in gateways,
 series = sum(1 for (n, _), _v in s2.items())
 bt.check(series < 3000, "the scrape stays bounded: %d series" % series)
 # A burst of new label sets can find the kernel's map allocator empty:
-# such fires are never lost silently, they are counted as dropped.
+# such fires go to the map's fold map (gateway "other"); one the fold map
+# refused too would be counted as dropped, never lost silently.
 fired = second["payment_auth"]
 counted = h.total(s2, "billing_payments_total")
 dropped = h.total(s2, "billing_exporter_dropped_fires_total", map="m_payment_auth")
