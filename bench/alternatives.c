@@ -30,8 +30,7 @@ static const char *const currencies[3] = { "EUR", "USD", "JPY" };
 static atomic_ullong outcome[2];  /* approved, declined */
 static atomic_ullong log2_ns[65]; /* bucket b: 2^(b-1) <= duration < 2^b */
 
-static double
-now_ns(void)
+static double now_ns(void)
 {
 	struct timespec ts;
 
@@ -39,8 +38,7 @@ now_ns(void)
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-static int
-usage(const char *argv0)
+static int usage(const char *argv0)
 {
 	fprintf(stderr, "usage: %s fprintf|syslog|atomic|histogram N [LOGFILE]\n", argv0);
 	return 2;

@@ -19,8 +19,7 @@
 static const char *const gateways[3] = { "stripe-sim", "adyen-sim", "paypal-sim" };
 static const char *const currencies[3] = { "EUR", "USD", "JPY" };
 
-static double
-now_ns(clockid_t clock)
+static double now_ns(clockid_t clock)
 {
 	struct timespec ts;
 

@@ -5,12 +5,11 @@
  * refunds, with rates; payments by gateway and result code; amounts per
  * currency.  Twin of bpftrace/biz_metrics.bt (same rows, same units).
  *
- * USAGE: dtrace -s biz_metrics.d -p PID [INTERVAL_S [JSON]]
- *        dtrace -s biz_metrics.d -c 'CMD ARGS' [INTERVAL_S [JSON]]
+ * USAGE: dtrace -s biz_metrics.d -p PID [INTERVAL_S]
+ *        dtrace -s biz_metrics.d -c 'CMD ARGS' [INTERVAL_S]
  *   INTERVAL_S  seconds between reports (default 10)
- *   JSON        1: print one JSON object per interval instead of a table
  *
- * OUTPUT (table; each interval, then "TOTAL since start" at exit; times
+ * OUTPUT (each interval, then "TOTAL since start" at exit; times
  *   HH:MM:SS, of walltimestamp, UTC (bpftrace: local time)):
  *   a summary: invoices N (R/s); payments approved N declined N (R/s,
  *   approval P%); refunds N (R/s).  R: events per second of the interval,
@@ -18,8 +17,7 @@
  *   declined), whole percent rounded down.  Then the breakdowns, each a
  *   heading line and "@name[key, key]: value" rows, or the heading with
  *   ": none seen" when the interval had no such event.  An interval shows
- *   the 8 largest rows of each ("top 8"; one interval of the demo's load
- *   is 23 lines), TOTAL all rows.  Rows are sorted by value: descending, the
+ *   the 8 largest rows of each ("top 8"), TOTAL all rows.  Rows are sorted by value: descending, the
  *   largest first (aggsortrev; trunc() keeps the largest).
  * FIELDS:
  *   @payments[GATEWAY, CODE]      payment-auth events (count); CODE is the
@@ -34,21 +32,12 @@
  *                                 TOTAL only)
  *   GATEWAY, CURRENCY, REASON are "-" when the probe passed "".
  *
- * JSON schema (a "start" line, one line per interval, "total" at exit):
- *   {"type":"start","interval_s":N}
- *   {"type":"interval"|"total","time":"HH:MM:SS","interval_s":N,
- *    "rows":[{"metric":S,"currency":S,"label":S,"code":N,"count":N,
- *             "amount_minor":N}, ..., null]}
- *   rows ends with a null sentinel (printa cannot omit a last comma).
- *
  * OVERHEAD: a few aggregation updates per payment-auth, invoice-create
  * and refund-process; everything is aggregated in the kernel.
  * EXACTNESS: every figure and row is a count(), sum() or avg() aggregation
- * (per-CPU): exact, in the table and in JSON.
- * STABILITY: fields and JSON keys are Evolving (billing.d's probe names
- * and arguments); the table layout may change, the JSON schema only by
- * adding keys.  JSON rows come by count, most first (aggsortrev), not
- * first-seen as in the bpftrace twin.
+ * (per-CPU): exact.
+ * STABILITY: fields are Evolving (billing.d's probe names and arguments);
+ * the layout may change.
  * EXAMPLE: biz_metrics.example.txt
  */
 
@@ -60,7 +49,6 @@
 dtrace:::BEGIN
 {
 	interval = $1 > 0 ? $1 : 10;
-	json = $2;
 	secs = 0;
 	/* "none seen" flags of the breakdowns (interval, total) */
 	seen_pay = 0; seen_any = 0; seen_pay_total = 0; seen_any_total = 0; seen_ref = 0;
@@ -73,17 +61,6 @@ dtrace:::BEGIN
 	clear(@s_inv); clear(@s_inv_rate); clear(@t_inv); clear(@s_appr); clear(@s_decl);
 	clear(@s_pay_rate); clear(@s_pct); clear(@t_appr); clear(@t_decl); clear(@t_pct);
 	clear(@s_ref); clear(@s_ref_rate); clear(@t_ref);
-}
-
-dtrace:::BEGIN
-/json/
-{
-	printf("{\"type\":\"start\",\"interval_s\":%d}\n", interval);
-}
-
-dtrace:::BEGIN
-/!json/
-{
 	printf("Tracing billing business figures every %d s. Hit Ctrl-C to end.\n", interval);
 }
 
@@ -144,21 +121,8 @@ billing$target:::refund-process
 	@t_ref = count();
 }
 
-/* JSON: one row per metric, currency, label, code */
-billing$target:::payment-auth,
-billing$target:::invoice-create,
-billing$target:::refund-process
-/json/
-{
-	@count[this->metric, this->cur, this->label, this->code] = count();
-	@amount[this->metric, this->cur, this->label, this->code] = sum(this->amount);
-	@tcount[this->metric, this->cur, this->label, this->code] = count();
-	@tamount[this->metric, this->cur, this->label, this->code] = sum(this->amount);
-}
-
-/* the table: payments by gateway and code, amounts by currency and metric */
+/* the breakdowns: payments by gateway and code, amounts by currency and metric */
 billing$target:::payment-auth
-/!json/
 {
 	@payments[this->label, this->code] = count();
 	@payments_total[this->label, this->code] = count();
@@ -169,7 +133,6 @@ billing$target:::payment-auth
 billing$target:::payment-auth,
 billing$target:::invoice-create,
 billing$target:::refund-process
-/!json/
 {
 	@amount_minor[this->cur, this->metric] = sum(this->amount);
 	@amount_minor_total[this->cur, this->metric] = sum(this->amount);
@@ -179,7 +142,6 @@ billing$target:::refund-process
 }
 
 billing$target:::refund-process
-/!json/
 {
 	@refunds_total[this->label] = count();
 	seen_ref = 1;
@@ -192,7 +154,7 @@ profile:::tick-1sec
 }
 
 profile:::tick-1sec
-/secs >= interval && !json/
+/secs >= interval/
 {
 	printf("\n%02d:%02d:%02d  last %d s\n",
 	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
@@ -210,23 +172,6 @@ profile:::tick-1sec
 	printa("@payments[%s, %d]: %@d\n", @payments);
 	printf("amounts by [currency, metric], minor units%s\n", seen_any ? ", top 8:" : ": none seen");
 	printa("@amount_minor[%s, %s]: %@d\n", @amount_minor);
-}
-
-profile:::tick-1sec
-/secs >= interval && json/
-{
-	printf("{\"type\":\"interval\",\"time\":\"%02d:%02d:%02d\",\"interval_s\":%d,\"rows\":[",
-	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
-	printa("{\"metric\":\"%s\",\"currency\":\"%s\",\"label\":\"%s\",\"code\":%d,\"count\":%@d,\"amount_minor\":%@d},",
-	    @count, @amount);
-	printf("null]}\n");
-}
-
-profile:::tick-1sec
-/secs >= interval/
-{
-	trunc(@count);
-	trunc(@amount);
 	trunc(@payments);
 	trunc(@amount_minor);
 	seen_pay = 0;
@@ -240,11 +185,6 @@ profile:::tick-1sec
 dtrace:::END
 {
 	this->now = walltimestamp / 1000000000;
-}
-
-dtrace:::END
-/!json/
-{
 	printf("\n%02d:%02d:%02d  TOTAL since start\n",
 	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60);
 	printa("invoices %@d\n", @t_inv);
@@ -256,24 +196,6 @@ dtrace:::END
 	printa("@amount_minor_total[%s, %s]: %@d\n", @amount_minor_total);
 	printf("refunds by [reason]%s\n", seen_ref ? ":" : ": none seen");
 	printa("@refunds_total[%s]: %@d\n", @refunds_total);
-}
-
-dtrace:::END
-/json/
-{
-	printf("{\"type\":\"total\",\"time\":\"%02d:%02d:%02d\",\"interval_s\":%d,\"rows\":[",
-	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
-	printa("{\"metric\":\"%s\",\"currency\":\"%s\",\"label\":\"%s\",\"code\":%d,\"count\":%@d,\"amount_minor\":%@d},",
-	    @tcount, @tamount);
-	printf("null]}\n");
-}
-
-dtrace:::END
-{
-	trunc(@count);
-	trunc(@amount);
-	trunc(@tcount);
-	trunc(@tamount);
 	trunc(@payments);
 	trunc(@payments_total);
 	trunc(@amount_minor);

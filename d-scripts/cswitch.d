@@ -5,10 +5,9 @@
  * runnable: CPU contention), and how long its threads stayed off CPU.
  * sched provider off-cpu / on-cpu.  Twin of bpftrace/cswitch.bt.
  *
- * USAGE: dtrace -s cswitch.d -p PID [INTERVAL_S [JSON]]
- *        dtrace -s cswitch.d -c 'CMD ARGS' [INTERVAL_S [JSON]]
+ * USAGE: dtrace -s cswitch.d -p PID [INTERVAL_S]
+ *        dtrace -s cswitch.d -c 'CMD ARGS' [INTERVAL_S]
  *   INTERVAL_S  seconds between reports (default 10)
- *   JSON        1: one JSON object per interval instead of a table
  *   (the bpftrace twin takes the PID as its first argument instead of -p)
  *
  * FIELDS (per interval, threads that switched; all threads at exit):
@@ -20,9 +19,6 @@
  *   at exit: @offcpu_us[sleep|preempted], a power-of-two histogram of the
  *   time (microseconds) from off-cpu to on-cpu.  Long "sleep" times are
  *   waits (locks, I/O, timers); many "preempted" ones mean CPU contention.
- * JSON: {"type":"start","pid":N,"interval_s":N}, then
- *       {"type":"interval"|"total","time":"HH:MM:SS","interval_s":N,
- *        "threads":[{"tid":N,"comm":S,"voluntary":N,"involuntary":N}, ..., null]}
  *
  * OVERHEAD: sched:::off-cpu and on-cpu fire on every context switch of
  * the machine; the predicate on pid keeps the work to the target's.
@@ -37,18 +33,10 @@
 dtrace:::BEGIN
 {
 	interval = $1 > 0 ? $1 : 10;
-	json = $2;
 	secs = 0;
 }
 
 dtrace:::BEGIN
-/json/
-{
-	printf("{\"type\":\"start\",\"pid\":%d,\"interval_s\":%d}\n", $target, interval);
-}
-
-dtrace:::BEGIN
-/!json/
 {
 	printf("Tracing context switches of PID %d every %d s. Hit Ctrl-C to end.\n",
 	    $target, interval);
@@ -94,21 +82,12 @@ profile:::tick-1sec
 }
 
 profile:::tick-1sec
-/secs >= interval && !json/
+/secs >= interval/
 {
 	printf("\n%02d:%02d:%02d  last %d s\n%-8s %-16s %10s %12s\n",
 	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval,
 	    "TID", "COMM", "VOLUNTARY", "INVOLUNTARY");
 	printa("%-8d %-16s %@10d %@12d\n", @vol, @invol);
-}
-
-profile:::tick-1sec
-/secs >= interval && json/
-{
-	printf("{\"type\":\"interval\",\"time\":\"%02d:%02d:%02d\",\"interval_s\":%d,\"threads\":[",
-	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
-	printa("{\"tid\":%d,\"comm\":\"%s\",\"voluntary\":%@d,\"involuntary\":%@d},", @vol, @invol);
-	printf("null]}\n");
 }
 
 profile:::tick-1sec
@@ -125,7 +104,6 @@ dtrace:::END
 }
 
 dtrace:::END
-/!json/
 {
 	printf("\n%02d:%02d:%02d  TOTAL since start\n%-8s %-16s %10s %12s\n",
 	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60,
@@ -133,15 +111,6 @@ dtrace:::END
 	printa("%-8d %-16s %@10d %@12d\n", @tvol, @tinvol);
 	printf("\nOff-CPU time, us, by why the thread left the CPU:\n");
 	printa("@offcpu_us[%s]:\n%@d\n", @offcpu_us);
-}
-
-dtrace:::END
-/json/
-{
-	printf("{\"type\":\"total\",\"time\":\"%02d:%02d:%02d\",\"interval_s\":%d,\"threads\":[",
-	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
-	printa("{\"tid\":%d,\"comm\":\"%s\",\"voluntary\":%@d,\"involuntary\":%@d},", @tvol, @tinvol);
-	printf("null]}\n");
 }
 
 dtrace:::END

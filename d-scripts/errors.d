@@ -3,32 +3,21 @@
  * errors.d - error codes by component, per interval and in total.
  * Twin of bpftrace/errors.bt.
  *
- * USAGE: dtrace -s errors.d -p PID [INTERVAL_S [JSON]]
- *        dtrace -s errors.d -c 'CMD ARGS' [INTERVAL_S [JSON]]
+ * USAGE: dtrace -s errors.d -p PID [INTERVAL_S]
+ *        dtrace -s errors.d -c 'CMD ARGS' [INTERVAL_S]
  *   INTERVAL_S  seconds between reports (default 10)
- *   JSON        1: one JSON object per interval instead of a table
  *
- * OUTPUT (table; each interval, then "TOTAL since start" at exit; times
- *   HH:MM:SS, of walltimestamp, UTC (bpftrace: local time)):
- *   a summary line "errors N (R/s)": every error probe of the interval, R
- *   per second rounded down (TOTAL: "errors N"); then the heading
- *   "errors by [component, code]" and its rows, or ": none seen".  An
- *   interval shows the 10 largest rows ("top 10"), TOTAL all rows.  Rows
- *   are sorted by count: descending, the largest first
- *   (aggsortrev; trunc() keeps the largest).
+ * OUTPUT (each interval, then "TOTAL since start" at exit; times HH:MM:SS,
+ *   of walltimestamp, UTC (bpftrace: local time)): "errors N (R/s)", R per
+ *   second rounded down (TOTAL: "errors N"); then "errors by [component,
+ *   code]" and its rows, or ": none seen".  An interval shows the 10
+ *   largest rows, TOTAL all; rows descending by count (aggsortrev).
  * FIELDS:
  *   @errors[COMPONENT, CODE]  error probes fired in the interval (count);
  *                             COMPONENT is "-" when the probe passed ""
  *   @errors_total[COMPONENT, CODE]  the same since start (TOTAL)
- * JSON schema (a "start" line, one line per interval, "total" at exit):
- *   {"type":"start","interval_s":N}
- *   {"type":"interval"|"total","time":"HH:MM:SS","interval_s":N,
- *    "errors":[{"component":S,"code":N,"count":N}, ..., null]}
- *   the list ends with a null sentinel (printa cannot omit a last comma).
  *
- * JSON rows come by count, most first (aggsortrev); the bpftrace twin's
- * in first-seen order.
- * OVERHEAD: two aggregation updates per error probe.
+ * OVERHEAD: five aggregation updates per error probe.
  * EXACTNESS: every figure and row is a count() aggregation (per-CPU): exact.
  * STABILITY: Evolving (probe error).
  * EXAMPLE: errors.example.txt
@@ -42,23 +31,11 @@
 dtrace:::BEGIN
 {
 	interval = $1 > 0 ? $1 : 10;
-	json = $2;
 	secs = 0;
 	seen = 0; seen_total = 0;	/* "none seen" flags (interval, total) */
 	/* the summary exists from the start: a quiet interval prints 0 */
 	@s_err = count(); @s_err_rate = count(); @t_err = count();
 	clear(@s_err); clear(@s_err_rate); clear(@t_err);
-}
-
-dtrace:::BEGIN
-/json/
-{
-	printf("{\"type\":\"start\",\"interval_s\":%d}\n", interval);
-}
-
-dtrace:::BEGIN
-/!json/
-{
 	printf("Tracing billing errors every %d s. Hit Ctrl-C to end.\n", interval);
 }
 
@@ -69,20 +46,6 @@ billing$target:::error
 	@s_err = count();
 	@s_err_rate = count();
 	@t_err = count();
-}
-
-/* JSON: one row per component and code */
-billing$target:::error
-/json/
-{
-	@count[this->comp, (int)arg2] = count();
-	@tcount[this->comp, (int)arg2] = count();
-}
-
-/* the table */
-billing$target:::error
-/!json/
-{
 	@errors[this->comp, (int)arg2] = count();
 	@errors_total[this->comp, (int)arg2] = count();
 	/* a store, not an increment: concurrent firings cannot lose it */
@@ -97,7 +60,7 @@ profile:::tick-1sec
 }
 
 profile:::tick-1sec
-/secs >= interval && !json/
+/secs >= interval/
 {
 	printf("\n%02d:%02d:%02d  last %d s\n",
 	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
@@ -107,21 +70,6 @@ profile:::tick-1sec
 	trunc(@errors, 10);
 	printf("errors by [component, code]%s\n", seen ? ", top 10:" : ": none seen");
 	printa("@errors[%s, %d]: %@d\n", @errors);
-}
-
-profile:::tick-1sec
-/secs >= interval && json/
-{
-	printf("{\"type\":\"interval\",\"time\":\"%02d:%02d:%02d\",\"interval_s\":%d,\"errors\":[",
-	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
-	printa("{\"component\":\"%s\",\"code\":%d,\"count\":%@d},", @count);
-	printf("null]}\n");
-}
-
-profile:::tick-1sec
-/secs >= interval/
-{
-	trunc(@count);
 	trunc(@errors);
 	seen = 0;
 	clear(@s_err); clear(@s_err_rate);
@@ -131,31 +79,11 @@ profile:::tick-1sec
 dtrace:::END
 {
 	this->now = walltimestamp / 1000000000;
-}
-
-dtrace:::END
-/!json/
-{
 	printf("\n%02d:%02d:%02d  TOTAL since start\n",
 	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60);
 	printa("errors %@d\n", @t_err);
 	printf("errors by [component, code]%s\n", seen_total ? ":" : ": none seen");
 	printa("@errors_total[%s, %d]: %@d\n", @errors_total);
-}
-
-dtrace:::END
-/json/
-{
-	printf("{\"type\":\"total\",\"time\":\"%02d:%02d:%02d\",\"interval_s\":%d,\"errors\":[",
-	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
-	printa("{\"component\":\"%s\",\"code\":%d,\"count\":%@d},", @tcount);
-	printf("null]}\n");
-}
-
-dtrace:::END
-{
-	trunc(@count);
-	trunc(@tcount);
 	trunc(@errors);
 	trunc(@errors_total);
 	trunc(@s_err);

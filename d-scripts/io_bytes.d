@@ -3,10 +3,9 @@
  * io_bytes.d - bytes the target process reads and writes through system
  * calls, per interval and in total.  Twin of bpftrace/io_bytes.bt.
  *
- * USAGE: dtrace -s io_bytes.d -p PID [INTERVAL_S [JSON]]
- *        dtrace -s io_bytes.d -c 'CMD ARGS' [INTERVAL_S [JSON]]
+ * USAGE: dtrace -s io_bytes.d -p PID [INTERVAL_S]
+ *        dtrace -s io_bytes.d -c 'CMD ARGS' [INTERVAL_S]
  *   INTERVAL_S  seconds between reports (default 10)
- *   JSON        1: one JSON object per interval instead of a table line
  *   (the bpftrace twin takes the PID as its first argument instead of -p)
  *
  * FIELDS (one line per interval, "TOTAL" at exit):
@@ -15,9 +14,6 @@
  *   WRITE_B   bytes accepted by write, writev, pwrite, pwritev, send*, in bytes
  *   READS, WRITES  calls that moved at least one byte (count)
  *   TIME      HH:MM:SS of walltimestamp, UTC (bpftrace: local time)
- * JSON: {"type":"start","pid":N,"interval_s":N}, then
- *       {"type":"interval"|"total","time":"HH:MM:SS","interval_s":N,
- *        "read_bytes":N,"write_bytes":N,"reads":N,"writes":N}
  *
  * OVERHEAD: read/write family return probes filtered by pid; sums in the
  * kernel.  sendfile, splice and mmap I/O are not seen.
@@ -33,7 +29,6 @@
 dtrace:::BEGIN
 {
 	interval = $1 > 0 ? $1 : 10;
-	json = $2;
 	secs = 0;
 	/* present from the start, so printa prints 0 for an idle interval */
 	@rb = sum(0); @wb = sum(0); @rn = sum(0); @wn = sum(0);
@@ -41,13 +36,6 @@ dtrace:::BEGIN
 }
 
 dtrace:::BEGIN
-/json/
-{
-	printf("{\"type\":\"start\",\"pid\":%d,\"interval_s\":%d}\n", $target, interval);
-}
-
-dtrace:::BEGIN
-/!json/
 {
 	printf("Tracing read/write bytes of PID %d every %d s. Hit Ctrl-C to end.\n", $target, interval);
 	printf("%-8s %14s %14s %10s %10s\n", "TIME", "READ_B", "WRITE_B", "READS", "WRITES");
@@ -76,19 +64,10 @@ profile:::tick-1sec
 }
 
 profile:::tick-1sec
-/secs >= interval && !json/
+/secs >= interval/
 {
 	printf("%02d:%02d:%02d", (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60);
 	printa(" %@14d", @rb); printa(" %@14d", @wb); printa(" %@10d", @rn); printa(" %@10d\n", @wn);
-}
-
-profile:::tick-1sec
-/secs >= interval && json/
-{
-	printf("{\"type\":\"interval\",\"time\":\"%02d:%02d:%02d\",\"interval_s\":%d,",
-	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
-	printa("\"read_bytes\":%@d,", @rb); printa("\"write_bytes\":%@d,", @wb);
-	printa("\"reads\":%@d,", @rn); printa("\"writes\":%@d}\n", @wn);
 }
 
 profile:::tick-1sec
@@ -104,19 +83,9 @@ dtrace:::END
 }
 
 dtrace:::END
-/!json/
 {
 	printf("%-8s", "TOTAL");
 	printa(" %@14d", @trb); printa(" %@14d", @twb); printa(" %@10d", @trn); printa(" %@10d\n", @twn);
-}
-
-dtrace:::END
-/json/
-{
-	printf("{\"type\":\"total\",\"time\":\"%02d:%02d:%02d\",\"interval_s\":%d,",
-	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
-	printa("\"read_bytes\":%@d,", @trb); printa("\"write_bytes\":%@d,", @twb);
-	printa("\"reads\":%@d,", @trn); printa("\"writes\":%@d}\n", @twn);
 }
 
 dtrace:::END

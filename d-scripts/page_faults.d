@@ -4,10 +4,9 @@
  * exit the user functions that caused most of them.  vminfo provider
  * (as_fault).  Twin of bpftrace/page_faults.bt.
  *
- * USAGE: dtrace -s page_faults.d -p PID [INTERVAL_S [JSON]]
- *        dtrace -s page_faults.d -c 'CMD ARGS' [INTERVAL_S [JSON]]
+ * USAGE: dtrace -s page_faults.d -p PID [INTERVAL_S]
+ *        dtrace -s page_faults.d -c 'CMD ARGS' [INTERVAL_S]
  *   INTERVAL_S  seconds between reports (default 10)
- *   JSON        1: one JSON object per interval instead of a table line
  *   (the bpftrace twin takes the PID as its first argument instead of -p)
  *
  * FIELDS:
@@ -20,8 +19,6 @@
  *   @faults_by_func[FUNCTION]: COUNT at exit, the 10 rows with most
  *             faults: the user function of the faulting instruction
  *             (ufunc of the user PC; bpftrace: one row per address)
- * JSON: {"type":"start","pid":N,"interval_s":N}, then
- *       {"type":"interval"|"total","time":"HH:MM:SS","interval_s":N,"faults":N}
  *
  * OVERHEAD: one probe per fault of the process (first touches of memory:
  * malloc'd buffers, stacks, mapped files).
@@ -38,20 +35,12 @@
 dtrace:::BEGIN
 {
 	interval = $1 > 0 ? $1 : 10;
-	json = $2;
 	secs = 0;
 	@n = sum(0);
 	@total = sum(0);
 }
 
 dtrace:::BEGIN
-/json/
-{
-	printf("{\"type\":\"start\",\"pid\":%d,\"interval_s\":%d}\n", $target, interval);
-}
-
-dtrace:::BEGIN
-/!json/
 {
 	printf("Tracing page faults of PID %d every %d s. Hit Ctrl-C to end.\n", $target, interval);
 	printf("%-8s %12s\n", "TIME", "FAULTS");
@@ -73,18 +62,10 @@ profile:::tick-1sec
 }
 
 profile:::tick-1sec
-/secs >= interval && !json/
+/secs >= interval/
 {
 	printf("%02d:%02d:%02d", (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60);
 	printa(" %@12d\n", @n);
-}
-
-profile:::tick-1sec
-/secs >= interval && json/
-{
-	printf("{\"type\":\"interval\",\"time\":\"%02d:%02d:%02d\",\"interval_s\":%d,",
-	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
-	printa("\"faults\":%@d}\n", @n);
 }
 
 profile:::tick-1sec
@@ -100,7 +81,6 @@ dtrace:::END
 }
 
 dtrace:::END
-/!json/
 {
 	printf("%-8s", "TOTAL");
 	printa(" %@12d\n", @total);
@@ -109,14 +89,6 @@ dtrace:::END
 	/* printa's default layout: Oracle's DTrace for Linux aborts on a
 	 * "%A" format for a ufunc() key ("Data record list does not match") */
 	printa(@faults_by_func);
-}
-
-dtrace:::END
-/json/
-{
-	printf("{\"type\":\"total\",\"time\":\"%02d:%02d:%02d\",\"interval_s\":%d,",
-	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval);
-	printa("\"faults\":%@d}\n", @total);
 }
 
 dtrace:::END

@@ -4,11 +4,10 @@
  * threshold (SLO), and a power-of-two latency histogram per handler, per
  * interval and at exit.  Twin of bpftrace/request_latency.bt.
  *
- * USAGE: dtrace -s request_latency.d -p PID [THRESHOLD_MS [INTERVAL_S [JSON]]]
- *        dtrace -s request_latency.d -c 'CMD ARGS' [THRESHOLD_MS [INTERVAL_S [JSON]]]
+ * USAGE: dtrace -s request_latency.d -p PID [THRESHOLD_MS [INTERVAL_S]]
+ *        dtrace -s request_latency.d -c 'CMD ARGS' [THRESHOLD_MS [INTERVAL_S]]
  *   THRESHOLD_MS  a request is slow when its duration exceeds this (default 100)
  *   INTERVAL_S    seconds between reports (default 10)
- *   JSON          1: one JSON object per interval instead of a table
  *
  * Source: request-done's duration_ns, measured in the service.  0 means
  * "not measured" (the request began before tracing): skipped, and counted
@@ -32,12 +31,6 @@
  * when CPUs race.  SLOW / COUNT is the SLO miss rate; the bpftrace twin
  * and billing-exporter compute it (d-scripts/README.md).
  *
- * JSON schema (a "start" line, one line per interval, "total" at exit):
- *   {"type":"start","threshold_ms":N,"interval_s":N}
- *   {"type":"interval"|"total","time":"HH:MM:SS","threshold_ms":N,
- *    ["unmeasured":N, (total only)]
- *    "handlers":[{"handler":S,"count":N,"slow":N}, ..., null]}
- *
  * OVERHEAD: per request-done, a string copy and five aggregation updates.
  * STABILITY: Evolving (probe request-done).
  * EXAMPLE: request_latency.example.txt
@@ -51,21 +44,8 @@ dtrace:::BEGIN
 {
 	threshold_ns = ($1 > 0 ? $1 : 100) * 1000000;
 	interval = $2 > 0 ? $2 : 10;
-	json = $3;
 	secs = 0;
 	@unmeasured = sum(0);	/* so that 0 is printed */
-}
-
-dtrace:::BEGIN
-/json/
-{
-	printf("{\"type\":\"start\",\"threshold_ms\":%d,\"interval_s\":%d}\n",
-	    threshold_ns / 1000000, interval);
-}
-
-dtrace:::BEGIN
-/!json/
-{
 	printf("Tracing request latency, slow > %d ms, every %d s. Hit Ctrl-C to end.\n",
 	    threshold_ns / 1000000, interval);
 }
@@ -96,28 +76,13 @@ profile:::tick-1sec
 }
 
 profile:::tick-1sec
-/secs >= interval && !json/
+/secs >= interval/
 {
 	printf("\n%02d:%02d:%02d  last %d s, slow: > %d ms\n",
 	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60, interval,
 	    threshold_ns / 1000000);
 	printf("%-24s %8s %8s\n", "HANDLER", "COUNT", "SLOW");
 	printa("%-24s %@8d %@8d\n", @count, @slow);
-}
-
-profile:::tick-1sec
-/secs >= interval && json/
-{
-	printf("{\"type\":\"interval\",\"time\":\"%02d:%02d:%02d\",\"threshold_ms\":%d,\"handlers\":[",
-	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60,
-	    threshold_ns / 1000000);
-	printa("{\"handler\":\"%s\",\"count\":%@d,\"slow\":%@d},", @count, @slow);
-	printf("null]}\n");
-}
-
-profile:::tick-1sec
-/secs >= interval/
-{
 	trunc(@count);
 	trunc(@slow);
 	secs = 0;
@@ -126,11 +91,6 @@ profile:::tick-1sec
 dtrace:::END
 {
 	this->now = walltimestamp / 1000000000;
-}
-
-dtrace:::END
-/!json/
-{
 	printf("\n%02d:%02d:%02d  TOTAL since start, slow: > %d ms\n",
 	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60,
 	    threshold_ns / 1000000);
@@ -139,17 +99,6 @@ dtrace:::END
 	printa("\nUNMEASURED (duration 0, skipped): %@d\n", @unmeasured);
 	printf("\nLatency per handler, us (power-of-two buckets):\n");
 	printa("@usecs[%s]:\n%@d\n", @usecs);
-}
-
-dtrace:::END
-/json/
-{
-	printf("{\"type\":\"total\",\"time\":\"%02d:%02d:%02d\",\"threshold_ms\":%d,",
-	    (this->now % 86400) / 3600, (this->now % 3600) / 60, this->now % 60,
-	    threshold_ns / 1000000);
-	printa("\"unmeasured\":%@d,\"handlers\":[", @unmeasured);
-	printa("{\"handler\":\"%s\",\"count\":%@d,\"slow\":%@d},", @tcount, @tslow);
-	printf("null]}\n");
 }
 
 /* dtrace prints at exit every aggregation left with data */

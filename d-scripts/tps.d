@@ -3,20 +3,17 @@
  * tps.d - transactions completed per second, and how many of them failed,
  * one line per whole second.  Twin of bpftrace/tps.bt.
  *
- * USAGE: dtrace -s tps.d -p PID [JSON]
- *        dtrace -s tps.d -c 'CMD ARGS' [JSON]
- *   JSON  1: one JSON object per second instead of a table line
+ * USAGE: dtrace -s tps.d -p PID
+ *        dtrace -s tps.d -c 'CMD ARGS'
  *
  * Seconds are whole seconds of the monotonic clock (timestamp; bpftrace:
  * nsecs, the same clock on Linux), so every line counts exactly one second
- * of events.  The second
- * in which tracing started and the one cut short by Ctrl-C or the
- * target's exit are partial: they are printed, marked "partial" with the
- * milliseconds they cover, never as if whole.  Events go to one of two
+ * of events.  The second in which tracing started and the one cut short by
+ * Ctrl-C or the target's exit are partial: printed, marked "partial" with
+ * the milliseconds they cover, never as if whole.  Events go to one of two
  * aggregations by the parity of their second, so the second being printed
  * is never mixed with the one under way; a line is printed up to 100 ms
- * after its second ends (a tick more than a second late would merge two
- * seconds: DTrace reports such "drops" itself under heavy load).
+ * after its second ends.
  *
  * FIELDS:
  *   TIME      HH:MM:SS at which the second began, UTC (bpftrace: local time)
@@ -24,45 +21,29 @@
  *   FAILED    of which with status != 0 (count)
  *   FAIL%     FAILED / TXNS, whole percent rounded down (0 in an idle second)
  *   NOTE      "partial NNN ms" for a second not traced whole
- * JSON (a "start" line, then one line per second):
- *   {"type":"start"}
- *   {"time":"HH:MM:SS","transactions":N,"failed":N,"failed_pct":N,
- *    "partial":true|false,"covered_ms":N}
  *
  * OVERHEAD: one aggregation update per transaction-done; a 10 Hz tick.
+ * EXACTNESS: exact while the consumer prints each second within the next
+ *   one (d-scripts/README.md: where a starved consumer is not).
  * STABILITY: Evolving (probe transaction-done).
  * EXAMPLE: tps.example.txt
  */
 
 #pragma D option quiet
-#pragma D option defaultargs
 
 dtrace:::BEGIN
 {
-	json = $1;
 	start_ns = timestamp;
 	last = timestamp / 1000000000;	/* the second under way */
 	wall_off = walltimestamp - timestamp;	/* for printing TIME */
 	had0 = 0;	/* has the even / odd second seen a transaction */
 	had1 = 0;
-}
-
-dtrace:::BEGIN
-/json/
-{
-	printf("{\"type\":\"start\"}\n");
-}
-
-dtrace:::BEGIN
-/!json/
-{
 	printf("Tracing transactions per second. Hit Ctrl-C to end.\n");
 	printf("%-8s %8s %8s %6s  %s\n", "TIME", "TXNS", "FAILED", "FAIL%", "NOTE");
 }
 
-/* The second is read once per event: each clause reads the clock anew
- * (Oracle's DTrace: 60 ns apart, more if preempted), and an event at a
- * second's edge would match both parities, or neither. */
+/* The second is read once per event: each clause reads the clock anew,
+ * and an event at a second's edge would match both parities, or neither. */
 billing$target:::transaction-done
 {
 	this->odd = (timestamp / 1000000000) % 2;
@@ -108,30 +89,16 @@ dtrace:::END
 {
 	this->from = last * 1000000000 < start_ns ? start_ns : last * 1000000000;
 	this->covered = (this->until - this->from) / 1000000;
-	this->partial = this->covered < 1000;
 	this->t = ((last * 1000000000 + wall_off) / 1000000000) % 86400;
+	this->had = last % 2 == 0 ? had0 : had1;
 	/* make sure both exist, so printa prints 0 for an idle second */
 	@tx0 = sum(0); @fail0 = sum(0); @tx1 = sum(0); @fail1 = sum(0);
-}
-
-profile:::tick-100ms,
-dtrace:::END
-/this->end && !json/
-{
 	printf("%02d:%02d:%02d", this->t / 3600, (this->t % 3600) / 60, this->t % 60);
 }
 
 profile:::tick-100ms,
 dtrace:::END
-/this->end && json/
-{
-	printf("{\"time\":\"%02d:%02d:%02d\",\"transactions\":",
-	    this->t / 3600, (this->t % 3600) / 60, this->t % 60);
-}
-
-profile:::tick-100ms,
-dtrace:::END
-/this->end && !json && last % 2 == 0/
+/this->end && last % 2 == 0/
 {
 	printa(" %@8d", @tx0);
 	printa(" %@8d", @fail0);
@@ -139,118 +106,46 @@ dtrace:::END
 
 profile:::tick-100ms,
 dtrace:::END
-/this->end && !json && last % 2 == 1/
+/this->end && last % 2 == 1/
 {
 	printa(" %@8d", @tx1);
 	printa(" %@8d", @fail1);
 }
 
-profile:::tick-100ms,
-dtrace:::END
-/this->end && json && last % 2 == 0/
-{
-	printa("%@d", @tx0);
-	printa(",\"failed\":%@d", @fail0);
-}
-
-profile:::tick-100ms,
-dtrace:::END
-/this->end && json && last % 2 == 1/
-{
-	printa("%@d", @tx1);
-	printa(",\"failed\":%@d", @fail1);
-}
-
 /* FAIL%: an idle second has no average to print */
 profile:::tick-100ms,
 dtrace:::END
-/this->end && json && ((last % 2 == 0 && had0) || (last % 2 == 1 && had1))/
+/this->end && this->had && last % 2 == 0/
 {
-	printf(",\"failed_pct\":");
+	printa(" %@6d", @pct0);
 }
 
 profile:::tick-100ms,
 dtrace:::END
-/this->end && !json && ((last % 2 == 0 && had0) || (last % 2 == 1 && had1))/
+/this->end && this->had && last % 2 == 1/
 {
-	printf(" ");
+	printa(" %@6d", @pct1);
 }
 
 profile:::tick-100ms,
 dtrace:::END
-/this->end && !json && last % 2 == 0 && had0/
-{
-	printa("%@6d", @pct0);
-}
-
-profile:::tick-100ms,
-dtrace:::END
-/this->end && !json && last % 2 == 1 && had1/
-{
-	printa("%@6d", @pct1);
-}
-
-profile:::tick-100ms,
-dtrace:::END
-/this->end && json && last % 2 == 0 && had0/
-{
-	printa("%@d", @pct0);
-}
-
-profile:::tick-100ms,
-dtrace:::END
-/this->end && json && last % 2 == 1 && had1/
-{
-	printa("%@d", @pct1);
-}
-
-profile:::tick-100ms,
-dtrace:::END
-/this->end && json && !((last % 2 == 0 && had0) || (last % 2 == 1 && had1))/
-{
-	printf(",\"failed_pct\":0");
-}
-
-profile:::tick-100ms,
-dtrace:::END
-/this->end && !json && !((last % 2 == 0 && had0) || (last % 2 == 1 && had1))/
+/this->end && !this->had/
 {
 	printf(" %6d", 0);
 }
 
 profile:::tick-100ms,
 dtrace:::END
-/this->end && !json/
+/this->end && this->covered < 1000/
 {
-	printf("%s", this->partial ? "  partial " : "");
-}
-
-profile:::tick-100ms,
-dtrace:::END
-/this->end && !json && this->partial/
-{
-	printf("%d ms", this->covered);
-}
-
-profile:::tick-100ms,
-dtrace:::END
-/this->end && !json/
-{
-	printf("\n");
-}
-
-profile:::tick-100ms,
-dtrace:::END
-/this->end && json/
-{
-	printf(",\"partial\":%s,\"covered_ms\":%d}\n", this->partial ? "true" : "false",
-	    this->covered);
+	printf("  partial %d ms", this->covered);
 }
 
 profile:::tick-100ms,
 dtrace:::END
 /this->end && last % 2 == 0/
 {
+	printf("\n");
 	trunc(@tx0);
 	trunc(@fail0);
 	trunc(@pct0);
@@ -261,6 +156,7 @@ profile:::tick-100ms,
 dtrace:::END
 /this->end && last % 2 == 1/
 {
+	printf("\n");
 	trunc(@tx1);
 	trunc(@fail1);
 	trunc(@pct1);

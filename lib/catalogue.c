@@ -6,22 +6,19 @@
 #include "billing/probes_config.h"
 #include "catalogue_data.h"
 
-const char *
-billing_catalogue_provider(void)
+const char *billing_catalogue_provider(void)
 {
 	return billing_catalogue_provider_;
 }
 
-const billing_probe_info_t *
-billing_catalogue(size_t *count)
+const billing_probe_info_t *billing_catalogue(size_t *count)
 {
 	if (count)
 		*count = billing_catalogue_count_;
 	return billing_catalogue_probes_;
 }
 
-const billing_probe_info_t *
-billing_catalogue_find(const char *name)
+const billing_probe_info_t *billing_catalogue_find(const char *name)
 {
 	size_t i;
 
@@ -35,8 +32,7 @@ billing_catalogue_find(const char *name)
 	return NULL;
 }
 
-const char *
-billing_arg_type_name(billing_arg_type_t type)
+const char *billing_arg_type_name(billing_arg_type_t type)
 {
 	switch (type) {
 	case BILLING_ARG_UINT64: return "uint64";
@@ -49,5 +45,5 @@ billing_arg_type_name(billing_arg_type_t type)
 
 int billing_probes_compiled_in(void)
 {
-	return BILLING_PROBES_SDT;
+	return BILLING_PROBES_SDT || BILLING_PROBE_SITE_FUNCTION;
 }

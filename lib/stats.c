@@ -292,13 +292,13 @@ static int create_segment(void)
 	uint64_t cells = 0, map_off[BX_MAP_COUNT];
 	for (int m = 0; m < BX_MAP_COUNT; m++) {
 		map_off[m] = cells * 8;
-		cells += (uint64_t)BS_ROWS * billing_stats_maps_[m].cells;
+		cells += (uint64_t)billing_stats_maps_[m].rows * billing_stats_maps_[m].cells;
 	}
 	uint64_t slot_size = (BS_SLOT_HEADER + cells * 8 + 63) / 64 * 64;
 	uint64_t desc_off = BS_HEADER_SIZE;
 	uint64_t dicts_off = (desc_off + desc_size + 63) / 64 * 64;
 	uint64_t rows_off = dicts_off + BS_DICTS_SIZE(BX_MAP_COUNT);
-	uint64_t slots_off = (rows_off + BS_ROWS_SIZE(BX_MAP_COUNT) + 4095) / 4096 * 4096;
+	uint64_t slots_off = (rows_off + BS_ROWS_SIZE + 4095) / 4096 * 4096;
 	uint64_t nslots = (uint64_t)nthreads + 1; /* + the overflow slot */
 	uint64_t size = slots_off + nslots * slot_size;
 	unsigned char *p = MAP_FAILED;
@@ -326,7 +326,7 @@ static int create_segment(void)
 	h->start_time = start_time_of("/proc/self/stat");
 	h->nmaps = BX_MAP_COUNT;
 	h->nslots = (uint32_t)nslots;
-	h->rows_per_map = BS_ROWS;
+	h->rows_per_map = BS_GENERAL_ROWS;
 	h->label_values = BS_LABEL_VALUES;
 	h->desc_offset = desc_off;
 	h->desc_size = desc_size;
@@ -385,10 +385,24 @@ static bs_thread_t *thread_start(void)
 	return t;
 }
 
-/* The dictionary index of a field's value (lock held), BS_IDX_FOLDED past
- * the cap.  Entries are written before their count is published. */
+static int cmp_known(const void *key, const void *elem)
+{
+	return strcmp(key, *(const char *const *)elem);
+}
+
+/* The index of a field's value (lock held): a known value's own
+ * (BS_IDX_KNOWN + k, no dictionary room taken), else its dictionary
+ * entry's, BS_IDX_FOLDED past the cap.  Entries are written before their
+ * count is published. */
 static unsigned intern(int m, size_t f, const unsigned char *v, size_t size)
 {
+	const bs_map_info_t *mi = &billing_stats_maps_[m];
+	if (mi->fields[f].nknown) {
+		/* v is a key field: NUL-terminated within size (bs_copy_label_). */
+		const char *const *k = bsearch(v, mi->fields[f].known, mi->fields[f].nknown, sizeof *k, cmp_known);
+		if (k)
+			return BS_IDX_KNOWN + (unsigned)(k - mi->fields[f].known);
+	}
 	uint32_t n = hdr->dict_count[m][f];
 	for (uint32_t i = 0; i < n; i++)
 		if (memcmp(seg + BS_DICT_ENTRY(hdr, m, f, i), v, size) == 0)
@@ -400,8 +414,30 @@ static unsigned intern(int m, size_t f, const unsigned char *v, size_t size)
 	return n;
 }
 
+static uint32_t find_row(int m, const struct bs_row *r, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (memcmp(seg + BS_ROW_ENTRY(hdr, m, i), r, sizeof *r) == 0)
+			return i;
+	return UINT32_MAX;
+}
+
+/* A label set folded: known values and an int 0 (entry 0) kept, anything
+ * else "other".  There are at most BX_FOLD_KEYS_MAX such sets per map. */
+static void fold_row(const bs_map_info_t *mi, struct bs_row *r)
+{
+	for (size_t f = 0; f < mi->nfields; f++) {
+		unsigned idx = r->idx[f];
+		int known = idx >= BS_IDX_KNOWN && idx < BS_IDX_OVERFLOW;
+		if (!known && !(idx == 0 && !mi->fields[f].is_string))
+			r->idx[f] = BS_IDX_FOLDED;
+	}
+}
+
 /* The row of a key (lock held): its label values interned, found among the
- * map's rows or appended; past BS_ROWS - 1 label sets, the overflow row. */
+ * map's rows or appended.  Past BS_GENERAL_ROWS label sets a new one is
+ * folded first (fold_row), into rows reserved for that; past the map's
+ * rows but one (which a fold never reaches), the overflow row. */
 static uint32_t row_of(int m, const unsigned char *key)
 {
 	const bs_map_info_t *mi = &billing_stats_maps_[m];
@@ -409,19 +445,24 @@ static uint32_t row_of(int m, const unsigned char *key)
 	memset(&r, 0, sizeof r);
 	for (size_t f = 0; f < mi->nfields; f++)
 		r.idx[f] = (uint8_t)intern(m, f, key + mi->fields[f].offset, mi->fields[f].size);
-	uint32_t n = hdr->row_count[m];
-	for (uint32_t i = 0; i < n; i++)
-		if (memcmp(seg + BS_ROW_ENTRY(hdr, m, i), &r, sizeof r) == 0)
+	uint32_t n = hdr->row_count[m], i = find_row(m, &r, n);
+	if (i != UINT32_MAX)
+		return i;
+	if (n >= BS_GENERAL_ROWS) {
+		fold_row(mi, &r);
+		if ((i = find_row(m, &r, n)) != UINT32_MAX)
 			return i;
-	if (n == BS_ROWS - 1 || n == BS_ROWS) {
-		if (n == BS_ROWS - 1) {
+	}
+	uint32_t last = (uint32_t)mi->rows - 1;
+	if (n >= last) {
+		if (n == last) {
 			memset(&r, 0, sizeof r);
 			for (size_t f = 0; f < mi->nfields; f++)
 				r.idx[f] = BS_IDX_OVERFLOW;
 			memcpy(seg + BS_ROW_ENTRY(hdr, m, n), &r, sizeof r);
-			__atomic_store_n(&hdr->row_count[m], BS_ROWS, __ATOMIC_RELEASE);
+			__atomic_store_n(&hdr->row_count[m], last + 1, __ATOMIC_RELEASE);
 		}
-		return BS_ROWS - 1;
+		return last;
 	}
 	memcpy(seg + BS_ROW_ENTRY(hdr, m, n), &r, sizeof r);
 	__atomic_store_n(&hdr->row_count[m], n + 1, __ATOMIC_RELEASE);

@@ -55,24 +55,29 @@ static int check_layout(const struct bs_header *h, uint64_t size, char *err, siz
 {
 	uint64_t cells = 0;
 
-	if (h->nmaps != BX_MAP_COUNT || h->rows_per_map != BS_ROWS || h->label_values != BS_LABEL_VALUES)
+	if (h->nmaps != BX_MAP_COUNT || h->rows_per_map != BS_GENERAL_ROWS || h->label_values != BS_LABEL_VALUES)
 		FAIL("layout differs: %u maps, %u rows, %u values per label (this reader: %d, %d, %d)", h->nmaps,
-		     h->rows_per_map, h->label_values, BX_MAP_COUNT, BS_ROWS, BS_LABEL_VALUES);
+		     h->rows_per_map, h->label_values, BX_MAP_COUNT, BS_GENERAL_ROWS, BS_LABEL_VALUES);
 	for (int m = 0; m < BX_MAP_COUNT; m++) {
 		if (h->map_cells_offset[m] != cells * 8 || h->map_cells[m] == 0 || h->map_cells[m] > BX_MAX_CELLS)
 			FAIL("map %d's cells are not where this build puts them", m);
-		cells += (uint64_t)BS_ROWS * h->map_cells[m];
+		cells += (uint64_t)billing_stats_maps_[m].rows * h->map_cells[m];
 	}
 	if (h->nslots < 1 || h->nslots > 65537 || h->slot_size < BS_SLOT_HEADER + cells * 8 ||
 	    h->slot_size > (1u << 30) || h->slots_used > h->nslots)
 		FAIL("slot table is corrupt (%u slots of %llu bytes)", h->nslots, (unsigned long long)h->slot_size);
 	if (h->dicts_offset < BS_HEADER_SIZE || h->dicts_offset > size ||
 	    BS_DICTS_SIZE(BX_MAP_COUNT) > size - h->dicts_offset || h->rows_offset < h->dicts_offset + BS_DICTS_SIZE(BX_MAP_COUNT) ||
-	    h->rows_offset > size || BS_ROWS_SIZE(BX_MAP_COUNT) > size - h->rows_offset ||
-	    h->slots_offset < h->rows_offset + BS_ROWS_SIZE(BX_MAP_COUNT) || h->slots_offset > size ||
+	    h->rows_offset > size || BS_ROWS_SIZE > size - h->rows_offset ||
+	    h->slots_offset < h->rows_offset + BS_ROWS_SIZE || h->slots_offset > size ||
 	    (size - h->slots_offset) / h->slot_size < h->nslots)
 		FAIL("truncated or corrupt: its tables do not fit its %llu bytes", (unsigned long long)size);
 	return 0;
+}
+
+static bs_read_row_t *bs_row_mut(bs_segment_t *s, int m, size_t r)
+{
+	return &s->all_rows[billing_stats_maps_[m].row_base + r];
 }
 
 typedef unsigned char dict_t[BS_MAX_FIELDS][BS_LABEL_VALUES][BS_VALUE_BYTES];
@@ -83,8 +88,8 @@ static int read_dicts_rows(const src_t *s, const struct bs_header *h, bs_segment
 	/* The writer publishes a count after what it covers; read counts first. */
 	for (int m = 0; m < BX_MAP_COUNT; m++) {
 		uint32_t nrows = h->row_count[m];
-		if (nrows > BS_ROWS)
-			FAIL("map %d claims %u rows (at most %d)", m, nrows, BS_ROWS);
+		if (nrows > billing_stats_maps_[m].rows)
+			FAIL("map %d claims %u rows (at most %zu)", m, nrows, billing_stats_maps_[m].rows);
 		for (int f = 0; f < BX_MAX_FIELDS; f++) {
 			uint32_t n = h->dict_count[m][f];
 			if (n > BS_LABEL_VALUES)
@@ -92,12 +97,12 @@ static int read_dicts_rows(const src_t *s, const struct bs_header *h, bs_segment
 			if (n && get(s, BS_DICT_ENTRY(h, m, f, 0), dict[m][f], (uint64_t)n * BS_VALUE_BYTES) != 0)
 				FAIL("truncated in the label values");
 		}
-		struct bs_row rows[BS_ROWS];
+		struct bs_row rows[BS_ROWS_MAX];
 		if (nrows && get(s, BS_ROW_ENTRY(h, m, 0), rows, (uint64_t)nrows * sizeof rows[0]) != 0)
 			FAIL("truncated in the rows");
 		out->nrows[m] = nrows;
 		for (uint32_t r = 0; r < nrows; r++) {
-			bs_read_row_t *row = &out->rows[m][r];
+			bs_read_row_t *row = bs_row_mut(out, m, r);
 			for (int f = 0; f < BX_MAX_FIELDS; f++) {
 				unsigned idx = rows[r].idx[f];
 				row->state[f] = BS_FIELD_VALUE;
@@ -105,6 +110,14 @@ static int read_dicts_rows(const src_t *s, const struct bs_header *h, bs_segment
 					row->state[f] = idx == BS_IDX_FOLDED ? BS_FIELD_FOLDED : BS_FIELD_OVERFLOW;
 					snprintf(row->text[f], sizeof row->text[f], "other");
 					row->ints[f] = 1;
+					continue;
+				}
+				const bs_map_info_t *mi = &billing_stats_maps_[m];
+				if (idx >= BS_IDX_KNOWN && f < (int)mi->nfields && mi->fields[f].nknown) {
+					if (idx - BS_IDX_KNOWN >= mi->fields[f].nknown)
+						FAIL("map %d row %u names known value %u of %zu", m, r, idx - BS_IDX_KNOWN,
+						     mi->fields[f].nknown);
+					snprintf(row->text[f], sizeof row->text[f], "%s", mi->fields[f].known[idx - BS_IDX_KNOWN]);
 					continue;
 				}
 				if (idx >= h->dict_count[m][f]) {
@@ -131,7 +144,7 @@ static int read_dicts_rows(const src_t *s, const struct bs_header *h, bs_segment
 
 static int read_slots(const src_t *s, const struct bs_header *h, bs_segment_t *out, char *err, size_t errlen)
 {
-	uint64_t *buf = malloc((uint64_t)BS_ROWS * BX_MAX_CELLS * 8);
+	uint64_t *buf = malloc((uint64_t)BS_ROWS_MAX * BX_MAX_CELLS * 8);
 	if (!buf)
 		FAIL("out of memory");
 	/* Slots [0, slots_used) were ever claimed, and the overflow slot when used. */
@@ -149,7 +162,7 @@ static int read_slots(const src_t *s, const struct bs_header *h, bs_segment_t *o
 			}
 			for (uint64_t r = 0; r < n; r++)
 				for (uint64_t k = 0; k < c; k++)
-					out->rows[m][r].cells[k] += buf[r * c + k];
+					bs_row_mut(out, m, r)->cells[k] += buf[r * c + k];
 		}
 	}
 	free(buf);

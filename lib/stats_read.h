@@ -38,8 +38,14 @@ typedef struct bs_segment {
 	uint64_t generation, start_time;
 	uint32_t slots_used, nslots, overflow_used;
 	size_t nrows[BX_MAP_COUNT];
-	bs_read_row_t rows[BX_MAP_COUNT][BS_ROWS];
+	bs_read_row_t all_rows[BS_ROWS_TOTAL]; /* each map's rows in turn: read them with bs_row() */
 } bs_segment_t;
+
+/* Row r (< nrows[m]) of map m. */
+static inline const bs_read_row_t *bs_row(const bs_segment_t *s, int m, size_t r)
+{
+	return &s->all_rows[billing_stats_maps_[m].row_base + r];
+}
 
 /* Read the segment in file descriptor fd.  0, or -1 with a one-line
  * reason in err (truncated, another layout, corrupt, ...). */

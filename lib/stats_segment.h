@@ -8,7 +8,8 @@
  *              (provider/metrics.py); a reader built from another billing.d
  *              refuses the segment instead of misreading it
  *   dicts      per map and label field, up to BS_LABEL_VALUES values seen
- *   rows       per map, up to BS_ROWS label sets, each as value indices
+ *              (a field's known values need no entry: their index says which)
+ *   rows       per map, up to its bs_map_info_t.rows label sets, each as value indices
  *   slots      per thread: a header line and every map's cells, row by row
  *
  * Every count a reader trusts is published by the writer with a release
@@ -26,19 +27,30 @@
 #include "billing_metrics_layout.h"
 
 #define BS_MAGIC "BILLSTAT" /* 8 bytes, no NUL */
-#define BS_LAYOUT_VERSION 1u
+#define BS_LAYOUT_VERSION 2u
 #define BS_ENDIAN 0x01020304u
 #define BS_HEADER_SIZE 4096u
-#define BS_MAX_MAPS 32     /* header room; BX_MAP_COUNT are used */
-#define BS_MAX_FIELDS 4    /* header room; BX_MAX_FIELDS are used */
-#define BS_LABEL_VALUES 64 /* distinct values per label field, then "other" */
-#define BS_VALUE_BYTES 32  /* one dictionary entry: a string or an int32 */
-#define BS_ROWS 128        /* label sets per map; the last one is the overflow row */
-#define BS_SLOT_HEADER 64  /* a slot's own cache line before its cells */
+#define BS_MAX_MAPS 32      /* header room; BX_MAP_COUNT are used */
+#define BS_MAX_FIELDS 4     /* header room; BX_MAX_FIELDS are used */
+#define BS_LABEL_VALUES 64  /* distinct values per label field besides its known ones, then "other" */
+#define BS_VALUE_BYTES 32   /* one dictionary entry: a string or an int32 */
+#define BS_GENERAL_ROWS 128 /* label sets per map taken first come */
+/* Rows of a map (bs_map_info_t.rows): the general ones, then room for
+ * every folded label set of that map (BX_FOLD_KEYS_<PROBE>: a label set
+ * past the general rows keeps its known values and folds the rest, so a
+ * known value's fires are never lost), and an overflow row last, which a
+ * fold never needs.  The maps' rows follow one another. */
+#define BS_ROWS_MAX (BS_GENERAL_ROWS + BX_FOLD_KEYS_MAX + 1)
+#define BS_ROWS_TOTAL (BX_MAP_COUNT * (BS_GENERAL_ROWS + 1) + BX_FOLD_KEYS_TOTAL)
+#define BS_SLOT_HEADER 64 /* a slot's own cache line before its cells */
 
-/* Value indices in a row: a dictionary entry, or one of these. */
+/* Value indices in a row: a dictionary entry, a known value, or one of these. */
+#define BS_IDX_KNOWN 64     /* BS_IDX_KNOWN + k: the field's known value k ("@@known", sorted) */
 #define BS_IDX_FOLDED 255   /* a value past the 64th: "other" (an int one is non-zero) */
-#define BS_IDX_OVERFLOW 254 /* the overflow row: label set past BS_ROWS - 1 */
+#define BS_IDX_OVERFLOW 254 /* the overflow row: a label set past the map's rows */
+
+/* Known values a field may have (provider/metrics.py KNOWN_MAX). */
+#define BS_KNOWN_MAX (BS_IDX_OVERFLOW - BS_IDX_KNOWN)
 
 /* Slot states. */
 #define BS_SLOT_NEVER 0u
@@ -90,8 +102,9 @@ struct bs_row {
 #define BS_DICT_ENTRY(h, m, f, i) \
   ((h)->dicts_offset + ((((uint64_t)(m)*BS_MAX_FIELDS + (f)) * BS_LABEL_VALUES) + (i)) * BS_VALUE_BYTES)
 #define BS_DICTS_SIZE(nmaps) ((uint64_t)(nmaps)*BS_MAX_FIELDS * BS_LABEL_VALUES * BS_VALUE_BYTES)
-#define BS_ROW_ENTRY(h, m, r) ((h)->rows_offset + ((uint64_t)(m)*BS_ROWS + (r)) * sizeof(struct bs_row))
-#define BS_ROWS_SIZE(nmaps) ((uint64_t)(nmaps)*BS_ROWS * sizeof(struct bs_row))
+#define BS_ROW_ENTRY(h, m, r) \
+  ((h)->rows_offset + ((uint64_t)billing_stats_maps_[m].row_base + (r)) * sizeof(struct bs_row))
+#define BS_ROWS_SIZE ((uint64_t)BS_ROWS_TOTAL * sizeof(struct bs_row))
 
 /* The description this build writes and accepts, generated from billing.d. */
 extern const char billing_stats_desc_[];
@@ -101,10 +114,13 @@ extern const char billing_stats_desc_[];
  * with it; the reader prints int fields in decimal. */
 typedef struct bs_map_info {
 	size_t key_size, cells;
+	size_t rows, row_base; /* its rows, and where they start among all maps' rows */
 	size_t nfields;
 	struct {
 		size_t offset, size;
 		int is_string;
+		const char *const *known; /* "@@known" values, sorted (strcmp); NULL: none */
+		size_t nknown;
 	} fields[BX_MAX_FIELDS];
 } bs_map_info_t;
 

@@ -5,8 +5,7 @@
 #include "billing/probes.h"
 #include "billing/timing.h"
 
-uint64_t
-billing_clock_ns(void)
+uint64_t billing_clock_ns(void)
 {
 	struct timespec ts;
 
@@ -15,14 +14,12 @@ billing_clock_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t
-billing_clock_if(int wanted)
+uint64_t billing_clock_if(int wanted)
 {
 	return wanted ? billing_clock_ns() : 0;
 }
 
-uint64_t
-billing_elapsed_ns(uint64_t start_ns)
+uint64_t billing_elapsed_ns(uint64_t start_ns)
 {
 	uint64_t now;
 

@@ -61,6 +61,14 @@
  * 7 for a currency code:
  *
  * @@label-bytes default=32 currency=8
+ *
+ * Label values are bounded: past 64 values a label's new ones count as
+ * "other", and a map full of label sets folds a new one's labels into
+ * "other".  A label's known values are exempt: they always keep their own
+ * series, however much else a service sends.  Known values are declared
+ * here, read from a file beside this one (one value a line):
+ *
+ * @@known currency file=iso4217.txt
  */
 
 provider billing {

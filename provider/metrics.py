@@ -11,16 +11,23 @@ metric needs from one description:
                      argument's own unit; one observe function per quantity.
                      The exporter's BPF programs and the stats writer both
                      count through these, so the two paths cannot disagree.
-  billing-exporter-programs-h  the BPF maps and one USDT program per feeding probe
+  billing-exporter-programs-h  the BPF maps and one USDT program per feeding probe;
+                     beside each map a fold map sized for every folded key
+                     (MetricSet.fold_keys), and a map of each label's known
+                     values ("@@known", read from a file beside billing.d)
   metric-table-gen-h   the exporter's user-space table: quantities, maps,
                      metric rows (tools/billing-exporter/metric_table.c)
 """
 
+import os
 import re
 import shlex
 from decimal import Decimal, InvalidOperation
 
 TYPES_OK_FOR_LABELS = {"char *": "string", "int": "int32"}
+# Known values a label may have: a stats segment row names one by a byte,
+# BS_IDX_KNOWN (64) .. BS_IDX_OVERFLOW (254) - 1 (lib/stats_segment.h).
+KNOWN_MAX = 190
 HEADER_BANNER = "/* Generated from provider/billing.d by provider/generate.py: do not edit. */\n"
 
 
@@ -73,17 +80,33 @@ class Feed:
     def map_name(self):
         return "m_" + self.probe.func
 
+    @property
+    def fold_map_name(self):
+        return "f_" + self.probe.func
+
 
 class MetricSet:
-    def __init__(self, quantities, label_bytes, default_bytes, feeds, metrics):
+    def __init__(self, quantities, label_bytes, default_bytes, known, feeds, metrics):
         self.quantities = quantities      # {arg name: Quantity}, declaration order
         self.label_bytes = label_bytes    # {arg name: bytes}
         self.default_bytes = default_bytes
+        self.known = known                # {arg name: [values, sorted]}: "@@known"
         self.feeds = feeds                # [Feed] in billing.d's order
         self.metrics = metrics            # [Metric], one family's declarations adjacent
 
     def field_bytes(self, arg):
         return self.label_bytes.get(arg, self.default_bytes)
+
+    def fold_keys(self, feed):
+        """How many keys a fire of FEED can have once folded (its map full):
+        a string field keeps a known value or becomes "other", an int field
+        keeps 0 or becomes "other" (non-zero).  The room both paths reserve
+        so that a full map never loses a known value's fires."""
+        types = {n: t for n, t, _ in feed.probe.args}
+        n = 1
+        for arg in feed.fields:
+            n *= len(self.known.get(arg, [])) + 1 if types[arg] == "char *" else 2
+        return n
 
 
 def header_lines(text):
@@ -102,8 +125,28 @@ def parse_options(words, where):
     return out
 
 
+def read_known(path, arg, name):
+    """The values of a "@@known ARG file=NAME" line: NAME beside billing.d,
+    one value a line, '#' comments."""
+    where = os.path.join(os.path.dirname(os.path.abspath(path)), name)
+    try:
+        text = open(where, encoding="ascii").read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise MetricError(f"{path}: @@known {arg}: cannot read {where}: {e}") from None
+    values = [l.split("#")[0].strip() for l in text.splitlines()]
+    values = [v for v in values if v]
+    if len(values) > KNOWN_MAX:
+        raise MetricError(f"{where}: {len(values)} values; a stats segment row has room for {KNOWN_MAX}")
+    for v in values:
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", v):
+            raise MetricError(f"{where}: {v!r}: a known value is letters, digits, '_', '.' or '-'")
+    if len(set(values)) != len(values) or not values:
+        raise MetricError(f"{where}: values repeat, or there are none")
+    return sorted(values)
+
+
 def parse_header(lines, path):
-    quantities, label_bytes, default_bytes = {}, {}, None
+    quantities, label_bytes, default_bytes, known = {}, {}, None, {}
     for line in lines:
         try:
             words = shlex.split(line[2:])
@@ -143,6 +186,11 @@ def parse_header(lines, path):
                     raise MetricError(f"{path}: {line!r}: bounds must increase")
                 q.bounds_text.append(text)
                 q.bounds_raw.append(int(raw))
+        elif kind == "known":
+            opts = parse_options(rest[1:], line)
+            if len(rest) != 2 or set(opts) != {"file"} or opts["file"] is True:
+                raise MetricError(f"{path}: {line!r}: want @@known ARG file=NAME")
+            known[rest[0]] = read_known(path, rest[0], opts["file"])
         elif kind == "label-bytes":
             for k, v in parse_options(rest, line).items():
                 if v is True or not str(v).isdigit() or not 2 <= int(v) <= 64 or int(v) % 8:
@@ -158,7 +206,11 @@ def parse_header(lines, path):
             raise MetricError(f"{path}: quantity {q.name} has no @@buckets line")
     if default_bytes is None:
         raise MetricError(f"{path}: no '@@label-bytes default=N' line")
-    return quantities, label_bytes, default_bytes
+    for arg, values in known.items():
+        room = label_bytes.get(arg, default_bytes) - 1
+        if any(len(v) > room for v in values):
+            raise MetricError(f"{path}: @@known {arg}: a value longer than its {room} label bytes")
+    return quantities, label_bytes, default_bytes, known
 
 
 LINE = re.compile(r"@@(counter|histogram)\s+(\w+)\s+(count|sum\((\w+)\)|observe\((\w+)\))\s*"
@@ -242,7 +294,7 @@ def parse_feed(probe, lines, quantities, path):
 
 def parse(provider, text):
     """The MetricSet of PROVIDER (generate.Provider) whose billing.d is TEXT."""
-    quantities, label_bytes, default_bytes = parse_header(header_lines(text), provider.path)
+    quantities, label_bytes, default_bytes, known = parse_header(header_lines(text), provider.path)
     feeds = []
     for p in provider.probes:
         feed = parse_feed(p, p.metric_lines, quantities, provider.path)
@@ -268,7 +320,15 @@ def parse(provider, text):
     # exposition), families in order of first declaration.
     order = list(families)
     metrics = sorted([m for f in feeds for m in f.metrics], key=lambda m: order.index(m.name))
-    return MetricSet(quantities, label_bytes, default_bytes, feeds, metrics)
+    for arg in known:
+        if not any(arg in f.fields for f in feeds):
+            raise MetricError(f"{provider.path}: @@known {arg}: no metric has a label from an argument {arg}")
+    for f in feeds:
+        types = {n: t for n, t, _ in f.probe.args}
+        for arg in f.fields:
+            if arg in known and types[arg] != "char *":
+                raise MetricError(f"{provider.path}: @@known {arg}: probe {f.probe.name} passes it as an int")
+    return MetricSet(quantities, label_bytes, default_bytes, known, feeds, metrics)
 
 
 # --- C ----------------------------------------------------------------------
@@ -321,7 +381,7 @@ def metrics_layout_h(provider, ms):
         o.append(f"struct bx_q_{q.name} {{\n\tbx_u64 count; /* observations */\n"
                  f"\tbx_u64 sum;   /* of the {'signed ' if q.signed else ''}values, two's complement */\n"
                  f"\tbx_u64 buckets[BX_{Q}_BUCKETS]; /* not cumulative; the last is +Inf */\n}};\n")
-        o.append(f"BX_INLINE void\nbx_observe_{q.name}(struct bx_q_{q.name} *q, {q.c_type} x, int shared)\n{{\n"
+        o.append(f"BX_INLINE void bx_observe_{q.name}(struct bx_q_{q.name} *q, {q.c_type} x, int shared)\n{{\n"
                  f"\tstatic const {q.c_type} bounds[BX_{Q}_BOUNDS] = {{ BX_{Q}_BOUND_LIST }};\n"
                  f"\tunsigned i = 0;\n\tint b;\n\n")
         if q.unmeasured_zero:
@@ -339,6 +399,14 @@ def metrics_layout_h(provider, ms):
                  + (f"\tchar pad_[{pad}];\n" if pad else "") + "};\n")
         o.append(f"struct bx_value_{f.probe.func} {{\n\tbx_u64 count; /* fires */\n"
                  + "".join(f"\tstruct bx_q_{q} {q};\n" for q in f.quantities) + "};\n")
+    o.append("/* Keys a fire can have once folded (metrics.MetricSet.fold_keys): the\n"
+             " * room each path reserves per map for fires its full map cannot take. */\n")
+    for f in ms.feeds:
+        o.append(f"#define BX_FOLD_KEYS_{f.probe.macro} {ms.fold_keys(f)}\n")
+    o.append(f"#define BX_FOLD_KEYS_MAX {max(ms.fold_keys(f) for f in ms.feeds)}\n")
+    o.append(f"#define BX_FOLD_KEYS_TOTAL {sum(ms.fold_keys(f) for f in ms.feeds)}\n")
+    for arg, values in ms.known.items():
+        o.append(f"#define BX_KNOWN_{arg.upper()}_COUNT {len(values)} /* @@known {arg} */\n")
     o.append(f"#define BX_MAP_COUNT {len(ms.feeds)}\n")
     o.append("#define BX_MAP_NAME_LIST " + ", ".join(f'"{f.map_name}"' for f in ms.feeds) + "\n")
     o.append(f"#define BX_MAX_FIELDS {max(len(f.fields) for f in ms.feeds)}\n")
@@ -363,23 +431,61 @@ def count_fire(feed, string_field, int_field, row, observe):
     return out + [f"\t{observe(q)};\n" for q in feed.quantities]
 
 
+def known_arrays_c(ms):
+    """The "@@known" values as sorted C arrays (bsearch with strcmp)."""
+    o = []
+    for arg, values in ms.known.items():
+        o.append(f"static const char *const bx_known_{arg}[BX_KNOWN_{arg.upper()}_COUNT] = {{\n")
+        for i in range(0, len(values), 12):
+            o.append("\t" + " ".join(c_string(v) + "," for v in values[i:i + 12]) + "\n")
+        o.append("};\n")
+    return "".join(o)
+
+
+def known_ref(ms, arg):
+    """A key field's known values, as the C initialiser pair {list, count}."""
+    return f"bx_known_{arg}, BX_KNOWN_{arg.upper()}_COUNT" if arg in ms.known else "NULL, 0"
+
+
 def exporter_programs_h(provider, ms):
-    """Included by billing_exporter.bpf.c after its helpers arg(), arg_str()
-    and row()."""
+    """Included by billing_exporter.bpf.c after its helpers arg(), arg_str(),
+    counted(), row(), fold_str() and dropped()."""
     o = [HEADER_BANNER,
          "/* billing-exporter's BPF maps and programs: one per probe that feeds\n"
-         " * metrics, reading only the arguments its metrics need. */\n"]
+         " * metrics, reading only the arguments its metrics need.  Each map has a\n"
+         " * fold map beside it for the fires whose new key finds it full: there\n"
+         " * the key keeps its known values and folds the rest (fold_<probe>), so\n"
+         " * its keys are few (BX_FOLD_KEYS_*) and a known value is never lost. */\n"]
+    for arg, values in ms.known.items():
+        o.append(f"struct bx_known_key_{arg} {{\n\tchar v[{ms.field_bytes(arg)}];\n}};\n"
+                 f"BX_KNOWN(k_{arg}, bx_known_key_{arg}, BX_KNOWN_{arg.upper()}_COUNT);\n")
     for f in ms.feeds:
         o.append(f"BX_HASH({f.map_name}, bx_key_{f.probe.func}, bx_value_{f.probe.func});\n")
+        o.append(f"BX_FOLD_HASH({f.fold_map_name}, bx_key_{f.probe.func}, bx_value_{f.probe.func}, "
+                 f"BX_FOLD_KEYS_{f.probe.macro});\n")
     o.append("\n")
+    for f in ms.feeds:
+        types = {n: t for n, t, _ in f.probe.args}
+        o.append(f"static __always_inline void\nfold_{f.probe.func}(struct bx_key_{f.probe.func} *k)\n{{\n")
+        for arg in f.fields:
+            if types[arg] != "char *":
+                o.append(f"\tk->{arg} = k->{arg} != 0;\n")
+            elif arg in ms.known:
+                o.append(f"\tif (!bpf_map_lookup_elem(&k_{arg}, k->{arg}))\n"
+                         f"\t\tfold_str(k->{arg}, sizeof k->{arg});\n")
+            else:
+                o.append(f"\tfold_str(k->{arg}, sizeof k->{arg});\n")
+        o.append("}\n\n")
     for f in ms.feeds:
         pos = {n: i for i, (n, _, _) in enumerate(f.probe.args)}
         o.append(f'SEC("usdt")\nint {f.probe.d_name}(struct pt_regs *ctx)\n{{\n'
-                 f"\tstruct bx_key_{f.probe.func} k = {{}};\n\n")
+                 f"\tstruct bx_key_{f.probe.func} k = {{}};\n\tstruct bx_value_{f.probe.func} *v;\n\n"
+                 "\tif (!counted())\n\t\treturn 0;\n")
         o += count_fire(f, lambda a: f"arg_str(ctx, {pos[a]}, k.{a}, sizeof k.{a})",
                         lambda a: f"k.{a} = (__s32)arg(ctx, {pos[a]})",
-                        f"struct bx_value_{f.probe.func} *v = row(&{f.map_name}, &k, BX_MAP_{f.probe.macro});\n"
-                        "\tif (!v)\n\t\treturn 0;\n\tv->count += 1",
+                        f"v = row(&{f.map_name}, &k);\n\tif (!v) {{\n\t\tfold_{f.probe.func}(&k);\n"
+                        f"\t\tv = row(&{f.fold_map_name}, &k);\n\t}}\n"
+                        f"\tif (!v)\n\t\treturn dropped(BX_MAP_{f.probe.macro});\n\tv->count += 1",
                         lambda q: f"bx_observe_{q}(&v->{q}, ({ms.quantities[q].c_type})arg(ctx, {pos[q]}), 0)")
         o.append("\treturn 0;\n}\n\n")
     return "".join(o)
@@ -390,6 +496,11 @@ def metric_table_gen_h(provider, ms):
     tools/billing-exporter/metric_table.c only."""
     qindex = {name: i for i, name in enumerate(ms.quantities)}
     o = [HEADER_BANNER, "/* Included by tools/billing-exporter/metric_table.c alone. */\n\n"]
+    o.append(known_arrays_c(ms))
+    o.append("const bx_known_map_t bx_known_maps[] = {\n")
+    for arg in ms.known:
+        o.append(f"\t{{ {c_string('k_' + arg)}, {ms.field_bytes(arg)}, {known_ref(ms, arg)} }},\n")
+    o.append("\t{ NULL, 0, NULL, 0 }\n};\n\n")
     o.append("const bx_quantity_t bx_quantities[] = {\n")
     for q in ms.quantities.values():
         Q = q.name.upper()
@@ -402,11 +513,12 @@ def metric_table_gen_h(provider, ms):
         fields, _ = key_layout(ms, f)
         pos = {n: i for i, (n, _, _) in enumerate(f.probe.args)}
         st = f"struct bx_key_{f.probe.func}"
-        fl = ", ".join(f"{{ {c_string(arg)}, {pos[arg]}, {kind}, offsetof({st}, {arg}), {size} }}"
-                       for _, arg, kind, size in fields)
+        fl = ", ".join(f"{{ {c_string(arg)}, {pos[arg]}, {kind}, offsetof({st}, {arg}), {size}, "
+                       f"{known_ref(ms, arg)} }}" for _, arg, kind, size in fields)
         ql = ", ".join(f"{{ {qindex[q]}, {pos[q]}, offsetof(struct bx_value_{f.probe.func}, {q}) / 8 }}"
                        for q in f.quantities)
-        o.append(f"\t[BX_MAP_{f.probe.macro}] = {{ {c_string(f.map_name)}, {c_string(f.probe.d_name)}, "
+        o.append(f"\t[BX_MAP_{f.probe.macro}] = {{ {c_string(f.map_name)}, {c_string(f.fold_map_name)}, "
+                 f"{c_string(f.probe.d_name)}, "
                  f"BX_GROUP_{f.group.upper()}, sizeof({st}), sizeof(struct bx_value_{f.probe.func}), "
                  f"{len(fields)}, {{ {fl} }}, {len(f.quantities)}, {{ {ql or '{ 0, 0, 0 }'} }} }},\n")
     o.append("};\nconst size_t bx_map_count = sizeof bx_maps / sizeof bx_maps[0];\n\n")

@@ -31,7 +31,9 @@ def description(ms):
     """The segment's self-description: everything a reader needs to decode
     a segment, as text.  A reader accepts a segment only when it is exactly
     its own (docs/stats.md)."""
-    lines = ["billing-stats layout 1"]
+    lines = ["billing-stats layout 2"]
+    for arg, values in ms.known.items():
+        lines.append(f"known {arg} {','.join(values)}")
     for q in ms.quantities.values():
         lines.append(f"quantity {q.name} unit={q.unit.replace(' ', '_')} divide={q.divide} "
                      f"unmeasured_zero={int(q.unmeasured_zero)} signed={int(q.signed)} "
@@ -72,7 +74,7 @@ def stats_gen_c(provider, ms):
          "#include \"stats_writer.h\" /* BX_ADD as this thread's relaxed store, bs_cells_() */\n"
          "#include \"billing/stats_gen.h\"\n\n"]
     for f in ms.feeds:
-        o.append(f"void\nbilling_stats_{f.probe.func}({params(f)})\n{{\n"
+        o.append(f"void billing_stats_{f.probe.func}({params(f)})\n{{\n"
                  f"\tstruct bx_key_{f.probe.func} k;\n\tstruct bx_value_{f.probe.func} *v;\n\tint shared;\n\n"
                  "\tmemset(&k, 0, sizeof k);\n")
         o += metrics.count_fire(f, lambda a: f"bs_copy_label_(k.{a}, {a}, sizeof k.{a})", lambda a: f"k.{a} = {a}",
@@ -89,14 +91,18 @@ def stats_desc_c(provider, ms):
     reader compares a segment's with it."""
     o = [BANNER + '#include <stddef.h>\n\n#include "stats_segment.h"\n\nconst char billing_stats_desc_[] =\n'
          + "".join(f"\t{metrics.c_string(l)[:-1]}\\n\"\n" for l in description(ms).splitlines()) + "\t;\n\n"]
+    o.append(metrics.known_arrays_c(ms) + "\n")
     o.append("const bs_map_info_t billing_stats_maps_[BX_MAP_COUNT] = {\n")
+    base = []
     for f in ms.feeds:
         fields, _ = metrics.key_layout(ms, f)
         st = f"struct bx_key_{f.probe.func}"
-        fl = ", ".join(f"{{ offsetof({st}, {arg}), {size}, {1 if kind == 'BX_KEY_STRING' else 0} }}"
-                       for _, arg, kind, size in fields)
+        rows = f"BS_GENERAL_ROWS + BX_FOLD_KEYS_{f.probe.macro} + 1"
+        fl = ", ".join(f"{{ offsetof({st}, {arg}), {size}, {1 if kind == 'BX_KEY_STRING' else 0}, "
+                       f"{metrics.known_ref(ms, arg)} }}" for _, arg, kind, size in fields)
         o.append(f"\t[BX_MAP_{f.probe.macro}] = {{ sizeof({st}), sizeof(struct bx_value_{f.probe.func}) / 8, "
-                 f"{len(fields)}, {{ {fl} }} }},\n")
+                 f"{rows}, {' + '.join(base) or '0'}, {len(fields)}, {{ {fl} }} }},\n")
+        base.append(f"({rows})")
     o.append("};\n\n")
     return "".join(o)
 

@@ -14,8 +14,7 @@
 #include "billing/probes.h"
 #include "billing/timing.h"
 
-static int
-authorize(unsigned long long payment_id, long long amount_minor, const char *currency)
+static int authorize(unsigned long long payment_id, long long amount_minor, const char *currency)
 {
 	/* Read the clock only if someone watches payment-auth. */
 	unsigned long long t0 = billing_clock_if(BILLING_PAYMENT_AUTH_ENABLED());

@@ -43,7 +43,8 @@ const billing_probe_info_t *billing_catalogue(size_t *count);
 const billing_probe_info_t *billing_catalogue_find(const char *name);
 /* "uint64", "int64", "int32", "string". */
 const char *billing_arg_type_name(billing_arg_type_t type);
-/* 1 when probes were compiled into this library, 0 when built without. */
+/* 1 when probes were compiled into this library (USDT or function
+ * sites), 0 when built without. */
 int billing_probes_compiled_in(void);
 
 #ifdef __cplusplus

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#include "billing/probe_functions_gen.h"
+#include "billing/ffi_prototypes.h"
 
 #ifdef __cplusplus
 }

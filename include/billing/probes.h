@@ -61,7 +61,7 @@
  * without probes in a build that has them. */
 #if (BILLING_PROBE_SITE_FUNCTION || defined(BILLING_PROBE_SITE_FORCE_FUNCTION)) && \
     !defined(BILLING_PROBES_DISABLE)
-#  include "billing/probes_function.h"
+#  include "billing/function_site_macros.h"
 #elif BILLING_PROBES_SDT && !defined(BILLING_PROBES_DISABLE) && \
     !defined(__clang_analyzer__) && !defined(__COVERITY__)
 #  if defined(_SYS_SDT_H) && !defined(_SDT_HAS_SEMAPHORES)
@@ -100,8 +100,7 @@
  * cannot fault a page in: a string literal whose page the process has not
  * yet touched reads as "" (or fails: "invalid address").  Reading the first
  * byte of what is passed, the "" for NULL included, makes it resident. */
-static BILLING_PROBE_INLINE_ const char *
-billing_probe_str_(const char *s)
+static BILLING_PROBE_INLINE_ const char *billing_probe_str_(const char *s)
 {
 	if (!s)
 		s = "";

@@ -31,9 +31,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "exporter"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "billingd"))
-import exporter_harness as h  # noqa: E402
-from exporter_harness import bt  # noqa: E402
-from harness import Billingd, run_load  # noqa: E402
+import exportertest as h  # noqa: E402
+from exportertest import bt  # noqa: E402
+from billingdtest import Billingd, run_load  # noqa: E402
 
 exe = h.env_path("BX_EXPORTER")
 billingd_exe, load_exe = h.env_path("BS_BILLINGD"), h.env_path("BX_BILLING_LOAD")

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 
-from harness import Billingd, Checker
+from billingdtest import Billingd, Checker
 
 billingd_exe, load_exe = sys.argv[1], sys.argv[2]
 check = Checker()

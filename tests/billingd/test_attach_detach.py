@@ -7,7 +7,7 @@ usage: test_attach_detach.py BILLINGD BILLING_LOAD ATTACH_DETACH_BT [SECONDS]
 import sys
 import time
 
-from harness import Billingd, Bpftrace, Checker, bpftrace_usable, parse_maps, skip, start_load
+from billingdtest import Billingd, Bpftrace, Checker, bpftrace_usable, parse_maps, skip, start_load
 import json
 
 billingd_exe, load_exe, program = sys.argv[1:4]

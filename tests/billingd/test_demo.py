@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from harness import Checker, bpftrace_usable
+from billingdtest import Checker, bpftrace_usable
 
 demo, build_dir = sys.argv[1:3]
 check = Checker()

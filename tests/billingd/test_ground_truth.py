@@ -7,7 +7,7 @@ usage: test_ground_truth.py BILLINGD BILLING_LOAD GROUND_TRUTH_BT [SECONDS]
 """
 import sys
 
-from harness import Billingd, Bpftrace, Checker, bpftrace_usable, check_books, run_load, skip
+from billingdtest import Billingd, Bpftrace, Checker, bpftrace_usable, check_books, run_load, skip
 
 billingd_exe, load_exe, program = sys.argv[1:4]
 seconds = sys.argv[4] if len(sys.argv) > 4 else "6"

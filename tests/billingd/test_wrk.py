@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 
-from harness import Billingd, Checker, skip
+from billingdtest import Billingd, Checker, skip
 
 billingd_exe, lua = sys.argv[1:3]
 wrk = shutil.which("wrk")

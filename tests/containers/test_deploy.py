@@ -121,7 +121,7 @@ try:
     if not ct.EXPORTER:
         bt.skip("BX_EXPORTER not set (-Dexporter=enabled)")
     bt.require_root("running the exporter with the manifests' capabilities")
-    import exporter_harness as h  # noqa: E402  (tests/exporter)
+    import exportertest as h  # noqa: E402  (tests/exporter)
 
     CAP = {"DAC_READ_SEARCH": 2, "SYS_PTRACE": 19, "SYS_ADMIN": 21, "SYS_RESOURCE": 24, "PERFMON": 38, "BPF": 39}
     libc = ctypes.CDLL(None, use_errno=True)

@@ -112,7 +112,7 @@ try:
               % (script, targets[0], len(pids), got, want, tracer.returncode, err[-300:]))
 
     # --- exporter --pid ---------------------------------------------------------------
-    import exporter_harness as h  # noqa: E402  (tests/exporter)
+    import exportertest as h  # noqa: E402  (tests/exporter)
     if not ct.EXPORTER:
         bt.skip("BX_EXPORTER not set (build with -Dexporter=enabled)")
     ex = h.Exporter(ct.EXPORTER, "--pid", str(pid), "--metrics", "business")

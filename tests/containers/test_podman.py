@@ -45,8 +45,8 @@ CACHE = os.environ.get("BP_CONTAINER_CACHE", "")
 if not (BILLINGD and LOAD and CACHE and ct.EXPORTER and ct.TOOL):
     bt.skip("BP_BILLINGD, BP_BILLING_LOAD, BP_CONTAINER_CACHE, BX_EXPORTER, BP_TOOL: run through meson test "
             "with -Dexamples=enabled -Dexporter=enabled")
-import exporter_harness as h  # noqa: E402  (tests/exporter)
-from harness import run_load  # noqa: E402  (tests/billingd)
+import exportertest as h  # noqa: E402  (tests/exporter)
+from billingdtest import run_load  # noqa: E402  (tests/billingd)
 
 INSIDE = "/app/billingd"
 

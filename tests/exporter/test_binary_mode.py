@@ -9,9 +9,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "billingd"))
-import exporter_harness as h  # noqa: E402
-from exporter_harness import bt  # noqa: E402
-from harness import Billingd, run_load  # noqa: E402  (tests/billingd/harness.py)
+import exportertest as h  # noqa: E402
+from exportertest import bt  # noqa: E402
+from billingdtest import Billingd, run_load  # noqa: E402  (tests/billingd/billingdtest.py)
 
 h.require_exporter_can_run()
 exe, tool = h.env_path("BX_EXPORTER"), h.env_path("BX_TOOL")

@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import exporter_harness as h  # noqa: E402
-from exporter_harness import bt  # noqa: E402
+import exportertest as h  # noqa: E402
+from exportertest import bt  # noqa: E402
 
 exe = h.env_path("BX_EXPORTER")
 p = subprocess.run([exe, "--check-table"], capture_output=True, text=True)

@@ -7,8 +7,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import exporter_harness as h  # noqa: E402
-from exporter_harness import bt  # noqa: E402
+import exportertest as h  # noqa: E402
+from exportertest import bt  # noqa: E402
 
 promtool = bt.require_program("promtool", "prometheus")
 mon = h.MONITORING

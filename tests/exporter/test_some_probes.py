@@ -6,8 +6,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import exporter_harness as h  # noqa: E402
-from exporter_harness import bt  # noqa: E402
+import exportertest as h  # noqa: E402
+from exportertest import bt  # noqa: E402
 
 h.require_exporter_can_run()
 exe, fire = h.env_path("BX_EXPORTER"), h.env_path("BX_FIRE_STATIC")

@@ -10,15 +10,15 @@ The scripts are the shipped ones, rewritten by d-scripts/function_sites.py
 (the one transform: billing$target:::NAME -> pid$target::billing_fire_NAME:entry),
 each attached with dtrace -p to a fresh billingd for a whole billing-load
 run and stopped with SIGINT, so it prints its totals at END:
-  biz_metrics.d     every JSON total row (metric, currency, label, code,
-                    count, amount) == the same GROUP BY over the database
+  biz_metrics.d     every TOTAL row (payments by gateway and code, amounts
+                    by currency and metric, refunds by reason) == the same
+                    GROUP BY over the database
   tps.d             the per-second TXNS add up to every transaction written;
                     FAILED == 0 as billing-load saw no 5xx
   request_latency.d the per-handler histograms and the table's COUNT add up
                     to every response billing-load received; none unmeasured
                     (a function-site build clocks every request)
 """
-import json
 import os
 import re
 import shutil
@@ -33,11 +33,11 @@ sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "billingd"))
 import billingtest as bt  # noqa: E402
-import fsite  # noqa: E402
-from harness import Billingd, run_load  # noqa: E402
+import functionsitetest  # noqa: E402
+from billingdtest import Billingd, run_load  # noqa: E402
 
 SCRIPTS = {  # name: (dtrace options before -s, $1.. arguments)
-    "biz_metrics.d": ([], ["600", "1"]),     # interval 600 s: only the TOTAL at exit; JSON rows
+    "biz_metrics.d": ([], ["600"]),     # interval 600 s: only the TOTAL at exit
     "tps.d": ([], []),
     "request_latency.d": ([], ["100", "600"]),
 }
@@ -87,15 +87,27 @@ def section(text, marker):
     return []
 
 
-def biz_totals(text):
-    """The rows of biz_metrics.d's JSON "total" object (one per metric,
-    currency, label, code; the table shows breakdowns, not these rows)."""
-    rows = {}
-    for line in text.splitlines():
-        if line.startswith('{"type":"total"'):
-            for r in json.loads(line)["rows"][:-1]:
-                rows[(r["metric"], r["currency"], r["label"], r["code"])] = (r["count"], r["amount_minor"])
-    return rows
+def biz_tables(text):
+    """biz_metrics.d's TOTAL breakdowns: {"payments": {(gateway, code): n},
+    "amounts": {(currency, metric): n}, "refunds": {reason: n}}."""
+    total = "\n".join(section(text, "TOTAL since start"))
+    return {"payments": {(g, int(c)): int(n) for g, c, n in
+                         re.findall(r"^@payments_total\[(.*), (-?\d+)\]: (\d+)$", total, re.M)},
+            "amounts": {(cur, m): int(n) for cur, m, n in
+                        re.findall(r"^@amount_minor_total\[(.*), (\w+)\]: (-?\d+)$", total, re.M)},
+            "refunds": {r: int(n) for r, n in re.findall(r"^@refunds_total\[(.*)\]: (\d+)$", total, re.M)}}
+
+
+def book_tables(books):
+    """The database's rows (book_rows) laid out as biz_metrics.d's breakdowns."""
+    out = {"payments": {}, "amounts": {}, "refunds": {}}
+    for (metric, currency, label, code), (count, amount) in books.items():
+        if metric in ("approved", "declined"):
+            out["payments"][label, code] = out["payments"].get((label, code), 0) + count
+        if metric == "refunds":
+            out["refunds"][label] = out["refunds"].get(label, 0) + count
+        out["amounts"][currency, metric] = out["amounts"].get((currency, metric), 0) + amount
+    return out
 
 
 def tps_lines(text):
@@ -154,9 +166,9 @@ def traced_run(dtrace, billingd, load_exe, name, script):
     try:
         status, _, _ = svc.request("GET", "/healthz")  # before tracing: not counted
         bt.check(status == 200, "%s: billingd answers before tracing" % name)
-        tracer = fsite.Dtrace(dtrace, script, ["-p", str(svc.pid), *args], options=opts)
+        tracer = functionsitetest.Dtrace(dtrace, script, ["-p", str(svc.pid), *args], options=opts)
         # BEGIN's first line: the table's "Hit Ctrl-C", JSON's start object
-        ready = '{"type":"start"' if args[-1:] == ["1"] and name == "biz_metrics.d" else "Hit Ctrl-C"
+        ready = "Hit Ctrl-C"
         if bt.check(tracer.wait_for(ready, 90), "%s: attached (BEGIN ran)" % name):
             rc, load, err = run_load(load_exe, svc.url, "--duration", "5", "--concurrency", "8",
                                      "--invalid-rate", "0.08", "--refund-rate", "0.4", "--seed", "7")
@@ -187,18 +199,24 @@ def traced_run(dtrace, billingd, load_exe, name, script):
 
 
 def check_biz_metrics(out, load, rows, books):
-    """Every TOTAL row, row by row, against the books and the client."""
-    biz = biz_totals(out)
-    bt.check(biz and biz == books, "biz_metrics.d TOTAL rows == the database's, row by row "
-             "(%d rows; differing: %s)" % (len(books), sorted(set(biz.items()) ^ set(books.items()))[:6]))
-    count = lambda metric: sum(c for (m, _, _, _), (c, _) in biz.items() if m == metric)
-    for metric, db_rows, client in (("approved", rows["approved"], "payments_approved"),
-                                    ("declined", rows["declined"], "payments_declined"),
-                                    ("invoices", rows["invoices"], "invoices_created"),
-                                    ("refunds", rows["refunds"], "refunds")):
-        bt.check(count(metric) == db_rows == load[client],
-                 "biz_metrics.d %s %d == rows %d == billing-load %s %d"
-                 % (metric, count(metric), db_rows, client, load[client]))
+    """Every TOTAL row, row by row, against the books; the counts against
+    the client."""
+    got, want = biz_tables(out), book_tables(books)
+    for table in ("payments", "amounts", "refunds"):
+        bt.check(got[table] and got[table] == want[table],
+                 "biz_metrics.d TOTAL %s == the database's, row by row (%d rows; differing: %s)"
+                 % (table, len(want[table]), sorted(set(got[table].items()) ^ set(want[table].items()))[:6]))
+    total = "\n".join(section(out, "TOTAL since start"))
+    inv = re.search(r"^invoices (\d+)$", total, re.M)
+    pay = re.search(r"^payments approved (\d+) declined (\d+)", total, re.M)
+    ref = re.search(r"^refunds (\d+)$", total, re.M)
+    summary = {"invoices": int(inv.group(1)) if inv else None, "approved": int(pay.group(1)) if pay else None,
+               "declined": int(pay.group(2)) if pay else None, "refunds": int(ref.group(1)) if ref else None}
+    for metric, client in (("approved", "payments_approved"), ("declined", "payments_declined"),
+                           ("invoices", "invoices_created"), ("refunds", "refunds")):
+        bt.check(summary[metric] == rows[metric] == load[client],
+                 "biz_metrics.d %s %s == rows %d == billing-load %s %d"
+                 % (metric, summary[metric], rows[metric], client, load[client]))
 
 
 def check_tps(out, load, rows, books):

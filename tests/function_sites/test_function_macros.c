@@ -46,8 +46,7 @@ static struct {
 	uint64_t ns;
 } seen;
 
-static void
-forget(void)
+static void forget(void)
 {
 	memset(&seen, 0, sizeof seen);
 }
@@ -101,22 +100,19 @@ void __wrap_billing_fire_request_done(uint64_t request_id, const char *handler, 
 
 static int evaluations;
 
-static uint64_t
-counted_id(uint64_t id)
+static uint64_t counted_id(uint64_t id)
 {
 	evaluations++;
 	return id;
 }
 
-static const char *
-counted_string(const char *s)
+static const char *counted_string(const char *s)
 {
 	evaluations++;
 	return s;
 }
 
-static void
-test_every_fire_is_one_call_with_its_arguments_in_order(void **state)
+static void test_every_fire_is_one_call_with_its_arguments_in_order(void **state)
 {
 	int i;
 
@@ -138,8 +134,7 @@ test_every_fire_is_one_call_with_its_arguments_in_order(void **state)
 	assert_true(seen.ns == 18446744073709551615ull);
 }
 
-static void
-test_is_enabled_is_always_true(void **state)
+static void test_is_enabled_is_always_true(void **state)
 {
 	char component[32];
 
@@ -158,8 +153,7 @@ test_is_enabled_is_always_true(void **state)
 	assert_int_equal(seen.code, 409);
 }
 
-static void
-test_null_strings_reach_the_site_as_empty(void **state)
+static void test_null_strings_reach_the_site_as_empty(void **state)
 {
 	const char *none = NULL;
 
@@ -177,8 +171,7 @@ test_null_strings_reach_the_site_as_empty(void **state)
 	assert_string_equal(seen.s[1], "");
 }
 
-static void
-test_timing_helpers_clock_every_span(void **state)
+static void test_timing_helpers_clock_every_span(void **state)
 {
 	billing_request_t r;
 	struct timespec ms = { 0, 2000000 };

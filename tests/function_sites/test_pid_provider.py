@@ -22,12 +22,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, HERE)
 import billingtest as bt  # noqa: E402
-import fsite  # noqa: E402
+import functionsitetest  # noqa: E402
 from test_symbols import split_args  # noqa: E402
 
 
 def d_program(samples):
-    return "".join(fsite.print_clause(p["name"], [a["type"] for a in p["args"]])
+    return "".join(functionsitetest.print_clause(p["name"], [a["type"] for a in p["args"]])
                    for p in samples["probes"])
 
 
@@ -80,11 +80,11 @@ def main():
         script = os.path.join(work, "all_sites.d")
         with open(script, "w") as f:
             f.write(d_program(samples))
-        built, failed = fsite.lto_programs(sources, includes, ["BILLING_PROBE_SITE_FORCE_FUNCTION"], work)
+        built, failed = functionsitetest.lto_programs(sources, includes, ["BILLING_PROBE_SITE_FORCE_FUNCTION"], work)
         for label, err in failed:
             bt.check(False, "%s builds: %s" % (label, err))
         for label, binary in [("meson build (-O2)", program)] + built:
-            run = fsite.Dtrace(dtrace, script, ["-c", binary])
+            run = functionsitetest.Dtrace(dtrace, script, ["-c", binary])
             rc, _ = run.stop(timeout=120, interrupt=False)
             out = run.output_bytes()
             bt.check(rc == 0, "%s: dtrace -c exits 0 (%s; output ends %r)" % (label, rc, out[-300:]))

@@ -24,7 +24,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import billingtest as bt  # noqa: E402
-import fsite  # noqa: E402
+import functionsitetest  # noqa: E402
 
 # what an empty function is on x86-64 and aarch64 (with CET/BTI landing pads)
 BARE_RETURN = {"ret", "retq", "endbr64", "bti", "paciasp", "autiasp", "hint"}
@@ -40,16 +40,16 @@ def split_args(argv):
 
 
 def check_program(label, binary, names, rounds):
-    syms = fsite.site_symbols(binary)
+    syms = functionsitetest.site_symbols(binary)
     missing = [n for n in names if n not in syms]
     bt.check(not missing, "%s: every probe has its function site (missing: %s)" % (label, missing or "none"))
     present = [syms[n] for n in names if n in syms]
     bt.check(len(set(present)) == len(present),
              "%s: each site at its own address (%d sites, %d addresses)" % (label, len(present), len(set(present))))
-    bodies = fsite.site_bodies(binary)
+    bodies = functionsitetest.site_bodies(binary)
     odd = {n: bodies.get(n) for n in names if not bodies.get(n) or not set(bodies[n]) <= BARE_RETURN}
     bt.check(not odd, "%s: every site's body is a bare return (not: %s)" % (label, odd or "none"))
-    called = fsite.called_sites(binary)
+    called = functionsitetest.called_sites(binary)
     uncalled = [n for n in names if n not in called]
     bt.check(not uncalled, "%s: the program still calls every site (not called: %s)" % (label, uncalled or "none"))
     r = bt.run([binary])
@@ -63,11 +63,11 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     program, lib, ffi, samples, sources, includes = split_args(sys.argv[1:])
-    names = [fsite.site_function(name) for _, name, _ in bt.provider_probes()]
+    names = [functionsitetest.site_function(name) for _, name, _ in bt.provider_probes()]
     # fire_samples.c fires each probe through its macro once a round
     rounds = bt.load_samples(samples)["rounds"]
 
-    lib_syms = fsite.site_symbols(lib)
+    lib_syms = functionsitetest.site_symbols(lib)
     bt.check(all(n in lib_syms for n in names), "the function-site library defines every site")
     if ffi != "-":
         out = bt.run(["nm", "-D", "--defined-only", ffi]).stdout
@@ -77,7 +77,7 @@ def main():
 
     check_program("meson build (-O2)", program, names, rounds)
     with tempfile.TemporaryDirectory(prefix="fsite-lto-") as work:
-        built, failed = fsite.lto_programs(sources, includes, ["BILLING_PROBE_SITE_FORCE_FUNCTION"], work)
+        built, failed = functionsitetest.lto_programs(sources, includes, ["BILLING_PROBE_SITE_FORCE_FUNCTION"], work)
         for label, err in failed:
             bt.check(False, "%s builds: %s" % (label, err))
         bt.check(built, "at least one compiler linked the program with -flto")

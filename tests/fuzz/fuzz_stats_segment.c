@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (bs_read_mem(file, total, &seg, err, sizeof err) == 0) {
 		for (int m = 0; m < BX_MAP_COUNT; m++)
 			for (size_t r = 0; r < seg.nrows[m]; r++)
-				(void)strlen(seg.rows[m][r].text[0]);
+				(void)strlen(bs_row(&seg, m, r)->text[0]);
 	} else {
 		(void)strlen(err);
 	}

@@ -33,7 +33,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "billingd"))
 import billingtest as bt  # noqa: E402
-from harness import Bpftrace, parse_maps  # noqa: E402
+from billingdtest import Bpftrace, parse_maps  # noqa: E402
 
 FIRES = 7          # probes per round: an odd count no default would give
 TRACEFS_EVENTS = os.path.join(bt.TRACEFS, "uprobe_events")

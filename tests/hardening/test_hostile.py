@@ -11,7 +11,7 @@ Asserts (generous bounds; the speed figures are printed, not judged):
   - billing-load sees no transport error and no 5xx;
   - billingd's peak RSS stays under RSS_MIB (default 512 MiB);
   - what the probes counted equals the database equals billing-load
-    (tests/billingd/harness.check_books), under the same attack.
+    (tests/billingd/billingdtest.check_books), under the same attack.
 Prints: /healthz p50/p99/max before and under attack, RSS before and peak,
 how many slow connections billingd closed.
 """
@@ -23,15 +23,15 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "billingd"))
 import billingtest as bt  # noqa: E402
-from harness import Billingd, Bpftrace, Checker, check_books, start_load  # noqa: E402
-import hostile  # noqa: E402
+from billingdtest import Billingd, Bpftrace, Checker, check_books, start_load  # noqa: E402
+import hardeningtest  # noqa: E402
 
 billingd_exe, load_exe, program = sys.argv[1:4]
 slow_n, burst_n, seconds, rss_mib = (int(a) for a in (sys.argv[4:8] or (1000, 1000, 20, 512)))
 RSS_BOUND_KIB = rss_mib * 1024
 
 bt.require_tracing("bpftrace")
-if not hostile.raise_fd_limit(slow_n + burst_n + 256):
+if not hardeningtest.raise_fd_limit(slow_n + burst_n + 256):
     bt.skip("RLIMIT_NOFILE's hard limit is below the %d sockets this test opens"
             % (slow_n + burst_n + 256))
 
@@ -41,23 +41,23 @@ svc = Billingd(billingd_exe, "--threads", "4", "--gateway-latency-ms", "0.5",
 figures = {}
 tracer = slow = burst = health = load = None
 try:
-    quiet = hostile.HealthProbe(svc.port, every=0.05)
+    quiet = hardeningtest.HealthProbe(svc.port, every=0.05)
     time.sleep(2)
     quiet.stop()
     figures["healthz_quiet"] = quiet.summary()
-    figures["rss_quiet_kib"] = hostile.rss_kib(svc.pid)
+    figures["rss_quiet_kib"] = hardeningtest.rss_kib(svc.pid)
 
     tracer = Bpftrace(program, svc.pid)
-    health = hostile.HealthProbe(svc.port, every=0.2)
-    slow = hostile.SlowClients(svc.port, slow_n, seconds)
+    health = hardeningtest.HealthProbe(svc.port, every=0.2)
+    slow = hardeningtest.SlowClients(svc.port, slow_n, seconds)
     time.sleep(3)  # the slow ones in place first
-    burst = hostile.Burst(svc.port, burst_n)
+    burst = hardeningtest.Burst(svc.port, burst_n)
     load = start_load(load_exe, svc.url, "--duration", str(max(5, seconds - 8)),
                       "--concurrency", "8", "--invalid-rate", "0.08", "--refund-rate", "0.4",
                       "--seed", "11")
     rss_samples = []
     while load.poll() is None:
-        rss_samples.append(hostile.rss_kib(svc.pid))
+        rss_samples.append(hardeningtest.rss_kib(svc.pid))
         time.sleep(0.5)
     load_out, load_err = load.communicate()
     figures["burst_open_at_end"] = burst.still_open()
@@ -68,7 +68,7 @@ try:
     trace_rc, trace_out = tracer.stop()
     tracer = None
     figures["healthz_attacked"] = health.summary()
-    figures["rss_peak_kib"] = hostile.peak_rss_kib(svc.pid)
+    figures["rss_peak_kib"] = hardeningtest.peak_rss_kib(svc.pid)
     figures["rss_sampled_max_kib"] = max(r for r in rss_samples if r)
     figures["slow_opened"] = slow.opened
     figures["slow_closed_by_server"] = slow.closed_by_server

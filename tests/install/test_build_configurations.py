@@ -80,7 +80,8 @@ def installed_build(source, work):
     for rel in ["include/billing/probes.h", "include/billing/timing.h", "include/billing/catalogue.h",
                 "include/billing/probes_sdt.h", "include/billing/probes_off.h",
                 "include/billing/probe_macros.h", "include/billing/probes_config.h",
-                "share/billing-probes/billing.d"]:
+                "share/billing-probes/billing.d",
+                "share/billing-probes/iso4217.txt"]:
         check(os.path.isfile(os.path.join(prefix, rel)), f"installed {rel}")
     if glob.glob(os.path.join(source, "d-scripts", "*.d")):
         check(bool(glob.glob(os.path.join(prefix, "share/billing-probes/d-scripts/*.d"))) and

@@ -311,18 +311,12 @@ def interrupt_bpftrace(proc, timeout=120, already_sent=False):
     """Ctrl-C for a bpftrace Popen; waits up to timeout s, then SIGKILL;
     returns its exit code.
 
-    bpftrace 0.17 looks at its SIGINT flag only when epoll_wait() returns
-    EINTR.  A SIGINT handled while it is anywhere else -- reading events,
-    or runnable but waiting for a CPU on a loaded machine -- sets the flag
-    and is never looked at again: it then polls until killed (6 of 60
-    stops under CPU contention here).  So while it still catches SIGINT
-    (it restores the default action before it prints its maps) and has
-    waited in epoll_wait for a full second since the last SIGINT, send
-    another.  Its drain of END output also waits there, but returns after
-    100 ms of quiet, so the second never cuts that short.  The first is
-    sent while bpftrace sleeps in epoll_wait (up to 2 s waiting for that):
-    a SIGINT that lands while it prints also drops the rest of what it
-    has read."""
+    The same rule as billing-probes trace, which documents it once
+    (tools/billing-probes/bpftrace_process.h): bpftrace 0.17 acts on SIGINT
+    only when it arrives in epoll_wait(), so the first is sent while it
+    sleeps there (up to 2 s waiting for that: a SIGINT that lands while it
+    prints drops the rest of what it has read), and another after a whole
+    second there with bpftrace still catching SIGINT."""
     import signal
     if proc.poll() is not None:
         return proc.returncode

@@ -7,7 +7,8 @@ shows up as a failing test.
 
 # --- business mode -----------------------------------------------------------
 
-# biz_metrics TOTAL rows: (metric, currency, label, code) -> (count, amount_minor)
+# the business events the workload fires: (metric, currency, label, code) ->
+# (count, amount_minor); biz_metrics' tables below lay them out
 BIZ_ROWS = {
     ("invoices", "EUR", "-", 0): (600, 4740000),
     ("invoices", "USD", "-", 0): (400, 17370000),

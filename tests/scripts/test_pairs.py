@@ -2,9 +2,11 @@
 """Each D script in d-scripts/ has its bpftrace twin, an example file and a
 header with USAGE and FIELDS, and the pair documents the same fields.
 
-usage: test_pairs.py D_SCRIPTS_DIR
+usage: test_pairs.py D_SCRIPTS_DIR [NAME...]
 
-The scripts are found in the folder (no list kept here).  test_scripts.py
+The scripts are found in the folder; NAME... is d-scripts/meson.build's one
+list (what is installed), which must name exactly those, and d-scripts/
+README.md's table must have a row for each.  test_scripts.py
 runs both twins against one workload; this test reads them side by side and
 makes the mechanical part of keeping them in step fail loudly: a missing
 twin, a field named in one header and not the other, an example that is
@@ -46,6 +48,15 @@ def main():
     bts = sorted(f[:-3] for f in os.listdir(os.path.join(d, "bpftrace")) if f.endswith(".bt"))
     if not ds:
         problems.append("no D scripts in %s" % d)
+    listed = sorted(sys.argv[2:])
+    if listed and listed != ds:
+        problems.append("d-scripts/meson.build's script_names %s differ from the .d files %s" % (listed, ds))
+    readme = open(os.path.join(d, "README.md")).read()
+    table = "\n".join(l for l in readme.split("\n") if l.startswith("| ["))
+    # the row's link text names it: "| [tps](#...)" or "| [syscalls, file_opens, ...](#...)"
+    unlisted = [n for n in ds if not re.search(r"^\| \[[^\]]*\b%s\b[^\]]*\]" % re.escape(n), table, re.M)]
+    if unlisted:
+        problems.append("d-scripts/README.md's table has no row for %s" % unlisted)
     if ds != bts:
         problems.append("D scripts without a twin %s, twins without a D script %s" %
                         (sorted(set(ds) - set(bts)), sorted(set(bts) - set(ds))))

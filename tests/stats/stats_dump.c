@@ -48,7 +48,7 @@ int main(int argc, char **argv)
 		for (int m = 0; m < BX_MAP_COUNT; m++) {
 			printf("%s\"%s\":[", m ? "," : "", map_names[m]);
 			for (size_t r = 0; r < seg->nrows[m]; r++) {
-				const bs_read_row_t *row = &seg->rows[m][r];
+				const bs_read_row_t *row = bs_row(seg, m, r);
 				printf("%s{\"labels\":[", r ? "," : "");
 				for (int f = 0; f < BX_MAX_FIELDS; f++) {
 					printf("%s", f ? "," : "");

@@ -8,6 +8,8 @@
  *   short TOTAL C K   TOTAL short-lived threads, at most C alive at once, K
  *                     request-done fires each; prints VmRSS before and after
  *   labels N          N distinct handlers and N distinct payment results
+ *   fair CODES JUNK   known currencies among JUNK junk ones, in the steps
+ *                     of tests/lib/fair_labels.h, without pauses
  *   fork W N P        P fires in the parent, then W forked workers of N fires
  *                     each; worker 0 is SIGKILLed once it has fired and a
  *                     replacement forked; prints every pid and segment path
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include "billing/probes.h"
+#include "fair_labels.h"
 
 static long per_thread;
 
@@ -197,6 +200,17 @@ static int run_busy(void)
 	return 1;
 }
 
+static int run_fair(const char *codes, long junk)
+{
+	if (fire_codes(codes) < 0)
+		return 2;
+	fire_late_known();
+	fire_junk(junk);
+	fire_real();
+	print_segment();
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -211,6 +225,9 @@ int main(int argc, char **argv)
 		return run_fork(atoi(argv[2]), atol(argv[3]), atol(argv[4]));
 	if (strcmp(mode, "busy") == 0)
 		return run_busy();
-	fprintf(stderr, "usage: stats_workload threads T N | short TOTAL C K | labels N | fork W N P | busy\n");
+	if (strcmp(mode, "fair") == 0 && argc == 4)
+		return run_fair(argv[2], atol(argv[3]));
+	fprintf(stderr, "usage: stats_workload threads T N | short TOTAL C K | labels N | fork W N P | busy"
+	                " | fair CODES JUNK\n");
 	return 2;
 }

@@ -1,6 +1,6 @@
 """Helpers of the stats tests: run the workload, read segments with the
 reader (stats_dump), and know the layout from billing.d itself (the
-generator's own parser: provider/generate.py), so nothing here restates
+generator's own reader: provider/billing_d.py), so nothing here restates
 a metric."""
 import json
 import os
@@ -13,11 +13,11 @@ sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 import billingtest as bt  # noqa: E402
 
 sys.path.insert(0, os.path.join(bt.SOURCE_ROOT, "provider"))
-import generate  # noqa: E402
+import billing_d  # noqa: E402
 
 WORKLOAD = os.environ.get("BS_WORKLOAD", "")
 DUMP = os.environ.get("BS_DUMP", "")
-PROVIDER = generate.parse(os.environ.get("BS_PROVIDER_D", bt.PROVIDER_D))
+PROVIDER = billing_d.parse(os.environ.get("BS_PROVIDER_D", bt.PROVIDER_D))
 METRICS = PROVIDER.metrics
 
 # struct bs_header (lib/stats_segment.h), little-endian, naturally aligned.

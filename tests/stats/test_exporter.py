@@ -21,8 +21,8 @@ from statstest import bt
 
 sys.path.insert(0, os.path.join(st.HERE, "..", "exporter"))
 sys.path.insert(0, os.path.join(st.HERE, "..", "billingd"))
-import exporter_harness as h  # noqa: E402
-from harness import Billingd, run_load  # noqa: E402  (tests/billingd/harness.py)
+import exportertest as h  # noqa: E402
+from billingdtest import Billingd, run_load  # noqa: E402  (tests/billingd/billingdtest.py)
 
 st.require_built()
 exe = h.env_path("BX_EXPORTER")

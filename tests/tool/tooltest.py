@@ -53,3 +53,47 @@ def readelf_names(path):
     """ELF probe names in a file's notes, as readelf -n prints them."""
     out = subprocess.run(["readelf", "-n", "--wide", path], capture_output=True, text=True, check=True).stdout
     return set(re.findall(r"Name: (\S+)", out))
+
+
+def tps_seconds(text):
+    """tps's table lines: [(TXNS, FAILED, FAIL%, partial)] in order."""
+    return [(int(t), int(f), int(p), bool(note)) for t, f, p, note in
+            re.findall(r"^\d\d:\d\d:\d\d\s+(\d+)\s+(\d+)\s+(\d+)(\s+partial \d+ ms)?$", text, flags=re.M)]
+
+
+def biz_total(text):
+    """biz_metrics' TOTAL as {(metric, code): (count, amount_minor)}, over
+    every currency and gateway: invoices, approved and refunds with code 0,
+    declined with its one decline code (several: a "codes" entry instead);
+    None when there is no TOTAL or its summary and rows disagree."""
+    if "TOTAL since start" not in text:
+        return None
+    tot = text.split("TOTAL since start", 1)[1]
+    inv = re.search(r"^invoices (\d+)$", tot, flags=re.M)
+    pay = re.search(r"^payments approved (\d+) declined (\d+)", tot, flags=re.M)
+    ref = re.search(r"^refunds (\d+)$", tot, flags=re.M)
+    if not (inv and pay and ref):
+        return None
+    amounts, codes = {}, {}
+    for metric, n in re.findall(r"^@amount_minor_total\[[^,\]]+, (\w+)\]: (\d+)$", tot, flags=re.M):
+        amounts[metric] = amounts.get(metric, 0) + int(n)
+    for code, n in re.findall(r"^@payments_total\[[^,\]]+, (\d+)\]: (\d+)$", tot, flags=re.M):
+        codes[int(code)] = codes.get(int(code), 0) + int(n)
+    approved, declined = int(pay.group(1)), int(pay.group(2))
+    got = {("invoices", 0): (int(inv.group(1)), amounts.get("invoices", 0)),
+           ("approved", 0): (approved, amounts.get("approved", 0)),
+           ("refunds", 0): (int(ref.group(1)), amounts.get("refunds", 0))}
+    decline_codes = [c for c in codes if c != 0]
+    if codes.get(0, 0) != approved or sum(codes[c] for c in decline_codes) != declined:
+        return None
+    if len(decline_codes) == 1:
+        got[("declined", decline_codes[0])] = (declined, amounts.get("declined", 0))
+    elif declined:
+        got["codes"] = codes
+    return got
+
+
+def latency_total(text):
+    """request_latency's TOTAL table: {HANDLER: (COUNT, SLOW)}."""
+    tot = text.split("TOTAL since start", 1)[-1].split("\nUNMEASURED", 1)[0]
+    return {h: (int(n), int(slow)) for h, n, slow in re.findall(r"^(\S+)\s+(\d+)\s+(\d+)(?:\s|$)", tot, flags=re.M)}

@@ -14,8 +14,7 @@
 
 /* That the catalogue lists billing.d's probes with their types is
  * test_catalogue_matches.py's job; here, what every entry must hold. */
-static void
-test_every_probe_is_described(void **state)
+static void test_every_probe_is_described(void **state)
 {
 	size_t count, i;
 	const billing_probe_info_t *probes = billing_catalogue(&count);
@@ -31,8 +30,7 @@ test_every_probe_is_described(void **state)
 	}
 }
 
-static void
-test_every_argument_is_documented(void **state)
+static void test_every_argument_is_documented(void **state)
 {
 	size_t count, i, j;
 	const billing_probe_info_t *probes = billing_catalogue(&count);
@@ -43,8 +41,7 @@ test_every_argument_is_documented(void **state)
 			assert_true(strlen(probes[i].args[j].doc) > 5);
 }
 
-static void
-test_find_by_either_spelling(void **state)
+static void test_find_by_either_spelling(void **state)
 {
 	size_t count, i;
 	const billing_probe_info_t *probes = billing_catalogue(&count);
@@ -64,11 +61,10 @@ test_find_by_either_spelling(void **state)
 	assert_null(billing_catalogue_find(NULL));
 }
 
-static void
-test_compiled_in_flag_matches_build(void **state)
+static void test_compiled_in_flag_matches_build(void **state)
 {
 	(void)state;
-	assert_int_equal(billing_probes_compiled_in(), BILLING_PROBES_SDT);
+	assert_int_equal(billing_probes_compiled_in(), BUILT_WITH_PROBES);
 	assert_string_equal(billing_arg_type_name(BILLING_ARG_INT64), "int64");
 }
 

@@ -10,6 +10,7 @@ output file.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,6 +53,12 @@ CASES = {
         "billing_transaction_amount_minor: help given twice; give it once"),
     "family with other labels": (lambda s: s.replace('{kind="refund", currency}', '{kind="refund", reason}', 1),
                                  "billing_transaction_amount_minor: declared twice with another type, unit or labels"),
+    "known values file missing": (lambda s: s.replace("@@known currency file=iso4217.txt",
+                                                      "@@known currency file=nosuch.txt", 1),
+                                  "@@known currency: cannot read"),
+    "known values of an int argument": (lambda s: s.replace("@@known currency file=iso4217.txt",
+                                                            "@@known code file=iso4217.txt", 1),
+                                        "@@known code: probe error passes it as an int"),
     "metric bucket not whole": (lambda s: s.replace("@@buckets amount_minor 100 ", "@@buckets amount_minor 100.5 ", 1),
                                 "bound 100.5 is not a whole amount_minor"),
 }
@@ -61,6 +68,8 @@ def main():
     generate, provider = sys.argv[1], sys.argv[2]
     original = open(provider).read()
     with tempfile.TemporaryDirectory() as tmp:
+        # The files billing.d's "@@known" lines read, beside the copy.
+        shutil.copy(os.path.join(os.path.dirname(provider), "iso4217.txt"), tmp)
         for name, (edit, message) in CASES.items():
             broken = os.path.join(tmp, "billing.d")
             edited = edit(original)

@@ -25,22 +25,19 @@
 
 static int evaluations;
 
-static uint64_t
-counted_id(uint64_t id)
+static uint64_t counted_id(uint64_t id)
 {
 	evaluations++;
 	return id;
 }
 
-static const char *
-counted_string(const char *s)
+static const char *counted_string(const char *s)
 {
 	evaluations++;
 	return s;
 }
 
-static void
-test_arguments_not_evaluated_while_untraced(void **state)
+static void test_arguments_not_evaluated_while_untraced(void **state)
 {
 	int i;
 
@@ -56,8 +53,7 @@ test_arguments_not_evaluated_while_untraced(void **state)
 	assert_false(BILLING_ERROR_ENABLED());
 }
 
-static void
-test_arguments_evaluated_once_per_fire_while_traced(void **state)
+static void test_arguments_evaluated_once_per_fire_while_traced(void **state)
 {
 	int i;
 
@@ -83,8 +79,7 @@ test_arguments_evaluated_once_per_fire_while_traced(void **state)
 #endif
 }
 
-static void
-test_null_strings_are_accepted(void **state)
+static void test_null_strings_are_accepted(void **state)
 {
 	const char *none = NULL;
 
@@ -102,8 +97,7 @@ test_null_strings_are_accepted(void **state)
 #endif
 }
 
-static void
-test_integer_arguments_of_every_width(void **state)
+static void test_integer_arguments_of_every_width(void **state)
 {
 	/* All of these must compile without a warning under -Wall -Wextra
 	 * -Werror -pedantic: integers of any width and signedness, enums,
@@ -124,8 +118,7 @@ test_integer_arguments_of_every_width(void **state)
 	assert_int_equal(evaluations, 0);
 }
 
-static void
-test_probes_in_statement_positions(void **state)
+static void test_probes_in_statement_positions(void **state)
 {
 	int fired = 0;
 

@@ -21,15 +21,13 @@
 #if BILLING_PROBES_SDT
 #  define MS 1000000ull
 
-static void
-sleep_ms(long ms)
+static void sleep_ms(long ms)
 {
 	struct timespec ts = { 0, ms * 1000000L };
 	nanosleep(&ts, NULL);
 }
 
-static void
-test_request_duration_measured_while_traced(void **state)
+static void test_request_duration_measured_while_traced(void **state)
 {
 	billing_request_t r;
 	uint64_t ns;
@@ -47,8 +45,7 @@ test_request_duration_measured_while_traced(void **state)
 	assert_string_equal(r.handler, "payment.authorize");
 }
 
-static void
-test_start_probe_alone_clocks_the_span(void **state)
+static void test_start_probe_alone_clocks_the_span(void **state)
 {
 	billing_transaction_t t;
 
@@ -64,8 +61,7 @@ test_start_probe_alone_clocks_the_span(void **state)
 	billing_transaction__done_semaphore = 0;
 }
 
-static void
-test_span_begun_untraced_reports_not_measured(void **state)
+static void test_span_begun_untraced_reports_not_measured(void **state)
 {
 	billing_db_query_t q;
 
@@ -82,8 +78,7 @@ struct handoff {
 	uint64_t ns;
 };
 
-static void *
-finish_on_other_thread(void *arg)
+static void *finish_on_other_thread(void *arg)
 {
 	struct handoff *h = arg;
 
@@ -92,8 +87,7 @@ finish_on_other_thread(void *arg)
 	return NULL;
 }
 
-static void
-test_span_handed_to_another_thread(void **state)
+static void test_span_handed_to_another_thread(void **state)
 {
 	struct handoff h;
 	pthread_t thread;
@@ -108,8 +102,7 @@ test_span_handed_to_another_thread(void **state)
 }
 #endif
 
-static void
-test_untraced_end_returns_zero(void **state)
+static void test_untraced_end_returns_zero(void **state)
 {
 	billing_request_t r;
 
@@ -119,8 +112,7 @@ test_untraced_end_returns_zero(void **state)
 	assert_int_equal(billing_request_end(&r, 500), 0);
 }
 
-static void
-test_clock_helpers(void **state)
+static void test_clock_helpers(void **state)
 {
 	uint64_t a, b;
 

@@ -55,6 +55,27 @@ static const bx_map_desc_t *map_of_program(const char *prog)
 	return NULL;
 }
 
+/* The known label values into their maps (k_ARG), NUL-padded like a key
+ * field, before any program runs: a fold keeps only what is found there.
+ * 0, or libbpf's error (negative). */
+static int fill_known(bx_exporter_t *ex)
+{
+	for (const bx_known_map_t *k = bx_known_maps; k->map; k++) {
+		struct bpf_map *map = bpf_object__find_map_by_name(ex->skel->obj, k->map);
+		int fd = map ? bpf_map__fd(map) : -1;
+		if (fd < 0 || k->key_size > BX_LABEL_BYTES_MAX)
+			return -EINVAL;
+		for (size_t i = 0; i < k->count; i++) {
+			char key[BX_LABEL_BYTES_MAX] = { 0 };
+			unsigned char one = 1;
+			memcpy(key, k->values[i], strnlen(k->values[i], k->key_size - 1));
+			if (bpf_map_update_elem(fd, key, &one, BPF_ANY) != 0)
+				return -errno;
+		}
+	}
+	return 0;
+}
+
 /* Open and load the object, its programs made for multi-uprobe links
  * when `multi`.  libbpf's error (negative), or 0. */
 static int open_and_load(bx_exporter_t *ex, int multi)
@@ -73,6 +94,8 @@ static int open_and_load(bx_exporter_t *ex, int multi)
 			bpf_program__set_expected_attach_type(prog, (enum bpf_attach_type)BX_TRACE_UPROBE_MULTI);
 	}
 	int rc = billing_exporter_bpf__load(ex->skel);
+	if (rc == 0)
+		rc = fill_known(ex);
 	if (rc != 0) {
 		billing_exporter_bpf__destroy(ex->skel);
 		ex->skel = NULL;

@@ -2,7 +2,8 @@
 /*
  * billing_exporter.bpf.c -- the kernel side of billing-exporter: one USDT
  * program per probe the metrics need, each adding its fire into a per-CPU
- * hash map keyed by the probe's label arguments.
+ * hash map keyed by the probe's label arguments (and, once that map is
+ * full, in a small fold map beside it: see billing_exporter_programs.h).
  *
  * The maps, their keys and values and the programs are generated from
  * billing.d's metric declarations; this file holds what they share.
@@ -38,7 +39,29 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
     __type(value, struct valuetype); \
   } name SEC(".maps")
 
-/* Fires whose label set found its map full, one slot per map (BX_MAP_*). */
+/* A fold map: its keys are bounded by construction (entries = every key a
+ * folded fire can have), and preallocated so an insert never finds the
+ * allocator empty: a fold map takes every fire it is given. */
+#define BX_FOLD_HASH(name, keytype, valuetype, entries) \
+  struct { \
+    __uint(type, BPF_MAP_TYPE_PERCPU_HASH); \
+    __uint(max_entries, entries); \
+    __type(key, struct keytype); \
+    __type(value, struct valuetype); \
+  } name SEC(".maps")
+
+/* A label's known values ("@@known" in billing.d), filled by user space
+ * before any program is attached; looked up only when a fire is folded. */
+#define BX_KNOWN(name, keytype, entries) \
+  struct { \
+    __uint(type, BPF_MAP_TYPE_HASH); \
+    __uint(max_entries, entries); \
+    __type(key, struct keytype); \
+    __type(value, __u8); \
+  } name SEC(".maps")
+
+/* Fires not counted at all (a fold map refused them: never, by design),
+ * one slot per map (BX_MAP_*). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, BX_MAP_COUNT);
@@ -67,24 +90,39 @@ static __always_inline void arg_str(struct pt_regs *ctx, __u64 n, char *dst, __u
 	bpf_probe_read_user_str(dst, size, (const void *)arg(ctx, n));
 }
 
-/* The row for key, created zeroed on first sight; NULL when the map is
- * full, or when the fire is another user's than --uid's. */
-static __always_inline void *row(void *map, const void *key, __u32 drop_slot)
+/* 0 for a fire of another user than --uid's. */
+static __always_inline int counted(void)
 {
-	if (bx_filter_uid && (__u32)bpf_get_current_uid_gid() != bx_only_uid)
-		return NULL;
+	return !bx_filter_uid || (__u32)bpf_get_current_uid_gid() == bx_only_uid;
+}
+
+/* The row for key, created zeroed on first sight; NULL when the map is
+ * full (or the kernel's allocator had nothing for it). */
+static __always_inline void *row(void *map, const void *key)
+{
 	void *v = bpf_map_lookup_elem(map, key);
 
 	if (v)
 		return v;
 	bpf_map_update_elem(map, key, &zero_value, BPF_NOEXIST);
-	v = bpf_map_lookup_elem(map, key);
-	if (!v) {
-		__u64 *d = bpf_map_lookup_elem(&m_dropped, &drop_slot);
-		if (d)
-			*d += 1;
-	}
-	return v;
+	return bpf_map_lookup_elem(map, key);
+}
+
+/* A folded string field: every byte 0xff, the last one too.  A string read
+ * from the service always ends in a NUL within its field, so no value it
+ * sends can look folded; user space shows it as "other". */
+static __always_inline void fold_str(char *field, __u32 size)
+{
+	__builtin_memset(field, 0xff, size);
+}
+
+static __always_inline int dropped(__u32 slot)
+{
+	__u64 *d = bpf_map_lookup_elem(&m_dropped, &slot);
+
+	if (d)
+		*d += 1;
+	return 0;
 }
 
 /* The maps and programs, generated from billing.d's metric declarations

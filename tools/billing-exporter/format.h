@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "snapshot.h"
+#include "text_buf.h" /* tools/billing-probes */
 
 typedef enum bx_format { BX_FMT_PROMETHEUS,
 	                 BX_FMT_OPENMETRICS,
@@ -17,25 +18,10 @@ typedef enum bx_format { BX_FMT_PROMETHEUS,
 #define BX_CONTENT_TYPE_PROMETHEUS "text/plain; version=0.0.4; charset=utf-8"
 #define BX_CONTENT_TYPE_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
-typedef struct bx_buf {
-	char *data;
-	size_t len, cap;
-	int failed; /* out of memory: data is incomplete */
-} bx_buf_t;
-
-void bx_buf_printf(bx_buf_t *b, const char *fmt, ...)
-#ifdef __GNUC__
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-/* Append n bytes of s (kept NUL-terminated). */
-void bx_buf_append(bx_buf_t *b, const char *s, size_t n);
-
 /* Append the snapshot to b in format f.  now_seconds stamps JSON lines. */
-void bx_format(const bx_snapshot_t *s, bx_format_t f, double now_seconds, bx_buf_t *b);
+void bx_format(const bx_snapshot_t *s, bx_format_t f, double now_seconds, bp_buf_t *b);
 
 /* The metric table as markdown (docs/exporter.md between its markers). */
-void bx_format_metric_table(bx_buf_t *b);
+void bx_format_metric_table(bp_buf_t *b);
 
 #endif /* BX_FORMAT_H */

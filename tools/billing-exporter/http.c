@@ -73,7 +73,7 @@ static double now_seconds(int clock)
 char *bx_render(bx_exporter_t *ex, int format, size_t *len)
 {
 	bx_snapshot_t snap;
-	bx_buf_t buf = { 0 };
+	bp_buf_t buf = { 0 };
 
 	pthread_mutex_lock(&ex->lock);
 	double t0 = now_seconds(CLOCK_MONOTONIC);
@@ -88,7 +88,7 @@ char *bx_render(bx_exporter_t *ex, int format, size_t *len)
 		return NULL;
 	}
 	if (!buf.data)
-		bx_buf_printf(&buf, "%s", "");
+		bp_buf_printf(&buf, "%s", "");
 	*len = buf.len;
 	return buf.data;
 }

@@ -5,13 +5,16 @@
  * anything: bytes that are not UTF-8, quotes, newlines, very long, or a
  * new value on every request.  What reaches the exposition must stay
  * valid (promtool check metrics) and bounded (a scrape of a few thousand
- * series, whatever the service does).
+ * series, whatever the service does), and a label's known values
+ * (billing.d's "@@known") keep their series whatever else it sends.
  */
 #include "labels.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+const char bx_label_other[] = "other";
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if none.
  * Rejects overlong forms, surrogates and code points past U+10FFFF. */
@@ -117,8 +120,16 @@ static void note_folded(bx_label_slot_t *slot, const char *value)
 	slot->folded_count += (size_t)folded_insert(slot->folded, slot->folded_cap, h);
 }
 
-const char *bx_label_admit(bx_label_slot_t *slot, const char *value)
+static int cmp_value(const void *key, const void *elem)
 {
+	return strcmp(key, *(const char *const *)elem);
+}
+
+const char *bx_label_admit(bx_label_slot_t *slot, const char *const *known, size_t nknown, const char *value)
+{
+	const char *const *k = nknown ? bsearch(value, known, nknown, sizeof *known, cmp_value) : NULL;
+	if (k)
+		return *k;
 	for (size_t i = 0; i < slot->count; i++)
 		if (strcmp(slot->values[i], value) == 0)
 			return slot->values[i];

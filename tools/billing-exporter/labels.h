@@ -8,10 +8,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* At most this many distinct values per (map, label); later ones are
- * reported as BX_LABEL_OTHER. */
+/* At most this many distinct values per (map, label) besides its known
+ * ones; later ones are reported as BX_LABEL_OTHER. */
 #define BX_LABEL_CAP 64
-#define BX_LABEL_OTHER "other"
+/* The value shown for folded ones: one object, so a row's label can be
+ * told folded by its address (a literal "other" sent by a service is a
+ * value like any other). */
+extern const char bx_label_other[];
+#define BX_LABEL_OTHER bx_label_other
 
 /* Write the bytes of src (up to its NUL or n bytes) into dst as a label
  * value that needs no further escaping except the exposition's own
@@ -28,10 +32,13 @@ typedef struct bx_label_slot {
 	size_t folded_count, folded_cap;
 } bx_label_slot_t;
 
-/* value itself when it is one of the slot's first BX_LABEL_CAP values
- * (remembering it when there is room), else BX_LABEL_OTHER, and the
- * value counted as folded once. */
-const char *bx_label_admit(bx_label_slot_t *slot, const char *value);
+/* The label value to show for value: itself when it is one of the
+ * field's known values (known, sorted, nknown of them: billing.d's
+ * "@@known"), which never take the slot's room; or when it is one of the
+ * slot's first BX_LABEL_CAP other values (remembering it when there is
+ * room); else BX_LABEL_OTHER, and the value counted as folded once.  A
+ * known value is returned as the table's own string. */
+const char *bx_label_admit(bx_label_slot_t *slot, const char *const *known, size_t nknown, const char *value);
 void bx_label_slot_free(bx_label_slot_t *slot);
 
 #endif /* BX_LABELS_H */

@@ -282,7 +282,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
 		case O_STATS: o->bpf_stats = 1; break;
 		case O_VERBOSE: o->verbose = 1; break;
 		case O_TABLE: {
-			bx_buf_t b = { 0 };
+			bp_buf_t b = { 0 };
 			bx_format_metric_table(&b);
 			fputs(b.data ? b.data : "", stdout);
 			free(b.data);

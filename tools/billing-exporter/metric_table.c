@@ -32,6 +32,12 @@ const bx_metric_t bx_metrics[] = {
 	     "Probe attachments (one per module and target) per probe."),
 	SELF("billing_exporter_label_values_folded_total", BX_COUNTER, "", "map,label",
 	     "Distinct label values counted under \"other\" once a label had 64 values."),
+	SELF("billing_exporter_folded_fires_total", BX_COUNTER, "", "map,label",
+	     "Fires counted under the label value \"other\": theirs came past the label's 64 values "
+	     "(known values never do), or their map was full."),
+	/* Since fold maps (billing_exporter_programs.h) a fire is dropped only
+	 * when its fold map refuses it too, which it has room never to do; the
+	 * help text stays as scrapes have always shown it. */
 	SELF("billing_exporter_dropped_fires_total", BX_COUNTER, "", "map",
 	     "Fires not counted because their map was full (16384 label sets)."),
 	SELF("billing_exporter_bpf_program_runs_total", BX_COUNTER, "", "program",

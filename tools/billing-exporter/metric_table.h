@@ -37,8 +37,18 @@ typedef struct bx_key_field {
 	const char *arg; /* argument name in billing.d, e.g. "gateway" */
 	int arg_pos;     /* its position in billing.d's declaration */
 	bx_key_kind_t kind;
-	size_t offset, size; /* within the key struct */
+	size_t offset, size;      /* within the key struct */
+	const char *const *known; /* "@@known" values, sorted (strcmp); NULL: none */
+	size_t nknown;
 } bx_key_field_t;
+
+/* The BPF map of a label's known values (k_ARG), filled before attach. */
+typedef struct bx_known_map {
+	const char *map; /* NULL ends the table */
+	size_t key_size;
+	const char *const *values;
+	size_t count;
+} bx_known_map_t;
 
 #define BX_NO_ARG (-1)
 
@@ -65,8 +75,9 @@ typedef struct bx_map_quantity {
 /* One BPF map: fed by one program, named like the probe it attaches to.
  * Its value is 64-bit cells: fires at cell 0, then each quantity. */
 typedef struct bx_map_desc {
-	const char *map;   /* BPF map name, "m_payment_auth" */
-	const char *probe; /* ELF spelling of the probe = BPF program name */
+	const char *map;      /* BPF map name, "m_payment_auth" */
+	const char *fold_map; /* its fold map, "f_payment_auth": fires the full map could not take */
+	const char *probe;    /* ELF spelling of the probe = BPF program name */
 	unsigned group;
 	size_t key_size, value_size;
 	size_t nfields;
@@ -121,6 +132,7 @@ typedef struct bx_metric {
 
 extern const bx_quantity_t bx_quantities[];
 extern const size_t bx_quantity_count;
+extern const bx_known_map_t bx_known_maps[];
 extern const bx_map_desc_t bx_maps[];
 extern const size_t bx_map_count;
 extern const bx_metric_t bx_metrics[];

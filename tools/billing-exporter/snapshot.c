@@ -1,7 +1,7 @@
 /*
- * snapshot.c -- read the per-CPU maps, decode their keys into labels (the
- * metric table says how), fold label values past the cap, and derive
- * every enabled metric's samples.
+ * snapshot.c -- read the per-CPU maps and their fold maps, decode their
+ * keys into labels (the metric table says how), fold label values past the
+ * cap (known values never), and derive every enabled metric's samples.
  */
 #include "snapshot.h"
 
@@ -29,7 +29,10 @@ static void add_cells(bx_u64 *dst, const bx_u64 *src, size_t n)
 		dst[i] += src[i];
 }
 
-static void decode_key(bx_exporter_t *ex, size_t mi, const unsigned char *key, row_t *r)
+/* A key's fields as labels.  In a fold map (`folded`), a string field of
+ * 0xff bytes to its end and a non-zero int field are values folded in the
+ * kernel: "other" (an int one known to be non-zero). */
+static void decode_key(bx_exporter_t *ex, size_t mi, const unsigned char *key, int folded, row_t *r)
 {
 	const bx_map_desc_t *m = &bx_maps[mi];
 	char buf[4 * BX_LABEL_BYTES_MAX + 1];
@@ -37,28 +40,35 @@ static void decode_key(bx_exporter_t *ex, size_t mi, const unsigned char *key, r
 	for (size_t f = 0; f < m->nfields; f++) {
 		const bx_key_field_t *kf = &m->fields[f];
 		if (kf->kind == BX_KEY_STRING) {
+			if (folded && key[kf->offset + kf->size - 1] != 0) {
+				r->labels[f] = BX_LABEL_OTHER;
+				continue;
+			}
 			bx_label_sanitize((const char *)key + kf->offset, kf->size, buf, sizeof buf);
 			r->ints[f] = 0;
 		} else {
 			int32_t v;
 			memcpy(&v, key + kf->offset, sizeof v);
-			snprintf(buf, sizeof buf, "%d", (int)v);
 			r->ints[f] = v;
+			if (folded && v != 0) {
+				r->labels[f] = BX_LABEL_OTHER;
+				continue;
+			}
+			snprintf(buf, sizeof buf, "%d", (int)v);
 		}
-		r->labels[f] = bx_label_admit(&ex->slots[mi][f], buf);
+		r->labels[f] = bx_label_admit(&ex->slots[mi][f], kf->known, kf->nknown, buf);
 	}
 }
 
-static int read_map(bx_exporter_t *ex, size_t mi, rows_t *out)
+/* Every row of BPF map `name` (a map or its fold map) appended to out. */
+static int read_map(bx_exporter_t *ex, size_t mi, const char *name, int folded, rows_t *out)
 {
 	const bx_map_desc_t *m = &bx_maps[mi];
-	int fd = bx_map_fd(ex, m->map);
+	int fd = bx_map_fd(ex, name);
 	int ncpu = libbpf_num_possible_cpus();
 	unsigned char key[256], next[256];
-	size_t cap = 0;
+	size_t cap = out->count;
 
-	out->items = NULL;
-	out->count = 0;
 	if (fd < 0 || ncpu <= 0 || m->key_size > sizeof key)
 		return -1;
 	size_t ncells = m->value_size / 8;
@@ -83,7 +93,7 @@ static int read_map(bx_exporter_t *ex, size_t mi, rows_t *out)
 			memset(r, 0, sizeof *r);
 			for (int c = 0; c < ncpu; c++)
 				add_cells(r->cells, percpu + (size_t)c * ncells, ncells);
-			decode_key(ex, mi, next, r);
+			decode_key(ex, mi, next, folded, r);
 		}
 		memcpy(key, next, m->key_size);
 		more = bpf_map_get_next_key(fd, key, next) == 0;
@@ -309,6 +319,12 @@ static int self_metric(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m
 				if (add_label(x, "map", md->map) != 0 || add_label(x, "label", md->fields[f].arg) != 0)
 					return -1;
 			}
+		} else if (strcmp(n, "folded_fires_total") == 0) {
+			for (size_t f = 0; f < md->nfields; f++) {
+				x = add_sample(s, m, "", (double)s->folded_fires[i][f]);
+				if (add_label(x, "map", md->map) != 0 || add_label(x, "label", md->fields[f].arg) != 0)
+					return -1;
+			}
 		} else if (strcmp(n, "dropped_fires_total") == 0) {
 			x = add_sample(s, m, "", (double)dropped[i]);
 			if (add_label(x, "map", md->map) != 0)
@@ -343,12 +359,21 @@ int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *s)
 		if (!(bx_maps[i].group & ex->groups))
 			continue;
 		if (ex->skel)
-			rc = read_map(ex, i, &rows[i]);
+			rc = read_map(ex, i, bx_maps[i].map, 0, &rows[i]);
+		if (ex->skel && rc == 0)
+			rc = read_map(ex, i, bx_maps[i].fold_map, 1, &rows[i]);
 		/* Stats targets' rows beside the maps': derive() sums equal labels. */
 		size_t cap = rows[i].count;
 		if (rc == 0)
 			rc = bx_stats_rows(ex, i, &rows[i].items, &rows[i].count, &cap);
 	}
+	/* Fires under "other", per label: past the label's cap (labels.c),
+	 * folded in the kernel (fold maps) or in a segment. */
+	for (size_t i = 0; i < bx_map_count; i++)
+		for (size_t r = 0; r < rows[i].count; r++)
+			for (size_t f = 0; f < bx_maps[i].nfields; f++)
+				if (rows[i].items[r].labels[f] == BX_LABEL_OTHER)
+					s->folded_fires[i][f] += rows[i].items[r].cells[0];
 	for (size_t k = 0; k < bx_metric_count && rc == 0; k++) {
 		const bx_metric_t *m = &bx_metrics[k];
 		if (!(bx_metric_group(m) & ex->groups))

@@ -38,6 +38,7 @@ typedef struct bx_snapshot {
 	size_t count, cap;
 	char **owned; /* strings the snapshot allocated (le, target labels) */
 	size_t owned_count, owned_cap;
+	bx_u64 folded_fires[BX_MAX_MAPS][BX_MAX_FIELDS]; /* fires shown under "other", per label */
 } bx_snapshot_t;
 
 /* Read the maps and build the samples.  Call with ex->lock held: the

@@ -220,7 +220,7 @@ static int merge_gone(stats_target_t *t, const bs_segment_t *old)
 	for (int m = 0; m < BX_MAP_COUNT; m++) {
 		gone_rows_t *g = &t->gone[m];
 		for (size_t r = 0; r < old->nrows[m]; r++) {
-			const bs_read_row_t *src = &old->rows[m][r];
+			const bs_read_row_t *src = bs_row(old, m, r);
 			size_t i = 0;
 			while (i < g->count && !same_labels(&g->rows[i], src))
 				i++;
@@ -378,7 +378,7 @@ static int add_row(bx_exporter_t *ex, size_t mi, const bs_read_row_t *sr, struct
 		else
 			snprintf(buf, sizeof buf, "%d", (int)sr->ints[f]);
 		row->ints[f] = m->fields[f].kind == BX_KEY_STRING ? 0 : sr->ints[f];
-		row->labels[f] = bx_label_admit(&ex->slots[mi][f], buf);
+		row->labels[f] = bx_label_admit(&ex->slots[mi][f], m->fields[f].known, m->fields[f].nknown, buf);
 	}
 	memcpy(row->cells, sr->cells, sizeof row->cells);
 	whole_histograms(mi, row->cells);
@@ -392,7 +392,7 @@ int bx_stats_rows(bx_exporter_t *ex, size_t mi, struct bx_row **items, size_t *c
 		for (size_t k = 0; k < t->nsegs; k++) {
 			const bs_segment_t *s = t->segs[k].last;
 			for (size_t r = 0; s && r < s->nrows[mi]; r++)
-				if (add_row(ex, mi, &s->rows[mi][r], items, count, cap) != 0)
+				if (add_row(ex, mi, bs_row(s, (int)mi, r), items, count, cap) != 0)
 					return -1;
 		}
 		for (size_t r = 0; r < t->gone[mi].count; r++)

@@ -23,15 +23,6 @@ static int arg_width(billing_arg_type_t type)
 	return 0;
 }
 
-static char *copy(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *d = malloc(n);
-	if (d)
-		memcpy(d, s, n);
-	return d;
-}
-
 int bp_catalogue_builtin(bp_catalogue_t *out)
 {
 	memset(out, 0, sizeof *out);
@@ -41,8 +32,8 @@ int bp_catalogue_builtin(bp_catalogue_t *out)
 	for (size_t i = 0; i < billing_catalogue_count_; i++) {
 		const billing_probe_info_t *info = &billing_catalogue_probes_[i];
 		bp_catalogue_probe_t *p = &out->probes[i];
-		p->provider = copy(billing_catalogue_provider_);
-		p->name = copy(info->sdt_name);
+		p->provider = strdup(billing_catalogue_provider_);
+		p->name = strdup(info->sdt_name);
 		out->count++;
 		if (!p->provider || !p->name) {
 			bp_catalogue_free(out);

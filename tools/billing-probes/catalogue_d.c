@@ -7,6 +7,7 @@
  * walk of the one construct we need, and a line number in every error.
  */
 #include "catalogue_d.h"
+#include "text_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -259,14 +260,13 @@ static int count_args(lexer_t *lx, int *sizes)
 static int add_probe(bp_catalogue_t *c, const char *provider, char *name, int nargs, const int *sizes, int line)
 {
 	bp_catalogue_probe_t *probes = realloc(c->probes, (c->count + 1) * sizeof *probes);
-	char *prov = malloc(strlen(provider) + 1);
+	char *prov = strdup(provider);
 	if (!probes || !prov) {
 		free(prov);
 		if (probes)
 			c->probes = probes;
 		return -1;
 	}
-	strcpy(prov, provider);
 	c->probes = probes;
 	probes[c->count].provider = prov;
 	probes[c->count].name = name;
@@ -407,31 +407,15 @@ int bp_catalogue_load(const char *path, bp_catalogue_t *out, char *err, size_t e
 		close(fd);
 		return -1;
 	}
-	FILE *f = fdopen(fd, "rb");
-	if (!f) {
-		snprintf(err, errlen, "%s", strerror(errno));
-		close(fd);
-		return -1;
-	}
 	/* A provider file is small; refuse anything that is not. */
 	enum { MAX_D_FILE = 4 * 1024 * 1024 };
-	char *text = malloc(MAX_D_FILE + 1);
+	size_t len;
+	char *text = bp_read_text_fd(fd, MAX_D_FILE, &len);
 	if (!text) {
-		fclose(f);
-		snprintf(err, errlen, "out of memory");
+		snprintf(err, errlen, "%s", errno == EFBIG ? "larger than 4 MiB: not a provider file" : strerror(errno));
 		return -1;
 	}
-	size_t len = fread(text, 1, MAX_D_FILE + 1, f);
-	int read_error = ferror(f);
-	int saved = errno;
-	fclose(f);
-	int rc = -1;
-	if (read_error)
-		snprintf(err, errlen, "%s", strerror(saved));
-	else if (len > MAX_D_FILE)
-		snprintf(err, errlen, "larger than 4 MiB: not a provider file");
-	else
-		rc = bp_catalogue_parse(text, len, out, err, errlen);
+	int rc = bp_catalogue_parse(text, len, out, err, errlen);
 	free(text);
 	return rc;
 }

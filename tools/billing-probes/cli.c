@@ -13,19 +13,7 @@
 
 #include "term_text.h"
 
-#ifndef BILLING_PROBES_VERSION
-#  define BILLING_PROBES_VERSION "unknown"
-#endif
-
-const char bp_cli_usage[] =
-    "usage: billing-probes list TARGET [-P PROVIDER] [-n NAME] [--json] [--provider FILE.d]\n"
-    "       billing-probes check TARGET [TARGET...] [--expect NAME]... [--expect-file FILE]\n"
-    "                            [--json] [--provider FILE.d]\n"
-    "       billing-probes doctor [TARGET] [--clear-stale] [--provider FILE.d]\n"
-    "       billing-probes trace SCRIPT (-p PID [-p PID...] | --binary PATH | -c 'CMD ARGS')\n"
-    "                            [--dry-run]\n"
-    "                            [--provider FILE.d] [-- SCRIPT-ARGS...]\n"
-    "\n"
+const char bp_cli_help[] =
     "TARGET is an ELF executable or shared library, or the PID of a running\n"
     "process (its executable and every mapped library); -p PID and --target\n"
     "FILE say the same.  check with several TARGETs checks them as one\n"
@@ -108,40 +96,16 @@ static int add_target(bp_options_t *opt, const char *spec, int many)
 	return 0;
 }
 
-/* What each command takes. */
-typedef struct command_shape {
-	const char *name;
-	int targets; /* 0 none, 1 at most one, 2 several */
-	int needs_target;
-	int list_filters, json, expect, clear_stale, trace;
-} command_shape_t;
-
-static const command_shape_t shapes[] = {
-	{ "list", 1, 1, 1, 1, 0, 0, 0 },
-	{ "check", 2, 1, 0, 1, 1, 0, 0 },
-	{ "doctor", 1, 0, 0, 0, 0, 1, 0 },
-	{ "trace", 2, 0, 0, 0, 0, 0, 1 },
-};
-
-int bp_cli_parse(int argc, char **argv, bp_options_t *opt, int *done)
+int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_options_t *opt)
 {
-	const command_shape_t *shape = NULL;
 	char why[300];
-	*done = 0;
-	for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
-		if (strcmp(opt->command, shapes[k].name) == 0)
-			shape = &shapes[k];
-	if (!shape) {
-		snprintf(why, sizeof why, "unknown command '%.200s': list, check, doctor or trace", opt->command);
-		return bp_usage_error(why);
-	}
+	int many = shape->targets == BP_TARGETS;
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = NULL;
 		int r;
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			fputs(bp_cli_usage, stdout);
-			*done = 1;
+			opt->help = 1;
 			return BP_EXIT_OK;
 		} else if (shape->trace && strcmp(a, "--") == 0) {
 			opt->script_args = argv + i + 1;
@@ -158,12 +122,12 @@ int bp_cli_parse(int argc, char **argv, bp_options_t *opt, int *done)
 				bp_error(v, "-p needs a numeric PID");
 				return BP_EXIT_ERROR;
 			}
-			if (add_target(opt, v, shape->targets == 2) != 0)
+			if (add_target(opt, v, many) != 0)
 				return BP_EXIT_ERROR;
 		} else if (!shape->trace && (r = option_value(argc, argv, &i, "--target", &v)) != 0) {
 			if (r < 0)
 				return bp_usage_error("--target needs a file");
-			if (add_target(opt, v, shape->targets == 2) != 0)
+			if (add_target(opt, v, many) != 0)
 				return BP_EXIT_ERROR;
 		} else if (shape->json && strcmp(a, "--json") == 0) {
 			opt->json = 1;
@@ -202,8 +166,8 @@ int bp_cli_parse(int argc, char **argv, bp_options_t *opt, int *done)
 			return bp_usage_error(why);
 		} else if (shape->trace && !opt->script) {
 			opt->script = a;
-		} else if (shape->targets && !shape->trace) {
-			if (add_target(opt, a, shape->targets == 2) != 0)
+		} else if (shape->targets != BP_NO_TARGET && !shape->trace) {
+			if (add_target(opt, a, many) != 0)
 				return BP_EXIT_ERROR;
 		} else {
 			snprintf(why, sizeof why, "%s: unexpected argument '%.200s'", opt->command, a);

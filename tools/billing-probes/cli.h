@@ -10,6 +10,11 @@
 
 #include "probe_reader.h"
 
+/* Set by the build (meson: the project version). */
+#ifndef BILLING_PROBES_VERSION
+#  define BILLING_PROBES_VERSION "unknown"
+#endif
+
 /* Exit codes: the answer is yes / the answer is no / the question was bad. */
 enum { BP_EXIT_OK = 0,
        BP_EXIT_FAIL = 1,
@@ -20,6 +25,7 @@ enum { BP_MAX_TARGETS = 256,
 
 typedef struct bp_options {
 	const char *command;
+	int help; /* -h, --help */
 	/* TARGET, the same in every command: FILE or PID positionally,
 	 * or -p PID / --target FILE (doctor's old spellings). */
 	const char *targets[BP_MAX_TARGETS];
@@ -40,11 +46,25 @@ typedef struct bp_options {
 	int script_arg_count;
 } bp_options_t;
 
-/* Parse argv[2..] for opt->command.  0, or BP_EXIT_ERROR after printing
- * one usage line; BP_EXIT_OK with *done set for --help. */
-int bp_cli_parse(int argc, char **argv, bp_options_t *opt, int *done);
-/* The usage text. */
-extern const char bp_cli_usage[];
+/* What a command takes: the parser accepts only these. */
+typedef struct bp_command_shape {
+	enum { BP_NO_TARGET,
+	       BP_ONE_TARGET,
+	       BP_TARGETS } targets;
+	int needs_target; /* TARGET required */
+	int list_filters; /* -P PROVIDER, -n NAME */
+	int json;         /* --json */
+	int expect;       /* --expect NAME, --expect-file FILE */
+	int clear_stale;  /* --clear-stale */
+	int trace;        /* SCRIPT, -c, --binary, --dry-run, -- ARGS */
+} bp_command_shape_t;
+
+/* Parse argv[2..] for opt->command, shaped by shape.  BP_EXIT_OK, or
+ * BP_EXIT_ERROR after printing one usage line; opt->help is set when
+ * --help was asked for (the rest is then not parsed). */
+int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_options_t *opt);
+/* What the usage text says after the commands' lines. */
+extern const char bp_cli_help[];
 
 /* "billing-probes: WHAT: WHY" on stderr, one line. */
 void bp_error(const char *what, const char *why);

@@ -220,20 +220,14 @@ static int all_gone(const int *pids, size_t npids)
 	return npids > 0;
 }
 
-/* Run bpftrace, let a stopped command go once bpftrace is attached, and
- * end bpftrace (SIGINT: it prints its END output) when the traced
- * processes are all gone (--binary: only on Ctrl-C or SIGTERM).  Returns
- * bpftrace's exit status (128+N for a signal). */
-static int run_tracer(char **argv, const int *pids, size_t npids, int is_child, const bp_probe_set_t *set,
-                      const unsigned char *used)
+/* bpftrace started with argv, its stdout on a pipe read through out.
+ * Its pid, or -1 after the one error line. */
+static pid_t start_tracer(char **argv, struct tracer_output *out)
 {
-	pid_t target = npids ? (pid_t)pids[0] : -1;
 	int out_pipe[2];
 	if (pipe(out_pipe) != 0) {
 		bp_error("trace", strerror(errno));
-		if (is_child)
-			kill(target, SIGKILL);
-		return BP_EXIT_ERROR;
+		return -1;
 	}
 	pid_t tracer = fork();
 	if (tracer == 0) {
@@ -247,71 +241,67 @@ static int run_tracer(char **argv, const int *pids, size_t npids, int is_child, 
 		_exit(BP_EXIT_ERROR);
 	}
 	close(out_pipe[1]);
-	struct tracer_output out = { out_pipe[0], 0, { 0 }, 0, BP_BLANK_TRIM_INIT };
-	fcntl(out.fd, F_SETFL, O_NONBLOCK);
 	if (tracer < 0) {
-		close(out.fd);
+		close(out_pipe[0]);
 		bp_error("trace", "fork failed");
-		if (is_child)
-			kill(target, SIGKILL);
-		return BP_EXIT_ERROR;
+		return -1;
 	}
-	tracer_pid = tracer;
-	signal(SIGINT, forward_signal);
-	signal(SIGTERM, forward_signal);
+	*out = (struct tracer_output){ out_pipe[0], 0, { 0 }, 0, BP_BLANK_TRIM_INIT };
+	fcntl(out->fd, F_SETFL, O_NONBLOCK);
+	return tracer;
+}
+
+/* Until bpftrace is attached to the stopped command target: up to 60 s
+ * to compile and attach (its semaphores raised, or without any to watch,
+ * its SIGINT handler in place and a moment more), then up to 5 s for the
+ * script's first line: bpftrace carries out BEGIN's clear()s in user
+ * space, in order with its printf()s, so a command let go before BEGIN's
+ * "Tracing" line is printed can fire into maps about to be cleared.
+ * 1 when bpftrace exited meanwhile (*status set), else 0. */
+static int wait_attached(pid_t tracer, pid_t target, const bp_probe_set_t *set, const unsigned char *used,
+                         struct tracer_output *out, int *status)
+{
 	int any_semaphore = 0;
 	for (size_t i = 0; i < set->probe_count; i++)
 		any_semaphore |= used[i] == BP_TRACE_ATTACHED && set->probes[i].runtime_semaphore;
-	int status = 0, tracer_done = 0;
-	if (is_child) {
-		/* Up to 60 s for bpftrace to compile and attach: its
-		 * semaphores raised, or without any to watch, its SIGINT
-		 * handler in place and a moment to attach.  Then up to 5 s
-		 * more for the script's first line: bpftrace carries out
-		 * BEGIN's clear()s in user space, in order with its printf()s,
-		 * so a command let go before BEGIN's "Tracing" line is printed
-		 * can fire into maps about to be cleared. */
-		int ready_at = -1;
-		for (int i = 0; i < 3000; i++) {
-			if (waitpid(tracer, &status, WNOHANG) == tracer) {
-				tracer_done = 1;
-				break;
-			}
-			if (ready_at < 0 &&
-			    (any_semaphore ? attached(target, set, used) : bp_bpftrace_catches_sigint(tracer))) {
-				if (!any_semaphore)
-					nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
-				ready_at = i;
-			}
-			if (ready_at >= 0 && (script_printed(&out) || i - ready_at >= 250))
-				break;
-			pass_output(&out, 20);
+	int ready_at = -1;
+	for (int i = 0; i < 3000; i++) {
+		if (waitpid(tracer, status, WNOHANG) == tracer)
+			return 1;
+		if (ready_at < 0 && (any_semaphore ? attached(target, set, used) : bp_bpftrace_catches_sigint(tracer))) {
+			if (!any_semaphore)
+				nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
+			ready_at = i;
 		}
-		if (tracer_done) {
-			kill(target, SIGKILL);
-			waitpid(target, NULL, 0);
-		} else {
-			kill(target, SIGCONT);
-		}
+		if (ready_at >= 0 && (script_printed(out) || i - ready_at >= 250))
+			return 0;
+		pass_output(out, 20);
 	}
-	int interrupted = 0, target_gone = 0, gone_ticks = 0;
+	return 0;
+}
+
+/* Until bpftrace exits, passing its output on: SIGINT to it (it prints
+ * its END output) once the traced processes are all gone (--binary: only
+ * on Ctrl-C or SIGTERM, forwarded).  bpftrace's wait status. */
+static int wait_done(pid_t tracer, const int *pids, size_t npids, pid_t command, struct tracer_output *out)
+{
+	int status = 0, interrupted = 0, target_gone = 0, gone_ticks = 0;
 	bp_sigint_watch_t watch = { 0 };
-	while (!tracer_done) {
+	for (;;) {
 		pid_t done = waitpid(-1, &status, WNOHANG);
 		if (done == tracer)
 			break;
 		if (done < 0 && errno == ECHILD)
 			break;
-		if (done == target)
+		if (done > 0 && done == command)
 			target_gone = 1;
-		else if (done == 0 && !is_child && all_gone(pids, npids))
+		else if (done == 0 && command < 0 && all_gone(pids, npids))
 			target_gone = 1;
 		gone_ticks += target_gone;
 		if (!interrupted && target_gone && bp_bpftrace_catches_sigint(tracer) &&
 		    (bp_bpftrace_idle(tracer) || gone_ticks > 100)) {
 			/* the traced process has ended and bpftrace has printed
-			 * what it read (or after 100 polls, 2 s at most): it prints its END
-			 * output and exits */
+			 * what it read (or after 100 polls, 2 s at most) */
 			kill(tracer, SIGINT);
 			bp_sigint_watch_sent(&watch);
 			interrupted = 1;
@@ -327,10 +317,41 @@ static int run_tracer(char **argv, const int *pids, size_t npids, int is_child, 
 			bp_sigint_watch_sent(&watch);
 		}
 		if (done <= 0)
-			pass_output(&out, 20);
+			pass_output(out, 20);
 	}
+	return status;
+}
+
+/* Run bpftrace; a stopped command (command > 0) goes on once bpftrace is
+ * attached, or is killed if bpftrace ends first: either way *released.
+ * bpftrace's exit status (128+N for a signal), or BP_EXIT_ERROR when it
+ * could not be started. */
+static int run_tracer(char **argv, const int *pids, size_t npids, pid_t command, const bp_probe_set_t *set,
+                      const unsigned char *used, int *released)
+{
+	struct tracer_output out;
+	pid_t tracer = start_tracer(argv, &out);
+	if (tracer < 0)
+		return BP_EXIT_ERROR;
+	tracer_pid = tracer;
+	signal(SIGINT, forward_signal);
+	signal(SIGTERM, forward_signal);
+	int status = 0;
+	int tracer_done = command > 0 && wait_attached(tracer, command, set, used, &out, &status);
+	if (command > 0) {
+		if (tracer_done) {
+			kill(command, SIGKILL);
+			waitpid(command, NULL, 0);
+		} else {
+			kill(command, SIGCONT);
+		}
+		*released = 1;
+	}
+	if (!tracer_done)
+		status = wait_done(tracer, pids, npids, command, &out);
 	pass_output(&out, 0); /* what bpftrace wrote before it exited */
-	close(out.fd);
+	if (out.fd >= 0)
+		close(out.fd);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -525,6 +546,15 @@ static int load_targets(const bp_options_t *opt, const char *pid_text, bp_probe_
 	return 0;
 }
 
+/* A command started stopped and not handed to run_tracer: killed. */
+static void kill_stopped(pid_t command)
+{
+	if (command > 0) {
+		kill(command, SIGKILL);
+		waitpid(command, NULL, 0);
+	}
+}
+
 int bp_cmd_trace(const bp_options_t *opt)
 {
 	char script[PATH_MAX + 128], err[512], bpftrace[PATH_MAX], why[PATH_MAX + 700];
@@ -544,7 +574,13 @@ int bp_cmd_trace(const bp_options_t *opt)
 		return BP_EXIT_ERROR;
 	}
 
+	/* From here one way out: everything below is freed at "out". */
+	int rc = BP_EXIT_ERROR, released = 0;
 	bp_probe_set_t set;
+	memset(&set, 0, sizeof set);
+	int *pids = NULL;
+	unsigned char *used = NULL;
+	char *resolved = NULL, **argv = NULL;
 	char where[PATH_MAX + 32], pid_text[32];
 	pid_t command = -1;
 	if (opt->command_line) {
@@ -552,10 +588,7 @@ int bp_cmd_trace(const bp_options_t *opt)
 		int st;
 		if (command < 0 || waitpid(command, &st, WUNTRACED) != command || !WIFSTOPPED(st)) {
 			bp_error(opt->command_line, command < 0 ? err : "did not stop at its entry point");
-			if (command > 0)
-				kill(command, SIGKILL);
-			free(text);
-			return BP_EXIT_ERROR;
+			goto out;
 		}
 		snprintf(pid_text, sizeof pid_text, "%d", (int)command);
 		snprintf(where, sizeof where, "'%.200s'", opt->command_line);
@@ -565,74 +598,60 @@ int bp_cmd_trace(const bp_options_t *opt)
 		snprintf(where, sizeof where, "PID %.20s%s", opt->targets[0],
 		         opt->target_count > 1 ? " or the other PIDs" : "");
 	}
-	int *pids = calloc((size_t)opt->target_count + 1, sizeof *pids);
 	size_t npids = 0;
-	int loaded = pids ? load_targets(opt, opt->command_line ? pid_text : NULL, &set, pids, &npids) : -1;
-	if (!pids) {
-		memset(&set, 0, sizeof set);
+	if (!(pids = calloc((size_t)opt->target_count + 1, sizeof *pids))) {
 		bp_error("trace", "out of memory");
+		goto out;
 	}
-	unsigned char *used = loaded == 0 ? calloc(set.probe_count + 1, 1) : NULL;
-	if (loaded != 0 || !used) {
-		if (command > 0) {
-			kill(command, SIGKILL);
-			waitpid(command, NULL, 0);
-		}
-		free(used);
-		free(pids);
-		bp_probe_set_free(&set);
-		free(text);
-		return BP_EXIT_ERROR;
+	if (load_targets(opt, opt->command_line ? pid_text : NULL, &set, pids, &npids) != 0)
+		goto out;
+	if (!(used = calloc(set.probe_count + 1, 1))) {
+		bp_error("trace", "out of memory");
+		goto out;
 	}
 
 	static drop_ctx_t dropped;
 	dropped.where = where;
-	char *resolved =
-	    bp_trace_resolve(text, len, &set, pids, npids, used, report_dropped, &dropped, err, sizeof err);
-	free(text);
-	int refused = resolved && report_left_out(&set, used, where);
-	if (!resolved || refused || opt->dry_run) {
-		if (resolved && !refused)
-			fputs(resolved, stdout);
-		else if (!resolved)
-			bp_error(script, err);
-		if (command > 0) {
-			kill(command, SIGKILL);
-			waitpid(command, NULL, 0);
-		}
-		free(used);
-		free(pids);
-		bp_probe_set_free(&set);
-		free(resolved);
-		return resolved && !refused ? BP_EXIT_OK : BP_EXIT_ERROR;
+	resolved = bp_trace_resolve(text, len, &set, pids, npids, used, report_dropped, &dropped, err, sizeof err);
+	if (!resolved) {
+		bp_error(script, err);
+		goto out;
+	}
+	if (report_left_out(&set, used, where))
+		goto out;
+	if (opt->dry_run) {
+		fputs(resolved, stdout);
+		rc = BP_EXIT_OK;
+		goto out;
 	}
 
 	/* bpftrace [-p PID] -e PROGRAM [ARGS...]: the probes attached by
 	 * path, kept to the processes by the predicate; with -p, the kernel
 	 * also places breakpoints and raises semaphores in that process only. */
 	size_t argc = 0;
-	char **argv = calloc(6 + (size_t)opt->script_arg_count + 1, sizeof *argv);
 	char one_pid[32];
-	int rc = BP_EXIT_ERROR;
-	if (argv) {
-		argv[argc++] = bpftrace;
-		if (npids == 1 && can_use_bpftrace_pid(&set, used)) {
-			snprintf(one_pid, sizeof one_pid, "%d", pids[0]);
-			argv[argc++] = (char *)"-p";
-			argv[argc++] = one_pid;
-		}
-		argv[argc++] = (char *)"-e";
-		argv[argc++] = resolved;
-		for (int i = 0; i < opt->script_arg_count; i++)
-			argv[argc++] = opt->script_args[i];
-		argv[argc] = NULL;
-		fflush(stdout);
-		rc = run_tracer(argv, pids, npids, command > 0, &set, used);
-	} else {
+	if (!(argv = calloc(6 + (size_t)opt->script_arg_count + 1, sizeof *argv))) {
 		bp_error("trace", "out of memory");
-		if (command > 0)
-			kill(command, SIGKILL);
+		goto out;
 	}
+	argv[argc++] = bpftrace;
+	if (npids == 1 && can_use_bpftrace_pid(&set, used)) {
+		snprintf(one_pid, sizeof one_pid, "%d", pids[0]);
+		argv[argc++] = (char *)"-p";
+		argv[argc++] = one_pid;
+	}
+	argv[argc++] = (char *)"-e";
+	argv[argc++] = resolved;
+	for (int i = 0; i < opt->script_arg_count; i++)
+		argv[argc++] = opt->script_args[i];
+	argv[argc] = NULL;
+	fflush(stdout);
+	rc = run_tracer(argv, pids, npids, command, &set, used, &released);
+
+out:
+	if (!released)
+		kill_stopped(command);
+	free(text);
 	free(argv);
 	free(used);
 	free(pids);

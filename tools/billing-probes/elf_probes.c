@@ -18,15 +18,6 @@
 
 #include "probe_set.h"
 
-static char *dup_string(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *d = malloc(n);
-	if (d)
-		memcpy(d, s, n);
-	return d;
-}
-
 /* Link-time address -> file offset, through the PT_LOAD segments. */
 static int64_t address_to_offset(Elf *elf, size_t phnum, uint64_t addr)
 {
@@ -98,9 +89,9 @@ static int add_note(bp_probe_set_t *set, size_t module, Elf *elf, size_t phnum, 
 		return -1;
 	}
 	p->module = module;
-	p->provider = dup_string(note.provider);
-	p->name = dup_string(note.name);
-	p->arg_string = dup_string(note.args);
+	p->provider = strdup(note.provider);
+	p->name = strdup(note.name);
+	p->arg_string = strdup(note.args);
 	if (!p->provider || !p->name || !p->arg_string) {
 		snprintf(err, errlen, "out of memory");
 		return -1;

@@ -14,34 +14,93 @@
 #include "cli.h"
 #include "commands.h"
 
-#ifndef BILLING_PROBES_VERSION
-#  define BILLING_PROBES_VERSION "unknown"
-#endif
+/* Every command: its name, usage, what it takes, and what runs it.  The
+ * usage text, the dispatch and the "unknown command" line come from here. */
+typedef struct command {
+	const char *name;
+	const char *usage; /* after "billing-probes NAME "; more lines indented */
+	bp_command_shape_t shape;
+	int (*run)(const bp_options_t *opt);
+} command_t;
+
+static const command_t commands[] = {
+	{
+	    .name = "list",
+	    .usage = "TARGET [-P PROVIDER] [-n NAME] [--json] [--provider FILE.d]",
+	    .shape = { .targets = BP_ONE_TARGET, .needs_target = 1, .list_filters = 1, .json = 1 },
+	    .run = bp_cmd_list,
+	},
+	{
+	    .name = "check",
+	    .usage = "TARGET [TARGET...] [--expect NAME]... [--expect-file FILE]\n"
+	             "                            [--json] [--provider FILE.d]",
+	    .shape = { .targets = BP_TARGETS, .needs_target = 1, .json = 1, .expect = 1 },
+	    .run = bp_cmd_check,
+	},
+	{
+	    .name = "doctor",
+	    .usage = "[TARGET] [--clear-stale] [--provider FILE.d]",
+	    .shape = { .targets = BP_ONE_TARGET, .clear_stale = 1 },
+	    .run = bp_cmd_doctor,
+	},
+	{
+	    .name = "trace",
+	    .usage = "SCRIPT (-p PID [-p PID...] | --binary PATH | -c 'CMD ARGS')\n"
+	             "                            [--dry-run]\n"
+	             "                            [--provider FILE.d] [-- SCRIPT-ARGS...]",
+	    .shape = { .targets = BP_TARGETS, .trace = 1 },
+	    .run = bp_cmd_trace,
+	},
+};
+enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };
+
+static int usage(void)
+{
+	for (size_t i = 0; i < COMMAND_COUNT; i++)
+		printf("%s billing-probes %s %s\n", i == 0 ? "usage:" : "      ", commands[i].name, commands[i].usage);
+	printf("\n%s", bp_cli_help);
+	return BP_EXIT_OK;
+}
+
+/* what, then "list, check, doctor or trace". */
+static int command_error(const char *what)
+{
+	char why[400];
+	size_t n = (size_t)snprintf(why, sizeof why, "%s", what);
+	for (size_t i = 0; i < COMMAND_COUNT && n < sizeof why; i++) {
+		const char *sep = i == 0 ? "" : i + 1 < COMMAND_COUNT ? ", "
+		                                                      : " or ";
+		n += (size_t)snprintf(why + n, sizeof why - n, "%s%s", sep, commands[i].name);
+	}
+	return bp_usage_error(why);
+}
 
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		return bp_usage_error("a command is needed: list, check, doctor or trace");
-	const char *cmd = argv[1];
-	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
-		fputs(bp_cli_usage, stdout);
-		return BP_EXIT_OK;
-	}
-	if (strcmp(cmd, "--version") == 0) {
+		return command_error("a command is needed: ");
+	const char *name = argv[1];
+	if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "help") == 0)
+		return usage();
+	if (strcmp(name, "--version") == 0) {
 		printf("billing-probes %s\n", BILLING_PROBES_VERSION);
 		return BP_EXIT_OK;
 	}
+	const command_t *cmd = NULL;
+	for (size_t i = 0; i < COMMAND_COUNT && !cmd; i++)
+		if (strcmp(name, commands[i].name) == 0)
+			cmd = &commands[i];
+	if (!cmd) {
+		char what[260];
+		snprintf(what, sizeof what, "unknown command '%.200s': ", name);
+		return command_error(what);
+	}
 	static bp_options_t opt;
-	opt.command = cmd;
-	int done;
-	int rc = bp_cli_parse(argc, argv, &opt, &done);
-	if (rc != BP_EXIT_OK || done)
+	opt.command = cmd->name;
+	int rc = bp_cli_parse(argc, argv, &cmd->shape, &opt);
+	if (rc != BP_EXIT_OK)
 		return rc;
-	if (strcmp(cmd, "list") == 0)
-		return bp_cmd_list(&opt);
-	if (strcmp(cmd, "check") == 0)
-		return bp_cmd_check(&opt);
-	if (strcmp(cmd, "doctor") == 0)
-		return bp_cmd_doctor(&opt);
-	return bp_cmd_trace(&opt);
+	if (opt.help)
+		return usage();
+	return cmd->run(&opt);
 }

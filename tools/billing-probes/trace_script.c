@@ -10,43 +10,12 @@
  * touched; a NAME with glob characters expands to every matching probe.
  */
 #include "trace_script.h"
+#include "text_buf.h"
 
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct buf {
-	char *s;
-	size_t len, cap;
-	int failed;
-} buf_t;
-
-static void put(buf_t *b, const char *s, size_t n)
-{
-	if (b->failed)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (b->len + n + 1 > cap)
-			cap *= 2;
-		char *grown = realloc(b->s, cap);
-		if (!grown) {
-			b->failed = 1;
-			return;
-		}
-		b->s = grown;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->len, s, n);
-	b->len += n;
-	b->s[b->len] = '\0';
-}
-
-static void puts_(buf_t *b, const char *s)
-{
-	put(b, s, strlen(s));
-}
 
 /* Past a comment or string starting at p (which must start one), or p. */
 static const char *skip_lexical(const char *p, const char *end, int *bad)
@@ -159,7 +128,7 @@ static int has_glob(const char *s)
 
 /* Expand one spec (trimmed, n bytes) into out; returns how many specs it
  * became (0: dropped). */
-static int expand_spec(const char *spec, size_t n, const bp_probe_set_t *set, unsigned char *used, buf_t *out,
+static int expand_spec(const char *spec, size_t n, const bp_probe_set_t *set, unsigned char *used, bp_buf_t *out,
                        int first, int *passthrough, bp_dropped_fn dropped, void *ctx)
 {
 	char text[512];
@@ -169,8 +138,8 @@ static int expand_spec(const char *spec, size_t n, const bp_probe_set_t *set, un
 	text[n] = '\0';
 	if (strncmp(text, "usdt::", 6) != 0 || !strchr(text + 6, ':')) {
 		if (!first)
-			puts_(out, ",\n");
-		puts_(out, text);
+			bp_buf_puts(out, ",\n");
+		bp_buf_puts(out, text);
 		(*passthrough)++;
 		return 1;
 	}
@@ -204,13 +173,13 @@ static int expand_spec(const char *spec, size_t n, const bp_probe_set_t *set, un
 			if (seen)
 				continue;
 			if (!first || made)
-				puts_(out, ",\n");
-			puts_(out, "usdt:");
-			puts_(out, set->modules[m].attach_path);
-			puts_(out, ":");
-			puts_(out, p->provider);
-			puts_(out, ":");
-			puts_(out, p->name);
+				bp_buf_puts(out, ",\n");
+			bp_buf_puts(out, "usdt:");
+			bp_buf_puts(out, set->modules[m].attach_path);
+			bp_buf_puts(out, ":");
+			bp_buf_puts(out, p->provider);
+			bp_buf_puts(out, ":");
+			bp_buf_puts(out, p->name);
 			made++;
 		}
 	}
@@ -222,7 +191,7 @@ static int expand_spec(const char *spec, size_t n, const bp_probe_set_t *set, un
 }
 
 /* Rewrite a spec list [s, e) into out.  Returns the number of specs. */
-static int rewrite_specs(const char *s, const char *e, const bp_probe_set_t *set, unsigned char *used, buf_t *out,
+static int rewrite_specs(const char *s, const char *e, const bp_probe_set_t *set, unsigned char *used, bp_buf_t *out,
                          int *passthrough, bp_dropped_fn dropped, void *ctx)
 {
 	int made = 0;
@@ -243,23 +212,23 @@ static int rewrite_specs(const char *s, const char *e, const bp_probe_set_t *set
 }
 
 /* "pid == A" or "(pid == A || pid == B ...)" into out. */
-static void put_pid_filter(buf_t *out, const int *pids, size_t npids)
+static void put_pid_filter(bp_buf_t *out, const int *pids, size_t npids)
 {
 	char one[32];
 	if (npids > 1)
-		puts_(out, "(");
+		bp_buf_puts(out, "(");
 	for (size_t i = 0; i < npids; i++) {
 		snprintf(one, sizeof one, "%spid == %d", i ? " || " : "", pids[i]);
-		puts_(out, one);
+		bp_buf_puts(out, one);
 	}
 	if (npids > 1)
-		puts_(out, ")");
+		bp_buf_puts(out, ")");
 }
 
 char *bp_trace_resolve(const char *text, size_t len, const bp_probe_set_t *set, const int *pids, size_t npids,
                        unsigned char *used, bp_dropped_fn dropped, void *ctx, char *err, size_t errlen)
 {
-	buf_t out = { NULL, 0, 0, 0 };
+	bp_buf_t out = { 0 };
 	const char *p = text, *end = text + len;
 	int bad = 0;
 	/* A "#!" first line cannot go through -e: keep the line, blank. */
@@ -271,12 +240,12 @@ char *bp_trace_resolve(const char *text, size_t len, const bp_probe_set_t *set, 
 		/* Leading blanks, comments and preprocessor lines pass through. */
 		const char *q = skip_lexical(p, end, &bad);
 		if (q != p) {
-			put(&out, p, (size_t)(q - p));
+			bp_buf_append(&out, p, (size_t)(q - p));
 			p = q;
 			continue;
 		}
 		if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
-			put(&out, p, 1);
+			bp_buf_append(&out, p, 1);
 			p++;
 			continue;
 		}
@@ -284,7 +253,7 @@ char *bp_trace_resolve(const char *text, size_t len, const bp_probe_set_t *set, 
 			const char *eol = p;
 			while (eol < end && *eol != '\n')
 				eol++;
-			put(&out, p, (size_t)(eol - p));
+			bp_buf_append(&out, p, (size_t)(eol - p));
 			p = eol;
 			continue;
 		}
@@ -309,51 +278,51 @@ char *bp_trace_resolve(const char *text, size_t len, const bp_probe_set_t *set, 
 			break;
 		}
 		clause_end = skip_block(clause_end, end, &bad);
-		buf_t specs_out = { NULL, 0, 0, 0 };
+		bp_buf_t specs_out = { 0 };
 		int passthrough = 0;
 		int made = rewrite_specs(specs, specs_end, set, used, &specs_out, &passthrough, dropped, ctx);
 		if (specs_out.failed)
 			out.failed = 1;
 		if (made > 0) {
-			put(&out, specs_out.s, specs_out.len);
-			put(&out, " ", 1);
+			bp_buf_append(&out, specs_out.data, specs_out.len);
+			bp_buf_append(&out, " ", 1);
 			if (npids > 0 && passthrough == 0) {
 				/* attached by path: keep to these processes */
-				puts_(&out, "/");
+				bp_buf_puts(&out, "/");
 				put_pid_filter(&out, pids, npids);
 				if (*specs_end == '/') {
 					const char *pred_end = skip_predicate(specs_end, end, &bad);
-					puts_(&out, " && (");
-					put(&out, specs_end + 1, (size_t)(pred_end - 1 - (specs_end + 1)));
-					puts_(&out, ")/");
-					put(&out, pred_end, (size_t)(clause_end - pred_end));
+					bp_buf_puts(&out, " && (");
+					bp_buf_append(&out, specs_end + 1, (size_t)(pred_end - 1 - (specs_end + 1)));
+					bp_buf_puts(&out, ")/");
+					bp_buf_append(&out, pred_end, (size_t)(clause_end - pred_end));
 				} else {
-					puts_(&out, "/ ");
-					put(&out, specs_end, (size_t)(clause_end - specs_end));
+					bp_buf_puts(&out, "/ ");
+					bp_buf_append(&out, specs_end, (size_t)(clause_end - specs_end));
 				}
 			} else {
-				put(&out, specs_end, (size_t)(clause_end - specs_end));
+				bp_buf_append(&out, specs_end, (size_t)(clause_end - specs_end));
 			}
 		} else {
-			puts_(&out, "/* dropped: no module of the process carries its probes */");
+			bp_buf_puts(&out, "/* dropped: no module of the process carries its probes */");
 		}
-		free(specs_out.s);
+		free(specs_out.data);
 		p = clause_end;
 	}
 	if (bad) {
 		snprintf(err, errlen, "cannot read the script: an unterminated comment, string, predicate or block");
-		free(out.s);
+		free(out.data);
 		return NULL;
 	}
-	if (out.failed || !out.s) {
-		if (!out.failed && !out.s) {
-			out.s = calloc(1, 1);
-			if (out.s)
-				return out.s;
+	if (out.failed || !out.data) {
+		if (!out.failed && !out.data) {
+			out.data = calloc(1, 1);
+			if (out.data)
+				return out.data;
 		}
 		snprintf(err, errlen, "out of memory");
-		free(out.s);
+		free(out.data);
 		return NULL;
 	}
-	return out.s;
+	return out.data;
 }

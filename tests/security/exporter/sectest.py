@@ -18,8 +18,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "exporter"))
-import exporter_harness as h  # noqa: E402
-from exporter_harness import bt  # noqa: E402
+import exportertest as h  # noqa: E402
+from exportertest import bt  # noqa: E402
 
 
 def bcrypt(password, cost=10):

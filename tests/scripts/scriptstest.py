@@ -1,0 +1,297 @@
+"""The scripts tests' harness (test_scripts.py holds the cases): runs a
+d-scripts/ script under bpftrace or Oracle's DTrace on scripts-workload and
+reads what it prints.
+
+How a run goes: the workload starts with --wait-stdin and blocks; the
+script is started on it (-p PID; the bpftrace system views take the PID as
+an argument); once the script prints its first line (BEGIN runs after every
+probe is attached) the harness writes "go", the workload fires its known
+sequence, lingers past one interval and exits, which ends the script and
+makes it print its totals.  DTrace's tick-N may not fire on an idle CPU in
+this VM, so D interval output is checked where it appears and the figures
+are asserted on the output at exit.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import billingtest as bt  # noqa: E402
+
+D_SCRIPTS = os.path.join(bt.SOURCE_ROOT, "d-scripts")
+BT_SCRIPTS = os.path.join(D_SCRIPTS, "bpftrace")
+sys.path.insert(0, D_SCRIPTS)
+import function_sites  # noqa: E402  the one transform to the pid provider
+
+READY = re.compile(r'^(Tracing|Sampling)|"type":"start"')
+TIMEOUT = 90
+
+
+class Failure(Exception):
+    pass
+
+
+def require(cond, what):
+    """Stop the case here with WHAT unless COND (billingtest.check records
+    and goes on; a script case cannot go on past a wrong figure)."""
+    if not cond:
+        raise Failure(what)
+
+
+class Reader(threading.Thread):
+    """Collects a process's stdout lines; signals when one matches."""
+
+    def __init__(self, proc, pattern=None):
+        super().__init__(daemon=True)
+        self.proc, self.pattern = proc, pattern
+        self.lines, self.matched = [], threading.Event()
+
+    def run(self):
+        for raw in self.proc.stdout:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            self.lines.append(line)
+            if self.pattern and self.pattern.search(line):
+                self.matched.set()
+
+    def text(self):
+        return "\n".join(self.lines)
+
+
+class Tracer:
+    """How one tracer runs one script on one process."""
+
+    def __init__(self, kind, workload, tmp):
+        self.kind, self.workload, self.tmp = kind, os.path.abspath(workload), tmp
+        self.dtrace = kind == "dtrace"
+        if self.dtrace:
+            self.exe = bt.require_dtrace()
+            self.probes = function_sites.probe_names(bt.PROVIDER_D)
+        else:
+            bt.require_tracing("bpftrace")
+            self.exe = bt.require_program("bpftrace", "bpftrace")
+
+    def d_script(self, name):
+        """NAME.d in its function-site spelling, written once into tmp."""
+        dest = os.path.join(self.tmp, name + ".d")
+        if not os.path.exists(dest):
+            src = os.path.join(D_SCRIPTS, name + ".d")
+            with open(dest, "w") as f:
+                f.write(function_sites.transform(open(src).read(), self.probes, src))
+        return dest
+
+    def argv(self, name, args, pid, pid_as_arg=False):
+        """The command that runs script NAME with ARGS on process PID.
+        pid_as_arg: the bpftrace twin takes the PID as its first argument."""
+        args = [str(a) for a in args]
+        if self.dtrace:
+            path = self.d_script(name)
+            cpp = ["-C"] if re.match(r"#![^\n]*-C", open(path).read()) else []
+            return [self.exe] + cpp + ["-s", path, "-p", str(pid)] + args
+        path = os.path.join(BT_SCRIPTS, name + ".bt")
+        if pid_as_arg:
+            return [self.exe, path, str(pid)] + args
+        return [self.exe, "-p", str(pid), path] + args
+
+    def interrupt(self, proc, timeout, already_sent=False):
+        """Ctrl-C and wait (bpftrace: re-sent if it missed the first)."""
+        if not self.dtrace:
+            return bt.interrupt_bpftrace(proc, timeout, already_sent)
+        if already_sent:
+            try:
+                return proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        return bt.stop_process(proc, signal.SIGINT, timeout)
+
+    def cleanup(self, proc):
+        """A dtrace killed before its exit leaves its uprobes behind."""
+        if self.dtrace:
+            bt.remove_dtrace_uprobes(proc.pid, self.workload)
+
+
+TRACER = None  # set by main()
+
+
+def start_workload(mode, extra=()):
+    cmd = [TRACER.workload, mode, "--wait-stdin", "--linger-ms", "1600", *extra]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    reader = Reader(proc, re.compile(r"^fired$"))
+    reader.start()
+    return proc, reader
+
+
+def run(mode, scripts, extra=(), stop_early=()):
+    """Runs each (label, script, args, pid_as_arg) of scripts against one
+    workload.  stop_early: labels to stop with SIGINT (Ctrl-C) once the
+    workload has fired, while it still lives (stack symbols).
+    Returns {label: stdout text}."""
+    wl, wl_reader = start_workload(mode, extra)
+    tracers, stopped_at = {}, set()
+    try:
+        for label, script, args, pid_as_arg in scripts:
+            p = subprocess.Popen(TRACER.argv(script, args, wl.pid, pid_as_arg),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            r = Reader(p, READY)
+            r.start()
+            errs = []
+            threading.Thread(target=lambda p=p, e=errs: e.append(p.stderr.read()),
+                             daemon=True).start()
+            tracers[label] = (p, r, errs)
+        deadline = time.monotonic() + TIMEOUT
+        for label, (p, r, errs) in tracers.items():
+            while not r.matched.wait(0.2):
+                if p.poll() is not None or time.monotonic() > deadline:
+                    time.sleep(0.2)
+                    raise Failure("%s did not start tracing:\n%s\n%s" % (
+                        label, r.text(), b"".join(errs).decode(errors="replace")))
+        wl.stdin.write(b"go\n")
+        wl.stdin.close()
+        if stop_early:
+            require(wl_reader.matched.wait(TIMEOUT), "the workload never fired")
+            time.sleep(0.3)
+            for label in stop_early:
+                tracers[label][0].send_signal(signal.SIGINT)
+                stopped_at.add(label)
+        require(wl.wait(TIMEOUT) == 0, "the workload failed")
+        out = {}
+        for label, (p, r, errs) in tracers.items():
+            if label in stopped_at:
+                TRACER.interrupt(p, TIMEOUT, already_sent=True)
+            else:
+                try:
+                    p.wait(TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    TRACER.interrupt(p, 30)
+            r.join(5)
+            out[label] = r.text()
+            sys.stdout.write("----- %s output -----\n%s\n" % (label, out[label]))
+            err = b"".join(errs).decode(errors="replace").strip()
+            if err:
+                sys.stdout.write("----- %s stderr -----\n%s\n" % (label, err))
+        return out
+    finally:
+        for p, _, _ in tracers.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+            TRACER.cleanup(p)
+        if wl.poll() is None:
+            wl.kill()
+
+
+def one(mode, script, *args):
+    """Runs one USDT script with ARGS; its output."""
+    return run(mode, [(script, script, args, False)])[script]
+
+
+# --- parsing ------------------------------------------------------------------
+
+def section(text, title_re):
+    """Lines after the heading line matching title_re, up to a blank line."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if re.search(title_re, line):
+            body = []
+            for line2 in lines[i + 1:]:
+                if not line2.strip():
+                    break
+                body.append(line2)
+            return body
+    raise Failure("no section matching %r" % title_re)
+
+
+def size_label(v):
+    """bpftrace's bucket bound: 1024 -> 1K, 2097152 -> 2M."""
+    for unit, mult in (("M", 1 << 20), ("K", 1 << 10)):
+        if v >= mult and v % mult == 0:
+            return "%d%s" % (v // mult, unit)
+    return str(v)
+
+
+def hist(text, name):
+    """The non-zero rows of a power-of-two histogram printed under the line
+    "NAME:", as bpftrace labels them: {"[2K, 4K)": 85}.  Reads bpftrace's
+    hist() and D's quantize() layouts."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.strip() == name + ":":
+            rows = {}
+            for line2 in lines[i + 1:]:
+                m = re.match(r"^(\[[^\]]*[\])])\s+(\d+)\s+\|", line2)  # bpftrace
+                d = re.match(r"^\s+(\d+) \|[@ ]*\s+(\d+)\s*$", line2)  # D quantize
+                if m:
+                    label, n = m.group(1), int(m.group(2))
+                elif d:
+                    v, n = int(d.group(1)), int(d.group(2))
+                    label = "[%s, %s)" % (size_label(v), size_label(2 * v))
+                elif not rows and (not line2.strip() or "Distribution" in line2):
+                    continue
+                else:
+                    break
+                if n:
+                    rows[label] = n
+            return rows
+    raise Failure("no histogram %s" % name)
+
+
+def scalar_map(text, name):
+    """@name[a, b]: N lines -> {("a", "b"): N}."""
+    out = {}
+    for m in re.finditer(r"^%s\[(.*)\]: (-?\d+)$" % re.escape(name), text, re.M):
+        out[tuple(k.strip() for k in m.group(1).split(","))] = int(m.group(2))
+    return out
+
+
+def total_table(text, title, ncols):
+    """The rows under the column heading (an upper-case first word) of the
+    section titled title_re; lines before it (a summary) are skipped."""
+    body = section(text, title)
+    heads = [i for i, l in enumerate(body) if re.match(r"^[A-Z][A-Z_]+\s", l)]
+    require(heads, "no column heading under %r" % title)
+    rows = []
+    for line in body[heads[0] + 1:]:
+        f = line.split()
+        require(len(f) == ncols, "bad row %r" % line)
+        rows.append(f)
+    return rows
+
+
+def intervals_add_up(sums, total, what):
+    """bpftrace: the intervals hold every event once, so they add up to the
+    total.  D: tick-N may not fire on an idle CPU, so an interval may be
+    missing; each one printed must still fit within the total."""
+    if TRACER.dtrace:
+        over = {k: v for k, v in sums.items() if k not in total or
+                any(a > b for a, b in zip(v if isinstance(v, (tuple, list)) else (v,),
+                                          total[k] if isinstance(total[k], (tuple, list))
+                                          else (total[k],)))}
+        require(not over, "%s: intervals exceed the total: %s" % (what, over))
+    else:
+        require(sums == total, "%s: intervals do not add up to the total: %s" % (what, sums))
+
+
+def json_lines(out):
+    objs = []
+    for line in out.split("\n"):
+        if line.startswith("{"):
+            objs.append(json.loads(line))
+    return objs
+
+
+def keyed(lines, name, *types):
+    """@NAME[k1, k2]: N lines among LINES -> {(type1(k1), type2(k2)): N},
+    in the order printed (a key printed twice fails)."""
+    out = {}
+    for line in lines:
+        m = re.match(r"^%s\[(.*)\]: (-?\d+)$" % re.escape(name), line)
+        if m:
+            k = tuple(t(v.strip()) for t, v in zip(types, m.group(1).split(",")))
+            require(k not in out, "%s%s printed twice" % (name, k))
+            out[k[0] if len(k) == 1 else k] = int(m.group(2))
+    return out
