@@ -76,8 +76,8 @@ try:
           and "pid ==" not in out,
           "trace --binary %s (the path inside): the file found through a process's root, no pid predicate "
           "(rc=%d %s %r)" % (INSIDE, rc, specs, err[-200:]))
-    for script, args, pids in (("tps", ["1"], svc.host_pids()), ("biz_metrics", ["1"], [svc.workers[0]]),
-                               ("tps", ["1"], None)):
+    for script, args, pids in (("tps", [], svc.host_pids()), ("biz_metrics", ["1"], [svc.workers[0]]),
+                               ("tps", [], None)):
         targets = []
         for p in pids or []:
             targets += ["-p", str(p)]
@@ -86,22 +86,22 @@ try:
         tracer = subprocess.Popen([ct.TOOL, "trace", script] + targets + ["--"] + args,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         lines = ct.Lines(tracer.stdout)
-        lines.wait_for(lambda l: l.startswith('{"type":"start"') or l.startswith("Tracing"), "%s to start" % script)
+        lines.wait_for(lambda l: l.startswith("Tracing"), "%s to start" % script)
         svc.fire(svc.host_pids(), ROUNDS)  # every process fires; only pids count
         if script == "tps":
             # tps's END skips seconds a stalled timer has not printed yet:
             # wait until the printed seconds hold every transaction
             want_txns, got_txns = 2 * ROUNDS * len(pids), 0
             while got_txns < want_txns:
-                line = lines.wait_for(lambda l: '"transactions":' in l, "tps lines up to %d" % want_txns)
-                got_txns += int(re.search(r'"transactions":(\d+)', line).group(1))
+                line = lines.wait_for(lambda l: bt.tps_seconds(l), "tps lines up to %d" % want_txns)
+                got_txns += bt.tps_seconds(line)[0][0]
         tracer.send_signal(signal.SIGINT)
         tracer.wait(timeout=ct.DEADLINE)
         text = "\n".join(lines.rest())
         err = tracer.stderr.read()
         if script == "tps":
-            secs = [m for m in re.findall(r'"transactions":(\d+),"failed":(\d+)', text)]
-            got = (sum(int(a) for a, _ in secs), sum(int(b) for _, b in secs))
+            secs = bt.tps_seconds(text)
+            got = (sum(s[0] for s in secs), sum(s[1] for s in secs))
             want = (2 * ROUNDS * len(pids), ROUNDS * len(pids))
         else:
             tot = text.split("TOTAL since start", 1)[-1]

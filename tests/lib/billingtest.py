@@ -483,3 +483,9 @@ def run_bpftrace_pid(program, cmd, timeout=120):
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+def tps_seconds(text):
+    """tps's table lines: [(TXNS, FAILED, FAIL%, partial)] in order."""
+    return [(int(t), int(f), int(p), bool(note)) for t, f, p, note in
+            re.findall(r"^\d\d:\d\d:\d\d\s+(\d+)\s+(\d+)\s+(\d+)(\s+partial \d+ ms)?$", text, flags=re.M)]

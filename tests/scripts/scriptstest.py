@@ -11,7 +11,6 @@ makes it print its totals.  DTrace's tick-N may not fire on an idle CPU in
 this VM, so D interval output is checked where it appears and the figures
 are asserted on the output at exit.
 """
-import json
 import os
 import re
 import signal
@@ -29,7 +28,7 @@ BT_SCRIPTS = os.path.join(D_SCRIPTS, "bpftrace")
 sys.path.insert(0, D_SCRIPTS)
 import function_sites  # noqa: E402  the one transform to the pid provider
 
-READY = re.compile(r'^(Tracing|Sampling)|"type":"start"')
+READY = re.compile(r"^(Tracing|Sampling)")
 TIMEOUT = 90
 
 
@@ -274,14 +273,6 @@ def intervals_add_up(sums, total, what):
         require(not over, "%s: intervals exceed the total: %s" % (what, over))
     else:
         require(sums == total, "%s: intervals do not add up to the total: %s" % (what, sums))
-
-
-def json_lines(out):
-    objs = []
-    for line in out.split("\n"):
-        if line.startswith("{"):
-            objs.append(json.loads(line))
-    return objs
 
 
 def keyed(lines, name, *types):

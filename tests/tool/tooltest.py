@@ -15,7 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import billingtest as bt  # noqa: E402
-from billingtest import check, finish, skip  # noqa: E402,F401
+from billingtest import check, finish, skip, tps_seconds  # noqa: E402,F401
 
 TOOL = os.environ.get("BP_TOOL", "")
 PROVIDER = os.environ.get("BP_PROVIDER", bt.PROVIDER_D)
@@ -53,12 +53,6 @@ def readelf_names(path):
     """ELF probe names in a file's notes, as readelf -n prints them."""
     out = subprocess.run(["readelf", "-n", "--wide", path], capture_output=True, text=True, check=True).stdout
     return set(re.findall(r"Name: (\S+)", out))
-
-
-def tps_seconds(text):
-    """tps's table lines: [(TXNS, FAILED, FAIL%, partial)] in order."""
-    return [(int(t), int(f), int(p), bool(note)) for t, f, p, note in
-            re.findall(r"^\d\d:\d\d:\d\d\s+(\d+)\s+(\d+)\s+(\d+)(\s+partial \d+ ms)?$", text, flags=re.M)]
 
 
 def biz_total(text):
