@@ -165,6 +165,19 @@ db_status_t db_payment_get(db_t *db, uint64_t request_id, int64_t id, payment_ro
 	                    out);
 }
 
+/* Adds AMOUNT to a running total of the row ID (paid, refunded). */
+static db_status_t add_amount(db_t *db, uint64_t request_id, enum db_statement which,
+                              const char *op, int64_t id, int64_t amount)
+{
+	sqlite3_stmt *st = db->st[which];
+	int rc;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, amount);
+	rc = exec_done(db, request_id, which, op);
+	sqlite3_clear_bindings(st);
+	return rc == SQLITE_OK ? DB_OK : failure(rc);
+}
+
 struct payment_args {
 	int64_t invoice_id;
 	int64_t amount_minor;
@@ -209,13 +222,8 @@ static db_status_t payment_body(db_t *db, uint64_t request_id, void *arg)
 	a->out->id = sqlite3_last_insert_rowid(db->conn);
 
 	if (a->decline_code == 0) {
-		st = db->st[ST_INVOICE_ADD_PAID];
-		sqlite3_bind_int64(st, 1, a->invoice_id);
-		sqlite3_bind_int64(st, 2, a->amount_minor);
-		rc = exec_done(db, request_id, ST_INVOICE_ADD_PAID, "invoice.add_paid");
-		sqlite3_clear_bindings(st);
-		if (rc != SQLITE_OK)
-			return failure(rc);
+		return add_amount(db, request_id, ST_INVOICE_ADD_PAID, "invoice.add_paid", a->invoice_id,
+		                  a->amount_minor);
 	}
 	return DB_OK;
 }
@@ -271,13 +279,10 @@ static db_status_t refund_body(db_t *db, uint64_t request_id, void *arg)
 		return failure(rc);
 	a->out->id = sqlite3_last_insert_rowid(db->conn);
 
-	st = db->st[ST_PAYMENT_ADD_REFUNDED];
-	sqlite3_bind_int64(st, 1, a->payment_id);
-	sqlite3_bind_int64(st, 2, a->amount_minor);
-	rc = exec_done(db, request_id, ST_PAYMENT_ADD_REFUNDED, "payment.add_refunded");
-	sqlite3_clear_bindings(st);
-	if (rc != SQLITE_OK)
-		return failure(rc);
+	s = add_amount(db, request_id, ST_PAYMENT_ADD_REFUNDED, "payment.add_refunded", a->payment_id,
+	               a->amount_minor);
+	if (s != DB_OK)
+		return s;
 	a->out->payment_id = a->payment_id;
 	a->out->amount_minor = a->amount_minor;
 	a->out->refunded_total_minor = pay.refunded_minor + a->amount_minor;
