@@ -135,18 +135,24 @@ def one_run(billingd, run_load, script, duration, concurrency, workdir):
 
 
 
-def noprobes_billingd(build_dir, source_dir):
-    """billingd from a nested build with -Dprobes=disabled (built on demand)."""
-    nested = os.path.join(build_dir, "bench", "build-noprobes")
+def nested_billingd(build_dir, source_dir, name, options):
+    """billingd from a nested build BUILD_DIR/bench/NAME configured with
+    OPTIONS (set up and built on demand)."""
+    nested = os.path.join(build_dir, "bench", name)
+    what = "nested %s build" % " ".join(options)
     if not os.path.exists(os.path.join(nested, "build.ninja")):
-        r = subprocess.run(["meson", "setup", nested, source_dir, "-Dprobes=disabled", "-Dtool=disabled"],
-                           capture_output=True, text=True)
+        r = subprocess.run(["meson", "setup", nested, source_dir, *options], capture_output=True, text=True)
         if r.returncode != 0:
-            raise RuntimeError("nested -Dprobes=disabled build: meson setup failed: " + r.stdout[-400:])
+            raise RuntimeError(what + ": meson setup failed: " + r.stdout[-400:])
     r = subprocess.run(["ninja", "-C", nested, "examples/billingd/billingd"], capture_output=True, text=True)
     if r.returncode != 0:
-        raise RuntimeError("nested -Dprobes=disabled build: billingd failed to build: " + r.stdout[-400:])
+        raise RuntimeError(what + ": billingd failed to build: " + r.stdout[-400:])
     return os.path.join(nested, "examples", "billingd", "billingd")
+
+
+def noprobes_billingd(build_dir, source_dir):
+    """billingd with its probes compiled out."""
+    return nested_billingd(build_dir, source_dir, "build-noprobes", ["-Dprobes=disabled", "-Dtool=disabled"])
 
 
 def script_args(source_dir, name):

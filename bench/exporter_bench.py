@@ -136,17 +136,9 @@ def scrape_time(build, exe, workdir):
 
 
 def fast_billingd(build, source):
-    """billingd from a nested -Dprobe_site=fast build (built on demand)."""
-    nested = os.path.join(build, "bench", "build-fast")
-    if not os.path.exists(os.path.join(nested, "build.ninja")):
-        r = subprocess.run(["meson", "setup", nested, source, "-Dprobe_site=fast", "-Dexporter=disabled",
-                            "-Dtool=disabled"], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError("nested -Dprobe_site=fast build: meson setup failed: " + r.stdout[-300:])
-    r = subprocess.run(["ninja", "-C", nested, "examples/billingd/billingd"], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError("nested -Dprobe_site=fast build failed: " + r.stdout[-300:])
-    return os.path.join(nested, "examples", "billingd", "billingd")
+    """billingd with 5-byte nop sites."""
+    return billingd_bench.nested_billingd(build, source, "build-fast",
+                                          ["-Dprobe_site=fast", "-Dexporter=disabled", "-Dtool=disabled"])
 
 
 def throughput(build, source, exe, reps, duration, sites):

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "billing/probes.h"
+#include "loop_count.h"
 
 static const char *const gateways[3] = { "stripe-sim", "adyen-sim", "paypal-sim" };
 static const char *const currencies[3] = { "EUR", "USD", "JPY" };
@@ -29,22 +30,13 @@ static double now_ns(clockid_t clock)
 
 int main(int argc, char **argv)
 {
-	unsigned long long n = 1000000, i;
+	unsigned long long n, i;
 	double started, t0, t1;
-	char *end;
 
 	started = now_ns(CLOCK_REALTIME);
-	if (argc > 2) {
-		fprintf(stderr, "usage: %s [N]\n", argv[0]);
+	n = loop_count(argc, argv, 1000000);
+	if (n == 0)
 		return 2;
-	}
-	if (argc == 2) {
-		n = strtoull(argv[1], &end, 10);
-		if (*argv[1] == '\0' || *argv[1] == '-' || *end != '\0' || n == 0) {
-			fprintf(stderr, "%s: N must be a positive integer, got '%s'\n", argv[0], argv[1]);
-			return 2;
-		}
-	}
 	t0 = now_ns(CLOCK_MONOTONIC);
 	for (i = 0; i < n; i++)
 		BILLING_PAYMENT_AUTH(i, (int64_t)(i % 5000) * 100, currencies[i % 3], gateways[i % 3],

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "billing/probes.h"
+#include "loop_count.h"
 
 #define SITES 8
 
@@ -84,20 +85,11 @@ bench_loop(uint64_t n)
 
 int main(int argc, char **argv)
 {
-	unsigned long long n = 1000000;
-	char *end;
+	unsigned long long n;
 
-	if (argc > 2) {
-		fprintf(stderr, "usage: %s [N]\n", argv[0]);
+	n = loop_count(argc, argv, 1000000);
+	if (n == 0)
 		return 2;
-	}
-	if (argc == 2) {
-		n = strtoull(argv[1], &end, 10);
-		if (*argv[1] == '\0' || *argv[1] == '-' || *end != '\0' || n == 0) {
-			fprintf(stderr, "%s: N must be a positive integer, got '%s'\n", argv[0], argv[1]);
-			return 2;
-		}
-	}
 	bench_loop(n);
 	printf("iterations=%llu sites=%d\n", n, SITES);
 	return 0;

@@ -109,20 +109,19 @@ db_status_t db_invoice_insert(db_t *db, uint64_t request_id, int64_t customer_id
 	return DB_OK;
 }
 
-db_status_t db_invoice_get(db_t *db, uint64_t request_id, int64_t id, invoice_row_t *out)
+typedef void (*row_reader_fn)(sqlite3_stmt *st, void *out);
+
+/* Runs a SELECT of one row by id: OUT is filled by READ when it is found. */
+static db_status_t select_by_id(db_t *db, uint64_t request_id, enum db_statement which,
+                                const char *op, int64_t id, row_reader_fn read, void *out)
 {
-	sqlite3_stmt *st = db->st[ST_INVOICE_SELECT];
+	sqlite3_stmt *st = db->st[which];
 	db_status_t result;
 	int rc;
 	sqlite3_bind_int64(st, 1, id);
-	rc = db_step(db, request_id, ST_INVOICE_SELECT, "invoice.select");
+	rc = db_step(db, request_id, which, op);
 	if (rc == SQLITE_ROW) {
-		out->id = sqlite3_column_int64(st, 0);
-		out->customer_id = sqlite3_column_int64(st, 1);
-		out->amount_minor = sqlite3_column_int64(st, 2);
-		out->paid_minor = sqlite3_column_int64(st, 3);
-		copy_text(out->currency, sizeof(out->currency), sqlite3_column_text(st, 4));
-		copy_text(out->status, sizeof(out->status), sqlite3_column_text(st, 5));
+		read(st, out);
 		result = DB_OK;
 	} else {
 		result = rc == SQLITE_DONE ? DB_NOT_FOUND : failure(rc);
@@ -131,27 +130,52 @@ db_status_t db_invoice_get(db_t *db, uint64_t request_id, int64_t id, invoice_ro
 	return result;
 }
 
+static void read_invoice(sqlite3_stmt *st, void *row)
+{
+	invoice_row_t *out = row;
+	out->id = sqlite3_column_int64(st, 0);
+	out->customer_id = sqlite3_column_int64(st, 1);
+	out->amount_minor = sqlite3_column_int64(st, 2);
+	out->paid_minor = sqlite3_column_int64(st, 3);
+	copy_text(out->currency, sizeof(out->currency), sqlite3_column_text(st, 4));
+	copy_text(out->status, sizeof(out->status), sqlite3_column_text(st, 5));
+}
+
+static void read_payment(sqlite3_stmt *st, void *row)
+{
+	payment_row_t *out = row;
+	out->id = sqlite3_column_int64(st, 0);
+	out->invoice_id = sqlite3_column_int64(st, 1);
+	out->amount_minor = sqlite3_column_int64(st, 2);
+	out->refunded_minor = sqlite3_column_int64(st, 3);
+	copy_text(out->currency, sizeof(out->currency), sqlite3_column_text(st, 4));
+	copy_text(out->gateway, sizeof(out->gateway), sqlite3_column_text(st, 5));
+	out->decline_code = sqlite3_column_int(st, 6);
+}
+
+db_status_t db_invoice_get(db_t *db, uint64_t request_id, int64_t id, invoice_row_t *out)
+{
+	return select_by_id(db, request_id, ST_INVOICE_SELECT, "invoice.select", id, read_invoice,
+	                    out);
+}
+
 db_status_t db_payment_get(db_t *db, uint64_t request_id, int64_t id, payment_row_t *out)
 {
-	sqlite3_stmt *st = db->st[ST_PAYMENT_SELECT];
-	db_status_t result;
+	return select_by_id(db, request_id, ST_PAYMENT_SELECT, "payment.select", id, read_payment,
+	                    out);
+}
+
+/* Adds AMOUNT to a running total of the row ID (paid, refunded). */
+static db_status_t add_amount(db_t *db, uint64_t request_id, enum db_statement which,
+                              const char *op, int64_t id, int64_t amount)
+{
+	sqlite3_stmt *st = db->st[which];
 	int rc;
 	sqlite3_bind_int64(st, 1, id);
-	rc = db_step(db, request_id, ST_PAYMENT_SELECT, "payment.select");
-	if (rc == SQLITE_ROW) {
-		out->id = sqlite3_column_int64(st, 0);
-		out->invoice_id = sqlite3_column_int64(st, 1);
-		out->amount_minor = sqlite3_column_int64(st, 2);
-		out->refunded_minor = sqlite3_column_int64(st, 3);
-		copy_text(out->currency, sizeof(out->currency), sqlite3_column_text(st, 4));
-		copy_text(out->gateway, sizeof(out->gateway), sqlite3_column_text(st, 5));
-		out->decline_code = sqlite3_column_int(st, 6);
-		result = DB_OK;
-	} else {
-		result = rc == SQLITE_DONE ? DB_NOT_FOUND : failure(rc);
-	}
-	sqlite3_reset(st);
-	return result;
+	sqlite3_bind_int64(st, 2, amount);
+	rc = exec_done(db, request_id, which, op);
+	sqlite3_clear_bindings(st);
+	return rc == SQLITE_OK ? DB_OK : failure(rc);
 }
 
 struct payment_args {
@@ -198,13 +222,8 @@ static db_status_t payment_body(db_t *db, uint64_t request_id, void *arg)
 	a->out->id = sqlite3_last_insert_rowid(db->conn);
 
 	if (a->decline_code == 0) {
-		st = db->st[ST_INVOICE_ADD_PAID];
-		sqlite3_bind_int64(st, 1, a->invoice_id);
-		sqlite3_bind_int64(st, 2, a->amount_minor);
-		rc = exec_done(db, request_id, ST_INVOICE_ADD_PAID, "invoice.add_paid");
-		sqlite3_clear_bindings(st);
-		if (rc != SQLITE_OK)
-			return failure(rc);
+		return add_amount(db, request_id, ST_INVOICE_ADD_PAID, "invoice.add_paid", a->invoice_id,
+		                  a->amount_minor);
 	}
 	return DB_OK;
 }
@@ -260,13 +279,10 @@ static db_status_t refund_body(db_t *db, uint64_t request_id, void *arg)
 		return failure(rc);
 	a->out->id = sqlite3_last_insert_rowid(db->conn);
 
-	st = db->st[ST_PAYMENT_ADD_REFUNDED];
-	sqlite3_bind_int64(st, 1, a->payment_id);
-	sqlite3_bind_int64(st, 2, a->amount_minor);
-	rc = exec_done(db, request_id, ST_PAYMENT_ADD_REFUNDED, "payment.add_refunded");
-	sqlite3_clear_bindings(st);
-	if (rc != SQLITE_OK)
-		return failure(rc);
+	s = add_amount(db, request_id, ST_PAYMENT_ADD_REFUNDED, "payment.add_refunded", a->payment_id,
+	               a->amount_minor);
+	if (s != DB_OK)
+		return s;
 	a->out->payment_id = a->payment_id;
 	a->out->amount_minor = a->amount_minor;
 	a->out->refunded_total_minor = pay.refunded_minor + a->amount_minor;

@@ -117,6 +117,9 @@ say "starting billingd (stats segment in $work/stats)"
 chmod 755 "$work"
 stats_group=
 [ "$(id -u)" -eq 0 ] && stats_group=nogroup
+# Each log exists before its reader polls it: the job that opens it may not
+# have run yet, and sed on a missing file would end this script (set -e).
+: >"$work/billingd.log"
 BILLING_STATS_DIR="$work/stats" BILLING_STATS_GROUP="$stats_group" \
 	"$billingd" --port 0 --db "$work/billing.db" >"$work/billingd.log" 2>&1 &
 billingd_pid=$!
@@ -215,6 +218,7 @@ if [ -z "$exporter_why" ]; then
 	as_user=()
 	[ "$(id -u)" -eq 0 ] && as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
 	say "starting billing-exporter ${as_user:+as nobody }on billingd's stats segment (no BPF) and Prometheus"
+	: >"$work/exporter.log"
 	"${as_user[@]}" "$build_dir/tools/billing-exporter/billing-exporter" --stats-dir "$work/stats" \
 		--listen 127.0.0.1:0 >"$work/exporter.log" 2>&1 &
 	pids+=($!)

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "billing/probes.h"
+#include "counted_args.h"
 #include "billing/timing.h"
 
 #if !defined(BILLING_PROBE_SITE_FORCE_FUNCTION) && !BILLING_PROBE_SITE_FUNCTION
@@ -97,20 +98,6 @@ void __wrap_billing_fire_request_done(uint64_t request_id, const char *handler, 
 }
 
 /* --- the tests ------------------------------------------------------------- */
-
-static int evaluations;
-
-static uint64_t counted_id(uint64_t id)
-{
-	evaluations++;
-	return id;
-}
-
-static const char *counted_string(const char *s)
-{
-	evaluations++;
-	return s;
-}
 
 static void test_every_fire_is_one_call_with_its_arguments_in_order(void **state)
 {

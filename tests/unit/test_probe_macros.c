@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "billing/probes.h"
+#include "counted_args.h"
 
 #if BILLING_PROBES_SDT && !defined(BILLING_PROBES_DISABLE)
 #  define HAVE_SEMAPHORES 1
@@ -22,20 +23,6 @@
 #else
 #  define HAVE_SEMAPHORES 0
 #endif
-
-static int evaluations;
-
-static uint64_t counted_id(uint64_t id)
-{
-	evaluations++;
-	return id;
-}
-
-static const char *counted_string(const char *s)
-{
-	evaluations++;
-	return s;
-}
 
 static void test_arguments_not_evaluated_while_untraced(void **state)
 {
