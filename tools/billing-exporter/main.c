@@ -28,15 +28,23 @@
 #include "http.h"
 #include "metric_check.h"
 #include "stats_source.h"
+#include "term_text.h"
 
+/* Every line the exporter writes to stderr comes here: paths from
+ * /proc/PID/maps and /proc/PID/root, module and target names, file names
+ * and arguments are other users' text, so the whole line goes through
+ * billing-probes' escaper (term_text.h): no control byte, newline
+ * included, reaches the terminal raw. */
 void bx_error(const char *fmt, ...)
 {
 	va_list ap;
+	flockfile(stderr);
 	fputs("billing-exporter: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	bp_vprintf_escaped(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+	funlockfile(stderr);
 }
 
 static void usage(FILE *out)
@@ -476,11 +484,9 @@ int main(int argc, char **argv)
 		if (ex.groups & g)
 			groups_text += (size_t)snprintf(groups + groups_text, sizeof groups - groups_text, "%s%s",
 			                                groups_text ? "," : "", bx_group_name(g));
-	fprintf(stderr, "billing-exporter: %zu probe attachments on %zu target(s), %zu stats target(s), metrics %s\n",
-	        ex.link_count, ex.target_count, bx_stats_target_count(&ex), groups);
+	bx_error("%zu probe attachments on %zu target(s), %zu stats target(s), metrics %s", ex.link_count, ex.target_count, bx_stats_target_count(&ex), groups);
 	if (http)
-		fprintf(stderr, "billing-exporter: serving %s://%s%s%s:%d/metrics (%s%u clients at most)\n",
-		        web.cert_pem ? "https" : "http", strchr(o.addr, ':') ? "[" : "", o.addr,
+		bx_error("serving %s://%s%s%s:%d/metrics (%s%u clients at most)", web.cert_pem ? "https" : "http", strchr(o.addr, ':') ? "[" : "", o.addr,
 		        strchr(o.addr, ':') ? "]" : "", port, web.user_count ? "basic auth, " : "", max_connections);
 	fflush(stderr);
 

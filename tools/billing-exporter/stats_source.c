@@ -284,7 +284,7 @@ static void read_seg(stats_target_t *t, size_t idx, bs_segment_t *buf)
 			return;
 		}
 		if (!s->said)
-			fprintf(stderr, "billing-exporter: %s: %s: skipped\n", s->path, err);
+			bx_error("%s: %s: skipped", s->path, err);
 		s->said = 1;
 		return;
 	}
