@@ -26,6 +26,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "cgroup_filter.h"
 #include "stats_source.h"
 #include "term_text.h"
 #include "ticker.h"
@@ -92,6 +93,17 @@ static int fill_known(bx_exporter_t *ex)
 	return 0;
 }
 
+/* --cgroup's directory into the programs' cgroup array, before any
+ * program is attached.  0, or the kernel's error (negative). */
+static int fill_cgroup(bx_exporter_t *ex)
+{
+	__u32 slot = 0;
+	int fd = bpf_map__fd(ex->skel->maps.bx_cgroup);
+	if (fd < 0 || bpf_map_update_elem(fd, &slot, &ex->cgroup->fd, BPF_ANY) != 0)
+		return fd < 0 ? -EINVAL : -errno;
+	return 0;
+}
+
 /* Open and load the object, its programs made for multi-uprobe links
  * when `multi`.  libbpf's error (negative), or 0. */
 static int open_and_load(bx_exporter_t *ex, int multi)
@@ -102,6 +114,7 @@ static int open_and_load(bx_exporter_t *ex, int multi)
 		return -errno;
 	ex->skel->rodata->bx_filter_uid = ex->only_uid >= 0;
 	ex->skel->rodata->bx_only_uid = ex->only_uid >= 0 ? (__u32)ex->only_uid : 0;
+	ex->skel->rodata->bx_filter_cgroup = ex->cgroup != NULL;
 	bpf_object__for_each_program(prog, ex->skel->obj)
 	{
 		const bx_map_desc_t *m = map_of_program(bpf_program__name(prog));
@@ -112,6 +125,8 @@ static int open_and_load(bx_exporter_t *ex, int multi)
 	int rc = billing_exporter_bpf__load(ex->skel);
 	if (rc == 0)
 		rc = fill_known(ex);
+	if (rc == 0 && ex->cgroup)
+		rc = fill_cgroup(ex);
 	if (rc != 0) {
 		billing_exporter_bpf__destroy(ex->skel);
 		ex->skel = NULL;

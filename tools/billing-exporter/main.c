@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup_filter.h"
 #include "exporter.h"
 #include "format.h"
 #include "http.h"
@@ -56,6 +57,8 @@ static void usage(FILE *out)
 	        "  --stats-dir DIR     every stats segment in DIR, summed as one service; no root (repeatable)\n"
 	        "  --binary PATH       every process, running now or later, that runs or maps PATH (repeatable)\n"
 	        "  --uid USER          count only processes (and stats segments) of that user, a name or number\n"
+	        "  --cgroup PATH       count only processes (and segments written by processes) in that cgroup v2\n"
+	        "                      directory or below it\n"
 	        "  --metrics GROUPS    comma list of business,requests,db,gateway or all (default business,requests)\n"
 	        "  --listen ADDR:PORT  serve /metrics there (default %s:%d; [IPv6]:PORT; port 0: any free port)\n"
 	        "  --web-config FILE   TLS and basic auth, exporter-toolkit's web config YAML (docs/security.md)\n"
@@ -149,6 +152,7 @@ typedef struct opts {
 	const char *web_config;
 	int listen_insecure;
 	long only_uid;
+	const char *cgroup;
 	bx_http_limits_t limits;
 } opts_t;
 
@@ -173,6 +177,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
 	       O_MAX_PER_IP,
 	       O_REQUEST_TIMEOUT,
 	       O_UID,
+	       O_CGROUP,
 	       O_HELP };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, O_PID },
@@ -189,6 +194,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
 		{ "source", required_argument, NULL, O_SOURCE },
 		{ "stats-dir", required_argument, NULL, O_STATS_DIR },
 		{ "uid", required_argument, NULL, O_UID },
+		{ "cgroup", required_argument, NULL, O_CGROUP },
 		{ "web-config", required_argument, NULL, O_WEB_CONFIG },
 		{ "listen-insecure", no_argument, NULL, O_INSECURE },
 		{ "web-max-connections", required_argument, NULL, O_MAX_CONN },
@@ -252,6 +258,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
 			}
 			break;
 		}
+		case O_CGROUP: o->cgroup = optarg; break;
 		case O_WEB_CONFIG: o->web_config = optarg; break;
 		case O_INSECURE: o->listen_insecure = 1; break;
 		case O_MAX_CONN:
@@ -420,6 +427,7 @@ int main(int argc, char **argv)
 	bx_exporter_t ex;
 	bx_http_t *http = NULL;
 	bx_web_config_t web = { 0 };
+	bx_cgroup_t cgroup = { .fd = -1 };
 	char err[512];
 	int rc = parse_args(argc, argv, &o);
 	int serve = o.listen_given || o.interval == 0;
@@ -435,6 +443,14 @@ int main(int argc, char **argv)
 	ex.groups = o.groups;
 	ex.verbose = o.verbose;
 	ex.only_uid = o.only_uid;
+	if (o.cgroup) {
+		if (bx_cgroup_open(o.cgroup, &cgroup, err, sizeof err) != 0) {
+			bx_error("%s", err);
+			rc = BX_EXIT_USAGE;
+			goto out;
+		}
+		ex.cgroup = &cgroup;
+	}
 	if (bx_metric_table_check(err, sizeof err) != 0) {
 		bx_error("%s", err);
 		rc = BX_EXIT_FAIL;
@@ -506,6 +522,7 @@ out:
 	bx_web_config_free(&web);
 	bx_bpf_close(&ex);
 	bx_stats_free(&ex);
+	bx_cgroup_close(&cgroup);
 	for (size_t i = 0; i < ex.target_count; i++)
 		bx_target_free(&ex.targets[i]);
 	free(ex.targets);
