@@ -503,7 +503,7 @@ int main(int argc, char **argv)
 	bx_error("%zu probe attachments on %zu target(s), %zu stats target(s), metrics %s", ex.link_count, ex.target_count, bx_stats_target_count(&ex), groups);
 	if (http)
 		bx_error("serving %s://%s%s%s:%d/metrics (%s%u clients at most)", web.cert_pem ? "https" : "http", strchr(o.addr, ':') ? "[" : "", o.addr,
-		        strchr(o.addr, ':') ? "]" : "", port, web.user_count ? "basic auth, " : "", max_connections);
+		         strchr(o.addr, ':') ? "]" : "", port, web.user_count ? "basic auth, " : "", max_connections);
 	fflush(stderr);
 
 	if (o.once) {

@@ -47,7 +47,7 @@ typedef struct stats_target {
 	char dir[PATH_MAX];       /* a directory of segments, or "" */
 	char path[PATH_MAX];      /* a --pid target's segment */
 	int pid;
-	long only_uid;            /* --uid, -1 none */
+	long only_uid;             /* --uid, -1 none */
 	const bx_cgroup_t *cgroup; /* --cgroup, NULL none */
 	seg_t *segs;
 	size_t nsegs;

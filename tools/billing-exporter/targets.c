@@ -22,7 +22,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "exporter.h" /* bx_error */
+#include "exporter.h"     /* bx_error */
 #include "probe_reader.h" /* tools/billing-probes: the probe reader library */
 
 #define PROVIDER "billing"
