@@ -72,7 +72,7 @@ stderr_of("unknown option", ["--" + EVIL, "--stats-dir", tmp], 2, ["unknown or i
 # newline as \012, a path that reaches no file here, so the target is
 # refused; the line names the path with its bytes escaped (the backslash of
 # \012 doubled)
-prog = h.FireProgram(program, "threads", "1", "5")
+prog = h.FireProgram(program, "go", "1", "5")  # never told to go: it only has to be running
 try:
     stderr_of("--pid of the program there", ["--pid", str(prog.pid), "--listen", "127.0.0.1:0"], 2,
               ["--pid %d: %s/%s/billing-service: " % (prog.pid, tmp, SHOWN.replace("\\x0a", "\\\\012"))])
