@@ -14,6 +14,8 @@
  *                     each; worker 0 is SIGKILLed once it has fired and a
  *                     replacement forked; prints every pid and segment path
  *   busy              fire until killed (a writer killed mid-update)
+ *   hold N            N payment-auth fires, then stay alive until stdin
+ *                     closes (a writer that is still running when read)
  *
  * Every mode prints "segment PATH" for the process's segment, one line per
  * process, on stdout.
@@ -200,6 +202,19 @@ static int run_busy(void)
 	return 1;
 }
 
+static int run_hold(long n)
+{
+	char c;
+	for (long i = 0; i < n; i++)
+		fire_payment(0, i);
+	print_segment();
+	for (;;) {
+		ssize_t r = read(0, &c, 1);
+		if (r == 0 || (r < 0 && errno != EINTR))
+			return 0;
+	}
+}
+
 static int run_fair(const char *codes, long junk)
 {
 	if (fire_codes(codes) < 0)
@@ -225,9 +240,11 @@ int main(int argc, char **argv)
 		return run_fork(atoi(argv[2]), atol(argv[3]), atol(argv[4]));
 	if (strcmp(mode, "busy") == 0)
 		return run_busy();
+	if (strcmp(mode, "hold") == 0 && argc == 3)
+		return run_hold(atol(argv[2]));
 	if (strcmp(mode, "fair") == 0 && argc == 4)
 		return run_fair(argv[2], atol(argv[3]));
 	fprintf(stderr, "usage: stats_workload threads T N | short TOTAL C K | labels N | fork W N P | busy"
-	                " | fair CODES JUNK\n");
+	                " | fair CODES JUNK | hold N\n");
 	return 2;
 }

@@ -26,7 +26,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "cgroup_filter.h"
 #include "stats_source.h"
+#include "term_text.h"
 #include "ticker.h"
 
 /* bpftool's generated skeleton is not ISO C99: an empty struct for the
@@ -39,12 +41,27 @@
 
 static int verbose_libbpf;
 
+/* --verbose: libbpf's log, multi-line (the verifier's) and holding paths
+ * other users chose: each byte through the one escaper but the newlines
+ * libbpf ends its lines with. */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
+	char *text = NULL;
 	(void)level;
 	if (!verbose_libbpf)
 		return 0; /* failures are reported once, by us, in one line */
-	return vfprintf(stderr, fmt, ap);
+	int n = vasprintf(&text, fmt, ap);
+	if (n < 0)
+		return n;
+	flockfile(stderr);
+	for (const char *c = text; *c; c++)
+		if (*c == '\n')
+			fputc('\n', stderr);
+		else
+			bp_put_escaped_byte(stderr, (unsigned char)*c);
+	funlockfile(stderr);
+	free(text);
+	return n;
 }
 
 static const bx_map_desc_t *map_of_program(const char *prog)
@@ -76,6 +93,17 @@ static int fill_known(bx_exporter_t *ex)
 	return 0;
 }
 
+/* --cgroup's directory into the programs' cgroup array, before any
+ * program is attached.  0, or the kernel's error (negative). */
+static int fill_cgroup(bx_exporter_t *ex)
+{
+	__u32 slot = 0;
+	int fd = bpf_map__fd(ex->skel->maps.bx_cgroup);
+	if (fd < 0 || bpf_map_update_elem(fd, &slot, &ex->cgroup->fd, BPF_ANY) != 0)
+		return fd < 0 ? -EINVAL : -errno;
+	return 0;
+}
+
 /* Open and load the object, its programs made for multi-uprobe links
  * when `multi`.  libbpf's error (negative), or 0. */
 static int open_and_load(bx_exporter_t *ex, int multi)
@@ -86,6 +114,7 @@ static int open_and_load(bx_exporter_t *ex, int multi)
 		return -errno;
 	ex->skel->rodata->bx_filter_uid = ex->only_uid >= 0;
 	ex->skel->rodata->bx_only_uid = ex->only_uid >= 0 ? (__u32)ex->only_uid : 0;
+	ex->skel->rodata->bx_filter_cgroup = ex->cgroup != NULL;
 	bpf_object__for_each_program(prog, ex->skel->obj)
 	{
 		const bx_map_desc_t *m = map_of_program(bpf_program__name(prog));
@@ -96,6 +125,8 @@ static int open_and_load(bx_exporter_t *ex, int multi)
 	int rc = billing_exporter_bpf__load(ex->skel);
 	if (rc == 0)
 		rc = fill_known(ex);
+	if (rc == 0 && ex->cgroup)
+		rc = fill_cgroup(ex);
 	if (rc != 0) {
 		billing_exporter_bpf__destroy(ex->skel);
 		ex->skel = NULL;
@@ -244,10 +275,9 @@ static void discover_and_attach(bx_exporter_t *ex)
 				mod->attached = -1; /* that file carries no billing probe */
 			} else if (attach_module(ex, tg, mod, err, sizeof err) != 0) {
 				mod->attached = -1; /* said once, not retried every second */
-				fprintf(stderr, "billing-exporter: %s\n", err);
+				bx_error("%s", err);
 			} else {
-				fprintf(stderr, "billing-exporter: %s: attached to %s (a file not seen before)\n", tg->label,
-				        mod->path);
+				bx_error("%s: attached to %s (a file not seen before)", tg->label, mod->path);
 			}
 		}
 	}
@@ -274,7 +304,7 @@ int bx_attach_all(bx_exporter_t *ex, char *err, size_t errlen)
 		for (size_t i = 0; i < bx_map_count; i++) {
 			const bx_map_desc_t *m = &bx_maps[i];
 			if ((m->group & ex->groups) && !bx_target_has_probe(tg, m->probe))
-				fprintf(stderr, "billing-exporter: %s: no %s probe, skipped\n", tg->label, m->probe);
+				bx_error("%s: no %s probe, skipped", tg->label, m->probe);
 		}
 		for (size_t j = 0; j < tg->module_count; j++) {
 			bx_module_t *mod = &tg->modules[j];
@@ -288,7 +318,7 @@ int bx_attach_all(bx_exporter_t *ex, char *err, size_t errlen)
 				/* one file of a --binary (a container's): the
 				 * watcher treats a file found later the same way */
 				mod->attached = -1;
-				fprintf(stderr, "billing-exporter: %s: file skipped\n", err);
+				bx_error("%s: file skipped", err);
 				continue;
 			}
 			/* one hostile or odd target must not leave the others
@@ -298,7 +328,7 @@ int bx_attach_all(bx_exporter_t *ex, char *err, size_t errlen)
 				tg->modules[k].attached = -1;
 			tg->skipped = 1;
 			skipped++;
-			fprintf(stderr, "billing-exporter: %s: target skipped\n", err);
+			bx_error("%s: target skipped", err);
 			break;
 		}
 		any_binary |= !tg->skipped && tg->binary && tg->binary[0] == '/';

@@ -74,6 +74,20 @@ struct {
 const volatile bool bx_filter_uid = false;
 const volatile __u32 bx_only_uid = 0;
 
+/* --cgroup: count only fires of processes in the cgroup v2 at index 0 of
+ * bx_cgroup (filled by user space before any program is attached) or
+ * below it.  The kernel walks the task's cgroup ancestry: no level to
+ * know, the same answer in any cgroup namespace; an empty slot counts
+ * nothing. */
+const volatile bool bx_filter_cgroup = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} bx_cgroup SEC(".maps");
+
 /* Zeroes for a new row of any map. */
 static const union bx_value_any zero_value;
 
@@ -90,10 +104,13 @@ static __always_inline void arg_str(struct pt_regs *ctx, __u64 n, char *dst, __u
 	bpf_probe_read_user_str(dst, size, (const void *)arg(ctx, n));
 }
 
-/* 0 for a fire of another user than --uid's. */
+/* 0 for a fire of another user than --uid's, or from outside --cgroup's
+ * subtree: both must hold. */
 static __always_inline int counted(void)
 {
-	return !bx_filter_uid || (__u32)bpf_get_current_uid_gid() == bx_only_uid;
+	if (bx_filter_uid && (__u32)bpf_get_current_uid_gid() != bx_only_uid)
+		return 0;
+	return !bx_filter_cgroup || bpf_current_task_under_cgroup(&bx_cgroup, 0) == 1;
 }
 
 /* The row for key, created zeroed on first sight; NULL when the map is

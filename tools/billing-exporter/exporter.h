@@ -18,6 +18,7 @@
 
 struct billing_exporter_bpf;
 struct bx_stats;
+struct bx_cgroup;
 struct bpf_link;
 
 /* One attachment: libbpf's USDT link, or a multi-uprobe link's fd. */
@@ -42,7 +43,8 @@ typedef struct bx_exporter {
 	struct bx_stats *stats; /* stats targets (stats_source.c), NULL when none */
 	double last_scrape_seconds;
 	int verbose;
-	long only_uid; /* --uid: fires and segments of that user only; -1 all */
+	long only_uid;            /* --uid: fires and segments of that user only; -1 all */
+	struct bx_cgroup *cgroup; /* --cgroup: fires and segments of its processes only; NULL all */
 	pthread_mutex_t lock;
 } bx_exporter_t;
 

@@ -23,20 +23,29 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup_filter.h"
 #include "exporter.h"
 #include "format.h"
 #include "http.h"
 #include "metric_check.h"
 #include "stats_source.h"
+#include "term_text.h"
 
+/* Every line the exporter writes to stderr comes here: paths from
+ * /proc/PID/maps and /proc/PID/root, module and target names, file names
+ * and arguments are other users' text, so the whole line goes through
+ * billing-probes' escaper (term_text.h): no control byte, newline
+ * included, reaches the terminal raw. */
 void bx_error(const char *fmt, ...)
 {
 	va_list ap;
+	flockfile(stderr);
 	fputs("billing-exporter: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	bp_vprintf_escaped(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+	funlockfile(stderr);
 }
 
 static void usage(FILE *out)
@@ -48,6 +57,8 @@ static void usage(FILE *out)
 	        "  --stats-dir DIR     every stats segment in DIR, summed as one service; no root (repeatable)\n"
 	        "  --binary PATH       every process, running now or later, that runs or maps PATH (repeatable)\n"
 	        "  --uid USER          count only processes (and stats segments) of that user, a name or number\n"
+	        "  --cgroup PATH       count only processes (and segments written by processes) in that cgroup v2\n"
+	        "                      directory or below it\n"
 	        "  --metrics GROUPS    comma list of business,requests,db,gateway or all (default business,requests)\n"
 	        "  --listen ADDR:PORT  serve /metrics there (default %s:%d; [IPv6]:PORT; port 0: any free port)\n"
 	        "  --web-config FILE   TLS and basic auth, exporter-toolkit's web config YAML (docs/security.md)\n"
@@ -141,6 +152,7 @@ typedef struct opts {
 	const char *web_config;
 	int listen_insecure;
 	long only_uid;
+	const char *cgroup;
 	bx_http_limits_t limits;
 } opts_t;
 
@@ -165,6 +177,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
 	       O_MAX_PER_IP,
 	       O_REQUEST_TIMEOUT,
 	       O_UID,
+	       O_CGROUP,
 	       O_HELP };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, O_PID },
@@ -181,6 +194,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
 		{ "source", required_argument, NULL, O_SOURCE },
 		{ "stats-dir", required_argument, NULL, O_STATS_DIR },
 		{ "uid", required_argument, NULL, O_UID },
+		{ "cgroup", required_argument, NULL, O_CGROUP },
 		{ "web-config", required_argument, NULL, O_WEB_CONFIG },
 		{ "listen-insecure", no_argument, NULL, O_INSECURE },
 		{ "web-max-connections", required_argument, NULL, O_MAX_CONN },
@@ -244,6 +258,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
 			}
 			break;
 		}
+		case O_CGROUP: o->cgroup = optarg; break;
 		case O_WEB_CONFIG: o->web_config = optarg; break;
 		case O_INSECURE: o->listen_insecure = 1; break;
 		case O_MAX_CONN:
@@ -412,6 +427,7 @@ int main(int argc, char **argv)
 	bx_exporter_t ex;
 	bx_http_t *http = NULL;
 	bx_web_config_t web = { 0 };
+	bx_cgroup_t cgroup = { .fd = -1 };
 	char err[512];
 	int rc = parse_args(argc, argv, &o);
 	int serve = o.listen_given || o.interval == 0;
@@ -427,6 +443,14 @@ int main(int argc, char **argv)
 	ex.groups = o.groups;
 	ex.verbose = o.verbose;
 	ex.only_uid = o.only_uid;
+	if (o.cgroup) {
+		if (bx_cgroup_open(o.cgroup, &cgroup, err, sizeof err) != 0) {
+			bx_error("%s", err);
+			rc = BX_EXIT_USAGE;
+			goto out;
+		}
+		ex.cgroup = &cgroup;
+	}
 	if (bx_metric_table_check(err, sizeof err) != 0) {
 		bx_error("%s", err);
 		rc = BX_EXIT_FAIL;
@@ -476,12 +500,10 @@ int main(int argc, char **argv)
 		if (ex.groups & g)
 			groups_text += (size_t)snprintf(groups + groups_text, sizeof groups - groups_text, "%s%s",
 			                                groups_text ? "," : "", bx_group_name(g));
-	fprintf(stderr, "billing-exporter: %zu probe attachments on %zu target(s), %zu stats target(s), metrics %s\n",
-	        ex.link_count, ex.target_count, bx_stats_target_count(&ex), groups);
+	bx_error("%zu probe attachments on %zu target(s), %zu stats target(s), metrics %s", ex.link_count, ex.target_count, bx_stats_target_count(&ex), groups);
 	if (http)
-		fprintf(stderr, "billing-exporter: serving %s://%s%s%s:%d/metrics (%s%u clients at most)\n",
-		        web.cert_pem ? "https" : "http", strchr(o.addr, ':') ? "[" : "", o.addr,
-		        strchr(o.addr, ':') ? "]" : "", port, web.user_count ? "basic auth, " : "", max_connections);
+		bx_error("serving %s://%s%s%s:%d/metrics (%s%u clients at most)", web.cert_pem ? "https" : "http", strchr(o.addr, ':') ? "[" : "", o.addr,
+		         strchr(o.addr, ':') ? "]" : "", port, web.user_count ? "basic auth, " : "", max_connections);
 	fflush(stderr);
 
 	if (o.once) {
@@ -500,6 +522,7 @@ out:
 	bx_web_config_free(&web);
 	bx_bpf_close(&ex);
 	bx_stats_free(&ex);
+	bx_cgroup_close(&cgroup);
 	for (size_t i = 0; i < ex.target_count; i++)
 		bx_target_free(&ex.targets[i]);
 	free(ex.targets);

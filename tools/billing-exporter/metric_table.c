@@ -28,6 +28,10 @@ const bx_metric_t bx_metrics[] = {
 	     "1 while the target (pid:N or binary:PATH) is alive / present, else 0."),
 	SELF("billing_exporter_target_source", BX_GAUGE, "", "target,source",
 	     "1 per target, with the path that feeds it: usdt (BPF through uprobes) or stats (its segment)."),
+	SELF("billing_exporter_stats_segments_skipped", BX_GAUGE, "", "reason",
+	     "Stats segments whose latest reading is left out of the sums, by reason: unreadable; uid (--uid: "
+	     "another owner); cgroup (--cgroup: its writer is outside); unattributed (--cgroup: its writer "
+	     "was gone before it was seen, or is not this host's PID)."),
 	SELF("billing_exporter_probes_attached", BX_GAUGE, "", "probe",
 	     "Probe attachments (one per module and target) per probe."),
 	SELF("billing_exporter_label_values_folded_total", BX_COUNTER, "", "map,label",

@@ -292,6 +292,14 @@ static int self_metric(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m
 		}
 		return 0;
 	}
+	if (strcmp(n, "stats_segments_skipped") == 0) {
+		for (int r = BX_SKIP_NONE + 1; r < BX_SKIP_COUNT; r++) {
+			x = add_sample(s, m, "", (double)bx_stats_skipped(ex, r));
+			if (add_label(x, "reason", bx_skip_reasons[r]) != 0)
+				return -1;
+		}
+		return 0;
+	}
 	if (strcmp(n, "scrape_duration_seconds") == 0)
 		return add_sample(s, m, "", ex->last_scrape_seconds) ? 0 : -1;
 

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "cgroup_filter.h"
 #include "probe_reader.h"
 #include "snapshot.h"
 #include "stats_read.h"
@@ -28,6 +29,8 @@ typedef struct seg {
 	bs_segment_t *last; /* NULL until read once */
 	int said;           /* its problem was reported (once per segment) */
 	int departed;       /* its reading could not be merged (out of memory): kept whole */
+	int inside;         /* --cgroup: its writer, still running, was in the subtree at the last look */
+	int skipped;        /* BX_SKIP_*: why its last reading was not taken, 0 when it was */
 } seg_t;
 
 /* The final readings of segments that are gone (file removed, or its path
@@ -44,7 +47,8 @@ typedef struct stats_target {
 	char dir[PATH_MAX];       /* a directory of segments, or "" */
 	char path[PATH_MAX];      /* a --pid target's segment */
 	int pid;
-	long only_uid; /* --uid, -1 none */
+	long only_uid;             /* --uid, -1 none */
+	const bx_cgroup_t *cgroup; /* --cgroup, NULL none */
 	seg_t *segs;
 	size_t nsegs;
 	gone_rows_t gone[BX_MAP_COUNT];
@@ -136,6 +140,7 @@ static stats_target_t *add_target(bx_exporter_t *ex)
 	t = &t[ex->stats->count++];
 	memset(t, 0, sizeof *t);
 	t->only_uid = ex->only_uid;
+	t->cgroup = ex->cgroup;
 	return t;
 }
 
@@ -257,9 +262,38 @@ static void retire(stats_target_t *t, size_t idx)
 	t->segs[idx] = t->segs[--t->nsegs];
 }
 
+/* --cgroup: may the reading in buf, of the segment at entry s, be taken?
+ * Its writer (the PID a --pid target was given, else the segment's own,
+ * checked against the segment's start time) is looked up in /proc at each
+ * reading while it runs.  A writer seen in the subtree at its last look
+ * keeps its segment counted after it exits (its final figures, nothing
+ * lost); one seen outside, or never seen at all (gone before the first
+ * look, or its PID is not the writer's here: another PID namespace), is
+ * skipped.  0 to take it, else a one-line reason in err. */
+static int cgroup_allows(const stats_target_t *t, seg_t *s, const bs_segment_t *buf, char *err, size_t errlen)
+{
+	pid_t pid = t->pid > 0 ? (pid_t)t->pid : (pid_t)buf->pid;
+	int where = bx_cgroup_holds(t->cgroup, pid, buf->start_time);
+	if (where >= 0)
+		s->inside = where;
+	if (s->inside)
+		return 0;
+	s->skipped = where < 0 ? BX_SKIP_UNATTRIBUTED : BX_SKIP_CGROUP;
+	if (where < 0)
+		snprintf(err, errlen, "its writer (pid %u) is gone or not this host's process: its cgroup is unknown "
+		                      "(--cgroup)",
+		         (unsigned)pid);
+	else
+		snprintf(err, errlen, "its writer (pid %u) is outside %s (--cgroup)", (unsigned)pid,
+		         t->cgroup->given);
+	return -1;
+}
+
 /* Read the segment at entry idx.  A file that is gone, or a new file at a
  * known path (its PID reused by a later process), retires the old reading
- * into the gone rows; a segment that cannot be read is one line, once. */
+ * into the gone rows; a segment that cannot be read, or is not the
+ * service's (--uid, --cgroup), is one line, once, and keeps whatever it
+ * had counted before. */
 static void read_seg(stats_target_t *t, size_t idx, bs_segment_t *buf)
 {
 	char err[256];
@@ -268,12 +302,13 @@ static void read_seg(stats_target_t *t, size_t idx, bs_segment_t *buf)
 	 * it got into the directory; the owner checked on the file read */
 	int fd = open(s->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	struct stat owner;
-	int rc = -1;
+	int rc = -1, skip = 0;
 	if (fd < 0)
 		snprintf(err, sizeof err, "%s", strerror(errno));
-	else if (t->only_uid >= 0 && (fstat(fd, &owner) != 0 || owner.st_uid != (uid_t)t->only_uid))
+	else if (t->only_uid >= 0 && (fstat(fd, &owner) != 0 || owner.st_uid != (uid_t)t->only_uid)) {
 		snprintf(err, sizeof err, "not owned by uid %ld (--uid)", t->only_uid);
-	else
+		skip = BX_SKIP_UID;
+	} else
 		rc = bs_read_fd(fd, buf, err, sizeof err);
 	if (fd >= 0)
 		close(fd);
@@ -283,8 +318,9 @@ static void read_seg(stats_target_t *t, size_t idx, bs_segment_t *buf)
 			retire(t, idx);
 			return;
 		}
+		s->skipped = skip ? skip : BX_SKIP_UNREADABLE;
 		if (!s->said)
-			fprintf(stderr, "billing-exporter: %s: %s: skipped\n", s->path, err);
+			bx_error("%s: %s: skipped", s->path, err);
 		s->said = 1;
 		return;
 	}
@@ -295,10 +331,17 @@ static void read_seg(stats_target_t *t, size_t idx, bs_segment_t *buf)
 		if (!(s = seg_of(t, path)))
 			return;
 	}
+	if (t->cgroup && cgroup_allows(t, s, buf, err, sizeof err) != 0) {
+		if (!s->said)
+			bx_error("%s: %s: skipped", s->path, err);
+		s->said = 1;
+		return;
+	}
 	if (!s->last && !(s->last = malloc(sizeof *s->last)))
 		return;
 	memcpy(s->last, buf, sizeof *buf);
 	s->said = 0;
+	s->skipped = 0;
 }
 
 void bx_stats_refresh(bx_exporter_t *ex)
@@ -400,6 +443,17 @@ int bx_stats_rows(bx_exporter_t *ex, size_t mi, struct bx_row **items, size_t *c
 				return -1;
 	}
 	return 0;
+}
+
+const char *const bx_skip_reasons[BX_SKIP_COUNT] = { "", "unreadable", "uid", "cgroup", "unattributed" };
+
+size_t bx_stats_skipped(const bx_exporter_t *ex, int reason)
+{
+	size_t n = 0;
+	for (size_t i = 0; ex->stats && i < ex->stats->count; i++)
+		for (size_t k = 0; k < ex->stats->targets[i].nsegs; k++)
+			n += ex->stats->targets[i].segs[k].skipped == reason;
+	return n;
 }
 
 size_t bx_stats_target_count(const bx_exporter_t *ex)

@@ -38,6 +38,20 @@ void bx_stats_refresh(bx_exporter_t *ex);
 struct bx_row;
 int bx_stats_rows(bx_exporter_t *ex, size_t mi, struct bx_row **items, size_t *count, size_t *cap);
 
+/* Why a segment's latest reading was left out (its earlier readings, if
+ * any, stay in the sums): it could not be read; --uid: another user owns
+ * it; --cgroup: its writer is outside the subtree, or cannot be placed
+ * (gone before it was first seen there, or not this host's PID). */
+enum { BX_SKIP_NONE,
+       BX_SKIP_UNREADABLE,
+       BX_SKIP_UID,
+       BX_SKIP_CGROUP,
+       BX_SKIP_UNATTRIBUTED,
+       BX_SKIP_COUNT };
+extern const char *const bx_skip_reasons[BX_SKIP_COUNT]; /* label values: "unreadable", ... */
+/* Segments whose latest reading was left out for reason, now. */
+size_t bx_stats_skipped(const bx_exporter_t *ex, int reason);
+
 size_t bx_stats_target_count(const bx_exporter_t *ex);
 const char *bx_stats_target_label(const bx_exporter_t *ex, size_t i);
 int bx_stats_target_up(const bx_exporter_t *ex, size_t i);

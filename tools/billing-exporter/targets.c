@@ -22,6 +22,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "exporter.h"     /* bx_error */
 #include "probe_reader.h" /* tools/billing-probes: the probe reader library */
 
 #define PROVIDER "billing"
@@ -233,7 +234,7 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_
 	/* A mapped file the reader could not read may hold probes: said, not
 	 * dropped silently (the probes of the others are attached). */
 	for (size_t i = 0; i < bp.unreadable_count; i++)
-		fprintf(stderr, "billing-exporter: %s: %s\n", t->label, bp.unreadable[i]);
+		bx_error("%s: %s", t->label, bp.unreadable[i]);
 	int rc = 0;
 	for (size_t i = 0; i < bp.probe_count && rc == 0; i++) {
 		const bp_probe_t *p = &bp.probes[i];

@@ -65,27 +65,34 @@ char *bp_escape_into(const char *s, char *buf, size_t n)
 	return buf;
 }
 
-void bp_printf_escaped(FILE *out, const char *fmt, ...)
+void bp_vprintf_escaped(FILE *out, const char *fmt, va_list ap)
 {
 	char small[1024];
-	va_list ap;
-	va_start(ap, fmt);
+	va_list again;
+	va_copy(again, ap);
 	int n = vsnprintf(small, sizeof small, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n < sizeof small) {
-		bp_put_escaped(out, small);
+	if (n < 0 || (size_t)n < sizeof small) {
+		if (n >= 0)
+			bp_put_escaped(out, small);
+		va_end(again);
 		return;
 	}
 	char *big = malloc((size_t)n + 1);
 	if (!big) {
 		bp_put_escaped(out, small); /* cut short rather than lost */
+		va_end(again);
 		return;
 	}
-	va_start(ap, fmt);
-	vsnprintf(big, (size_t)n + 1, fmt, ap);
-	va_end(ap);
+	vsnprintf(big, (size_t)n + 1, fmt, again);
+	va_end(again);
 	bp_put_escaped(out, big);
 	free(big);
+}
+
+void bp_printf_escaped(FILE *out, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	bp_vprintf_escaped(out, fmt, ap);
+	va_end(ap);
 }

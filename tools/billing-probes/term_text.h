@@ -6,11 +6,14 @@
  * them may come from another user, and a terminal acts on the control
  * bytes in them (ESC sequences retitle windows, move the cursor, rewrite
  * what was printed).  Every line billing-probes prints that carries such
- * text goes through these functions.
+ * text goes through these functions, and so does every stderr line of
+ * billing-exporter (bx_error): one escaper for both tools, in the probe
+ * reader library.
  */
 #ifndef BP_TERM_TEXT_H
 #define BP_TERM_TEXT_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -27,6 +30,9 @@ void bp_printf_escaped(FILE *out, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* bp_printf_escaped with a va_list. */
+void bp_vprintf_escaped(FILE *out, const char *fmt, va_list ap);
 
 /* How many columns bp_put_escaped(s) takes. */
 size_t bp_escaped_width(const char *s);
