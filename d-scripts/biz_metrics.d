@@ -9,16 +9,14 @@
  *        dtrace -s biz_metrics.d -c 'CMD ARGS' [INTERVAL_S]
  *   INTERVAL_S  seconds between reports (default 10)
  *
- * OUTPUT (each interval, then "TOTAL since start" at exit; times
- *   HH:MM:SS, of walltimestamp, UTC (bpftrace: local time)):
- *   a summary: invoices N (R/s); payments approved N declined N (R/s,
- *   approval P%); refunds N (R/s).  R: events per second of the interval,
- *   rounded down (not on the TOTAL summary); P: approved / (approved +
- *   declined), whole percent rounded down.  Then the breakdowns, each a
- *   heading line and "@name[key, key]: value" rows, or the heading with
- *   ": none seen" when the interval had no such event.  An interval shows
- *   the 8 largest rows of each ("top 8"), TOTAL all rows.  Rows are sorted by value: descending, the
- *   largest first (aggsortrev; trunc() keeps the largest).
+ * OUTPUT (each interval, then "TOTAL since start" at exit; times HH:MM:SS
+ *   of walltimestamp, UTC (bpftrace: local time)): a summary, invoices N
+ *   (R/s); payments approved N declined N (R/s, approval P%); refunds N
+ *   (R/s), R the events per second of the interval (not in the TOTAL), P
+ *   approved / (approved + declined), both rounded down.  Then each
+ *   breakdown: a heading and "@name[key, key]: value" rows, or ": none seen";
+ *   an interval shows its 8 largest rows ("top 8"), TOTAL all.  Rows are
+ *   sorted largest first (aggsortrev; trunc() keeps the largest).
  * FIELDS:
  *   @payments[GATEWAY, CODE]      payment-auth events (count); CODE is the
  *                                 result code, 0 = approved
@@ -71,18 +69,29 @@ billing$target:::payment-auth
 	this->label = copyinstr(arg3);
 	this->label = this->label == "" ? "-" : this->label;
 	this->metric = (int)arg4 == 0 ? "approved" : "declined";
-	this->code = (int)arg4;
 	this->amount = (long long)arg1;
+	@s_appr = sum((int)arg4 == 0 ? 1 : 0);
+	@s_decl = sum((int)arg4 != 0 ? 1 : 0);
+	@s_pay_rate = count();
+	@s_pct = avg((int)arg4 == 0 ? 100 : 0);
+	@t_appr = sum((int)arg4 == 0 ? 1 : 0);
+	@t_decl = sum((int)arg4 != 0 ? 1 : 0);
+	@t_pct = avg((int)arg4 == 0 ? 100 : 0);
+	@payments[this->label, (int)arg4] = count();
+	@payments_total[this->label, (int)arg4] = count();
+	seen_pay = 1;
+	seen_pay_total = 1;
 }
 
 billing$target:::invoice-create
 {
 	this->cur = copyinstr(arg3);
 	this->cur = this->cur == "" ? "-" : this->cur;
-	this->label = "-";
 	this->metric = "invoices";
-	this->code = 0;
 	this->amount = (long long)arg2;
+	@s_inv = count();
+	@s_inv_rate = count();
+	@t_inv = count();
 }
 
 billing$target:::refund-process
@@ -92,44 +101,15 @@ billing$target:::refund-process
 	this->label = copyinstr(arg4);
 	this->label = this->label == "" ? "-" : this->label;
 	this->metric = "refunds";
-	this->code = 0;
 	this->amount = (long long)arg2;
-}
-
-billing$target:::invoice-create
-{
-	@s_inv = count();
-	@s_inv_rate = count();
-	@t_inv = count();
-}
-
-billing$target:::payment-auth
-{
-	@s_appr = sum((int)arg4 == 0 ? 1 : 0);
-	@s_decl = sum((int)arg4 != 0 ? 1 : 0);
-	@s_pay_rate = count();
-	@s_pct = avg((int)arg4 == 0 ? 100 : 0);
-	@t_appr = sum((int)arg4 == 0 ? 1 : 0);
-	@t_decl = sum((int)arg4 != 0 ? 1 : 0);
-	@t_pct = avg((int)arg4 == 0 ? 100 : 0);
-}
-
-billing$target:::refund-process
-{
 	@s_ref = count();
 	@s_ref_rate = count();
 	@t_ref = count();
+	@refunds_total[this->label] = count();
+	seen_ref = 1;
 }
 
-/* the breakdowns: payments by gateway and code, amounts by currency and metric */
-billing$target:::payment-auth
-{
-	@payments[this->label, this->code] = count();
-	@payments_total[this->label, this->code] = count();
-	seen_pay = 1;
-	seen_pay_total = 1;
-}
-
+/* amounts by currency and metric, of the three */
 billing$target:::payment-auth,
 billing$target:::invoice-create,
 billing$target:::refund-process
@@ -139,12 +119,6 @@ billing$target:::refund-process
 	/* a store, not an increment: concurrent firings cannot lose it */
 	seen_any = 1;
 	seen_any_total = 1;
-}
-
-billing$target:::refund-process
-{
-	@refunds_total[this->label] = count();
-	seen_ref = 1;
 }
 
 profile:::tick-1sec

@@ -15,9 +15,11 @@ USDT (Oracle's DTrace on Linux with sys/sdt.h probes, DTrace on Windows).
 usage: function_sites.py [--provider BILLING_D] SCRIPT.d           (to stdout)
        function_sites.py [--provider BILLING_D] --outdir DIR SCRIPT.d...
 
-Probe names are read from billing.d; a name billing.d does not declare is
-an error (exit 2, one line on stderr), so a renamed probe cannot silently
-leave a clause that matches nothing.  The build installs the rewritten
+Probe names are read from billing.d by the generator's own reader,
+billing_d.py (provider/ in the source tree, beside billing.d when
+installed); a name billing.d does not declare is an error (exit 2, one line
+on stderr), so a renamed probe cannot silently leave a clause that matches
+nothing.  The build installs the rewritten
 scripts in share/billing-probes/d-scripts/function-sites/; the tests use
 this file too, so there is one transform.
 """
@@ -27,9 +29,12 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# the source tree, then the installed layout (share/billing-probes/billing.d)
-DEFAULT_PROVIDERS = [os.path.join(HERE, "..", "provider", "billing.d"),
-                     os.path.join(HERE, "..", "billing.d")]
+# the source tree, then the installed layout (share/billing-probes/billing.d,
+# billing_d.py and metrics.py beside it)
+PROVIDER_DIRS = [os.path.join(HERE, "..", "provider"), os.path.join(HERE, "..")]
+DEFAULT_PROVIDERS = [os.path.join(d, "billing.d") for d in PROVIDER_DIRS]
+sys.path[:0] = [d for d in PROVIDER_DIRS if os.path.exists(os.path.join(d, "billing_d.py"))][:1]
+import billing_d  # noqa: E402  the generator's reader of billing.d
 
 # provider[pid-ish suffix]:module:function:name, provider starting "billing"
 PROBE_DESC = re.compile(r"\bbilling(\*|\$target|\$\d+|\d*):([^:\s,{/]*):([^:\s,{/]*):([\w*?-]*)")
@@ -42,17 +47,11 @@ class Bad(Exception):
 def probe_names(provider_path):
     """D names ('payment-auth') of the probes billing.d declares, in order."""
     try:
-        text = open(provider_path).read()
+        return [p.name for p in billing_d.parse(provider_path).probes]
     except OSError as e:
         raise Bad("cannot read %s: %s" % (provider_path, e.strerror))
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    m = re.search(r"provider\s+billing\s*\{(.*?)\}\s*;", text, flags=re.S)
-    if not m:
-        raise Bad("%s declares no 'provider billing'" % provider_path)
-    names = [n.replace("__", "-") for n in re.findall(r"probe\s+(\w+)\s*\(", m.group(1))]
-    if not names:
-        raise Bad("%s: provider billing has no probes" % provider_path)
-    return names
+    except billing_d.ProviderError as e:
+        raise Bad(str(e))
 
 
 def function_name(d_name):

@@ -87,6 +87,13 @@ def installed_build(source, work):
         check(bool(glob.glob(os.path.join(prefix, "share/billing-probes/d-scripts/*.d"))) and
               bool(glob.glob(os.path.join(prefix, "share/billing-probes/d-scripts/bpftrace/*.bt"))),
               "installed D and bpftrace scripts in share/billing-probes/d-scripts")
+        # the installed transform reads the installed billing.d with the
+        # installed billing_d.py
+        d_dir = os.path.join(prefix, "share/billing-probes/d-scripts")
+        r = subprocess.run([sys.executable, os.path.join(d_dir, "function_sites.py"),
+                            os.path.join(d_dir, "tps.d")], capture_output=True, text=True)
+        check(r.returncode == 0 and "pid$target::billing_fire_" in r.stdout,
+              "installed function_sites.py rewrites an installed script (%s)" % r.stderr.strip())
     pcs = glob.glob(os.path.join(prefix, "**", "pkgconfig", "billing-probes.pc"), recursive=True)
     check(len(pcs) == 1, "installed pkgconfig/billing-probes.pc")
     if not pcs:

@@ -1,6 +1,6 @@
-"""The figures scripts-workload (workload.c) fires, as the scripts must print them.
+"""The figures scripts-workload (workload*.c) fires, as the scripts must print them.
 
-Change workload.c and this file together.  Figures are written out by hand
+Change the workload and this file together.  Figures are written out by hand
 from the workload's plan, not computed from the same code, so a slip in one
 shows up as a failing test.
 """

@@ -1,6 +1,6 @@
-"""The scripts tests' harness (test_scripts.py holds the cases): runs a
-d-scripts/ script under bpftrace or Oracle's DTrace on scripts-workload and
-reads what it prints.
+"""The scripts tests' harness (test_scripts.py runs the cases, found in
+cases_*.py): runs a d-scripts/ script under bpftrace or Oracle's DTrace on
+scripts-workload and reads what it prints.
 
 How a run goes: the workload starts with --wait-stdin and blocks; the
 script is started on it (-p PID; the bpftrace system views take the PID as

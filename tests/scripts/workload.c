@@ -36,12 +36,13 @@
  * signal: a process DTrace holds with ptrace may never see one) -- fires, then sleeps --linger-ms (default 1500) so interval
  * output appears before the exit makes the scripts print their totals.
  * The expected figures live in tests/scripts/expected.py: change both.
+ * This file: main, the options, the business, race and tps modes;
+ * workload_requests.c: requests, bounds, burst; workload_system.c: system
+ * and --keep-cpus-busy.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <sched.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,17 +52,16 @@
 #include <unistd.h>
 
 #include "billing/probe_functions.h"
+#include "workload.h"
 
-#define MS 1000000ULL
-
-static void sleep_ns(uint64_t ns)
+void sleep_ns(uint64_t ns)
 {
 	struct timespec ts = { (time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL) };
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
 }
 
-static uint64_t monotonic_ns(void)
+uint64_t monotonic_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -136,166 +136,6 @@ static void run_business(void)
 		billing_fire_error(0, "", 1);
 }
 
-/* --- requests ------------------------------------------------------------ */
-
-/* Two handlers on two threads at once.  Durations are reported, not
- * measured, so the histograms and SLO shares are exact:
- *   invoice.create    100: 85 x 3 ms, 10 x 20 ms, 5 x 150 ms (slow)
- *   payment.authorize  50: 40 x 40 ms, 6 x 90 ms, 4 x 250 ms (slow, 2 of
- *                      them declined with status 402 and a gateway error)
- * plus 3 "report.export" requests with duration 0 (not measured). */
-struct request_plan {
-	const char *handler;
-	uint64_t first_id;
-	int count;
-};
-
-static uint64_t invoice_duration(int i)
-{
-	return i < 85 ? 3 * MS : i < 95 ? 20 * MS
-	                                : 150 * MS;
-}
-
-static uint64_t payment_duration(int i)
-{
-	return i < 40 ? 40 * MS : i < 46 ? 90 * MS
-	                                 : 250 * MS;
-}
-
-/* A short pause between probes so the two threads' trails interleave. */
-static void step(void)
-{
-	sleep_ns(100000);
-}
-
-static void invoice_request(uint64_t id, int i)
-{
-	billing_fire_request_start(id, "invoice.create");
-	step();
-	billing_fire_transaction_start(id, "invoice", 1234, "EUR");
-	billing_fire_db_query_start(id, "invoice.insert");
-	step();
-	billing_fire_db_query_done(id, "invoice.insert", 0, 1 * MS);
-	billing_fire_invoice_create(id, 77, 1234, "EUR");
-	billing_fire_transaction_done(id, "invoice", 0, 2 * MS);
-	step();
-	billing_fire_request_done(id, "invoice.create", 0, invoice_duration(i));
-}
-
-static void payment_request(uint64_t id, int i)
-{
-	int declined = i >= 48; /* the last two slow ones */
-	int result = declined ? 51 : 0;
-	billing_fire_request_start(id, "payment.authorize");
-	step();
-	billing_fire_transaction_start(id, "payment", 5000, "USD");
-	billing_fire_gateway_call_start(id, "stripe-sim", "authorize");
-	step();
-	billing_fire_gateway_call_done(id, "stripe-sim", "authorize", result, 20 * MS);
-	billing_fire_payment_auth(id, 5000, "USD", "stripe-sim", result, 20 * MS);
-	if (declined)
-		billing_fire_error(id, "gateway", 402);
-	billing_fire_transaction_done(id, "payment", result, 21 * MS);
-	step();
-	billing_fire_request_done(id, "payment.authorize", declined ? 402 : 0, payment_duration(i));
-}
-
-/* The payment thread starts once the first invoice request is done: a
- * script meets each handler for the first time one after the other (two
- * handlers first met on two CPUs at the same instant may share a row for
- * one event in request_latency.bt, which would make exact figures flaky). */
-static pthread_mutex_t first_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t first_done_cond = PTHREAD_COND_INITIALIZER;
-static int first_done;
-
-static void *invoice_thread(void *unused)
-{
-	int i;
-	(void)unused;
-	for (i = 0; i < 100; i++) {
-		invoice_request(1000 + (uint64_t)i, i);
-		if (i == 0) {
-			pthread_mutex_lock(&first_lock);
-			first_done = 1;
-			pthread_cond_signal(&first_done_cond);
-			pthread_mutex_unlock(&first_lock);
-		}
-	}
-	return NULL;
-}
-
-static void *payment_thread(void *unused)
-{
-	int i;
-	(void)unused;
-	pthread_mutex_lock(&first_lock);
-	while (!first_done)
-		pthread_cond_wait(&first_done_cond, &first_lock);
-	pthread_mutex_unlock(&first_lock);
-	for (i = 0; i < 50; i++) {
-		payment_request(2000 + (uint64_t)i, i);
-		step(); /* half as many requests over about the same time */
-	}
-	for (i = 0; i < 3; i++) {
-		billing_fire_request_start(3000 + (uint64_t)i, "report.export");
-		billing_fire_request_done(3000 + (uint64_t)i, "report.export", 0, 0);
-	}
-	return NULL;
-}
-
-static int run_requests(void)
-{
-	pthread_t a, b;
-	if (pthread_create(&a, NULL, invoice_thread, NULL) != 0 ||
-	    pthread_create(&b, NULL, payment_thread, NULL) != 0) {
-		fprintf(stderr, "scripts-workload: cannot start threads\n");
-		return 1;
-	}
-	pthread_join(a, NULL);
-	pthread_join(b, NULL);
-	/* then one 1 ms request on each of 8 more handlers, one after
-	 * another: 10 handlers, more than request_latency has rows for */
-	for (int k = 1; k <= 8; k++) {
-		char handler[32];
-		snprintf(handler, sizeof handler, "extra.%d", k);
-		billing_fire_request_start(7000 + (uint64_t)k, handler);
-		billing_fire_request_done(7000 + (uint64_t)k, handler, 0, 1 * MS);
-	}
-	return 0;
-}
-
-/* --- bounds -------------------------------------------------------------- */
-
-/* Request 5000 fires 40 db-query pairs (82 events in all); then requests
- * 6000..6129 all start before any finishes.  Every one is slow (500 ms,
- * 200 ms reported). */
-static void run_bounds(void)
-{
-	int i;
-	billing_fire_request_start(5000, "report.export");
-	for (i = 0; i < 40; i++) {
-		billing_fire_db_query_start(5000, "report.page");
-		billing_fire_db_query_done(5000, "report.page", 0, 1 * MS);
-	}
-	billing_fire_request_done(5000, "report.export", 0, 500 * MS);
-	for (i = 0; i < 130; i++)
-		billing_fire_request_start(6000 + (uint64_t)i, "invoice.create");
-	for (i = 0; i < 130; i++)
-		billing_fire_request_done(6000 + (uint64_t)i, "invoice.create", 0, 200 * MS);
-}
-
-/* --- burst -------------------------------------------------------------- */
-
-/* Requests 8000..8099, each slow, 5 ms apart (expected.py: BURST_IDS). */
-static void run_burst(void)
-{
-	for (int i = 0; i < 100; i++) {
-		billing_fire_request_start(8000 + (uint64_t)i, "report.burst");
-		billing_fire_request_done(8000 + (uint64_t)i, "report.burst", 0, 150 * MS);
-		sleep_ns(5 * MS);
-	}
-}
-
 /* --- race --------------------------------------------------------------- */
 
 /* RACE_THREADS threads fire the same rows at full speed, all released at
@@ -360,107 +200,6 @@ static void run_tps(void)
 		for (i = 0; i < burst[b]; i++, tx++)
 			transaction(tx, "payment", 1000, "EUR", i < failed[b] ? 51 : 0);
 	}
-}
-
-/* --- system -------------------------------------------------------------- */
-
-/* Burns CPU on CPU 0 (the only CPU the VM's perf timer samples) so
- * cpu_profile sees this function in its stacks. */
-__attribute__((noinline)) static uint64_t workload_busy_spin(uint64_t ns)
-{
-	volatile uint64_t x = 0;
-	uint64_t end = monotonic_ns() + ns;
-	while (monotonic_ns() < end) {
-		int i;
-		for (i = 0; i < 10000; i++)
-			x += (uint64_t)i;
-	}
-	return x;
-}
-
-static int run_system(const char *path)
-{
-	static char block[8192];
-	char missing[4096], dir[] = "/tmp/billing-probes-workload-XXXXXX", fresh[64];
-	long page = sysconf(_SC_PAGESIZE);
-	unsigned char *pages;
-	cpu_set_t cpu0;
-	int i;
-
-	/* Page faults are what this mode measures: no locking (mlockall's
-	 * MCL_FUTURE would fault every new page in at mmap time). */
-	munlockall();
-	memset(block, 'b', sizeof block);
-	if (!path) {
-		if (!mkdtemp(dir)) {
-			fprintf(stderr, "scripts-workload: cannot make a directory in /tmp: %s\n", strerror(errno));
-			return 1;
-		}
-		snprintf(fresh, sizeof fresh, "%s/workload.dat", dir);
-		path = fresh;
-	}
-	for (i = 0; i < 25; i++) {
-		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
-		if (fd < 0 || write(fd, block, sizeof block) != (ssize_t)sizeof block) {
-			fprintf(stderr, "scripts-workload: cannot write %s: %s\n", path, strerror(errno));
-			return 1;
-		}
-		close(fd);
-	}
-	snprintf(missing, sizeof missing, "%s.missing", path);
-	for (i = 0; i < 5; i++) {
-		int fd = open(missing, O_RDONLY);
-		if (fd >= 0)
-			close(fd);
-	}
-	unlink(path);
-	if (path == fresh)
-		rmdir(dir);
-	for (i = 0; i < 20; i++)
-		sleep_ns(10 * MS);
-	pages = mmap(NULL, (size_t)page * 512, PROT_READ | PROT_WRITE,
-	             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (pages == MAP_FAILED) {
-		fprintf(stderr, "scripts-workload: mmap failed: %s\n", strerror(errno));
-		return 1;
-	}
-	for (i = 0; i < 512; i++)
-		pages[(size_t)i * (size_t)page] = 1;
-	munmap(pages, (size_t)page * 512);
-	CPU_ZERO(&cpu0);
-	CPU_SET(0, &cpu0);
-	sched_setaffinity(0, sizeof cpu0, &cpu0); /* best effort */
-	workload_busy_spin(1500 * MS);
-	return 0;
-}
-
-/* --- keeping a timer alive --------------------------------------------- */
-
-/* DTrace's tick-N (Oracle's DTrace for Linux: a cpu-clock perf event) does
- * not fire while its CPU idles in this VM, and tps.d prints its seconds
- * from a tick.  Which CPU carries the tick is DTrace's choice (a CI run
- * with only CPU 0 kept busy printed one second of three), so
- * --keep-cpus-busy spins one thread on every online CPU until exit. */
-static void *spin_cpu(void *arg)
-{
-	cpu_set_t one;
-	CPU_ZERO(&one);
-	CPU_SET((int)(intptr_t)arg, &one);
-	pthread_setaffinity_np(pthread_self(), sizeof one, &one); /* best effort */
-	for (;;)
-		(void)workload_busy_spin(1000 * MS);
-	return NULL;
-}
-
-static int keep_cpus_busy(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	for (long cpu = 0; cpu < (n > 0 ? n : 1); cpu++) {
-		pthread_t spinner;
-		if (pthread_create(&spinner, NULL, spin_cpu, (void *)(intptr_t)cpu) != 0)
-			return -1;
-	}
-	return 0;
 }
 
 /* --- main ---------------------------------------------------------------- */

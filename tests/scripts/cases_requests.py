@@ -1,0 +1,204 @@
+"""The scripts tests' cases for the per-request views: request_latency and
+slow_requests (test_scripts.py runs them; expected.py holds their figures).
+"""
+import math
+import re
+
+import scriptstest as S
+from scriptstest import hist, intervals_add_up, one, require, run, total_table
+import expected as X
+
+
+def bucket_edge(us):
+    """Upper edge of the log-linear bucket (8 per power of two) holding us."""
+    if us < 8:
+        return us + 1
+    o = int(math.log2(us))
+    sub = (us >> (o - 3)) & 7
+    return (9 + sub) << (o - 3)
+
+
+def percentile_edges(plan):
+    values = sorted(v for v, n in plan for _ in range(n))
+    return [bucket_edge(values[math.ceil(len(values) * q / 100) - 1]) for q in (50, 95, 99)]
+
+
+def latency_plans():
+    """The requests mode's plan per request_latency row: its two handlers,
+    then the extra ones.  bpftrace gives 7 handlers a row each and the rest
+    one "(other)" row; D prints every handler."""
+    plans = dict(X.REQUESTS)
+    room = len(X.EXTRA_HANDLERS) if S.TRACER.dtrace else X.LATENCY_ROWS - len(plans)
+    for handler in X.EXTRA_HANDLERS[:room]:
+        plans[handler] = [(X.EXTRA_US, 1)]
+    if room < len(X.EXTRA_HANDLERS):
+        plans["(other)"] = [(X.EXTRA_US, len(X.EXTRA_HANDLERS) - room)]
+    return plans
+
+
+def expected_latency_rows(requests=None, threshold_ms=X.SLO_THRESHOLD_MS):
+    """{handler: [count, slow, "slow%", p50, p95, p99]}; D's rows are
+    [count, slow] (it prints no estimates: request_latency.d's header)."""
+    rows = {}
+    for handler, plan in (requests or latency_plans()).items():
+        n = sum(c for _, c in plan)
+        slow = sum(c for v, c in plan if v > threshold_ms * 1000)
+        rows[handler] = [n, slow]
+        if not S.TRACER.dtrace:
+            rows[handler] += ["%d.%02d" % divmod(slow * 10000 // n, 100)] + percentile_edges(plan)
+    return rows
+
+
+def latency_total(out, threshold_ms=X.SLO_THRESHOLD_MS):
+    """request_latency's TOTAL table as expected_latency_rows() lays it
+    out; a handler printed in two rows fails."""
+    table = total_table(out, r"TOTAL since start, slow: > %d ms" % threshold_ms,
+                        3 if S.TRACER.dtrace else 7)
+    got = {f[0]: [int(f[1]), int(f[2])] + ([f[3]] + [int(x) for x in f[4:]] if f[3:] else [])
+           for f in table}
+    require(len(got) == len(table), "a handler has two rows: %s" % [f[0] for f in table])
+    return got
+
+
+def no_stray_histograms(out, handlers):
+    """Every @usecs histogram at exit belongs to a handler that ran."""
+    printed = re.findall(r"^@usecs\[(.*)\]:", out, re.M)
+    require(sorted(printed) == sorted(handlers), "histograms for %s, want %s" % (printed, sorted(handlers)))
+
+
+def case_request_latency():
+    out = one("requests", "request_latency", 100, 1)
+    got = latency_total(out)
+    want = expected_latency_rows()
+    require(got == want, "TOTAL rows %s, want %s" % (got, want))
+    require(re.search(r"^UNMEASURED \(duration 0, skipped\): %d$" % X.UNMEASURED, out, re.M),
+          "UNMEASURED line missing or wrong")
+    for handler, rows in X.LATENCY_HIST.items():
+        h = hist(out, "@usecs[%s]" % handler)
+        require(h == rows, "%s histogram %s, want %s" % (handler, h, rows))
+    no_stray_histograms(out, list(X.REQUESTS) + X.EXTRA_HANDLERS)
+    # intervals: counts and slow counts add up to the totals
+    sums = {}
+    for m in re.finditer(r"last 1 s, slow: > 100 ms\n(.*?)(?=\n\n|\Z)", out, re.S):
+        for line in m.group(1).split("\n")[1:]:
+            f = line.split()
+            c = sums.setdefault(f[0], [0, 0])
+            c[0] += int(f[1])
+            c[1] += int(f[2])
+    intervals_add_up(sums, {h: r[:2] for h, r in want.items()}, "request_latency")
+
+
+def case_request_latency_race():
+    """4 threads finish requests of one handler at full speed: every figure
+    is exact under both tracers (D prints COUNT and SLOW only), so COUNT
+    > 0 can never come with a 0 SLOW% or 0 percentiles; the percentiles are
+    the plan's bucket edges (their buckets are plain counters: a lost
+    increment moves a rank by one, not across these two far-apart values)."""
+    out = one("race", "request_latency", 100, 1)
+    got = latency_total(out)
+    want = expected_latency_rows(X.RACE_REQUESTS)
+    print("request_latency under contention: %s (of %d requests)" % (got, X.RACE_TOTAL))
+    require(got == want, "TOTAL rows under contention %s, want %s" % (got, want))
+    h = hist(out, "@usecs[race]")
+    require(sum(h.values()) == X.RACE_TOTAL, "histogram holds %d of %d" % (sum(h.values()), X.RACE_TOTAL))
+    no_stray_histograms(out, ["race"])
+
+
+def case_request_latency_threshold():
+    """A threshold argument of 30 ms: payment.authorize's 40 ms requests are slow too."""
+    out = one("requests", "request_latency", 30, 1)
+    got = {h: tuple(r[:3]) for h, r in latency_total(out, 30).items()}
+    want = {h: tuple(r[:3]) for h, r in expected_latency_rows(threshold_ms=30).items()}
+    require(want["invoice.create"][:2] == (100, 5) and want["payment.authorize"][:2] == (50, 50),
+          "expected.py's plan changed: %s" % want)
+    require(got == want, "TOTAL rows with 30 ms %s, want %s" % (got, want))
+
+
+def case_slow_requests():
+    out = one("requests", "slow_requests")
+    trails = {}
+    for block in re.finditer(r"^SLOW REQUEST (\d+) (\S+)\n((?:  \+.*\n?)*)", out, re.M):
+        rid = int(block.group(1))
+        require(rid not in trails, "request %d printed twice" % rid)
+        events = [re.match(r"  \+\s*(\d+) us  (\S+)\s+(.*)$", l).groups()
+                  for l in block.group(3).rstrip("\n").split("\n")]
+        trails[rid] = (block.group(2), events)
+    want_ids = set(X.SLOW_INVOICE_IDS + X.SLOW_PAYMENT_IDS)
+    require(set(trails) == want_ids, "slow requests %s, want %s" % (sorted(trails), sorted(want_ids)))
+    for rid, (handler, events) in trails.items():
+        names = [e[1] for e in events]
+        offsets = [int(e[0]) for e in events]
+        require(offsets[0] == 0 and offsets == sorted(offsets), "%d: offsets out of order" % rid)
+        if S.TRACER.dtrace:
+            # Seen under Oracle's DTrace for Linux, about one run in three:
+            # speculation() hands a request an ID another request still
+            # speculates into, so interior events of two trails swap.  The
+            # ends of a trail come from request-start/-done's own arguments.
+            require(names[0] == "request-start" and names[-1] == "request-done",
+                  "%d: trail %s" % (rid, names))
+            want = "handler=%s status=%d duration_us=%d" % (
+                ("invoice.create", 0, 150000) if rid in X.SLOW_INVOICE_IDS else
+                ("payment.authorize", 402 if rid in X.DECLINED_PAYMENT_IDS else 0, 250000))
+            require(events[-1][2] == want, "%d: %s, want %s" % (rid, events[-1], want))
+            continue
+        if rid in X.SLOW_INVOICE_IDS:
+            require(handler == "invoice.create" and names == X.INVOICE_TRAIL,
+                  "%d: trail %s" % (rid, names))
+            require("tx=%d kind=invoice amount=1234 EUR" % rid in events[1][2], "%d: %s" % (rid, events[1]))
+            require(events[-1][2] == "handler=invoice.create status=0 duration_us=150000",
+                  "%d: %s" % (rid, events[-1]))
+        else:
+            declined = rid in X.DECLINED_PAYMENT_IDS
+            require(handler == "payment.authorize" and
+                  names == (X.DECLINED_TRAIL if declined else X.PAYMENT_TRAIL),
+                  "%d: trail %s" % (rid, names))
+            auth = [e for e in events if e[1] == "payment-auth"][0][2]
+            require(auth == "amount=5000 USD gateway=stripe-sim result=%d" % (51 if declined else 0),
+                  "%d: %s" % (rid, auth))
+            if declined:
+                require(events[5][2] == "component=gateway code=402", "%d: %s" % (rid, events[5]))
+            require(events[-1][2] == "handler=payment.authorize status=%d duration_us=250000"
+                  % (402 if declined else 0), "%d: %s" % (rid, events[-1]))
+    # the D script has no per-request event cap, so no "events not kept"
+    require(re.search(r"untracked requests \(128 in flight\): 0%s$" %
+                    ("" if S.TRACER.dtrace else r", events not kept \(31 per request\): 0"), out, re.M),
+          "untracked/dropped line missing or not zero")
+
+
+def case_slow_requests_burst():
+    """A burst of slow requests within the documented capacity, the
+    process exiting right after it: no trail lost."""
+    out = run("burst", [("slow_requests", "slow_requests", [], False)],
+              extra=["--linger-ms", str(X.BURST_LINGER_MS)])["slow_requests"]
+    ids = [int(i) for i in re.findall(r"^SLOW REQUEST (\d+) report.burst$", out, re.M)]
+    require(sorted(ids) == X.BURST_IDS, "printed %d of %d burst trails, missing %s" % (
+        len(set(ids)), len(X.BURST_IDS), sorted(set(X.BURST_IDS) - set(ids))[:10]))
+    require(not re.search(r"still queued", out), "trails left queued at exit")
+
+
+def case_slow_requests_bounds():
+    """More events than a trail keeps, more requests than it follows."""
+    out = one("bounds", "slow_requests")
+    m = re.search(r"^SLOW REQUEST %d report.export\n((?:  .*\n?)*)" % X.LONG_TRAIL_ID, out, re.M)
+    require(m, "no trail for the long request")
+    lines = m.group(1).rstrip("\n").split("\n")
+    events = [l for l in lines if re.match(r"  \+", l)]
+    require("request-done" in lines[-1] and "duration_us=500000" in lines[-1], "last line %r" % lines[-1])
+    batch = {int(i) for i in re.findall(r"^SLOW REQUEST (\d+) invoice.create$", out, re.M)}
+    if S.TRACER.dtrace:
+        # D keeps a whole trail (no event cap; the speculation buffer bounds
+        # it).  Oracle's DTrace for Linux keeps far fewer speculations in
+        # flight than nspec=128 ("failed speculations"): the requests it
+        # followed must be whole and from the batch, the rest untracked.
+        require(len(events) == X.LONG_TRAIL_EVENTS, "long trail kept %d lines" % len(events))
+        require(batch and batch <= set(X.BATCH_IDS), "batch trails: %s" % sorted(batch))
+        m = re.search(r"^untracked requests \(128 in flight\): (\d+)$", out, re.M)
+        require(m, "no untracked line")
+        return
+    require(len(events) == X.LONG_TRAIL_KEPT + 1, "long trail kept %d lines" % len(events))
+    require(lines[-2] == "  ... %d more events not kept (31 per request)" % X.LONG_TRAIL_DROPPED,
+          "no 'more events' line before request-done: %r" % lines[-2])
+    require(batch == set(X.BATCH_IDS[:X.MAX_IN_FLIGHT]), "batch trails: %d of them" % len(batch))
+    require(re.search(r"untracked requests \(128 in flight\): %d, events not kept \(31 per request\): %d"
+                    % (len(X.BATCH_IDS) - X.MAX_IN_FLIGHT, X.LONG_TRAIL_DROPPED), out),
+          "untracked/dropped line wrong")

@@ -1,0 +1,101 @@
+"""The scripts tests' cases for the system views: cswitch, syscalls,
+file_opens, io_bytes, page_faults, cpu_profile, and bpftrace's dry run of
+every twin (test_scripts.py runs them; expected.py holds their figures).
+"""
+import os
+import re
+import subprocess
+import tempfile
+
+import scriptstest as S
+from scriptstest import BT_SCRIPTS, TIMEOUT, hist, require, run, scalar_map, total_table
+import expected as X
+from fold_stacks import fold  # the folder SREs run, tested here
+
+
+SYSTEM_VIEWS = {"cswitch": [1], "syscalls": [], "file_opens": [], "io_bytes": [1],
+                "page_faults": [1], "cpu_profile": []}
+
+
+def case_system():
+    """The system views, all on one workload (sane lower bounds)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "workload.dat")
+        views = [(n, n, a, True) for n, a in SYSTEM_VIEWS.items()]
+        stop = ["cpu_profile", "page_faults"]
+        if S.TRACER.dtrace:
+            # one dtrace -p per process: DTrace holds its target with ptrace
+            out = {}
+            for v in views:
+                out.update(run("system", [v], extra=["--path", path],
+                               stop_early=[n for n in stop if n == v[0]]))
+        else:
+            out = run("system", views, extra=["--path", path], stop_early=stop)
+    opens = scalar_map(out["file_opens"], "@opens")
+    require(opens.get((path, "0")) == X.OPENS_OK, "opens of %s: %s" % (path, opens))
+    require(opens.get((path + ".missing", "2")) == X.OPENS_MISSING, "ENOENT opens: %s" % opens)
+
+    calls = {}  # by name: D has no syscall number to print ("-")
+    for k, n in scalar_map(out["syscalls"], "@syscalls").items():
+        calls[k[-1]] = calls.get(k[-1], 0) + n
+    openat, write = calls.get("openat", 0), calls.get("write", 0)
+    require(openat >= X.OPENS_OK + X.OPENS_MISSING, "openat count %d" % openat)
+    require(write >= X.OPENS_OK, "write count %d" % write)
+
+    m = re.search(r"^TOTAL\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", out["io_bytes"], re.M)
+    require(m and int(m.group(2)) >= X.OPENS_OK * X.WRITE_SIZE, "io_bytes TOTAL write bytes")
+    require(int(m.group(4)) >= X.OPENS_OK, "io_bytes TOTAL writes")
+
+    m = re.search(r"^TOTAL\s+(\d+)$", out["page_faults"], re.M)
+    require(m and int(m.group(1)) >= X.TOUCHED_PAGES, "page faults TOTAL")
+    kernel = re.findall(r"^.*\b0xffff[0-9a-f]{12}\b.*$", out["page_faults"].split("Top 10")[-1], re.M)
+    require(not kernel, "kernel addresses listed as user functions: %s" % kernel)
+
+    rows = total_table(out["cswitch"], r"TOTAL since start", 4)
+    vol = sum(int(r[2]) for r in rows)
+    require(vol >= X.SLEEPS, "voluntary switches %d < %d" % (vol, X.SLEEPS))
+    if S.TRACER.dtrace:
+        # Oracle's DTrace for Linux never fires sched:::on-cpu (seen on this
+        # kernel), so cswitch.d's off-CPU histogram stays empty here.
+        print("cswitch.d off-CPU histogram not checked: no sched:::on-cpu on Oracle DTrace for Linux")
+    else:
+        sleeps = hist(out["cswitch"], "@offcpu_us[sleep]")
+        long_ones = sum(c for b, c in sleeps.items()
+                        if re.match(r"\[(8K|16K|32K|64K|128K|256K|512K|\d+M)", b))
+        require(long_ones >= X.SLEEPS, "off-CPU sleeps of 8 ms or more: %d" % long_ones)
+
+    folded = fold(out["cpu_profile"])
+    require(folded, "no stack samples at all (the workload spins on CPU 0)")
+    busy = sum(c for k, c in folded.items() if X.BUSY_FUNCTION in k)
+    require(busy > 0, "no folded stack holds %s: %s" % (X.BUSY_FUNCTION, list(folded)[:5]))
+    print("folded stacks with %s: %d samples" % (X.BUSY_FUNCTION, busy))
+
+
+def case_file_opens_none():
+    """A view with nothing to show says so: the business mode opens no file
+    once it has been told to go."""
+    out = run("business", [("file_opens", "file_opens", [], True)])["file_opens"]
+    body = out.split("]: COUNT\n", 1)[-1].strip().split("\n")
+    require(body == ["none seen"], "after the heading: %r, want ['none seen']" % body)
+
+
+def case_parse():
+    """Every .bt is compiled by bpftrace (dry run).  The USDT probes get the
+    workload's path, as the -c form needs.  (The D scripts' counterpart is
+    scripts-dtrace-compile.)"""
+    bts = sorted(f for f in os.listdir(BT_SCRIPTS) if f.endswith(".bt"))
+    require(bts, "no .bt scripts in %s" % BT_SCRIPTS)
+    for name in bts:
+        src = open(os.path.join(BT_SCRIPTS, name)).read()
+        script = os.path.join(S.TRACER.tmp, name)
+        with open(script, "w") as f:
+            f.write(src.replace("usdt::billing:", "usdt:%s:billing:" % S.TRACER.workload))
+        proc = subprocess.run([S.TRACER.exe, "-d", script, "1"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, timeout=TIMEOUT)
+        errors = [l for l in proc.stderr.decode().split("\n")
+                  if "ERROR" in l and "RLIMIT_MEMLOCK" not in l]
+        require(proc.returncode == 0 and not errors, "%s does not compile:\n%s" % (name, proc.stderr.decode()))
+        # the script's own warnings (file:line: WARNING), printed on every start
+        warnings = [l for l in proc.stderr.decode().split("\n") if re.match(r"\S+:\d+:[\d-]+: WARNING", l)]
+        require(not warnings, "%s compiles with warnings:\n%s" % (name, "\n".join(warnings)))
+        print("ok %s" % name)
