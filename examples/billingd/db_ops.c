@@ -165,17 +165,22 @@ db_status_t db_payment_get(db_t *db, uint64_t request_id, int64_t id, payment_ro
 	                    out);
 }
 
+/* Runs a statement whose values are bound, then unbinds them. */
+static db_status_t run_bound(db_t *db, uint64_t request_id, enum db_statement which,
+                             const char *op)
+{
+	int rc = exec_done(db, request_id, which, op);
+	sqlite3_clear_bindings(db->st[which]);
+	return rc == SQLITE_OK ? DB_OK : failure(rc);
+}
+
 /* Adds AMOUNT to a running total of the row ID (paid, refunded). */
 static db_status_t add_amount(db_t *db, uint64_t request_id, enum db_statement which,
                               const char *op, int64_t id, int64_t amount)
 {
-	sqlite3_stmt *st = db->st[which];
-	int rc;
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int64(st, 2, amount);
-	rc = exec_done(db, request_id, which, op);
-	sqlite3_clear_bindings(st);
-	return rc == SQLITE_OK ? DB_OK : failure(rc);
+	sqlite3_bind_int64(db->st[which], 1, id);
+	sqlite3_bind_int64(db->st[which], 2, amount);
+	return run_bound(db, request_id, which, op);
 }
 
 struct payment_args {
@@ -193,7 +198,6 @@ static db_status_t payment_body(db_t *db, uint64_t request_id, void *arg)
 	invoice_row_t inv;
 	sqlite3_stmt *st;
 	db_status_t s;
-	int rc;
 
 	/* Check the invoice again under the write lock: another payment may
 	 * have paid it since the handler looked. */
@@ -215,10 +219,9 @@ static db_status_t payment_body(db_t *db, uint64_t request_id, void *arg)
 	sqlite3_bind_text(st, 5, a->decline_code == 0 ? "approved" : "declined", -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 6, a->decline_code);
 	sqlite3_bind_int64(st, 7, (sqlite3_int64)time(NULL));
-	rc = exec_done(db, request_id, ST_PAYMENT_INSERT, "payment.insert");
-	sqlite3_clear_bindings(st);
-	if (rc != SQLITE_OK)
-		return failure(rc);
+	s = run_bound(db, request_id, ST_PAYMENT_INSERT, "payment.insert");
+	if (s != DB_OK)
+		return s;
 	a->out->id = sqlite3_last_insert_rowid(db->conn);
 
 	if (a->decline_code == 0) {
@@ -258,7 +261,6 @@ static db_status_t refund_body(db_t *db, uint64_t request_id, void *arg)
 	payment_row_t pay;
 	sqlite3_stmt *st;
 	db_status_t s;
-	int rc;
 
 	s = db_payment_get(db, request_id, a->payment_id, &pay);
 	if (s != DB_OK)
@@ -273,10 +275,9 @@ static db_status_t refund_body(db_t *db, uint64_t request_id, void *arg)
 	sqlite3_bind_int64(st, 2, a->amount_minor);
 	sqlite3_bind_text(st, 3, a->reason, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
-	rc = exec_done(db, request_id, ST_REFUND_INSERT, "refund.insert");
-	sqlite3_clear_bindings(st);
-	if (rc != SQLITE_OK)
-		return failure(rc);
+	s = run_bound(db, request_id, ST_REFUND_INSERT, "refund.insert");
+	if (s != DB_OK)
+		return s;
 	a->out->id = sqlite3_last_insert_rowid(db->conn);
 
 	s = add_amount(db, request_id, ST_PAYMENT_ADD_REFUNDED, "payment.add_refunded", a->payment_id,

@@ -287,6 +287,15 @@ def stop_process(proc, sig=None, timeout=30):
     return proc.returncode
 
 
+def kill_all(*procs):
+    """SIGKILL and reap each Popen given (None is skipped): a test's last
+    clean-up, whatever state it stopped in."""
+    for proc in procs:
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+
+
 def _catches_sigint(pid):
     """Is a SIGINT handler installed (SigCgt in /proc/PID/status)?"""
     try:

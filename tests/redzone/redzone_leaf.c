@@ -1,6 +1,6 @@
 /*
  * redzone_leaf -- a leaf function that keeps 15 longs below its stack
- * pointer across a probe site, called CALLS times; prints how many calls
+ * pointer across a probe site, called N times (argument; default 1000000); prints how many calls
  * returned a wrong sum.
  *
  * Built three ways by meson.build (the same source each time):
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "billing/probes.h"
+#include "loop_count.h"
 
 #define SLOTS 15 /* 120 bytes: nearly all of the 128-byte red zone */
 
@@ -43,25 +44,16 @@ sum_across_probe(long seed)
 
 int main(int argc, char **argv)
 {
-	long calls = 1000000, wrong = 0, n;
-	char *end;
+	unsigned long long calls = loop_count(argc, argv, 1000000), n;
+	long wrong = 0;
 
-	if (argc > 2) {
-		fprintf(stderr, "usage: %s [CALLS]\n", argv[0]);
+	if (calls == 0)
 		return 2;
-	}
-	if (argc == 2) {
-		calls = strtol(argv[1], &end, 10);
-		if (*argv[1] == '\0' || *end != '\0' || calls <= 0) {
-			fprintf(stderr, "%s: CALLS must be a positive integer, got '%s'\n", argv[0], argv[1]);
-			return 2;
-		}
-	}
 	for (n = 0; n < calls; n++) {
-		long seed = n * 1000;
+		long seed = (long)n * 1000;
 		if (sum_across_probe(seed) != SLOTS * seed + SLOTS * (SLOTS - 1) / 2)
 			wrong++;
 	}
-	printf("calls=%ld wrong=%ld\n", calls, wrong);
+	printf("calls=%llu wrong=%ld\n", calls, wrong);
 	return 0;
 }

@@ -105,9 +105,5 @@ try:
     rc, out, err = run(["doctor", "-p", str(prog.pid), "--provider", PROVIDER], timeout=60)
     check("probe sites: %d x %s" % (N, nop) in out, "after bpftrace exits: every site a %s again" % nop)
 finally:
-    if tracer:
-        tracer.kill()
-        tracer.wait()
-    prog.kill()
-    prog.wait()
+    bt.kill_all(tracer, prog)
 finish()

@@ -96,11 +96,7 @@ try:
         time.sleep(0.1)
     check(probes(pid)[LIVE]["semaphore_value"] == 0, "bpftrace gone: its semaphore back to 0")
 finally:
-    if tracer:
-        tracer.kill()
-        tracer.wait()
-    prog.kill()
-    prog.wait()
+    bt.kill_all(tracer, prog)
 
 rc, out, err = run(["doctor", "--clear-stale"])
 check(rc == 2 and len(err.splitlines()) == 1 and "needs a PID" in err, "--clear-stale without a PID: exit 2 (%r)" % err)

@@ -112,6 +112,18 @@ def healthz(port, timeout=2.0, source="127.0.0.1"):
         return False
 
 
+def stats_workload(tmpdir):
+    """A copy of stats_workload (meson passes it as argv[1]) in TMPDIR that
+    any user may run; None, after a failed check, without it."""
+    if len(sys.argv) < 2:
+        bt.check(False, "the stats part has stats_workload (meson test passes it)")
+        return None
+    workload = os.path.join(tmpdir, "stats-workload")
+    shutil.copy(sys.argv[1], workload)
+    os.chmod(workload, 0o755)
+    return workload
+
+
 def stats_only_args(tmpdir):
     """Arguments that give the exporter a target needing no BPF (an empty
     --stats-dir): for tests of its HTTP face alone."""

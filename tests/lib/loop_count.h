@@ -1,8 +1,9 @@
 /*
- * loop_count.h -- the one argument of the bench loops: how many iterations.
+ * loop_count.h -- the one argument of the bench and red-zone loops: how many
+ * iterations.
  */
-#ifndef BENCH_LOOP_COUNT_H
-#define BENCH_LOOP_COUNT_H
+#ifndef TESTS_LOOP_COUNT_H
+#define TESTS_LOOP_COUNT_H
 
 #include <stdio.h>
 #include <stdlib.h>
