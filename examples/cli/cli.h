@@ -1,0 +1,39 @@
+/*
+ * cli.h -- a strict command line from one table of long options: the
+ * table gives getopt_long its options, checks each value (a typo in a
+ * number is an error, not a zero) and prints --help.  billingd and
+ * billing-load use it.
+ */
+#ifndef EXAMPLES_CLI_H
+#define EXAMPLES_CLI_H
+
+#include <stddef.h>
+
+typedef enum {
+	CLI_UINT,   /* unsigned int, imin..imax */
+	CLI_U64,    /* uint64_t, imin..imax */
+	CLI_NUMBER, /* double, finite, min..max */
+	CLI_TEXT,   /* const char *, not empty (points into argv) */
+	CLI_FLAG,   /* int set to 1; takes no value */
+	CLI_PARSED  /* parse(text, out) == 0 accepts the value */
+} cli_kind_t;
+
+typedef struct {
+	const char *name; /* the long option, without "--" */
+	const char *arg;  /* what --help shows for its value, e.g. "N" */
+	cli_kind_t kind;
+	void *out;
+	const char *help;              /* one line each, '\n' between lines */
+	int *given;                    /* when not NULL: set to 1 when the option is used */
+	unsigned long long imin, imax; /* CLI_UINT, CLI_U64 */
+	double min, max;               /* CLI_NUMBER */
+	int (*parse)(const char *text, void *out); /* CLI_PARSED */
+	const char *wants;             /* CLI_TEXT, CLI_PARSED: "wants ..." in the error */
+} cli_option_t;
+
+/* Parses argv[1..] against options[0..n-1] and --help.  Returns 0 to run,
+ * 1 after printing the usage (--help) on stdout, -1 after printing one
+ * line "PROG: ..." on stderr. */
+int cli_parse(const char *prog, const cli_option_t *options, size_t n, int argc, char **argv);
+
+#endif /* EXAMPLES_CLI_H */
