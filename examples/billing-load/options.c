@@ -28,28 +28,22 @@ int load_options_parse(load_options_t *opts, int argc, char **argv)
 {
 	const cli_option_t options[] = {
 		{ "url", "URL", CLI_PARSED, &opts->url, .parse = parse_url, .wants = "http://HOST:PORT",
-		  .help = "billingd's base URL (default http://127.0.0.1:8080)" },
+		  .help = "billingd's base URL", .init = "http://127.0.0.1:8080" },
 		{ "rate", "N", CLI_NUMBER, &opts->rate, .min = 0, .max = 1e6,
-		  .help = "requests per second (default 0: as fast as possible)" },
+		  .help = "requests per second; 0: as fast as possible", .init = "0" },
 		{ "duration", "S", CLI_NUMBER, &opts->duration_s, .min = 0.1, .max = 86400,
-		  .help = "seconds to keep starting requests (default 10)" },
+		  .help = "seconds to keep starting requests", .init = "10" },
 		{ "concurrency", "N", CLI_UINT, &opts->concurrency, .imin = 1, .imax = 1000,
-		  .help = "connections, each with one request in flight (default 8)" },
+		  .help = "connections, each with one request in flight", .init = "8" },
 		{ "invalid-rate", "R", CLI_NUMBER, &opts->invalid_rate, .min = 0, .max = 1,
-		  .help = "fraction of flows that send one bad request (default 0.05)" },
+		  .help = "fraction of flows that send one bad request", .init = "0.05" },
 		{ "refund-rate", "R", CLI_NUMBER, &opts->refund_rate, .min = 0, .max = 1,
-		  .help = "fraction of approved payments refunded (default 0.3)" },
+		  .help = "fraction of approved payments refunded", .init = "0.3" },
 		{ "seed", "N", CLI_U64, &opts->seed, .imin = 0, .imax = UINT64_MAX,
-		  .help = "random seed of the request mix (default 1)" },
+		  .help = "random seed of the request mix", .init = "1" },
 		{ "json", NULL, CLI_FLAG, &opts->json, .help = "print the summary as one JSON object" },
 	};
 
 	memset(opts, 0, sizeof(*opts));
-	opts->url = "http://127.0.0.1:8080";
-	opts->duration_s = 10.0;
-	opts->concurrency = 8;
-	opts->invalid_rate = 0.05;
-	opts->refund_rate = 0.3;
-	opts->seed = 1;
 	return cli_parse("billing-load", options, sizeof(options) / sizeof(options[0]), argc, argv);
 }

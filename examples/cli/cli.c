@@ -36,10 +36,13 @@ static void print_usage(const char *prog, const cli_option_t *options, size_t n)
 		do {
 			const char *end = strchr(line, '\n');
 			int len = end ? (int)(end - line) : (int)strlen(line);
-			printf("%*s%.*s\n", column - width, "", len, line);
+			printf("%*s%.*s", column - width, "", len, line);
 			width = 0;
 			line = end ? end + 1 : NULL;
-		} while (line != NULL);
+		} while (line != NULL && printf("\n"));
+		if (options[i].init != NULL)
+			printf(" (default %s)", options[i].init);
+		printf("\n");
 	}
 	printf("  --help%*sthis text\n", column - 8, "");
 }
@@ -130,6 +133,9 @@ int cli_parse(const char *prog, const cli_option_t *options, size_t n, int argc,
 	longopts[n].name = "help";
 	longopts[n].val = FIRST_VAL + (int)n;
 
+	for (i = 0; i < n && rc == 0; i++)
+		if (options[i].init != NULL)
+			rc = take_value(prog, &options[i], options[i].init);
 	opterr = 0;
 	optind = 1;
 	while (rc == 0 && (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {

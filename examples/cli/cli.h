@@ -24,6 +24,7 @@ typedef struct {
 	cli_kind_t kind;
 	void *out;
 	const char *help;              /* one line each, '\n' between lines */
+	const char *init;              /* the default, as typed; --help shows it */
 	int *given;                    /* when not NULL: set to 1 when the option is used */
 	unsigned long long imin, imax; /* CLI_UINT, CLI_U64 */
 	double min, max;               /* CLI_NUMBER */
@@ -31,7 +32,8 @@ typedef struct {
 	const char *wants;             /* CLI_TEXT, CLI_PARSED: "wants ..." in the error */
 } cli_option_t;
 
-/* Parses argv[1..] against options[0..n-1] and --help.  Returns 0 to run,
+/* Sets each option's default (init), then parses argv[1..] against
+ * options[0..n-1] and --help.  Returns 0 to run,
  * 1 after printing the usage (--help) on stdout, -1 after printing one
  * line "PROG: ..." on stderr. */
 int cli_parse(const char *prog, const cli_option_t *options, size_t n, int argc, char **argv);
