@@ -51,7 +51,9 @@ reply_t handle_invoice_create(const request_t *rq)
 
 reply_t handle_invoice_get(const request_t *rq)
 {
-	static const refusal_t refusals[] = { INVOICE_NOT_FOUND };
+	static const refusal_t refusals[] = {
+		{ DB_NOT_FOUND, 404, "lookup", "invoice_not_found", "no invoice has this id" },
+	};
 	invoice_row_t inv;
 	int64_t id;
 	reply_t err;

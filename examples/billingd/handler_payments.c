@@ -20,7 +20,7 @@
 /* A real service would void the authorisation at the gateway when recording
  * finds the invoice paid meanwhile. */
 static const refusal_t refusals[] = {
-	INVOICE_NOT_FOUND,
+	{ DB_NOT_FOUND, 404, "lookup", "invoice_not_found", "no invoice has this id" },
 	{ DB_INVOICE_PAID, 409, "business", "invoice_already_paid",
 	  "the invoice is paid in full" },
 	{ DB_EXCEEDS_BALANCE, 422, "business", "amount_exceeds_balance",

@@ -28,7 +28,8 @@ int options_parse(billingd_options_t *opts, int argc, char **argv)
 		  .help = "open connections at most; needs N+64 open files", .init = "4096" },
 		{ "request-timeout", "S", CLI_UINT, &opts->request_timeout, .imin = 1, .imax = 3600,
 		  .help = "seconds a client has to send a whole request;\n"
-		          "1 once 3/4 of the connections are open", .init = "10" },
+		          "1 once 3/4 of the connections are open",
+		  .init = "10" },
 		{ "gateway-latency-ms", "MS", CLI_NUMBER, &opts->gateway.latency_ms, .min = 0.0,
 		  .max = 10000.0,
 		  .help = "mean simulated card-gateway latency; 0: none", .init = "1" },

@@ -26,10 +26,6 @@ typedef struct {
 	const char *message;
 } refusal_t;
 
-/* The 404 for an invoice ID that names no invoice. */
-#define INVOICE_NOT_FOUND \
-	{ DB_NOT_FOUND, 404, "lookup", "invoice_not_found", "no invoice has this id" }
-
 /* The reply for a database call that did not give DB_OK: the row of
  * refusals[0..n-1] that names s, else the 503 every handler answers when
  * the database stays locked, else 500. */

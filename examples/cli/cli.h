@@ -22,14 +22,17 @@ typedef struct {
 	const char *name; /* the long option, without "--" */
 	const char *arg;  /* what --help shows for its value, e.g. "N" */
 	cli_kind_t kind;
-	void *out;
-	const char *help;              /* one line each, '\n' between lines */
-	const char *init;              /* the default, as typed; --help shows it */
-	int *given;                    /* when not NULL: set to 1 when the option is used */
-	unsigned long long imin, imax; /* CLI_UINT, CLI_U64 */
-	double min, max;               /* CLI_NUMBER */
-	int (*parse)(const char *text, void *out); /* CLI_PARSED */
-	const char *wants;             /* CLI_TEXT, CLI_PARSED: "wants ..." in the error */
+	void *out;        /* where the value goes: the type its kind names */
+	const char *help; /* one line each, '\n' between lines */
+	const char *init; /* the default, as typed; --help shows it */
+	int *given;       /* when not NULL: set to 1 when the option is used */
+	/* CLI_UINT and CLI_U64: imin..imax; CLI_NUMBER: min..max */
+	unsigned long long imin, imax;
+	double min, max;
+	/* CLI_PARSED: parse(text, out) == 0 accepts; CLI_TEXT and CLI_PARSED:
+	 * the error says "--name wants WANTS" */
+	int (*parse)(const char *text, void *out);
+	const char *wants;
 } cli_option_t;
 
 /* Sets each option's default (init), then parses argv[1..] against
