@@ -66,6 +66,13 @@ db_t *db_for_thread(void);
  * WAL into the main file and close it.  Returns 0 when all closed cleanly. */
 int db_shutdown(void);
 
+/* The business rules, checked by the handlers before calling the gateway and
+ * again inside the transaction that records: can the invoice take a payment
+ * of amount_minor (DB_OK, DB_INVOICE_PAID, DB_EXCEEDS_BALANCE); can the
+ * payment give back amount_minor (DB_OK, DB_NOT_CAPTURED, DB_EXCEEDS_CAPTURED). */
+db_status_t db_invoice_can_take(const invoice_row_t *inv, int64_t amount_minor);
+db_status_t db_payment_can_refund(const payment_row_t *pay, int64_t amount_minor);
+
 db_status_t db_invoice_insert(db_t *db, uint64_t request_id, int64_t customer_id,
                               int64_t amount_minor, const char *currency, invoice_row_t *out);
 db_status_t db_invoice_get(db_t *db, uint64_t request_id, int64_t id, invoice_row_t *out);

@@ -183,6 +183,24 @@ static db_status_t add_amount(db_t *db, uint64_t request_id, enum db_statement w
 	return run_bound(db, request_id, which, op);
 }
 
+db_status_t db_invoice_can_take(const invoice_row_t *inv, int64_t amount_minor)
+{
+	if (inv->paid_minor >= inv->amount_minor)
+		return DB_INVOICE_PAID;
+	if (amount_minor > inv->amount_minor - inv->paid_minor)
+		return DB_EXCEEDS_BALANCE;
+	return DB_OK;
+}
+
+db_status_t db_payment_can_refund(const payment_row_t *pay, int64_t amount_minor)
+{
+	if (pay->decline_code != 0)
+		return DB_NOT_CAPTURED;
+	if (amount_minor > pay->amount_minor - pay->refunded_minor)
+		return DB_EXCEEDS_CAPTURED;
+	return DB_OK;
+}
+
 struct payment_args {
 	int64_t invoice_id;
 	int64_t amount_minor;
@@ -202,14 +220,10 @@ static db_status_t payment_body(db_t *db, uint64_t request_id, void *arg)
 	/* Check the invoice again under the write lock: another payment may
 	 * have paid it since the handler looked. */
 	s = db_invoice_get(db, request_id, a->invoice_id, &inv);
+	if (s == DB_OK && a->decline_code == 0)
+		s = db_invoice_can_take(&inv, a->amount_minor);
 	if (s != DB_OK)
 		return s;
-	if (a->decline_code == 0) {
-		if (inv.paid_minor >= inv.amount_minor)
-			return DB_INVOICE_PAID;
-		if (a->amount_minor > inv.amount_minor - inv.paid_minor)
-			return DB_EXCEEDS_BALANCE;
-	}
 
 	st = db->st[ST_PAYMENT_INSERT];
 	sqlite3_bind_int64(st, 1, a->invoice_id);
@@ -263,12 +277,10 @@ static db_status_t refund_body(db_t *db, uint64_t request_id, void *arg)
 	db_status_t s;
 
 	s = db_payment_get(db, request_id, a->payment_id, &pay);
+	if (s == DB_OK)
+		s = db_payment_can_refund(&pay, a->amount_minor);
 	if (s != DB_OK)
 		return s;
-	if (pay.decline_code != 0)
-		return DB_NOT_CAPTURED;
-	if (a->amount_minor > pay.amount_minor - pay.refunded_minor)
-		return DB_EXCEEDS_CAPTURED;
 
 	st = db->st[ST_REFUND_INSERT];
 	sqlite3_bind_int64(st, 1, a->payment_id);

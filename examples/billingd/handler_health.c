@@ -4,12 +4,8 @@
 #include "handlers.h"
 #include "reply.h"
 
-reply_t handle_health(const request_t *rq, const char *path_arg, const char *body,
-                      size_t body_len)
+reply_t handle_health(const request_t *rq)
 {
 	(void)rq;
-	(void)path_arg;
-	(void)body;
-	(void)body_len;
 	return reply_json(200, json_pack("{s:s}", "status", "ok"));
 }

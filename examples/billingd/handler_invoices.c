@@ -19,36 +19,28 @@ static json_t *invoice_json(const invoice_row_t *inv)
 	                 "status", inv->status);
 }
 
-reply_t handle_invoice_create(const request_t *rq, const char *path_arg, const char *body,
-                              size_t body_len)
+reply_t handle_invoice_create(const request_t *rq)
 {
 	billing_transaction_t tx;
 	invoice_row_t inv;
 	int64_t customer_id, amount_minor;
 	char currency[4];
-	json_t *doc;
+	const field_t fields[] = {
+		{ "customer_id", FIELD_ID, .number = &customer_id },
+		{ "amount_minor", FIELD_AMOUNT, .number = &amount_minor },
+		{ "currency", FIELD_CURRENCY, .currency = currency },
+	};
 	reply_t err;
 	db_status_t s;
 	db_t *db;
-	(void)path_arg;
 
-	if (validate_body(rq, body, body_len, &doc, &err) != 0)
+	if (validate_request(rq, fields, COUNT_OF(fields), &err) != 0 ||
+	    (db = db_for_request(rq, &err)) == NULL)
 		return err;
-	if (validate_id_field(rq, doc, "customer_id", &customer_id, &err) != 0 ||
-	    validate_amount_field(rq, doc, "amount_minor", &amount_minor, &err) != 0 ||
-	    validate_currency_field(rq, doc, "currency", currency, &err) != 0) {
-		json_decref(doc);
-		return err;
-	}
-	json_decref(doc);
-
-	db = db_for_thread();
-	if (db == NULL)
-		return reply_db_failed(rq);
 	billing_transaction_begin(&tx, next_transaction_id(), "invoice", amount_minor, currency);
 	s = db_invoice_insert(db, rq->id, customer_id, amount_minor, currency, &inv);
 	if (s != DB_OK) {
-		err = s == DB_BUSY ? reply_db_busy(rq) : reply_db_failed(rq);
+		err = reply_db_refusal(rq, s, NULL, 0);
 		billing_transaction_end(&tx, (int32_t)err.status);
 		return err;
 	}
@@ -57,26 +49,22 @@ reply_t handle_invoice_create(const request_t *rq, const char *path_arg, const c
 	return reply_json(201, invoice_json(&inv));
 }
 
-reply_t handle_invoice_get(const request_t *rq, const char *path_arg, const char *body,
-                           size_t body_len)
+reply_t handle_invoice_get(const request_t *rq)
 {
+	static const refusal_t refusals[] = {
+		{ DB_NOT_FOUND, 404, "lookup", "invoice_not_found", "no invoice has this id" },
+	};
 	invoice_row_t inv;
 	int64_t id;
 	reply_t err;
 	db_status_t s;
 	db_t *db;
-	(void)body;
-	(void)body_len;
 
-	if (validate_path_id(rq, path_arg, &id, &err) != 0)
+	if (validate_path_id(rq, rq->path_arg, &id, &err) != 0 ||
+	    (db = db_for_request(rq, &err)) == NULL)
 		return err;
-	db = db_for_thread();
-	if (db == NULL)
-		return reply_db_failed(rq);
 	s = db_invoice_get(db, rq->id, id, &inv);
-	if (s == DB_NOT_FOUND)
-		return reply_error(rq, 404, "lookup", "invoice_not_found", "no invoice has this id");
 	if (s != DB_OK)
-		return s == DB_BUSY ? reply_db_busy(rq) : reply_db_failed(rq);
+		return reply_db_refusal(rq, s, refusals, COUNT_OF(refusals));
 	return reply_json(200, invoice_json(&inv));
 }

@@ -7,6 +7,8 @@
  * (no pointless authorisation) and again inside the transaction that
  * records the result (another payment may have landed meanwhile).
  */
+#include <string.h>
+
 #include "billing/probes.h"
 #include "billing/timing.h"
 #include "db.h"
@@ -15,51 +17,30 @@
 #include "reply.h"
 #include "validate.h"
 
+/* A real service would void the authorisation at the gateway when recording
+ * finds the invoice paid meanwhile. */
+static const refusal_t refusals[] = {
+	{ DB_NOT_FOUND, 404, "lookup", "invoice_not_found", "no invoice has this id" },
+	{ DB_INVOICE_PAID, 409, "business", "invoice_already_paid",
+	  "the invoice is paid in full" },
+	{ DB_EXCEEDS_BALANCE, 422, "business", "amount_exceeds_balance",
+	  "the amount is more than what is left to pay" },
+};
+
 /* The 4xx for an invoice that cannot take this payment, or a zero reply. */
 static reply_t check_invoice(const request_t *rq, db_status_t s, const invoice_row_t *inv,
                              int64_t amount_minor, const char *currency)
 {
 	reply_t none = { 0, NULL, NULL };
-	if (s == DB_NOT_FOUND)
-		return reply_error(rq, 404, "lookup", "invoice_not_found", "no invoice has this id");
-	if (s == DB_BUSY)
-		return reply_db_busy(rq);
-	if (s != DB_OK)
-		return reply_db_failed(rq);
-	if (inv->currency[0] != currency[0] || inv->currency[1] != currency[1] ||
-	    inv->currency[2] != currency[2])
+	if (s == DB_OK && memcmp(inv->currency, currency, 3) != 0)
 		return reply_error(rq, 422, "business", "currency_mismatch",
 		                   "the payment's currency differs from the invoice's");
-	if (inv->paid_minor >= inv->amount_minor)
-		return reply_error(rq, 409, "business", "invoice_already_paid",
-		                   "the invoice is paid in full");
-	if (amount_minor > inv->amount_minor - inv->paid_minor)
-		return reply_error(rq, 422, "business", "amount_exceeds_balance",
-		                   "the amount is more than what is left to pay");
-	return none;
+	if (s == DB_OK)
+		s = db_invoice_can_take(inv, amount_minor);
+	return s == DB_OK ? none : reply_db_refusal(rq, s, refusals, COUNT_OF(refusals));
 }
 
-static reply_t recording_failed(const request_t *rq, db_status_t s)
-{
-	switch (s) {
-	case DB_INVOICE_PAID:
-		/* A real service would void the authorisation at the gateway here. */
-		return reply_error(rq, 409, "business", "invoice_already_paid",
-		                   "the invoice was paid in full meanwhile");
-	case DB_EXCEEDS_BALANCE:
-		return reply_error(rq, 422, "business", "amount_exceeds_balance",
-		                   "the amount is more than what is left to pay");
-	case DB_NOT_FOUND:
-		return reply_error(rq, 404, "lookup", "invoice_not_found", "no invoice has this id");
-	case DB_BUSY:
-		return reply_db_busy(rq);
-	default:
-		return reply_db_failed(rq);
-	}
-}
-
-reply_t handle_payment_authorize(const request_t *rq, const char *path_arg, const char *body,
-                                 size_t body_len)
+reply_t handle_payment_authorize(const request_t *rq)
 {
 	billing_transaction_t tx;
 	invoice_row_t inv;
@@ -69,27 +50,20 @@ reply_t handle_payment_authorize(const request_t *rq, const char *path_arg, cons
 	const char *gateway;
 	uint64_t auth_start, auth_ns;
 	int result;
-	json_t *doc;
+	const field_t fields[] = {
+		{ "invoice_id", FIELD_ID, .number = &invoice_id },
+		{ "amount_minor", FIELD_AMOUNT, .number = &amount_minor },
+		{ "currency", FIELD_CURRENCY, .currency = currency },
+		{ "gateway", FIELD_ENUM, .text = &gateway, .allowed = gateway_names,
+		  .error_code = "unknown_gateway" },
+	};
 	reply_t err;
 	db_status_t s;
 	db_t *db;
-	(void)path_arg;
 
-	if (validate_body(rq, body, body_len, &doc, &err) != 0)
+	if (validate_request(rq, fields, COUNT_OF(fields), &err) != 0 ||
+	    (db = db_for_request(rq, &err)) == NULL)
 		return err;
-	if (validate_id_field(rq, doc, "invoice_id", &invoice_id, &err) != 0 ||
-	    validate_amount_field(rq, doc, "amount_minor", &amount_minor, &err) != 0 ||
-	    validate_currency_field(rq, doc, "currency", currency, &err) != 0 ||
-	    validate_enum_field(rq, doc, "gateway", gateway_names, "unknown_gateway", &gateway,
-	                        &err) != 0) {
-		json_decref(doc);
-		return err;
-	}
-	json_decref(doc);
-
-	db = db_for_thread();
-	if (db == NULL)
-		return reply_db_failed(rq);
 	s = db_invoice_get(db, rq->id, invoice_id, &inv);
 	err = check_invoice(rq, s, &inv, amount_minor, currency);
 	if (err.status != 0)
@@ -102,7 +76,7 @@ reply_t handle_payment_authorize(const request_t *rq, const char *path_arg, cons
 
 	s = db_payment_record(db, rq->id, invoice_id, amount_minor, currency, gateway, result, &pay);
 	if (s != DB_OK) {
-		err = recording_failed(rq, s);
+		err = reply_db_refusal(rq, s, refusals, COUNT_OF(refusals));
 		billing_transaction_end(&tx, (int32_t)err.status);
 		return err;
 	}

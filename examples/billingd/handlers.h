@@ -9,16 +9,14 @@
 
 #include "request.h"
 
-reply_t handle_invoice_create(const request_t *rq, const char *path_arg, const char *body,
-                              size_t body_len);
-reply_t handle_invoice_get(const request_t *rq, const char *path_arg, const char *body,
-                           size_t body_len);
-reply_t handle_payment_authorize(const request_t *rq, const char *path_arg, const char *body,
-                                 size_t body_len);
-reply_t handle_refund_create(const request_t *rq, const char *path_arg, const char *body,
-                             size_t body_len);
-reply_t handle_health(const request_t *rq, const char *path_arg, const char *body,
-                      size_t body_len);
+reply_t handle_invoice_create(const request_t *rq);
+reply_t handle_invoice_get(const request_t *rq);
+reply_t handle_payment_authorize(const request_t *rq);
+reply_t handle_refund_create(const request_t *rq);
+reply_t handle_health(const request_t *rq);
+
+/* How many entries a table (an array, not a pointer) holds. */
+#define COUNT_OF(table) (sizeof(table) / sizeof((table)[0]))
 
 /* Opaque IDs from process-wide atomic counters: no lock, never reused. */
 uint64_t next_request_id(void);

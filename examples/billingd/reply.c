@@ -39,13 +39,29 @@ reply_t reply_error(const request_t *rq, unsigned int status, const char *compon
 	                                    "message", message));
 }
 
-reply_t reply_db_busy(const request_t *rq)
-{
-	return reply_error(rq, 503, "db", "database_busy",
-	                   "the database stayed locked; retry the request");
-}
-
 reply_t reply_db_failed(const request_t *rq)
 {
 	return reply_error(rq, 500, "db", "internal_error", "the database failed");
+}
+
+db_t *db_for_request(const request_t *rq, reply_t *err)
+{
+	db_t *db = db_for_thread();
+	if (db == NULL)
+		*err = reply_db_failed(rq);
+	return db;
+}
+
+reply_t reply_db_refusal(const request_t *rq, db_status_t s, const refusal_t *refusals,
+                         size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (refusals[i].status == s)
+			return reply_error(rq, refusals[i].http_status, refusals[i].component,
+			                   refusals[i].code, refusals[i].message);
+	if (s == DB_BUSY)
+		return reply_error(rq, 503, "db", "database_busy",
+		                   "the database stayed locked; retry the request");
+	return reply_db_failed(rq);
 }

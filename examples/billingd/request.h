@@ -13,6 +13,9 @@ typedef struct request {
 	uint64_t id;            /* opaque, from a process-wide counter */
 	const char *handler;    /* static string, e.g. "payment.authorize" */
 	billing_request_t span; /* request-start/-done */
+	const char *path_arg;   /* the {id} of /invoices/{id}, else "" */
+	const char *body;       /* NUL-terminated, may hold NULs */
+	size_t body_len;
 } request_t;
 
 typedef struct reply {
@@ -21,9 +24,7 @@ typedef struct reply {
 	const char *allow;   /* Allow header of a 405, else NULL */
 } reply_t;
 
-/* A handler: the request, the path's argument (the {id} of /invoices/{id},
- * else ""), and the request body (NUL-terminated, may hold NULs). */
-typedef reply_t (*handler_fn)(const request_t *rq, const char *path_arg,
-                              const char *body, size_t body_len);
+/* A handler: called once the whole request body has arrived. */
+typedef reply_t (*handler_fn)(const request_t *rq);
 
 #endif /* BILLINGD_REQUEST_H */

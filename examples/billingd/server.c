@@ -55,7 +55,6 @@ typedef struct exchange {
 	request_t rq;
 	const route_t *route; /* NULL: answered 404 or 405 */
 	const char *allow;    /* for a 405: the method the path takes */
-	const char *path_arg; /* points into the URL libmicrohttpd keeps */
 	char *body;
 	size_t body_len, body_cap;
 	int too_large;
@@ -81,7 +80,7 @@ static void find_route(exchange_t *ex, const char *url, const char *method)
 			continue;
 		}
 		ex->route = r;
-		ex->path_arg = prefix ? url + n : "";
+		ex->rq.path_arg = prefix ? url + n : ""; /* into the URL libmicrohttpd keeps */
 		return;
 	}
 }
@@ -166,7 +165,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   void **state)
 {
 	exchange_t *ex = *state;
-	reply_t reply;
 	(void)cls;
 	(void)version;
 
@@ -196,12 +194,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (ex->answered)
 		return MHD_YES;
 	if (ex->too_large)
-		reply = too_large(&ex->rq);
-	else if (ex->route == NULL)
-		reply = unrouted(ex);
-	else
-		reply = ex->route->fn(&ex->rq, ex->path_arg, ex->body ? ex->body : "", ex->body_len);
-	return send_reply(conn, ex, reply);
+		return send_reply(conn, ex, too_large(&ex->rq));
+	if (ex->route == NULL)
+		return send_reply(conn, ex, unrouted(ex));
+	ex->rq.body = ex->body ? ex->body : "";
+	ex->rq.body_len = ex->body_len;
+	return send_reply(conn, ex, ex->route->fn(&ex->rq));
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **state,

@@ -23,8 +23,8 @@ static int fail_field(const request_t *rq, reply_t *err, const char *code, const
 	return fail(rq, err, code, message);
 }
 
-int validate_body(const request_t *rq, const char *body, size_t len, json_t **out,
-                  reply_t *err)
+static int parse_object(const request_t *rq, const char *body, size_t len, json_t **out,
+                        reply_t *err)
 {
 	json_error_t jerr;
 	json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -50,8 +50,8 @@ static json_t *required(const request_t *rq, json_t *obj, const char *key, reply
 	return v && !json_is_null(v) ? v : NULL;
 }
 
-int validate_id_field(const request_t *rq, json_t *obj, const char *key, int64_t *out,
-                      reply_t *err)
+static int id_field(const request_t *rq, json_t *obj, const char *key, int64_t *out,
+                    reply_t *err)
 {
 	json_t *v = required(rq, obj, key, err);
 	if (v == NULL)
@@ -62,8 +62,8 @@ int validate_id_field(const request_t *rq, json_t *obj, const char *key, int64_t
 	return 0;
 }
 
-int validate_amount_field(const request_t *rq, json_t *obj, const char *key, int64_t *out,
-                          reply_t *err)
+static int amount_field(const request_t *rq, json_t *obj, const char *key, int64_t *out,
+                        reply_t *err)
 {
 	json_t *v = required(rq, obj, key, err);
 	json_int_t amount;
@@ -81,8 +81,8 @@ int validate_amount_field(const request_t *rq, json_t *obj, const char *key, int
 	return 0;
 }
 
-int validate_currency_field(const request_t *rq, json_t *obj, const char *key, char out[4],
-                            reply_t *err)
+static int currency_field(const request_t *rq, json_t *obj, const char *key, char out[4],
+                          reply_t *err)
 {
 	json_t *v = required(rq, obj, key, err);
 	const char *code;
@@ -98,9 +98,9 @@ int validate_currency_field(const request_t *rq, json_t *obj, const char *key, c
 	return 0;
 }
 
-int validate_enum_field(const request_t *rq, json_t *obj, const char *key,
-                        const char *const *allowed, const char *error_code,
-                        const char **out, reply_t *err)
+static int enum_field(const request_t *rq, json_t *obj, const char *key,
+                      const char *const *allowed, const char *error_code,
+                      const char **out, reply_t *err)
 {
 	json_t *v = required(rq, obj, key, err);
 	const char *text;
@@ -135,4 +135,32 @@ int validate_path_id(const request_t *rq, const char *text, int64_t *out, reply_
 		return fail(rq, err, "invalid_id", "the id in the path must be a positive integer");
 	*out = (int64_t)value;
 	return 0;
+}
+
+static int validate_field(const request_t *rq, json_t *doc, const field_t *f, reply_t *err)
+{
+	switch (f->kind) {
+	case FIELD_ID:
+		return id_field(rq, doc, f->key, f->number, err);
+	case FIELD_AMOUNT:
+		return amount_field(rq, doc, f->key, f->number, err);
+	case FIELD_CURRENCY:
+		return currency_field(rq, doc, f->key, f->currency, err);
+	case FIELD_ENUM:
+		return enum_field(rq, doc, f->key, f->allowed, f->error_code, f->text, err);
+	}
+	return fail_field(rq, err, "invalid_field", f->key, "has no known kind");
+}
+
+int validate_request(const request_t *rq, const field_t *fields, size_t n, reply_t *err)
+{
+	json_t *doc;
+	size_t i;
+	int rc = 0;
+	if (parse_object(rq, rq->body, rq->body_len, &doc, err) != 0)
+		return -1;
+	for (i = 0; i < n && rc == 0; i++)
+		rc = validate_field(rq, doc, &fields[i], err);
+	json_decref(doc);
+	return rc;
 }

@@ -18,27 +18,27 @@
  * far from int64 overflow. */
 #define BILLINGD_MAX_AMOUNT_MINOR 10000000000000LL
 
-/* The body must be one JSON object. */
-int validate_body(const request_t *rq, const char *body, size_t len, json_t **out,
-                  reply_t *err);
+/* One field a request body must carry, and where its checked value goes. */
+typedef enum {
+	FIELD_ID,       /* a positive integer ID */
+	FIELD_AMOUNT,   /* minor units, 1..BILLINGD_MAX_AMOUNT_MINOR */
+	FIELD_CURRENCY, /* an active ISO 4217 code, upper case */
+	FIELD_ENUM      /* one of allowed[] (NULL-terminated) */
+} field_kind_t;
 
-/* A positive integer ID field. */
-int validate_id_field(const request_t *rq, json_t *obj, const char *key, int64_t *out,
-                      reply_t *err);
+typedef struct {
+	const char *key;
+	field_kind_t kind;
+	int64_t *number;            /* FIELD_ID, FIELD_AMOUNT */
+	char *currency;             /* FIELD_CURRENCY: 4 bytes */
+	const char **text;          /* FIELD_ENUM: the allowed[] entry, so it outlives the body */
+	const char *const *allowed; /* FIELD_ENUM */
+	const char *error_code;     /* FIELD_ENUM: the code when the value is not allowed */
+} field_t;
 
-/* An amount in minor units: integer, 1..BILLINGD_MAX_AMOUNT_MINOR. */
-int validate_amount_field(const request_t *rq, json_t *obj, const char *key, int64_t *out,
-                          reply_t *err);
-
-/* An active ISO 4217 code, upper case; copied into out[4]. */
-int validate_currency_field(const request_t *rq, json_t *obj, const char *key, char out[4],
-                            reply_t *err);
-
-/* A string field that must be one of allowed[] (NULL-terminated); *out
- * points at the allowed[] entry, so it outlives the JSON document. */
-int validate_enum_field(const request_t *rq, json_t *obj, const char *key,
-                        const char *const *allowed, const char *error_code,
-                        const char **out, reply_t *err);
+/* The request's body must be one JSON object carrying each of
+ * fields[0..n-1]; the first one missing or wrong decides the 400. */
+int validate_request(const request_t *rq, const field_t *fields, size_t n, reply_t *err);
 
 /* An ID in a URL path: decimal digits only, 1..INT64_MAX. */
 int validate_path_id(const request_t *rq, const char *text, int64_t *out, reply_t *err);

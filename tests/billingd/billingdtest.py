@@ -9,7 +9,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -76,14 +75,7 @@ class Billingd:
 
     def stop(self):
         """SIGTERM, then the exit code and billingd's output."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode, self.output()
+        return bt.stop_process(self.proc, timeout=20), self.output()
 
     def cleanup(self):
         self.stop()

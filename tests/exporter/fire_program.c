@@ -38,6 +38,7 @@
 
 #include "billing/probes.h"
 #include "billing/timing.h"
+#include "thread_fleet.h"
 
 static long per_thread;
 
@@ -65,14 +66,11 @@ static void *fire_thread(void *arg)
 
 static int run_threads(int threads, long n)
 {
-	pthread_t tid[64];
+	int rc;
 	per_thread = n;
-	if (threads < 1 || threads > 64)
-		return 2;
-	for (int t = 0; t < threads; t++)
-		pthread_create(&tid[t], NULL, fire_thread, NULL);
-	for (int t = 0; t < threads; t++)
-		pthread_join(tid[t], NULL);
+	rc = run_fleet(threads, fire_thread);
+	if (rc != 0)
+		return rc;
 	printf("fired request_done=%ld payment_auth=%ld\n", threads * n, threads * n);
 	return 0;
 }

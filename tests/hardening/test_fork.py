@@ -94,18 +94,7 @@ class Prefork:
         return [self.parent] + self.workers
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                for pid in self.everyone():
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                self.proc.wait()
-        return self.proc.returncode
+        return bt.stop_process(self.proc, timeout=10, group=self.workers)
 
 
 def semaphores(pid):

@@ -12,12 +12,17 @@ list of checks so a driver ends with one verdict.
 """
 import contextlib
 import fcntl
+import json
 import os
+import pwd
+import queue
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SKIP = 77
@@ -138,7 +143,6 @@ def attacker():
     login shell); a lock keeps concurrent tests from racing useradd."""
     require_root("acting as another local user")
     setpriv = require_program("setpriv", "util-linux")
-    import pwd
     with open("/run/billing-probes-attacker.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
@@ -273,16 +277,20 @@ def run(cmd, timeout=60, **kw):
                           timeout=timeout, **kw)
 
 
-def stop_process(proc, sig=None, timeout=30):
+def stop_process(proc, sig=None, timeout=30, group=()):
     """Send sig (default SIGTERM) to a Popen that still runs, wait, SIGKILL
-    after timeout seconds; returns its exit code."""
-    import signal
+    it and the PIDs in group (a pre-fork service's workers) after timeout
+    seconds; returns its exit code."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM if sig is None else sig)
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            for pid in [proc.pid, *group]:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             proc.wait()
     return proc.returncode
 
@@ -326,7 +334,6 @@ def interrupt_bpftrace(proc, timeout=120, already_sent=False):
     sleeps there (up to 2 s waiting for that: a SIGINT that lands while it
     prints drops the rest of what it has read), and another after a whole
     second there with bpftrace still catching SIGINT."""
-    import signal
     if proc.poll() is not None:
         return proc.returncode
     if not already_sent:
@@ -380,8 +387,6 @@ class Lines:
     it waited for when none comes in time; rest() reads what is left."""
 
     def __init__(self, stream, timeout=60):
-        import queue
-        import threading
         self.timeout = timeout  # seconds, when a call gives none
         self.q = queue.Queue()
         self.seen = []     # every line read
@@ -394,7 +399,6 @@ class Lines:
         self.q.put(None)
 
     def _next(self, end):
-        import queue
         try:
             return self.q.get(timeout=max(0.01, end - time.monotonic()))
         except queue.Empty:
@@ -429,7 +433,6 @@ class Lines:
 def load_samples(path):
     """probe_samples.json with every string value as bytes (the JSON keeps
     one character per byte), so it compares with what a consumer printed."""
-    import json
     with open(path, encoding="utf-8") as f:
         samples = json.load(f)
 
@@ -488,10 +491,7 @@ def run_bpftrace_pid(program, cmd, timeout=120):
         out, err = bt.communicate(timeout=timeout)
         return target_out + out, err.decode(errors="replace")
     finally:
-        for proc in (target, bt):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        kill_all(target, bt)
 
 
 def tps_seconds(text):

@@ -31,6 +31,7 @@
 
 #include "billing/probes.h"
 #include "fair_labels.h"
+#include "thread_fleet.h"
 
 static long per_thread;
 
@@ -62,17 +63,12 @@ static void print_segment(void)
 
 static int run_threads(int n, long each)
 {
-	pthread_t th[256];
+	int rc;
 	per_thread = each;
-	if (n < 1 || n > 256)
-		return 2;
-	for (int t = 0; t < n; t++)
-		if (pthread_create(&th[t], NULL, thread_main, (void *)(long)t) != 0)
-			return 1;
-	for (int t = 0; t < n; t++)
-		pthread_join(th[t], NULL);
-	print_segment();
-	return 0;
+	rc = run_fleet(n, thread_main);
+	if (rc == 0)
+		print_segment();
+	return rc;
 }
 
 static long vm_rss_kb(void)
@@ -98,7 +94,6 @@ static void *short_main(void *arg)
 
 static int run_short(long total, int conc, long each)
 {
-	pthread_t th[64];
 	long rss0 = -1;
 	per_thread = each;
 	if (conc < 1 || conc > 64)
@@ -106,11 +101,8 @@ static int run_short(long total, int conc, long each)
 	BILLING_REQUEST_DONE(0ULL, "short", 0, 1500000ULL); /* the segment exists before RSS is read */
 	for (long started = 0; started < total;) {
 		int batch = (int)(total - started < conc ? total - started : conc);
-		for (int t = 0; t < batch; t++)
-			if (pthread_create(&th[t], NULL, short_main, NULL) != 0)
-				return 1;
-		for (int t = 0; t < batch; t++)
-			pthread_join(th[t], NULL);
+		if (run_fleet(batch, short_main) != 0)
+			return 1;
 		started += batch;
 		if (rss0 < 0 && started >= 1000)
 			rss0 = vm_rss_kb(); /* after the first 1,000: allocator and slots warm */

@@ -2,7 +2,9 @@
  * program_start.h -- how the trace test programs start: "ROUNDS [--wait]".
  * Prints "ready"; with --wait then reads one line from stdin (a test
  * writes it once its tracer is attached).  Returns ROUNDS (default 1), or
- * -1 when stdin closed before the go-ahead.
+ * -1 when stdin closed before the go-ahead.  program_main() is a test
+ * program's whole main(): that start, then round(id) for id 1..ROUNDS,
+ * then "fired ROUNDS".
  */
 #ifndef TOOL_TEST_PROGRAM_START_H
 #define TOOL_TEST_PROGRAM_START_H
@@ -22,6 +24,18 @@ static long program_start(int argc, char **argv)
 	if (wait && !fgets(line, sizeof line, stdin))
 		return -1;
 	return rounds;
+}
+
+static int program_main(int argc, char **argv, void (*round)(unsigned long long id))
+{
+	long rounds = program_start(argc, argv);
+
+	if (rounds < 0)
+		return 1;
+	for (long i = 0; i < rounds; i++)
+		round((unsigned long long)i + 1);
+	printf("fired %ld\n", rounds);
+	return 0;
 }
 
 #endif

@@ -17,8 +17,6 @@
  *   SUBSET_REFUND_OLD_ARGS  refund-process fired the way an out-of-date
  *                           header would: four arguments, not five
  */
-#include <stdio.h>
-
 #include "billing/probes.h"
 #include "program_start.h"
 #ifdef SUBSET_REFUND_OLD_ARGS
@@ -39,19 +37,15 @@ static void refund(unsigned long long id, unsigned long long payment_id)
 #endif
 }
 
+static void round_of_four(unsigned long long id)
+{
+	BILLING_INVOICE_CREATE(id, 7, 1250, "EUR");
+	BILLING_PAYMENT_AUTH(2 * id, 1999, "EUR", "sim", 0, 1000);
+	BILLING_PAYMENT_AUTH(2 * id + 1, 250000, "EUR", "sim", 51, 1000);
+	refund(id, 2 * id);
+}
+
 int main(int argc, char **argv)
 {
-	long rounds = program_start(argc, argv);
-
-	if (rounds < 0)
-		return 1;
-	for (long i = 0; i < rounds; i++) {
-		unsigned long long id = (unsigned long long)i + 1;
-		BILLING_INVOICE_CREATE(id, 7, 1250, "EUR");
-		BILLING_PAYMENT_AUTH(2 * id, 1999, "EUR", "sim", 0, 1000);
-		BILLING_PAYMENT_AUTH(2 * id + 1, 250000, "EUR", "sim", 51, 1000);
-		refund(id, 2 * id);
-	}
-	printf("fired %ld\n", rounds);
-	return 0;
+	return program_main(argc, argv, round_of_four);
 }

@@ -14,31 +14,26 @@
  * "macro.req", status 0, 2 ms), one payment transaction through the
  * helpers (700 EUR, status 0), one error (component "validation", 22).
  */
-#include <stdio.h>
-
 #include "billing/probes.h"
 #include "billing/timing.h"
 #include "program_start.h"
 
+static void round_in_two_modules(unsigned long long id)
+{
+	billing_request_t req;
+	billing_transaction_t tx;
+
+	billing_request_begin(&req, id, "helper.req");
+	billing_transaction_begin(&tx, id, "payment", 700, "EUR");
+	billing_transaction_end(&tx, 0);
+	billing_request_end(&req, 0);
+
+	BILLING_REQUEST_START(1000000 + id, "macro.req");
+	BILLING_ERROR(1000000 + id, "validation", 22);
+	BILLING_REQUEST_DONE(1000000 + id, "macro.req", 0, 2000000);
+}
+
 int main(int argc, char **argv)
 {
-	long rounds = program_start(argc, argv);
-
-	if (rounds < 0)
-		return 1;
-	for (long i = 0; i < rounds; i++) {
-		unsigned long long id = (unsigned long long)i + 1;
-		billing_request_t req;
-		billing_request_begin(&req, id, "helper.req");
-		billing_transaction_t tx;
-		billing_transaction_begin(&tx, id, "payment", 700, "EUR");
-		billing_transaction_end(&tx, 0);
-		billing_request_end(&req, 0);
-
-		BILLING_REQUEST_START(1000000 + id, "macro.req");
-		BILLING_ERROR(1000000 + id, "validation", 22);
-		BILLING_REQUEST_DONE(1000000 + id, "macro.req", 0, 2000000);
-	}
-	printf("fired %ld\n", rounds);
-	return 0;
+	return program_main(argc, argv, round_in_two_modules);
 }

@@ -289,6 +289,14 @@ static int cgroup_allows(const stats_target_t *t, seg_t *s, const bs_segment_t *
 	return -1;
 }
 
+/* One line per segment and problem, until the segment reads cleanly again. */
+static void say_skipped(seg_t *s, const char *err)
+{
+	if (!s->said)
+		bx_error("%s: %s: skipped", s->path, err);
+	s->said = 1;
+}
+
 /* Read the segment at entry idx.  A file that is gone, or a new file at a
  * known path (its PID reused by a later process), retires the old reading
  * into the gone rows; a segment that cannot be read, or is not the
@@ -319,9 +327,7 @@ static void read_seg(stats_target_t *t, size_t idx, bs_segment_t *buf)
 			return;
 		}
 		s->skipped = skip ? skip : BX_SKIP_UNREADABLE;
-		if (!s->said)
-			bx_error("%s: %s: skipped", s->path, err);
-		s->said = 1;
+		say_skipped(s, err);
 		return;
 	}
 	if (s->last && s->last->generation != buf->generation) {
@@ -332,9 +338,7 @@ static void read_seg(stats_target_t *t, size_t idx, bs_segment_t *buf)
 			return;
 	}
 	if (t->cgroup && cgroup_allows(t, s, buf, err, sizeof err) != 0) {
-		if (!s->said)
-			bx_error("%s: %s: skipped", s->path, err);
-		s->said = 1;
+		say_skipped(s, err);
 		return;
 	}
 	if (!s->last && !(s->last = malloc(sizeof *s->last)))

@@ -392,21 +392,11 @@ int bp_catalogue_parse(const char *text, size_t len, bp_catalogue_t *out, char *
 
 int bp_catalogue_load(const char *path, bp_catalogue_t *out, char *err, size_t errlen)
 {
-	memset(out, 0, sizeof *out);
-	/* O_NONBLOCK and a type check: a FIFO or device must not hang us. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		snprintf(err, errlen, "%s", strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	memset(out, 0, sizeof *out);
+	int fd = bp_open_regular(path, 0, &st, err, errlen);
+	if (fd < 0)
 		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s", S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
-		close(fd);
-		return -1;
-	}
 	/* A provider file is small; refuse anything that is not. */
 	enum { MAX_D_FILE = 4 * 1024 * 1024 };
 	size_t len;

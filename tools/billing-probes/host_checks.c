@@ -23,15 +23,23 @@
 #define TRACEFS_MAGIC_NUMBER 0x74726163
 #define DEBUGFS_MAGIC_NUMBER 0x64626720
 
+int bp_doctor_uname(bp_check_result_t *r, const char *name, struct utsname *u)
+{
+	char msg[160];
+	r->name = name;
+	if (uname(u) == 0)
+		return 0;
+	snprintf(msg, sizeof msg, "unknown: uname failed: %s", strerror(errno));
+	bp_result_set(r, BP_WARN, msg, NULL);
+	return -1;
+}
+
 void bp_doctor_kernel(bp_check_result_t *r)
 {
 	struct utsname u;
 	char msg[512];
-	r->name = "kernel";
-	if (uname(&u) != 0) {
-		bp_result_set(r, BP_WARN, "uname failed", NULL);
+	if (bp_doctor_uname(r, "kernel", &u) != 0)
 		return;
-	}
 	snprintf(msg, sizeof msg, "Linux %.100s on %.40s", u.release, u.machine);
 	bp_result_set(r, BP_OK, msg, NULL);
 }

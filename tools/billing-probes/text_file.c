@@ -5,8 +5,10 @@
 #include "text_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static char *read_stream(FILE *f, size_t max, size_t *len);
@@ -27,6 +29,23 @@ char *bp_read_text_fd(int fd, size_t max, size_t *len)
 		return NULL;
 	}
 	return read_stream(f, max, len);
+}
+
+int bp_open_regular(const char *path, int flags, struct stat *st, char *why, size_t whylen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
+	const char *problem = NULL;
+
+	if (fd < 0 || fstat(fd, st) != 0)
+		problem = strerror(errno);
+	else if (!S_ISREG(st->st_mode))
+		problem = S_ISDIR(st->st_mode) ? "is a directory" : "not a regular file";
+	if (problem == NULL)
+		return fd;
+	snprintf(why, whylen, "%s", problem);
+	if (fd >= 0)
+		close(fd);
+	return -1;
 }
 
 /* Reads f to its end and closes it. */

@@ -8,7 +8,6 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/utsname.h>
 
 #include "runner.h"
 #include "trusted_file.h"
@@ -114,11 +113,8 @@ void bp_doctor_optimized_uprobes(bp_check_result_t *r)
 {
 	struct utsname u;
 	char msg[512];
-	r->name = "optimized uprobes";
-	if (uname(&u) != 0) {
-		bp_result_set(r, BP_WARN, "unknown: uname failed", NULL);
+	if (bp_doctor_uname(r, "optimized uprobes", &u) != 0)
 		return;
-	}
 	if (strcmp(u.machine, "x86_64") != 0) {
 		snprintf(msg, sizeof msg, "not on %.40s: the 5-byte-nop optimization is x86-64 only; every probe hit traps", u.machine);
 		bp_result_set(r, BP_WARN, msg, NULL);

@@ -3,6 +3,7 @@
  * directories above it (trusted_file.h).
  */
 #include "trusted_file.h"
+#include "text_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -86,15 +87,11 @@ int bp_open_trusted(const char *path, char *real, size_t n, char *why, size_t wh
 {
 	if (resolve_checked(path, real, n, why, whylen) != 0)
 		return -1;
-	int fd = open(real, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		snprintf(why, whylen, "%s", strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	int fd = bp_open_regular(real, O_NOFOLLOW, &st, why, whylen);
+	if (fd < 0)
 		return -1;
-	}
-	const char *problem = S_ISREG(st.st_mode) ? file_problem(&st) : "not a regular file";
+	const char *problem = file_problem(&st);
 	if (problem) {
 		snprintf(why, whylen, "not trusted: %s", problem);
 		close(fd);
