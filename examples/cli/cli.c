@@ -33,13 +33,16 @@ static void print_usage(const char *prog, const cli_option_t *options, size_t n)
 		const char *line = options[i].help;
 		int width = printf("  --%s%s%s", options[i].name, options[i].arg ? " " : "",
 		                   options[i].arg ? options[i].arg : "");
-		do {
+		for (;;) {
 			const char *end = strchr(line, '\n');
 			int len = end ? (int)(end - line) : (int)strlen(line);
 			printf("%*s%.*s", column - width, "", len, line);
+			if (end == NULL)
+				break;
+			printf("\n");
+			line = end + 1;
 			width = 0;
-			line = end ? end + 1 : NULL;
-		} while (line != NULL && printf("\n"));
+		}
 		if (options[i].init != NULL)
 			printf(" (default %s)", options[i].init);
 		printf("\n");

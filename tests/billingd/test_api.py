@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """API tests of billingd on an ephemeral port: every endpoint, every kind of
 bad input (status, error body, nothing written), a locked database (503,
-never lost), clean shutdown, and bad command lines of both programs.
+never lost), clean shutdown, bad command lines of both programs and their
+--help.
 
 usage: test_api.py BILLINGD BILLING_LOAD
 """
+import re
 import sqlite3
 import subprocess
 import sys
@@ -258,7 +260,30 @@ def test_shutdown_in_flight():
         svc.cleanup()
 
 
+def check_help(name, exe):
+    """--help: the usage on stdout, exit 0; each option's help, and each
+    further line of it, starts in one column."""
+    p = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=10)
+    lines = p.stdout.splitlines()
+    check.true(f"{name} --help: exit 0, the usage on stdout alone",
+               p.returncode == 0 and p.stderr == "" and lines[:1] == [f"usage: {name} [options]"],
+               f"({p.returncode}, {p.stdout!r}, {p.stderr!r})")
+    starts, continued = set(), 0
+    for line in lines[1:]:
+        option = re.match(r"  --[a-z-]+( [A-Z]+)? +\S", line)
+        more = re.match(r" +\S", line)
+        starts.add(option.end() - 1 if option else more.end() - 1 if more else None)
+        continued += option is None and more is not None
+    check.true(f"{name} --help: every help line starts in one column, --help last",
+               len(starts) == 1 and None not in starts and lines[-1].startswith("  --help ")
+               and lines[-1].endswith(" this text"), p.stdout)
+    return continued
+
+
 def test_command_lines():
+    check.true("billingd --help: a two-line help continues in its column",
+               check_help("billingd", billingd_exe) > 0)
+    check_help("billing-load", load_exe)
     for args in (["--port", "70000"], ["--port", "12x"], ["--decline-rate", "2"],
                  ["--threads", "0"], ["--gateway-latency-dist", "normal"], ["--bogus"],
                  ["extra"], ["--db", ""], ["--max-connections", "8"],
