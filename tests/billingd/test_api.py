@@ -197,6 +197,8 @@ def test_declines():
     finally:
         rc, out = svc.stop()
         check.eq("decline instance stops cleanly", rc, 0)
+        if rc != 0:
+            print("billingd's output:\n" + out[-2000:])
         svc.cleanup()
 
 
