@@ -8,9 +8,10 @@ stats-fed probe, it must leave the same figures in its segment and in
 billing-exporter's /metrics: every count, sum and bucket, and for the
 durations (real time, never equal twice) every one measured and observed.
 In the traced run bpftrace sees the same fires and duration sums the
-stats counted.  And the stats alone never fire a probe: a uprobe on each
-USDT site of those probes, placed without raising its semaphore, counts 0
-hits untraced (and every fire traced, so it does count)."""
+stats counted.  And the stats alone never fire a USDT site: untraced, a
+uprobe on each site of those probes, placed without raising its semaphore,
+counts 0 hits, while one on each probe's stats entry point
+billing_stats_<probe>() counts every fire (so the uprobes do count)."""
 import os
 import re
 import subprocess
@@ -106,21 +107,28 @@ class SiteHits:
         # An instance of our own, so the events' records stay out of the
         # global trace buffer.
         os.mkdir(self.instance)
-        for name, (_, _, offset) in self.events.items():
-            self.write(events, f"p:{self.group}/{name} {self.program}:{offset:#x}\n")
-        self.write(os.path.join(self.instance, "events", self.group, "enable"), "1")
+        try:
+            for name, (_, _, offset) in self.events.items():
+                self.write(events, f"p:{self.group}/{name} {self.program}:{offset:#x}\n")
+            self.write(os.path.join(self.instance, "events", self.group, "enable"), "1")
+        except OSError:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc):
+        """Everything __enter__ made goes, whatever of it was made."""
         try:
             self.write(os.path.join(self.instance, "events", self.group, "enable"), "0")
         except OSError:
             pass
+        made = open(os.path.join(bt.TRACEFS, "uprobe_events")).read()
         for name in self.events:
-            try:
-                self.write(os.path.join(bt.TRACEFS, "uprobe_events"), f"-:{self.group}/{name}\n")
-            except OSError as e:
-                print(f"could not delete uprobe {self.group}/{name}: {e}")
+            if f"p:{self.group}/{name} " in made:
+                try:
+                    self.write(os.path.join(bt.TRACEFS, "uprobe_events"), f"-:{self.group}/{name}\n")
+                except OSError as e:
+                    print(f"could not delete uprobe {self.group}/{name}: {e}")
         os.rmdir(self.instance)
 
     def hits(self, what):
@@ -151,7 +159,8 @@ def serve(stats_dir, traced):
                 tracer_lines.wait_for(lambda l: l == "attached", "bpftrace to attach")
             except RuntimeError:
                 tracer.kill()
-                print("bpftrace: " + tracer.communicate()[1].strip())
+                tracer.wait()
+                print("bpftrace: " + tracer.stderr.read().strip())
                 raise
         proc.stdin.write("go\n")
         proc.stdin.close()
