@@ -55,6 +55,8 @@ size_t bx_stats_skipped(const bx_exporter_t *ex, int reason);
 size_t bx_stats_target_count(const bx_exporter_t *ex);
 const char *bx_stats_target_label(const bx_exporter_t *ex, size_t i);
 int bx_stats_target_up(const bx_exporter_t *ex, size_t i);
+/* The process of stats target i, -1 for a directory. */
+int bx_stats_target_pid(const bx_exporter_t *ex, size_t i);
 
 void bx_stats_free(bx_exporter_t *ex);
 
