@@ -156,8 +156,8 @@ static void say_not_ours(const char *dir, int fd, const struct stat *st, int err
 		        (int)getpid(), dir, S_ISLNK(l.st_mode) ? "symbolic link" : "file", (unsigned)l.st_uid);
 	else if (fd >= 0 && st->st_uid != me)
 		fprintf(stderr, "billing-probes: stats off in pid %d: %s belongs to uid %u, not to uid %u that runs "
-		                "this process: another user made it first, and it is not used (docs/stats.md: a "
-		                "directory taken by another user)\n",
+		                "this process: not used (another user made it first? docs/stats.md: a directory taken "
+		                "by another user)\n",
 		        (int)getpid(), dir, (unsigned)st->st_uid, (unsigned)me);
 	else if (fd >= 0)
 		fprintf(stderr, "billing-probes: stats off in pid %d: %s is writable by others (mode %04o): not used\n",
@@ -210,7 +210,7 @@ static int writer_alive(uint32_t pid, uint64_t start)
 }
 
 /* Segments of processes that are gone stay for readers (their final
- * counts); once unchanged for BILLING_STATS_KEEP seconds (default 3600) a
+ * counts); once unchanged for BILLING_STATS_KEEP (default an hour) a
  * new process of the service removes them, so the directory does not grow
  * with every restart.  Only files that are segments are touched. */
 static void remove_stale(int dfd)
