@@ -471,6 +471,7 @@ int main(int argc, char **argv)
 		rc = BX_EXIT_USAGE;
 		goto out;
 	}
+	bx_stats_start(&ex);
 
 	/* Signals go to sigtimedwait in this thread, never to the HTTP thread. */
 	sigset_t set;

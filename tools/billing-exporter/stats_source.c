@@ -295,9 +295,13 @@ int bx_stats_setup(bx_exporter_t *ex, int source, const char **pids, size_t *npi
 		pids[kept++] = pids[i]; /* through USDT */
 	}
 	*npids = kept;
+	return 0;
+}
+
+void bx_stats_start(bx_exporter_t *ex)
+{
 	bx_stats_refresh(ex);
 	ex->stats->started = 1;
-	return 0;
 }
 
 /* --- reading ------------------------------------------------------------------ */

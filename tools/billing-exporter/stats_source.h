@@ -36,6 +36,11 @@ int bx_source_by_name(const char *name);
 int bx_stats_setup(bx_exporter_t *ex, int source, const char **pids, size_t *npids, const char **dirs,
                    size_t ndirs, char *err, size_t errlen);
 
+/* The first reading, once every target is read and before any probe is
+ * attached: a segment whose writer is gone by then was never counted
+ * through USDT too. */
+void bx_stats_start(bx_exporter_t *ex);
+
 /* Rescan and read every stats target (call with ex->lock held, once per
  * snapshot, before the rows). */
 void bx_stats_refresh(bx_exporter_t *ex);
