@@ -7,7 +7,10 @@ attached (so a uprobe on its file sees each fire too):
   --pid W --stats-dir DIR            (W from its segment, auto and stats)
   --pid W --source usdt --stats-dir DIR   (W through USDT)
   --binary COPY --stats-dir DIR      (W through the --binary's uprobes)
-                                     each: N payments, the segment's line
+                                     each: N payments, the segment's line;
+                                     and a writer that came and went between
+                                     two readings: counted once (USDT), its
+                                     segment skipped as unattributed
   --pid W --binary COPY              refused (either source): exit 2
   --stats-dir DIR twice, --pid W twice   refused: exit 2
 
@@ -92,6 +95,16 @@ try:
         lines = [x for x in ex.output().splitlines() if x.startswith("billing-exporter: " + w.path)]
         bt.check(len(lines) == 1 and said in lines[0], "%s: its segment in DIR not summed again, said in one line "
                  "(%r)" % (name, lines))
+        if args[0] == "--binary":
+            # a writer that comes and goes between two readings: the
+            # --binary counted its fires through USDT; whether its segment
+            # is the same process's cannot be told once it is gone
+            r = bt.run([program, "threads", "1", "50"], env=dict(os.environ, BILLING_STATS_DIR=stats_dir))
+            s = ex.samples()
+            skipped = h.total(s, "billing_exporter_stats_segments_skipped", reason="unattributed")
+            bt.check(r.returncode == 0 and payments(s) == N + 50 and skipped == 1,
+                     "%s: a writer gone before it was read: its 50 fires counted once, its segment skipped as "
+                     "unattributed (%s payments, %s skipped)" % (name, payments(s), skipped))
         ex.stop()
         w.stop()
 
