@@ -32,13 +32,14 @@ def need_probes():
         skip("this build has no probes (-Dprobes=disabled or no dtrace/sys/sdt.h)")
 
 
-def run(args, timeout=20, user=None):
-    """Run the tool; returns (exit status, stdout, stderr).  A signal
-    death is a negative status (subprocess convention)."""
+def run(args, timeout=20, user=None, env=None):
+    """Run the tool (env: its whole environment, None for ours); returns
+    (exit status, stdout, stderr).  A signal death is a negative status
+    (subprocess convention)."""
     cmd = [TOOL] + list(args)
     if user is not None:
         cmd = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups"] + cmd
-    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout)
+    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout, env=env)
     return p.returncode, p.stdout, p.stderr
 
 
