@@ -26,7 +26,10 @@ const char bp_cli_help[] =
     "of yours by a path with a /, owned by you or root and writable by no\n"
     "one else) resolved for the modules of the processes (several -p: one\n"
     "service, one total), or for every process running PATH, now or later\n"
-    "(--binary, until Ctrl-C); --dry-run prints the resolved script.\n"
+    "(--binary, until Ctrl-C; several: a program and the libraries it\n"
+    "loads, each probe attached where it lives).  A trace whose targets\n"
+    "carry none of the script's probes is refused.  --dry-run prints the\n"
+    "resolved script.\n"
     "$BPFTRACE, if set, must be an absolute path to a bpftrace owned likewise.\n"
     "doctor --clear-stale lowers semaphores raised with no uprobe attached,\n"
     "and writes only inside its module's semaphore section.\n"
@@ -158,7 +161,9 @@ int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_opti
 		} else if (shape->trace && (r = option_value(argc, argv, &i, "--binary", &v)) != 0) {
 			if (r < 0 || !*v)
 				return bp_usage_error("--binary needs the path of a program or library");
-			opt->binary = v;
+			if (opt->binary_count == BP_MAX_TARGETS)
+				return bp_usage_error("too many --binary (at most 256)");
+			opt->binaries[opt->binary_count++] = v;
 		} else if (shape->trace && strcmp(a, "--dry-run") == 0) {
 			opt->dry_run = 1;
 		} else if (a[0] == '-' && a[1] != '\0') {
@@ -181,8 +186,9 @@ int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_opti
 	if (shape->trace) {
 		if (!opt->script)
 			return bp_usage_error("trace: a SCRIPT is needed (a .bt path or a name such as tps)");
-		if ((opt->target_count > 0) + (opt->command_line != NULL) + (opt->binary != NULL) != 1)
-			return bp_usage_error("trace: give -p PID (one or more), --binary PATH or -c 'CMD ARGS' (one of them)");
+		if ((opt->target_count > 0) + (opt->command_line != NULL) + (opt->binary_count > 0) != 1)
+			return bp_usage_error("trace: give -p PID (one or more), --binary PATH (one or more) or -c 'CMD ARGS' "
+			                      "(one of them)");
 	}
 	return BP_EXIT_OK;
 }

@@ -40,7 +40,8 @@ typedef struct bp_options {
 	int clear_stale;          /* doctor --clear-stale */
 	const char *script;       /* trace SCRIPT */
 	const char *command_line; /* trace -c 'CMD ARGS' */
-	const char *binary;       /* trace --binary PATH: every process of that file */
+	const char *binaries[BP_MAX_TARGETS]; /* trace --binary PATH...: every process of those files */
+	int binary_count;
 	int dry_run;              /* trace --dry-run */
 	char **script_args;       /* trace: what follows -- */
 	int script_arg_count;

@@ -45,7 +45,7 @@ static const command_t commands[] = {
 	},
 	{
 	    .name = "trace",
-	    .usage = "SCRIPT (-p PID [-p PID...] | --binary PATH | -c 'CMD ARGS')\n"
+	    .usage = "SCRIPT (-p PID [-p PID...] | --binary PATH [--binary PATH...] | -c 'CMD ARGS')\n"
 	             "                            [--dry-run]\n"
 	             "                            [--provider FILE.d] [-- SCRIPT-ARGS...]",
 	    .shape = { .targets = BP_TARGETS, .trace = 1 },
