@@ -40,10 +40,11 @@ typedef struct bp_options {
 	int clear_stale;          /* doctor --clear-stale */
 	const char *script;       /* trace SCRIPT */
 	const char *command_line; /* trace -c 'CMD ARGS' */
-	const char *binaries[BP_MAX_TARGETS]; /* trace --binary PATH...: every process of those files */
+	/* trace --binary PATH...: every process of those files */
+	const char *binaries[BP_MAX_TARGETS];
 	int binary_count;
-	int dry_run;              /* trace --dry-run */
-	char **script_args;       /* trace: what follows -- */
+	int dry_run;        /* trace --dry-run */
+	char **script_args; /* trace: what follows -- */
 	int script_arg_count;
 } bp_options_t;
 

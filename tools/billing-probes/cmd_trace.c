@@ -200,7 +200,7 @@ static int refuse_nothing_carried(const drop_ctx_t *dropped, const bp_probe_set_
 		return 0; /* a script without USDT probes (cpu_profile...) */
 	each_dropped(dropped, list_dropped, say);
 	fflush(stdout);
-	bp_printf_escaped(stderr, "billing-probes: trace: refused: %s carries none of the probes the script names (%s): "
+	bp_printf_escaped(stderr, "billing-probes: trace: refused: no module of %s carries a probe the script names (%s): "
 	                          "nothing to count",
 	                  say->where, say->list.failed ? "..." : say->list.data);
 	if (say->carrier)

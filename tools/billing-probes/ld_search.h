@@ -19,16 +19,16 @@ typedef struct bp_ld_path {
 } bp_ld_path_t;
 
 typedef struct bp_ld_request {
-	const char *name;            /* the DT_NEEDED entry */
-	const char *loader_origin;   /* $ORIGIN of the file naming it (for a name holding $ORIGIN) */
-	const bp_ld_path_t *rpaths;  /* DT_RPATH of that file and of those that loaded it, in order */
-	size_t rpath_count;          /* 0 when that file has a DT_RUNPATH */
-	bp_ld_path_t runpath;        /* list NULL for none */
-	const char *program_origin;  /* for $ORIGIN in LD_LIBRARY_PATH */
-	const char *library_path;    /* LD_LIBRARY_PATH, NULL for unset */
-	int secure;                  /* set-id program: no LD_LIBRARY_PATH, no path with a '$' */
-	int nodeflib;                /* no ld.so.cache, no system directories */
-	int elf_class, machine;      /* what a candidate must be */
+	const char *name;           /* the DT_NEEDED entry */
+	const char *loader_origin;  /* $ORIGIN of the file naming it (for a name holding $ORIGIN) */
+	const bp_ld_path_t *rpaths; /* DT_RPATH of that file and of those that loaded it, in order */
+	size_t rpath_count;         /* 0 when that file has a DT_RUNPATH */
+	bp_ld_path_t runpath;       /* list NULL for none */
+	const char *program_origin; /* for $ORIGIN in LD_LIBRARY_PATH */
+	const char *library_path;   /* LD_LIBRARY_PATH, NULL for unset */
+	int secure;                 /* set-id program: no LD_LIBRARY_PATH, no path with a '$' */
+	int nodeflib;               /* no ld.so.cache, no system directories */
+	int elf_class, machine;     /* what a candidate must be */
 	const bp_ld_cache_t *cache;
 } bp_ld_request_t;
 

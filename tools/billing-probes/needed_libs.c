@@ -35,7 +35,7 @@ typedef struct object {
 	char *path;   /* as named or found */
 	char *origin; /* what $ORIGIN stands for in its paths, NULL unknown */
 	bp_elf_dynamic_t dyn;
-	long loader; /* the object whose DT_NEEDED loaded it, NO_LOADER for one named */
+	long loader;  /* the object whose DT_NEEDED loaded it, NO_LOADER for one named */
 	char **names; /* the DT_NEEDED names it was loaded for */
 	size_t name_count;
 	unsigned long long dev, ino;

@@ -123,7 +123,6 @@ int bp_trace_load_targets(const bp_options_t *opt, const char *pid_text, bp_prob
 	return 0;
 }
 
-
 const bp_module_t *bp_trace_loaded_carrier(const bp_probe_set_t *needed, const char *spec, size_t len)
 {
 	char text[512];
