@@ -13,7 +13,9 @@ libbillingprobes.so: the timing helpers' probes in the library).
   libbillingprobes.so.0 and the file that needs it, nothing on stdout;
 - a file in the library's place that is not an ELF library: exit 2, one
   line (the loader stops there too);
-- the library also named as a TARGET: one module, each probe once.
+- the library also named as a TARGET: one module, each probe once;
+- doctor PROGRAM judges the same program (its target line), and refuses
+  the same way when a library is not found.
 """
 import json
 import os
@@ -120,6 +122,11 @@ rc, out, err = run(["check", SHARED, "--expect", "transaction-done", "--expect",
 check(rc == 0 and "ok: the 2 expected probes" in out, "--expect a helper probe and a program probe: exit 0 (%d %r)"
       % (rc, out[-200:]))
 
+rc, out, err = run(["doctor", SHARED], env=clean_env(), timeout=60)
+target = next((l for l in out.splitlines() if l.split()[1:2] == ["target:"]), "")
+check(target.startswith("OK") and "carries all %d probes" % N in target,
+      "doctor PROGRAM: the target line counts the library's probes too (%r)" % target)
+
 rc, out, err = run(["check", SHARED, LIB_HELPERS, "--json"], env=clean_env())
 doc = json.loads(out)
 check(rc == 0 and all(len(v) == 1 for v in modules_of(doc).values())
@@ -142,6 +149,9 @@ with tempfile.TemporaryDirectory() as tmp:
               and "not found" in err and ldd_files(program, clean_env()) is None,
               "%s, no library at $ORIGIN/../../lib: exit 2, one line naming %s (the loader finds none either) "
               "(%d %r)" % (os.path.basename(program), SONAME, rc, err))
+        rc, out, err = run(["doctor", program], env=clean_env(), timeout=60)
+        check(rc == 2 and len(err.splitlines()) == 1 and SONAME in err,
+              "doctor on it: exit 2, the same one line (%d %r)" % (rc, err))
         same_as_loader(program, clean_env(LD_LIBRARY_PATH=LIB_DIR), "%s through LD_LIBRARY_PATH"
                        % os.path.basename(program))
         rc, out, err = run(["check", program], env=clean_env(LD_LIBRARY_PATH="/nonexistent:" + LIB_DIR))

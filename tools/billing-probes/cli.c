@@ -225,3 +225,23 @@ int bp_cli_load_target(const char *spec, bp_probe_set_t *set)
 		bp_error(spec, set->unreadable[i]);
 	return 0;
 }
+
+int bp_cli_load_needed(const bp_probe_set_t *sets, size_t nsets, bp_probe_set_t *needed)
+{
+	char err[600], what[600];
+	if (bp_probe_set_load_needed(sets, nsets, needed, err, sizeof err) != 0) {
+		bp_error("the libraries the program loads", err);
+		return -1;
+	}
+	for (size_t i = 0; i < needed->missing_count; i++) {
+		const bp_missing_library_t *m = &needed->missing[i];
+		snprintf(what, sizeof what, "%s (needed by %s)", m->name, m->needed_by);
+		snprintf(err, sizeof err, "%s: its probes cannot be counted (name it as a TARGET, or set "
+		                          "LD_LIBRARY_PATH as the service runs)",
+		         m->why);
+		bp_error(what, err);
+	}
+	for (size_t i = 0; i < needed->unreadable_count; i++)
+		bp_error("a library the program loads", needed->unreadable[i]);
+	return needed->missing_count || needed->unreadable_count ? -1 : 0;
+}

@@ -113,30 +113,6 @@ static void print_json(FILE *out, const bp_options_t *opt, const char *source, c
 	fputs("}\n", out);
 }
 
-/* The libraries the file TARGETs load, into sets[nsets] (the caller's
- * spare slot).  0, or -1 after one line per library that cannot be
- * found or read (its probes would be missing from the answer). */
-static int load_needed(bp_probe_set_t *sets, size_t nsets)
-{
-	char err[600], what[600];
-	bp_probe_set_t *needed = &sets[nsets];
-	if (bp_probe_set_load_needed(sets, nsets, needed, err, sizeof err) != 0) {
-		bp_error("check", err);
-		return -1;
-	}
-	for (size_t i = 0; i < needed->missing_count; i++) {
-		const bp_missing_library_t *m = &needed->missing[i];
-		snprintf(what, sizeof what, "%s (needed by %s)", m->name, m->needed_by);
-		snprintf(err, sizeof err, "%s: its probes cannot be counted (name it as a TARGET, or set "
-		                          "LD_LIBRARY_PATH as the service runs)",
-		         m->why);
-		bp_error(what, err);
-	}
-	for (size_t i = 0; i < needed->unreadable_count; i++)
-		bp_error("check: a library the program loads", needed->unreadable[i]);
-	return needed->missing_count || needed->unreadable_count ? -1 : 0;
-}
-
 int bp_cmd_check(const bp_options_t *opt)
 {
 	const char *source;
@@ -163,7 +139,7 @@ int bp_cmd_check(const bp_options_t *opt)
 		if (bp_cli_load_target(opt->targets[k], &sets[k]) != 0)
 			rc = BP_EXIT_ERROR;
 
-	if (rc == BP_EXIT_OK && load_needed(sets, nsets) != 0)
+	if (rc == BP_EXIT_OK && bp_cli_load_needed(sets, nsets, &sets[nsets]) != 0)
 		rc = BP_EXIT_ERROR;
 
 	bp_check_report_t report;
