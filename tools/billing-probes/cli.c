@@ -16,8 +16,11 @@
 const char bp_cli_help[] =
     "TARGET is an ELF executable or shared library, or the PID of a running\n"
     "process (its executable and every mapped library); -p PID and --target\n"
-    "FILE say the same.  check with several TARGETs checks them as one\n"
-    "program: a service and the shared libraries that fire some of its probes.\n"
+    "FILE say the same.  check (and doctor) judge a file TARGET with the\n"
+    "shared libraries it loads, found as the dynamic loader finds them\n"
+    "(its RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache); one not found is\n"
+    "exit 2.  check with several TARGETs checks them as one program (a\n"
+    "service and a library it opens with dlopen).\n"
     "--provider FILE.d replaces the catalogue built in (billing.d of version\n" BILLING_PROBES_VERSION "): list then shows only its providers' probes.\n"
     "Probe names (-n, --expect) match as written in ELF notes (request__start)\n"
     "or in D (request-start), and take globs.  --expect-file holds one name or\n"
