@@ -11,8 +11,8 @@ libbillingprobes.so: the timing helpers' probes in the library).
   $ORIGIN (RPATH before LD_LIBRARY_PATH, RUNPATH after it);
 - a copy whose $ORIGIN reaches no library: exit 2 and one line naming
   libbillingprobes.so.0 and the file that needs it, nothing on stdout;
-- a file in the library's place that is not an ELF library: exit 2, one
-  line (the loader stops there too);
+- a file in the library's place that is not an ELF library (a text file,
+  a device): exit 2, one line (the loader stops there too);
 - the library also named as a TARGET: one module, each probe once;
 - doctor PROGRAM judges the same program (its target line), and refuses
   the same way when a library is not found.
@@ -174,4 +174,9 @@ with tempfile.TemporaryDirectory() as tmp:
     named = os.path.join(tmp, "a", "b", "..", "..", "lib", SONAME)  # as the loader tries it
     check(rc == 2 and out == "" and len(err.splitlines()) == 1 and named in err and "not an ELF" in err,
           "a text file where the library should be: exit 2, one line naming it (%d %r)" % (rc, err))
+    os.remove(copy)
+    os.symlink("/dev/null", copy)
+    rc, out, err = run(["check", runpath], env=clean_env())
+    check(rc == 2 and out == "" and len(err.splitlines()) == 1 and named in err and "not a regular file" in err,
+          "a device where the library should be: exit 2, one line, never opened (%d %r)" % (rc, err))
 finish()

@@ -12,7 +12,8 @@
  *
  * A candidate that does not exist or cannot be opened, or is an ELF of
  * another class or machine, is passed over as the loader passes it; one
- * that is not an ELF shared library stops the loader ("invalid ELF
+ * that is not an ELF shared library (a directory, a device, a text file,
+ * a program) stops the loader ("cannot read file data", "invalid ELF
  * header", "cannot dynamically load position-independent executable"),
  * and stops the search here too.  The loader also prefers copies for
  * particular CPUs (DIR/glibc-hwcaps/x86-64-v3/, the older DIR/tls/,
@@ -98,20 +99,46 @@ static int expand(const char *elem, size_t len, const char *origin, int secure, 
 	return 0;
 }
 
+/* path opened for reading if it is a regular file, -1 otherwise.  The
+ * paths come from the program's own RPATH and RUNPATH, someone else's
+ * text: a device there (/dev/watchdog) must not be opened, since opening
+ * one can act on it.  So the file is first reached with O_PATH, which
+ * opens nothing, and only a regular file is opened, through that very
+ * descriptor (no second lookup of the path to race with). */
+static int open_regular(const char *path, int *other_kind)
+{
+	int at = open(path, O_PATH | O_CLOEXEC);
+	struct stat st;
+	*other_kind = 0;
+	if (at < 0)
+		return -1;
+	int fd = -1;
+	if (fstat(at, &st) == 0 && S_ISREG(st.st_mode)) {
+		char again[64];
+		snprintf(again, sizeof again, "/proc/self/fd/%d", at);
+		fd = open(again, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	} else {
+		*other_kind = 1;
+	}
+	close(at);
+	return fd;
+}
+
 /* One candidate file.  BP_LD_FOUND (fd, dyn), BP_LD_NOT_FOUND (absent,
  * unopenable, another class or machine: the loader goes on), or
  * BP_LD_REFUSED (why: the loader would stop at it). */
 static int try_file(const char *path, const bp_ld_request_t *req, int *fd, bp_elf_dynamic_t *dyn, char *why,
                     size_t whylen)
 {
-	int f = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	struct stat st;
+	int other_kind;
+	int f = open_regular(path, &other_kind);
+	if (f < 0 && other_kind) {
+		/* the loader opens it, cannot read an ELF header from it, and stops */
+		snprintf(why, whylen, "%s: not a regular file, where the loader stops", path);
+		return BP_LD_REFUSED;
+	}
 	if (f < 0)
 		return BP_LD_NOT_FOUND;
-	if (fstat(f, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(f);
-		return BP_LD_NOT_FOUND;
-	}
 	char err[256];
 	int rc = BP_LD_REFUSED;
 	if (bp_elf_read_dynamic(f, dyn, err, sizeof err) != 0)
