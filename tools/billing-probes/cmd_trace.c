@@ -48,12 +48,12 @@
 #include <unistd.h>
 
 #include "blank_trim.h"
-#include "text_buf.h"
 #include "bpftrace_process.h"
 #include "cli.h"
 #include "commands.h"
 #include "start_stopped.h"
 #include "term_text.h"
+#include "text_buf.h"
 #include "text_file.h"
 #include "trace_script.h"
 #include "trace_targets.h"
