@@ -24,13 +24,13 @@ skip = bt.skip
 class Billingd:
     """A billingd on an ephemeral port with its own database file."""
 
-    def __init__(self, exe, *extra_args):
+    def __init__(self, exe, *extra_args, env=None):
         self.dir = tempfile.mkdtemp(prefix="billingd-test-")
         self.db = os.path.join(self.dir, "billing.db")
         self.log = open(os.path.join(self.dir, "billingd.out"), "w+")
         self.proc = subprocess.Popen(
             [exe, "--port", "0", "--db", self.db, *extra_args],
-            stdout=self.log, stderr=subprocess.STDOUT)
+            stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self.port = self._wait_for_port()
         self.pid = self.proc.pid
 
