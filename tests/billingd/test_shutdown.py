@@ -10,15 +10,14 @@ and a request in flight is finished while a new connection is closed at once.
   pool) then meets the race that aborts the process ("Fatal error in GNU
   libmicrohttpd daemon.c:5531: Failed to remove listen FD from epoll set",
   SIGABRT), which a loaded machine meets about once in a hundred stops.
-- A payment whose headers are in (billingd answered "100 Continue") and
-  whose body is not, then SIGTERM: once billingd says it is finishing
+- A payment whose headers are in and whose body is not (PendingRequest),
+  then SIGTERM: once billingd says it is finishing
   in-flight requests, a new connection is closed unanswered at once; the
   rest of the body is then answered 201 with "Connection: close", and the
   payment is in the books.
 
 usage: test_shutdown.py BILLINGD BILLING_LOAD SLOW_LISTEN_REMOVAL [ROUNDS]
 """
-import json
 import os
 import re
 import signal
@@ -26,7 +25,7 @@ import socket
 import subprocess
 import sys
 
-from billingdtest import Billingd, Checker, bt, start_load
+from billingdtest import Billingd, Checker, PendingRequest, bt, read_until_closed, start_load
 
 billingd_exe, load_exe, shim = sys.argv[1:4]
 rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 5
@@ -65,50 +64,24 @@ for i in range(rounds):
                "" if clean else "\nbillingd's output:\n" + out[-2000:])
 
 
-def read_reply(sock):
-    """Everything the peer sends until it closes; None when it neither
-    answers nor closes within the socket's timeout."""
-    data = b""
-    try:
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                return data
-            data += chunk
-    except ConnectionResetError:
-        return data
-    except socket.timeout:
-        return None
-
-
 svc = Billingd(billingd_exe, "--gateway-latency-ms", "0", "--decline-rate", "0")
 try:
     status, inv, _ = svc.request("POST", "/invoices", {"customer_id": 3, "amount_minor": 500,
                                                        "currency": "EUR"})
     check.eq("invoice created", status, 201)
-    body = json.dumps({"invoice_id": inv["id"], "amount_minor": 500, "currency": "EUR",
-                       "gateway": "stripe-sim"}).encode()
-    payer = socket.create_connection(("127.0.0.1", svc.port), timeout=10)
-    payer.sendall(b"POST /payments/authorize HTTP/1.1\r\nHost: billingd\r\n"
-                  b"Content-Type: application/json\r\nExpect: 100-continue\r\n"
-                  b"Content-Length: %d\r\n\r\n" % len(body))
-    interim = payer.recv(4096)
-    check.true("headers in: billingd answers 100 Continue", interim.startswith(b"HTTP/1.1 100"),
-               repr(interim))
+    payment = PendingRequest(svc.port, "/payments/authorize", {
+        "invoice_id": inv["id"], "amount_minor": 500, "currency": "EUR", "gateway": "stripe-sim"})
     svc.proc.send_signal(signal.SIGTERM)
     bt.wait_for("billingd to say it finishes in-flight requests",
                 lambda: "finishing in-flight requests" in svc.output(), timeout=30, interval=0.02)
     late = socket.create_connection(("127.0.0.1", svc.port), timeout=5)
     late.sendall(b"GET /healthz HTTP/1.1\r\nHost: billingd\r\n\r\n")
-    reply = read_reply(late)
+    reply = read_until_closed(late)
     late.close()
     check.eq("a new connection while draining: closed unanswered at once", reply, b"")
-    payer.sendall(body)
-    reply = read_reply(payer) or b""
-    payer.close()
-    head = reply.split(b"\r\n\r\n", 1)[0].decode("latin-1")
-    check.true("the request in flight is answered 201", head.startswith("HTTP/1.1 201"), head)
-    check.true("... asking the client to close", "connection: close" in head.lower(), head)
+    status, head = payment.finish()
+    check.eq("the request in flight is answered 201", status, 201)
+    check.true("... asking the client to close", "connection: close" in head, head)
     rc = svc.proc.wait(timeout=30)
     out = svc.output()
     check.eq("exit code", rc, 0)
