@@ -15,7 +15,7 @@
  * through a 32-bit conversion shows the wrong number (expected.py holds
  * the same bases).  Transaction and invoice IDs are above 2^63 too: a
  * signed 64-bit conversion prints them negative. */
-#define ID_BASE 0x10000000000ULL         /* 2^40: requests, payments, refunds */
+#define ID_BASE 0x10000000000ULL          /* 2^40: requests, payments, refunds */
 #define BIG_ID_BASE 0x8000000000000000ULL /* 2^63: transactions, invoices */
 
 void sleep_ns(uint64_t ns);
