@@ -57,7 +57,11 @@
  *   rq_live[tid, k]   1 while in flight, 2 once done (never 0: a delete)
  * Per slot: home[k], the thread whose request in flight holds slot k, for
  * probes fired on another thread (created for every k in BEGIN, so that no
- * two threads ever create one).
+ * two threads ever create one).  D has no compare-and-swap: two threads
+ * starting requests of one slot at the same instant may both take home[k];
+ * the one whose thread it does not name is then followed on its own thread
+ * only, without being counted (its probes found through home[] are checked
+ * against its request_id, so they are left out, never put in another trail).
  */
 #define SLOTS 128
 uint64_t rq_id[int, uint64_t];
