@@ -18,7 +18,9 @@
  *                  (count(), avg() and sum() printed on one line)
  *   @amount_minor  power-of-two histogram (quantize) of amounts, minor
  *                  units (cents; JPY has none); negative amounts fall in
- *                  the negative rows
+ *                  the negative rows; every 64-bit value has its row (the
+ *                  bpftrace twin counts amounts from 2^32 up apart, in
+ *                  @amount_minor_unbinned: bpftrace 0.17's hist() stops there)
  *
  * OVERHEAD: four in-kernel aggregations (per-CPU, exact) per transaction-start.
  * STABILITY: Evolving (probe transaction-start).

@@ -3,17 +3,25 @@
 Change the workload and this file together.  Figures are written out by hand
 from the workload's plan, not computed from the same code, so a slip in one
 shows up as a failing test.
+
+Every ID is above 2^32 and transaction and invoice IDs above 2^63
+(workload.h), amounts reach 5,000,000,000 and go negative (credit notes):
+a script printing a 64-bit value through a narrower or signed conversion
+prints another number than these.
 """
+
+ID_BASE = 1 << 40       # requests, payments, refunds (workload.h)
+BIG_ID_BASE = 1 << 63   # transactions, invoices
 
 # --- business mode -----------------------------------------------------------
 
 # the business events the workload fires: (metric, currency, label, code) ->
 # (count, amount_minor); biz_metrics' tables below lay them out
 BIZ_ROWS = {
-    ("invoices", "EUR", "-", 0): (600, 4740000),
-    ("invoices", "USD", "-", 0): (400, 17370000),
+    ("invoices", "EUR", "-", 0): (600, 4620000),  # 120 credit notes of -500 among them
+    ("invoices", "USD", "-", 0): (400, 500005370000),  # 100 of 5,000,000,000 among them
     ("approved", "EUR", "stripe-sim", 0): (400, 800000),
-    ("approved", "USD", "adyen-sim", 0): (300, 1350000),
+    ("approved", "USD", "adyen-sim", 0): (300, 660000000000),  # 2,200,000,000 each
     ("declined", "EUR", "stripe-sim", 51): (200, 1980000),
     ("declined", "USD", "adyen-sim", 5): (100, 1500000),
     ("refunds", "EUR", "duplicate", 0): (30, 30000),
@@ -31,10 +39,10 @@ BIZ_PAYMENTS = {
 }
 # amounts by (currency, metric) -> sum of amount_minor
 BIZ_AMOUNTS = {
-    ("EUR", "invoices"): 4740000,
-    ("USD", "invoices"): 17370000,
+    ("EUR", "invoices"): 4620000,
+    ("USD", "invoices"): 500005370000,
     ("EUR", "approved"): 800000,
-    ("USD", "approved"): 1350000,
+    ("USD", "approved"): 660000000000,
     ("EUR", "declined"): 1980000,
     ("USD", "declined"): 1500000,
     ("EUR", "refunds"): 30000,
@@ -57,16 +65,18 @@ ERROR_ROWS = {
 }
 
 # amount_dist per (currency, kind): count, sum, integer average, and the
-# power-of-two histogram rows with a non-zero count: {"[256, 512)": 120, ...}
+# power-of-two histogram rows with a non-zero count: {"[256, 512)": 120, ...};
+# negative amounts in one row, "(..., 0)" (bpftrace's; D's negative rows
+# are added up into it)
 AMOUNTS = {
-    ("EUR", "invoice"): (600, 4740000, 7900,
-                         {"[256, 512)": 120, "[1K, 2K)": 120, "[2K, 4K)": 120,
+    ("EUR", "invoice"): (600, 4620000, 7700,
+                         {"(..., 0)": 120, "[1K, 2K)": 120, "[2K, 4K)": 120,
                           "[8K, 16K)": 120, "[16K, 32K)": 120}),
-    ("USD", "invoice"): (400, 17370000, 43425,
+    ("USD", "invoice"): (400, 500005370000, 1250013425,
                          {"[512, 1K)": 100, "[2K, 4K)": 100, "[32K, 64K)": 100,
-                          "[64K, 128K)": 100}),
+                          "[4G, 8G)": 100}),
     ("EUR", "payment"): (600, 2780000, 4633, {"[1K, 2K)": 400, "[8K, 16K)": 200}),
-    ("USD", "payment"): (400, 2850000, 7125, {"[4K, 8K)": 300, "[8K, 16K)": 100}),
+    ("USD", "payment"): (400, 660001500000, 1650003750, {"[2G, 4G)": 300, "[8K, 16K)": 100}),
     ("EUR", "refund"): (30, 30000, 1000, {"[512, 1K)": 30}),
     ("USD", "refund"): (20, 48277, 2413, {"[512, 1K)": 1, "[2K, 4K)": 19}),
 }
@@ -92,31 +102,60 @@ LATENCY_HIST = {
     "payment.authorize": {"[32K, 64K)": 40, "[64K, 128K)": 6, "[128K, 256K)": 4},
 }
 
-# slow_requests: the slow request IDs and the probe sequence of their trails
-SLOW_INVOICE_IDS = list(range(1095, 1100))
-SLOW_PAYMENT_IDS = list(range(2046, 2050))
-DECLINED_PAYMENT_IDS = [2048, 2049]
-INVOICE_TRAIL = ["request-start", "transaction-start", "db-query-start", "db-query-done",
-                 "invoice-create", "transaction-done", "request-done"]
-PAYMENT_TRAIL = ["request-start", "transaction-start", "gateway-call-start",
-                 "gateway-call-done", "payment-auth", "transaction-done", "request-done"]
-DECLINED_TRAIL = ["request-start", "transaction-start", "gateway-call-start",
-                  "gateway-call-done", "payment-auth", "error", "transaction-done",
-                  "request-done"]
+# slow_requests: the slow request IDs and their trails, (probe, detail) per line
+SLOW_INVOICE_IDS = [ID_BASE + i for i in range(1095, 1100)]
+SLOW_PAYMENT_IDS = [ID_BASE + i for i in range(2046, 2050)]
+DECLINED_PAYMENT_IDS = [ID_BASE + 2048, ID_BASE + 2049]
+INVOICE_AMOUNT = -3000000000  # credit notes: signed, beyond 32 bits
+PAYMENT_AMOUNT = 4300000000
+
+
+def slow_trail(rid):
+    """The lines slow_requests prints for slow request RID, in order."""
+    tx = BIG_ID_BASE + rid
+    if rid in SLOW_INVOICE_IDS:
+        return [("request-start", "handler=invoice.create"),
+                ("transaction-start", "tx=%d kind=invoice amount=%d EUR" % (tx, INVOICE_AMOUNT)),
+                ("db-query-start", "op=invoice.insert"),
+                ("db-query-done", "op=invoice.insert status=0 duration_us=1000"),
+                ("invoice-create", "invoice=%d amount=%d EUR" % (BIG_ID_BASE + (1 << 32) + rid,
+                                                                 INVOICE_AMOUNT)),
+                ("transaction-done", "tx=%d kind=invoice status=0" % tx),
+                ("request-done", "handler=invoice.create status=0 duration_us=150000")]
+    code = 51 if rid in DECLINED_PAYMENT_IDS else 0
+    return ([("request-start", "handler=payment.authorize"),
+             ("transaction-start", "tx=%d kind=payment amount=%d USD" % (tx, PAYMENT_AMOUNT)),
+             ("gateway-call-start", "gateway=stripe-sim op=authorize"),
+             ("gateway-call-done", "gateway=stripe-sim op=authorize status=%d duration_us=20000" % code),
+             ("payment-auth", "amount=%d USD gateway=stripe-sim result=%d" % (PAYMENT_AMOUNT, code))] +
+            ([("error", "component=gateway code=402")] if code else []) +
+            [("transaction-done", "tx=%d kind=payment status=%d" % (tx, code)),
+             ("request-done", "handler=payment.authorize status=%d duration_us=250000"
+              % (402 if code else 0))])
 
 # --- bounds mode (slow_requests' bounded memory) -------------------------------
 
-LONG_TRAIL_ID = 5000
+LONG_TRAIL_ID = ID_BASE + 5000
 LONG_TRAIL_EVENTS = 82          # request-start, 40 db-query pairs, request-done
 LONG_TRAIL_KEPT = 31            # request-start + 30 db-query events, then request-done
 LONG_TRAIL_DROPPED = 82 - 1 - 31  # 82 events; request-done has its own slot
-BATCH_IDS = list(range(6000, 6130))
+BATCH_IDS = [ID_BASE + i for i in range(6000, 6130)]
 MAX_IN_FLIGHT = 128             # the 129th and 130th are untracked
 
 # burst mode: 100 slow requests 5 ms apart, the process exiting 300 ms
 # after the last: slow_requests prints every trail (d-scripts/README.md)
-BURST_IDS = list(range(8000, 8100))
+BURST_IDS = [ID_BASE + i for i in range(8000, 8100)]
 BURST_LINGER_MS = 300
+
+# overlap mode: one slow request while 40 fast ones start and finish on its
+# thread; its trail, and how long it really took at least (us)
+OVERLAP_ID = ID_BASE + 9000
+OVERLAP_TRAIL = [("request-start", "handler=report.export"),
+                 ("db-query-start", "op=report.page"),
+                 ("db-query-done", "op=report.page status=0 duration_us=2000"),
+                 ("request-done", "handler=report.export status=0 duration_us=300000")]
+OVERLAP_MIN_US = 60000
+OVERLAP_MAX_US = 30000000  # far more than it takes; a start time read as 0 gives the uptime
 
 # --- race mode: the same rows from 4 threads at full speed -------------------
 

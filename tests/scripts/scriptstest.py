@@ -90,6 +90,10 @@ class Tracer:
         args = [str(a) for a in args]
         if self.dtrace:
             path = self.d_script(name)
+            reader = os.path.join(D_SCRIPTS, name + "_d.py")
+            if os.path.exists(reader):  # tps.d's table is printed by tps_d.py
+                return [sys.executable, reader, "--dtrace", self.exe, "--script", path,
+                        "-p", str(pid)] + args
             cpp = ["-C"] if re.match(r"#![^\n]*-C", open(path).read()) else []
             return [self.exe] + cpp + ["-s", path, "-p", str(pid)] + args
         path = os.path.join(BT_SCRIPTS, name + ".bt")
@@ -125,13 +129,37 @@ def start_workload(mode, extra=()):
     return proc, reader
 
 
-def run(mode, scripts, extra=(), stop_early=()):
+def process_tree(pid):
+    """PID and its descendants, parents first (/proc/PID/task/*/children)."""
+    tree, i = [pid], 0
+    while i < len(tree):
+        for task in os.listdir("/proc/%d/task" % tree[i]) if os.path.isdir("/proc/%d" % tree[i]) else ():
+            try:
+                tree += [int(c) for c in open("/proc/%d/task/%s/children" % (tree[i], task)).read().split()]
+            except OSError:
+                pass
+        i += 1
+    return tree
+
+
+def signal_tree(pid, sig):
+    for p in process_tree(pid):
+        try:
+            os.kill(p, sig)
+        except ProcessLookupError:
+            pass
+
+
+def run(mode, scripts, extra=(), stop_early=(), stall_s=0):
     """Runs each (label, script, args, pid_as_arg) of scripts against one
     workload.  stop_early: labels to stop with SIGINT (Ctrl-C) once the
-    workload has fired, while it still lives (stack symbols).
+    workload has fired, while it still lives (stack symbols).  stall_s:
+    the tracers (each with its children) are stopped (SIGSTOP) from just
+    before the workload fires until stall_s seconds after it has fired: a
+    tracer's reader starved for seconds, as on a loaded machine.
     Returns {label: stdout text}."""
     wl, wl_reader = start_workload(mode, extra)
-    tracers, stopped_at = {}, set()
+    tracers, stopped_at, stalled = {}, set(), []
     try:
         for label, script, args, pid_as_arg in scripts:
             p = subprocess.Popen(TRACER.argv(script, args, wl.pid, pid_as_arg),
@@ -149,8 +177,18 @@ def run(mode, scripts, extra=(), stop_early=()):
                     time.sleep(0.2)
                     raise Failure("%s did not start tracing:\n%s\n%s" % (
                         label, r.text(), b"".join(errs).decode(errors="replace")))
+        if stall_s:
+            stalled = [p.pid for p, _, _ in tracers.values()]
+            for pid in stalled:
+                signal_tree(pid, signal.SIGSTOP)
         wl.stdin.write(b"go\n")
         wl.stdin.close()
+        if stall_s:
+            require(wl_reader.matched.wait(TIMEOUT), "the workload never fired")
+            time.sleep(stall_s)
+            for pid in stalled:
+                signal_tree(pid, signal.SIGCONT)
+            stalled = []
         if stop_early:
             require(wl_reader.matched.wait(TIMEOUT), "the workload never fired")
             time.sleep(0.3)
@@ -175,6 +213,8 @@ def run(mode, scripts, extra=(), stop_early=()):
                 sys.stdout.write("----- %s stderr -----\n%s\n" % (label, err))
         return out
     finally:
+        for pid in stalled:
+            signal_tree(pid, signal.SIGCONT)
         for p, _, _ in tracers.values():
             if p.poll() is None:
                 p.kill()
@@ -206,8 +246,8 @@ def section(text, title_re):
 
 
 def size_label(v):
-    """bpftrace's bucket bound: 1024 -> 1K, 2097152 -> 2M."""
-    for unit, mult in (("M", 1 << 20), ("K", 1 << 10)):
+    """bpftrace's bucket bound: 1024 -> 1K, 2097152 -> 2M, 2^31 -> 2G."""
+    for unit, mult in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
         if v >= mult and v % mult == 0:
             return "%d%s" % (v // mult, unit)
     return str(v)
@@ -216,19 +256,21 @@ def size_label(v):
 def hist(text, name):
     """The non-zero rows of a power-of-two histogram printed under the line
     "NAME:", as bpftrace labels them: {"[2K, 4K)": 85}.  Reads bpftrace's
-    hist() and D's quantize() layouts."""
+    hist() and D's quantize() layouts; D's negative rows are added up into
+    bpftrace's one row of negative values, "(..., 0)"."""
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if line.strip() == name + ":":
             rows = {}
             for line2 in lines[i + 1:]:
-                m = re.match(r"^(\[[^\]]*[\])])\s+(\d+)\s+\|", line2)  # bpftrace
-                d = re.match(r"^\s+(\d+) \|[@ ]*\s+(\d+)\s*$", line2)  # D quantize
+                m = re.match(r"^((?:\[|\(\.\.\., )[^\]]*[\])])\s+(\d+)\s+\|", line2)  # bpftrace
+                d = re.match(r"^\s+(-?\d+) \|[@ ]*\s+(\d+)\s*$", line2)  # D quantize
                 if m:
                     label, n = m.group(1), int(m.group(2))
                 elif d:
                     v, n = int(d.group(1)), int(d.group(2))
-                    label = "[%s, %s)" % (size_label(v), size_label(2 * v))
+                    label = "(..., 0)" if v < 0 else "[%s, %s)" % (size_label(v), size_label(2 * v))
+                    n += rows.get(label, 0) if v < 0 else 0
                 elif not rows and (not line2.strip() or "Distribution" in line2):
                     continue
                 else:

@@ -11,7 +11,6 @@ part is one line on stderr and exit 2.
 """
 import os
 import re
-import subprocess
 import sys
 import tempfile
 

@@ -5,7 +5,9 @@
  * usage: scripts-workload MODE [--delay-ms N | --wait-stdin] [--linger-ms N] [--keep-cpus-busy]
  *                             [--path FILE]
  *
- *   business  1000 invoices, 1000 payments (700 approved, 300 declined over
+ *   business  1000 invoices (120 of them credit notes, a negative amount;
+ *             100 of 5,000,000,000, above 2^32), 1000 payments (700 approved,
+ *             300 of them of 2,200,000,000, above 2^31; 300 declined over
  *             two gateways), 50 refunds, 24 errors: biz_metrics,
  *             amount_dist, errors (and tps totals).
  *   requests  150 requests on two threads at once, each with its whole
@@ -18,6 +20,10 @@
  *   burst     100 slow requests (150 ms reported), one every 5 ms, then
  *             the exit (the tests pass --linger-ms 300): slow_requests
  *             prints every trail of a burst within its capacity.
+ *   overlap   one slow request on one thread, pinned to one CPU, while 40
+ *             fast ones start and finish on that thread inside it, its
+ *             db query on another thread: slow_requests keeps the slow
+ *             one's state whole.
  *   race      4 threads fire the same payment-auth and error rows 20000
  *             times each, all at once: exact per-row totals.
  *   tps       three bursts of transactions, each inside one whole second
@@ -36,9 +42,10 @@
  * signal: a process DTrace holds with ptrace may never see one) -- fires, then sleeps --linger-ms (default 1500) so interval
  * output appears before the exit makes the scripts print their totals.
  * The expected figures live in tests/scripts/expected.py: change both.
+ * Every ID is above 2^32 (workload.h: ID_BASE, BIG_ID_BASE).
  * This file: main, the options, the business, race and tps modes;
- * workload_requests.c: requests, bounds, burst; workload_system.c: system
- * and --keep-cpus-busy.
+ * workload_requests.c: requests, bounds, burst, overlap; workload_system.c:
+ * system and --keep-cpus-busy.
  */
 #include <errno.h>
 #include <poll.h>
@@ -72,17 +79,18 @@ uint64_t monotonic_ns(void)
 static void transaction(uint64_t tx_id, const char *kind, int64_t amount, const char *currency,
                         int status)
 {
-	billing_fire_transaction_start(tx_id, kind, amount, currency);
-	billing_fire_transaction_done(tx_id, kind, status, 2 * MS);
+	billing_fire_transaction_start(BIG_ID_BASE + tx_id, kind, amount, currency);
+	billing_fire_transaction_done(BIG_ID_BASE + tx_id, kind, status, 2 * MS);
 }
 
 /* --- business ------------------------------------------------------------ */
 
 static void run_business(void)
 {
-	static const int64_t eur_invoice[5] = { 500, 1500, 2500, 10000, 25000 };
-	static const int64_t usd_invoice[4] = { 700, 3000, 50000, 120000 };
-	uint64_t tx = 1;
+	/* -500: a credit note; 5,000,000,000 is above 2^32 */
+	static const int64_t eur_invoice[5] = { -500, 1500, 2500, 10000, 25000 };
+	static const int64_t usd_invoice[4] = { 700, 3000, 50000, 5000000000 };
+	uint64_t tx = BIG_ID_BASE + 1;
 	int i;
 
 	/* 1000 invoices: 600 EUR (5 amounts x 120), 400 USD (4 amounts x 100). */
@@ -90,12 +98,13 @@ static void run_business(void)
 		const char *cur = i < 600 ? "EUR" : "USD";
 		int64_t amount = i < 600 ? eur_invoice[i % 5] : usd_invoice[i % 4];
 		billing_fire_transaction_start(tx, "invoice", amount, cur);
-		billing_fire_invoice_create(100000 + (uint64_t)i, 500 + (uint64_t)(i % 37), amount, cur);
+		billing_fire_invoice_create(BIG_ID_BASE + 100000 + (uint64_t)i,
+		                            ID_BASE + 500 + (uint64_t)(i % 37), amount, cur);
 		billing_fire_transaction_done(tx, "invoice", 0, 2 * MS);
 	}
 	/* 1000 payments: approved 400 stripe-sim EUR 2000 + 300 adyen-sim USD
-	 * 4500; declined 200 stripe-sim EUR 9900 code 51 + 100 adyen-sim USD
-	 * 15000 code 5. */
+	 * 2,200,000,000 (above 2^31); declined 200 stripe-sim EUR 9900 code 51
+	 * + 100 adyen-sim USD 15000 code 5. */
 	for (i = 0; i < 1000; i++, tx++) {
 		const char *cur, *gw;
 		int64_t amount;
@@ -103,14 +112,14 @@ static void run_business(void)
 		if (i < 400) {
 			cur = "EUR", gw = "stripe-sim", amount = 2000, result = 0;
 		} else if (i < 700) {
-			cur = "USD", gw = "adyen-sim", amount = 4500, result = 0;
+			cur = "USD", gw = "adyen-sim", amount = 2200000000, result = 0;
 		} else if (i < 900) {
 			cur = "EUR", gw = "stripe-sim", amount = 9900, result = 51;
 		} else {
 			cur = "USD", gw = "adyen-sim", amount = 15000, result = 5;
 		}
 		billing_fire_transaction_start(tx, "payment", amount, cur);
-		billing_fire_payment_auth(200000 + (uint64_t)i, amount, cur, gw, result, 30 * MS);
+		billing_fire_payment_auth(ID_BASE + 200000 + (uint64_t)i, amount, cur, gw, result, 30 * MS);
 		billing_fire_transaction_done(tx, "payment", result, 31 * MS);
 	}
 	/* 50 refunds: 30 EUR 1000 "duplicate", 19 USD 2500 "fraud", 1 USD 777
@@ -122,7 +131,8 @@ static void run_business(void)
 		int64_t amount = i < 30 ? 1000 : i < 49 ? 2500
 		                                        : 777;
 		billing_fire_transaction_start(tx, "refund", amount, cur);
-		billing_fire_refund_process(300000 + (uint64_t)i, 200000 + (uint64_t)i, amount, cur, reason);
+		billing_fire_refund_process(ID_BASE + 300000 + (uint64_t)i, ID_BASE + 200000 + (uint64_t)i,
+		                            amount, cur, reason);
 		billing_fire_transaction_done(tx, "refund", 0, 2 * MS);
 	}
 	/* 24 errors: db 1205 x7, gateway 504 x3, validation 400 x12, "" 1 x2. */
@@ -152,10 +162,10 @@ static void *race_thread(void *unused)
 	(void)unused;
 	pthread_barrier_wait(&race_start);
 	for (i = 0; i < RACE_EVENTS; i++) {
-		billing_fire_payment_auth((uint64_t)i, 1000, "EUR", "stripe-sim", 0, 1 * MS);
+		billing_fire_payment_auth(ID_BASE + (uint64_t)i, 1000, "EUR", "stripe-sim", 0, 1 * MS);
 		billing_fire_error(0, "db", 1205);
 		/* every 4th slow: 150 ms, over request_latency's 100 ms */
-		billing_fire_request_done((uint64_t)i, "race", 0, (i % 4 == 0 ? 150 : 2) * MS);
+		billing_fire_request_done(ID_BASE + (uint64_t)i, "race", 0, (i % 4 == 0 ? 150 : 2) * MS);
 	}
 	return NULL;
 }
@@ -206,7 +216,7 @@ static void run_tps(void)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: scripts-workload business|requests|bounds|burst|race|tps|system "
+	fprintf(stderr, "usage: scripts-workload business|requests|bounds|burst|overlap|race|tps|system "
 	                "[--delay-ms N | --wait-stdin] [--linger-ms N] [--path FILE]\n"
 	                "       [--keep-cpus-busy]\n");
 	return 2;
@@ -275,7 +285,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (strcmp(mode, "business") && strcmp(mode, "requests") && strcmp(mode, "bounds") &&
-	    strcmp(mode, "burst") && strcmp(mode, "race") && strcmp(mode, "tps") &&
+	    strcmp(mode, "burst") && strcmp(mode, "overlap") && strcmp(mode, "race") &&
+	    strcmp(mode, "tps") &&
 	    strcmp(mode, "system"))
 		return usage();
 
@@ -293,6 +304,8 @@ int main(int argc, char **argv)
 		run_bounds();
 	else if (strcmp(mode, "burst") == 0)
 		run_burst();
+	else if (strcmp(mode, "overlap") == 0)
+		run_overlap();
 	else if (strcmp(mode, "race") == 0)
 		rc = run_race();
 	else if (strcmp(mode, "tps") == 0)

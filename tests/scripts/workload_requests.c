@@ -1,9 +1,11 @@
 /*
  * workload_requests.c -- scripts-workload's per-request modes: requests,
- * bounds and burst (workload.c describes them; expected.py holds their
- * figures).
+ * bounds, burst and overlap (workload.c describes them; expected.py holds
+ * their figures).  Request IDs are ID_BASE + n, transaction IDs
+ * BIG_ID_BASE + request ID, invoice IDs BIG_ID_BASE + 2^32 + request ID.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdint.h>
 
@@ -17,7 +19,12 @@
  *   invoice.create    100: 85 x 3 ms, 10 x 20 ms, 5 x 150 ms (slow)
  *   payment.authorize  50: 40 x 40 ms, 6 x 90 ms, 4 x 250 ms (slow, 2 of
  *                      them declined with status 402 and a gateway error)
- * plus 3 "report.export" requests with duration 0 (not measured). */
+ * plus 3 "report.export" requests with duration 0 (not measured).
+ * Invoices are credit notes of -3,000,000,000 EUR (signed, beyond 32 bits),
+ * payments 4,300,000,000 USD (above 2^32). */
+#define INVOICE_AMOUNT (-3000000000LL)
+#define PAYMENT_AMOUNT 4300000000LL
+
 struct request_plan {
 	const char *handler;
 	uint64_t first_id;
@@ -36,22 +43,26 @@ static uint64_t payment_duration(int i)
 	                                 : 250 * MS;
 }
 
-/* A short pause between probes so the two threads' trails interleave. */
+/* A pause between probes so the two threads' trails interleave.  2 ms:
+ * the requests then start at about 250 a second, a pace Oracle's DTrace for
+ * Linux follows even when dtrace is short of CPU (it keeps 16 speculations,
+ * and a request's stays taken until dtrace has read its discard; at 100 us
+ * a dtrace beside two busy loops left some requests untracked). */
 static void step(void)
 {
-	sleep_ns(100000);
+	sleep_ns(2 * MS);
 }
 
 static void invoice_request(uint64_t id, int i)
 {
 	billing_fire_request_start(id, "invoice.create");
 	step();
-	billing_fire_transaction_start(id, "invoice", 1234, "EUR");
+	billing_fire_transaction_start(BIG_ID_BASE + id, "invoice", INVOICE_AMOUNT, "EUR");
 	billing_fire_db_query_start(id, "invoice.insert");
 	step();
 	billing_fire_db_query_done(id, "invoice.insert", 0, 1 * MS);
-	billing_fire_invoice_create(id, 77, 1234, "EUR");
-	billing_fire_transaction_done(id, "invoice", 0, 2 * MS);
+	billing_fire_invoice_create(BIG_ID_BASE + 0x100000000ULL + id, ID_BASE + 77, INVOICE_AMOUNT, "EUR");
+	billing_fire_transaction_done(BIG_ID_BASE + id, "invoice", 0, 2 * MS);
 	step();
 	billing_fire_request_done(id, "invoice.create", 0, invoice_duration(i));
 }
@@ -62,14 +73,14 @@ static void payment_request(uint64_t id, int i)
 	int result = declined ? 51 : 0;
 	billing_fire_request_start(id, "payment.authorize");
 	step();
-	billing_fire_transaction_start(id, "payment", 5000, "USD");
+	billing_fire_transaction_start(BIG_ID_BASE + id, "payment", PAYMENT_AMOUNT, "USD");
 	billing_fire_gateway_call_start(id, "stripe-sim", "authorize");
 	step();
 	billing_fire_gateway_call_done(id, "stripe-sim", "authorize", result, 20 * MS);
-	billing_fire_payment_auth(id, 5000, "USD", "stripe-sim", result, 20 * MS);
+	billing_fire_payment_auth(id, PAYMENT_AMOUNT, "USD", "stripe-sim", result, 20 * MS);
 	if (declined)
 		billing_fire_error(id, "gateway", 402);
-	billing_fire_transaction_done(id, "payment", result, 21 * MS);
+	billing_fire_transaction_done(BIG_ID_BASE + id, "payment", result, 21 * MS);
 	step();
 	billing_fire_request_done(id, "payment.authorize", declined ? 402 : 0, payment_duration(i));
 }
@@ -87,7 +98,7 @@ static void *invoice_thread(void *unused)
 	int i;
 	(void)unused;
 	for (i = 0; i < 100; i++) {
-		invoice_request(1000 + (uint64_t)i, i);
+		invoice_request(ID_BASE + 1000 + (uint64_t)i, i);
 		if (i == 0) {
 			pthread_mutex_lock(&first_lock);
 			first_done = 1;
@@ -107,12 +118,12 @@ static void *payment_thread(void *unused)
 		pthread_cond_wait(&first_done_cond, &first_lock);
 	pthread_mutex_unlock(&first_lock);
 	for (i = 0; i < 50; i++) {
-		payment_request(2000 + (uint64_t)i, i);
+		payment_request(ID_BASE + 2000 + (uint64_t)i, i);
 		step(); /* half as many requests over about the same time */
 	}
 	for (i = 0; i < 3; i++) {
-		billing_fire_request_start(3000 + (uint64_t)i, "report.export");
-		billing_fire_request_done(3000 + (uint64_t)i, "report.export", 0, 0);
+		billing_fire_request_start(ID_BASE + 3000 + (uint64_t)i, "report.export");
+		billing_fire_request_done(ID_BASE + 3000 + (uint64_t)i, "report.export", 0, 0);
 	}
 	return NULL;
 }
@@ -132,40 +143,85 @@ int run_requests(void)
 	for (int k = 1; k <= 8; k++) {
 		char handler[32];
 		snprintf(handler, sizeof handler, "extra.%d", k);
-		billing_fire_request_start(7000 + (uint64_t)k, handler);
-		billing_fire_request_done(7000 + (uint64_t)k, handler, 0, 1 * MS);
+		billing_fire_request_start(ID_BASE + 7000 + (uint64_t)k, handler);
+		billing_fire_request_done(ID_BASE + 7000 + (uint64_t)k, handler, 0, 1 * MS);
 	}
 	return 0;
 }
 
 /* --- bounds -------------------------------------------------------------- */
 
-/* Request 5000 fires 40 db-query pairs (82 events in all); then requests
- * 6000..6129 all start before any finishes.  Every one is slow (500 ms,
- * 200 ms reported). */
+/* Request ID_BASE + 5000 fires 40 db-query pairs (82 events in all); then
+ * requests ID_BASE + 6000..6129 all start before any finishes.  Every one
+ * is slow (500 ms, 200 ms reported). */
 void run_bounds(void)
 {
+	const uint64_t long_one = ID_BASE + 5000;
 	int i;
-	billing_fire_request_start(5000, "report.export");
+	billing_fire_request_start(long_one, "report.export");
 	for (i = 0; i < 40; i++) {
-		billing_fire_db_query_start(5000, "report.page");
-		billing_fire_db_query_done(5000, "report.page", 0, 1 * MS);
+		billing_fire_db_query_start(long_one, "report.page");
+		billing_fire_db_query_done(long_one, "report.page", 0, 1 * MS);
 	}
-	billing_fire_request_done(5000, "report.export", 0, 500 * MS);
+	billing_fire_request_done(long_one, "report.export", 0, 500 * MS);
 	for (i = 0; i < 130; i++)
-		billing_fire_request_start(6000 + (uint64_t)i, "invoice.create");
+		billing_fire_request_start(ID_BASE + 6000 + (uint64_t)i, "invoice.create");
 	for (i = 0; i < 130; i++)
-		billing_fire_request_done(6000 + (uint64_t)i, "invoice.create", 0, 200 * MS);
+		billing_fire_request_done(ID_BASE + 6000 + (uint64_t)i, "invoice.create", 0, 200 * MS);
 }
 
 /* --- burst -------------------------------------------------------------- */
 
-/* Requests 8000..8099, each slow, 5 ms apart (expected.py: BURST_IDS). */
+/* Requests ID_BASE + 8000..8099, each slow, 5 ms apart (expected.py:
+ * BURST_IDS). */
 void run_burst(void)
 {
 	for (int i = 0; i < 100; i++) {
-		billing_fire_request_start(8000 + (uint64_t)i, "report.burst");
-		billing_fire_request_done(8000 + (uint64_t)i, "report.burst", 0, 150 * MS);
+		billing_fire_request_start(ID_BASE + 8000 + (uint64_t)i, "report.burst");
+		billing_fire_request_done(ID_BASE + 8000 + (uint64_t)i, "report.burst", 0, 150 * MS);
 		sleep_ns(5 * MS);
 	}
+}
+
+/* --- overlap ------------------------------------------------------------ */
+
+#define OVERLAP_SLOW (ID_BASE + 9000)
+
+/* The slow request's db query, handed to another thread: it carries the
+ * request_id, so it joins the slow request's trail. */
+static void *overlap_db_query(void *unused)
+{
+	(void)unused;
+	billing_fire_db_query_start(OVERLAP_SLOW, "report.page");
+	billing_fire_db_query_done(OVERLAP_SLOW, "report.page", 0, 2 * MS);
+	return NULL;
+}
+
+/* Request ID_BASE + 9000 (slow: 300 ms reported, at least 60 ms real)
+ * starts, then 40 fast requests (1 ms reported) start and finish one after
+ * another on the same thread, each with a db query, while the slow one's
+ * db-query pair fires half-way on another thread, and its request-done
+ * last (expected.py: OVERLAP_*).  One thread on one CPU: a tracer whose
+ * state for the slow request is overwritten by the fast ones' (storage
+ * freed by one request and reused by the next) shows it here on every
+ * run. */
+void run_overlap(void)
+{
+	cpu_set_t cpu0;
+	pthread_t helper;
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	sched_setaffinity(0, sizeof cpu0, &cpu0); /* best effort */
+	billing_fire_request_start(OVERLAP_SLOW, "report.export");
+	for (int i = 0; i < 40; i++) {
+		uint64_t fast = ID_BASE + 9100 + (uint64_t)i;
+		billing_fire_request_start(fast, "invoice.get");
+		billing_fire_db_query_start(fast, "invoice.select");
+		billing_fire_db_query_done(fast, "invoice.select", 0, 1 * MS);
+		billing_fire_request_done(fast, "invoice.get", 0, 1 * MS);
+		if (i == 19 && pthread_create(&helper, NULL, overlap_db_query, NULL) == 0)
+			pthread_join(helper, NULL);
+		sleep_ns(1500000); /* 1.5 ms: 60 ms in all */
+	}
+	billing_fire_request_done(OVERLAP_SLOW, "report.export", 0, 300 * MS);
 }
