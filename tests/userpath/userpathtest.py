@@ -37,6 +37,8 @@ WORK = os.environ.get("UP_WORK", "")
 SERVICE_C = os.path.join(HERE, "service.c")
 sys.path.insert(0, os.path.join(SOURCE_ROOT, "provider"))
 import billing_d  # noqa: E402  (the generator's own reader of billing.d)
+sys.path.insert(0, os.path.join(HERE, "..", "exporter"))
+import exportertest  # noqa: E402  (billing-exporter and Prometheus, run and read)
 
 PROVIDER = billing_d.parse(os.path.join(SOURCE_ROOT, "provider", "billing.d"))
 DEADLINE = 120  # seconds for any one condition: ten times what a slow machine needs
@@ -609,3 +611,41 @@ def want(script, books):
                     trails[rid][1].append(trail_line(probe, args))
         return {rid: (h, sorted(ev)) for rid, (h, ev) in trails.items()}
     raise ValueError(script)
+
+
+# --- billing-exporter and Prometheus ----------------------------------------------------
+
+def start_exporter(kit, what, args, prefix=()):
+    """The kit's billing-exporter serving every metric group on a free
+    port (run through PREFIX: setpriv ...); None, with a failed check
+    saying why, when it does not start."""
+    try:
+        return exportertest.Exporter(*prefix, kit.exporter, *args, "--metrics", "all")
+    except RuntimeError as e:
+        bt.check(False, "%s starts (%s)" % (what, str(e).strip()[-400:]))
+        return None
+
+
+def prometheus(exporters):
+    """A real Prometheus scraping {job: Exporter} every second."""
+    return exportertest.Prometheus([], scrape_configs=[
+        {"job_name": job, "static_configs": [{"targets": ["127.0.0.1:%d" % ex.port]}]}
+        for job, ex in exporters.items()])
+
+
+def prometheus_agrees(prom, books_of):
+    """{job: Books}: once Prometheus has scraped each job after the last
+    batch (its requests total is the books'), every family it answers
+    equals those books."""
+    for job, books in books_of.items():
+        want = expected_metrics(books)
+        requests = sum(v for k, v in want.items() if k[0] == "billing_requests_total")
+        try:
+            bt.wait_for("Prometheus to scrape %s after the last batch" % job,
+                        lambda: prom.scalar('sum(billing_requests_total{job="%s"})' % job) == requests,
+                        timeout=DEADLINE)
+        except RuntimeError as e:
+            bt.check(False, str(e))
+            continue
+        names = sorted({k[0] for k in want})
+        compare_metrics(prometheus_samples(prom, names, job), want, "Prometheus, job %s" % job)
