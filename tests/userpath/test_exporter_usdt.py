@@ -48,7 +48,7 @@ try:
     want = {"binary": books, "pids": books.only(pids=set(named)), "binary-and-pid": books}
     for job, ex in exporters.items():
         up.compare_metrics(ex.samples(), up.expected_metrics(want[job]), "exporter %s" % job)
-    up.prometheus_agrees(prom, {job: want[job] for job in exporters})
+    up.prometheus_agrees(prom, {job: (ex, want[job]) for job, ex in exporters.items()})
     rc = svc.stop()
     bt.check(rc == 0, "the service ends cleanly (exit %s)" % rc)
 finally:
