@@ -52,7 +52,7 @@ def compare(ex, books, what):
 
 # One run at a time owns the service user's default stats directory: it
 # starts empty, so --stats-dir sees this run's processes only.
-with open(os.path.join(up.WORK, ".stats-user.lock"), "a") as lock:
+with open(os.path.join(up.WORK, ".stats-user.lock"), "a") as lock, kit.turn():
     fcntl.flock(lock, fcntl.LOCK_EX)
     shutil.rmtree(STATS_DIR, ignore_errors=True)
     books_dir = tempfile.mkdtemp(prefix="userpath-books-")

@@ -14,6 +14,7 @@ bucket (the timing helpers clock while their -done probe is traced, so
 every duration of these batches is measured and observed).
 
 Needs root and Prometheus."""
+import shutil
 import tempfile
 
 import userpathtest as up
@@ -26,35 +27,41 @@ kit = up.kits()["plain"]
 BINARIES = ["--binary", kit.service, "--binary", kit.lib]
 
 
-books_dir = tempfile.mkdtemp(prefix="userpath-books-")
-svc = up.Service(kit, books_dir)
-exporters, prom = {}, None
-try:
-    named = svc.pids()
-    for job, args in (("binary", BINARIES),
-                      ("pids", [a for pid in named for a in ("--pid", str(pid))]),
-                      ("binary-and-pid", BINARIES + ["--pid", str(svc.workers[0])])):
-        ex = up.start_exporter(kit, "%s: %s" % (job, " ".join(args)), args)
-        if ex:
-            exporters[job] = ex
-    prom = up.prometheus(exporters)
-    svc.batch()
-    svc.kill_worker(1)
-    svc.batch()
-    books = svc.books()
-    done = books.fires("request-done")
-    bt.check(done and all(f[-1] != 0 for f in done), "every request's duration measured while traced (%d of %d)"
-             % (sum(1 for f in done if f[-1] != 0), len(done)))
-    want = {"binary": books, "pids": books.only(pids=set(named)), "binary-and-pid": books}
-    for job, ex in exporters.items():
-        up.compare_metrics(ex.samples(), up.expected_metrics(want[job]), "exporter %s" % job)
-    up.prometheus_agrees(prom, {job: (ex, want[job]) for job, ex in exporters.items()})
-    rc = svc.stop()
-    bt.check(rc == 0, "the service ends cleanly (exit %s)" % rc)
-finally:
-    svc.stop()
-    for ex in exporters.values():
-        ex.stop()
-    if prom:
-        prom.cleanup()
+def main():
+    books_dir = tempfile.mkdtemp(prefix="userpath-books-")
+    svc = up.Service(kit, books_dir)
+    exporters, prom = {}, None
+    try:
+        named = svc.pids()
+        for job, args in (("binary", BINARIES),
+                          ("pids", [a for pid in named for a in ("--pid", str(pid))]),
+                          ("binary-and-pid", BINARIES + ["--pid", str(svc.workers[0])])):
+            ex = up.start_exporter(kit, "%s: %s" % (job, " ".join(args)), args)
+            if ex:
+                exporters[job] = ex
+        prom = up.prometheus(exporters)
+        svc.batch()
+        svc.kill_worker(1)
+        svc.batch()
+        books = svc.books()
+        done = books.fires("request-done")
+        bt.check(done and all(f[-1] != 0 for f in done), "every request's duration measured while traced (%d of %d)"
+                 % (sum(1 for f in done if f[-1] != 0), len(done)))
+        want = {"binary": books, "pids": books.only(pids=set(named)), "binary-and-pid": books}
+        for job, ex in exporters.items():
+            up.compare_metrics(ex.samples(), up.expected_metrics(want[job]), "exporter %s" % job)
+        up.prometheus_agrees(prom, {job: (ex, want[job]) for job, ex in exporters.items()})
+        rc = svc.stop()
+        bt.check(rc == 0, "the service ends cleanly (exit %s)" % rc)
+    finally:
+        svc.stop()
+        shutil.rmtree(books_dir, ignore_errors=True)
+        for ex in exporters.values():
+            ex.stop()
+        if prom:
+            prom.cleanup()
+
+
+with kit.turn():
+    main()
 bt.finish()

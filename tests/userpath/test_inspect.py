@@ -14,6 +14,7 @@ against it, plain and stats builds (docs/tool.md):
 Needs root for doctor's privilege line to be OK (CI runs as root)."""
 import json
 import os
+import shutil
 import tempfile
 
 import userpathtest as up
@@ -30,7 +31,7 @@ def tool(kit, *args):
     return bt.run([kit.tool, *args], timeout=120)
 
 
-for variant, kit in sorted(kits.items()):
+def check_kit(variant, kit):
     what = "%s kit" % variant
     service_dir = os.path.dirname(kit.service)
     r = bt.run([kit.tool, "check", "./service"], cwd=service_dir)
@@ -63,4 +64,10 @@ for variant, kit in sorted(kits.items()):
                      % (what, " ".join(target) or "(the host)", r.returncode, fails))
     finally:
         svc.stop()
+        shutil.rmtree(books_dir, ignore_errors=True)
+
+
+for variant, kit in sorted(kits.items()):
+    with kit.turn():
+        check_kit(variant, kit)
 bt.finish()

@@ -13,6 +13,7 @@ executable, the timing helpers' in the library); and one batch of its
 schedule is in its books whole, with IDs above 2^32 and amounts above
 2^31 (each process's books in one file, written whole)."""
 import os
+import shutil
 import tempfile
 
 import userpathtest as up
@@ -22,7 +23,7 @@ up.require_work()
 kits = up.kits()
 SPAN_PROBES = {p.name for s in up.billing_d.spans(up.PROVIDER.probes) for p in (s.start, s.done)}
 ALL_PROBES = {p.name for p in up.PROVIDER.probes}
-for variant, kit in sorted(kits.items()):
+def check_kit(variant, kit):
     what = "%s kit" % variant
     bt.check(kit.pkg_env is not None and os.path.isfile(kit.tool) and os.path.isfile(kit.exporter),
              "%s: installed billing-probes.pc, bin/billing-probes, bin/billing-exporter under %s"
@@ -65,4 +66,10 @@ for variant, kit in sorted(kits.items()):
                  "%s: approved and declined payments (%s), refunds, errors" % (what, sorted(outcomes)))
     finally:
         svc.stop()
+        shutil.rmtree(books_dir, ignore_errors=True)
+
+
+for variant, kit in sorted(kits.items()):
+    with kit.turn():
+        check_kit(variant, kit)
 bt.finish()

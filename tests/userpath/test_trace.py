@@ -24,6 +24,7 @@ library alone; tps on a process with no billing probe).
 Each wait is for a condition (a script's first line, the semaphores
 raised, the output holding every event); needs root and bpftrace."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -137,37 +138,45 @@ def brief(script, figures):
     return ", ".join("%s %s" % (k, v if isinstance(v, int) else "%d rows" % len(v)) for k, v in figures.items())
 
 
-refusals()
-books_dir = tempfile.mkdtemp(prefix="userpath-books-")
-stats_dir = tempfile.mkdtemp(prefix="userpath-stats-")
-svc = up.Service(kit, books_dir, env=dict(os.environ, BILLING_STATS_DIR=stats_dir))
-try:
-    # --- one -p: a worker ----------------------------------------------------------
-    w0 = svc.workers[0]
-    trace_all(svc, "one -p", [(s, ["-p", str(w0)]) for s in up.SCRIPTS], [w0],
-              lambda: ({svc.batch()}, {w0}))
+def trace_service():
+    """The three ways, one after the other, on one run of the service."""
+    books_dir = tempfile.mkdtemp(prefix="userpath-books-")
+    stats_dir = tempfile.mkdtemp(prefix="userpath-stats-")
+    svc = up.Service(kit, books_dir, env=dict(os.environ, BILLING_STATS_DIR=stats_dir))
+    try:
+        # --- one -p: a worker ------------------------------------------------------------
+        w0 = svc.workers[0]
+        trace_all(svc, "one -p", [(s, ["-p", str(w0)]) for s in up.SCRIPTS], [w0],
+                  lambda: ({svc.batch()}, {w0}))
 
-    # --- several -p: the whole service as it is; a worker killed and replaced --------
-    named = svc.pids()
+        # --- several -p: the whole service as it is; a worker killed and replaced ----------
+        named = svc.pids()
 
-    def several():
-        first = svc.batch()
-        svc.kill_worker(1)
-        return {first, svc.batch()}, set(named)
-    args = [a for pid in named for a in ("-p", str(pid))]
-    trace_all(svc, "%d x -p" % len(named), [(s, args) for s in up.SCRIPTS], named, several)
+        def several():
+            first = svc.batch()
+            svc.kill_worker(1)
+            return {first, svc.batch()}, set(named)
+        args = [a for pid in named for a in ("-p", str(pid))]
+        trace_all(svc, "%d x -p" % len(named), [(s, args) for s in up.SCRIPTS], named, several)
 
-    # --- --binary EXE --binary LIB: every process, a replacement forked while tracing ---
-    def whole():
-        first = svc.batch()
-        late = svc.kill_worker(2)
-        bt.check(up.wait_traced(kit, [late], up.script_probes(kit, "slow_requests"), PRINT_WAIT),
-                 "--binary: the worker forked while tracing is traced (pid %d)" % late)
-        return {first, svc.batch()}, None
-    tracers = [(s, ["--binary", SERVICE, "--binary", LIB]) for s in up.SCRIPTS]
-    tracers += [(s, ["--binary", LIB, "--binary", SERVICE]) for s in ("tps", "biz_metrics")]
-    trace_all(svc, "--binary x2", tracers, svc.pids(), whole)
-finally:
-    rc = svc.stop()
-bt.check(rc == 0, "the service ends cleanly (exit %s)" % rc)
+        # --- --binary EXE --binary LIB: every process, a replacement forked while tracing ---
+        def whole():
+            first = svc.batch()
+            late = svc.kill_worker(2)
+            bt.check(up.wait_traced(kit, [late], up.script_probes(kit, "slow_requests"), PRINT_WAIT),
+                     "--binary: the worker forked while tracing is traced (pid %d)" % late)
+            return {first, svc.batch()}, None
+        tracers = [(s, ["--binary", SERVICE, "--binary", LIB]) for s in up.SCRIPTS]
+        tracers += [(s, ["--binary", LIB, "--binary", SERVICE]) for s in ("tps", "biz_metrics")]
+        trace_all(svc, "--binary x2", tracers, svc.pids(), whole)
+    finally:
+        rc = svc.stop()
+        shutil.rmtree(books_dir, ignore_errors=True)
+        shutil.rmtree(stats_dir, ignore_errors=True)
+    bt.check(rc == 0, "the service ends cleanly (exit %s)" % rc)
+
+
+with kit.turn():
+    refusals()
+    trace_service()
 bt.finish()

@@ -15,6 +15,7 @@ suite to ask builds them (userpath-kit, started first by its priority),
 the others wait for it and reuse them; a change to the library, tools,
 scripts or service makes a new key (older ones are removed).
 """
+import contextlib
 import fcntl
 import glob
 import hashlib
@@ -101,6 +102,16 @@ class Kit:
         self.libdir = self.pkg_config("--variable=libdir") if pcs else ""
         # the file the dynamic loader maps (the .so.0 link resolved)
         self.lib = os.path.realpath(os.path.join(self.libdir, "libbillingprobes.so"))
+
+    @contextlib.contextmanager
+    def turn(self):
+        """The kit to this test alone while it holds it: `--binary` counts
+        every process running the service or mapping the library, so two
+        tests running this kit's service side by side would count each
+        other's (the kits of the two variants are separate files)."""
+        with open(os.path.join(self.root, ".turn"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield self
 
     def pkg_config(self, *args):
         r = bt.run(["pkg-config", *args, "billing-probes"], env=self.pkg_env)
