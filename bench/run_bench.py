@@ -491,6 +491,8 @@ def main():
     if a.publish:
         publish_readme(os.path.join(source_dir, "bench", "README.md"), res)
         print("wrote the figures of " + os.path.join(source_dir, "bench", "README.md"))
+        # The docs' figures come from latest.json too (docs/figures.py).
+        subprocess.run([sys.executable, os.path.join(source_dir, "docs", "figures.py"), "--write"])
     else:
         print("\n" + readme_figures(res))
     return 0

@@ -15,7 +15,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -28,9 +27,8 @@
 #include <unistd.h>
 
 #include "billing/stats_gen.h"
+#include "stats_settings.h"
 #include "stats_writer.h"
-
-#define DEFAULT_SLOTS 64 /* BILLING_STATS_THREADS */
 
 int billing_stats_off_;
 __thread bs_thread_t *bs_self_;
@@ -43,6 +41,7 @@ static size_t seg_size;
 static char seg_path[PATH_MAX];
 static pthread_key_t thread_key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static bs_settings_t settings; /* read once: a forked child makes its segment with its parent's */
 
 static void say(const char *what, int err)
 {
@@ -96,6 +95,8 @@ static void mark_exited(void)
 
 static void init_once(void)
 {
+	bs_settings_read(&settings);
+	billing_stats_off_ = settings.off;
 	pthread_key_create(&thread_key, thread_exit);
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	atexit(mark_exited);
@@ -121,20 +122,15 @@ static uint64_t start_time_of(const char *stat_path)
 
 static int create_segment(void);
 
-/* At load: BILLING_STATS=off means no segment and no counting.  Otherwise
- * the segment is made now, not at the first event, so a reader finds it by
- * PID from the process's start (as a JVM's hsperfdata file); a forked
- * child makes its own at its first event. */
+/* At load: the settings, and unless BILLING_STATS=off, the segment now,
+ * not at the first event, so a reader finds it by PID from the process's
+ * start (as a JVM's hsperfdata file); a forked child makes its own at its
+ * first event. */
 __attribute__((constructor)) static void stats_start(void)
 {
-	const char *v = getenv("BILLING_STATS");
-	if (v && (strcmp(v, "off") == 0 || strcmp(v, "0") == 0)) {
-		billing_stats_off_ = 1;
-		return;
-	}
 	pthread_once(&once, init_once);
 	pthread_mutex_lock(&lock);
-	if (!seg && create_segment() != 0)
+	if (!seg && !billing_stats_off_ && create_segment() != 0)
 		billing_stats_off_ = 1;
 	pthread_mutex_unlock(&lock);
 }
@@ -147,56 +143,57 @@ static uint64_t fnv1a(const char *s, size_t n)
 	return h;
 }
 
-/* BILLING_STATS_GROUP: a group name or number that may read the segment. */
-static int stats_group(gid_t *gid)
+/* Why the directory at path (which fd holds, or -1 when it could not be
+ * opened as one) is not the writer's, in one line: another user's (made
+ * before the service: squatted), a link or a file, or open to others. */
+static void say_not_ours(const char *dir, int fd, const struct stat *st, int err)
 {
-	const char *g = getenv("BILLING_STATS_GROUP");
-	char *end;
-	if (!g || !*g)
-		return 0;
-	unsigned long n = strtoul(g, &end, 10);
-	if (*end == '\0') {
-		*gid = (gid_t)n;
-		return 1;
-	}
-	struct group *gr = getgrnam(g);
-	if (!gr)
-		return -1;
-	*gid = gr->gr_gid;
-	return 1;
+	struct stat l;
+	uid_t me = geteuid();
+	if (fd < 0 && lstat(dir, &l) == 0 && !S_ISDIR(l.st_mode))
+		fprintf(stderr, "billing-probes: stats off in pid %d: %s is not a directory but a %s of uid %u: not "
+		                "used\n",
+		        (int)getpid(), dir, S_ISLNK(l.st_mode) ? "symbolic link" : "file", (unsigned)l.st_uid);
+	else if (fd >= 0 && st->st_uid != me)
+		fprintf(stderr, "billing-probes: stats off in pid %d: %s belongs to uid %u, not to uid %u that runs "
+		                "this process: not used (another user made it first? docs/stats.md: a directory taken "
+		                "by another user)\n",
+		        (int)getpid(), dir, (unsigned)st->st_uid, (unsigned)me);
+	else if (fd >= 0)
+		fprintf(stderr, "billing-probes: stats off in pid %d: %s is writable by others (mode %04o): not used\n",
+		        (int)getpid(), dir, (unsigned)(st->st_mode & 07777));
+	else
+		say(dir, err);
 }
 
 /* The directory: BILLING_STATS_DIR, or /dev/shm/billing-stats-UID (tmpfs:
  * a disk-backed mapping can stall a writer on writeback).  Made 0700 (0750
  * with a group); refused unless it is ours, a real directory, and nobody
  * else can write to it. */
-static int open_dir(int has_group, gid_t gid, char *dir, size_t dirlen)
+static int open_dir(char *dir, size_t dirlen)
 {
-	const char *d = getenv("BILLING_STATS_DIR");
-	if (d && *d)
-		snprintf(dir, dirlen, "%s", d);
+	if (settings.dir[0])
+		snprintf(dir, dirlen, "%s", settings.dir);
 	else
 		snprintf(dir, dirlen, "/dev/shm/billing-stats-%u", (unsigned)geteuid());
-	if (mkdir(dir, has_group ? 0750 : 0700) != 0 && errno != EEXIST) {
+	if (mkdir(dir, settings.has_group ? 0750 : 0700) != 0 && errno != EEXIST) {
 		say(dir, errno);
 		return -1;
 	}
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		say(dir, errno);
+	memset(&st, 0, sizeof st);
+	if (fd >= 0 && fstat(fd, &st) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0 || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+		say_not_ours(dir, fd, &st, errno);
 		if (fd >= 0)
 			close(fd);
 		return -1;
 	}
-	if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
-		fprintf(stderr, "billing-probes: stats off in pid %d: %s must be owned by uid %u and writable by it "
-		                "alone\n",
-		        (int)getpid(), dir, (unsigned)geteuid());
-		close(fd);
-		return -1;
-	}
-	if (has_group && (fchown(fd, (uid_t)-1, gid) != 0 || fchmod(fd, 0750) != 0)) {
+	if (settings.has_group && (fchown(fd, (uid_t)-1, settings.gid) != 0 || fchmod(fd, 0750) != 0)) {
 		say("cannot give the stats directory to BILLING_STATS_GROUP", errno);
 		close(fd);
 		return -1;
@@ -213,13 +210,12 @@ static int writer_alive(uint32_t pid, uint64_t start)
 }
 
 /* Segments of processes that are gone stay for readers (their final
- * counts); once unchanged for BILLING_STATS_KEEP seconds (default 3600) a
+ * counts); once unchanged for BILLING_STATS_KEEP (default an hour) a
  * new process of the service removes them, so the directory does not grow
  * with every restart.  Only files that are segments are touched. */
 static void remove_stale(int dfd)
 {
-	const char *k = getenv("BILLING_STATS_KEEP");
-	long keep = k && *k ? strtol(k, NULL, 10) : 3600;
+	long keep = settings.keep_seconds;
 	int fd = dup(dfd);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
@@ -251,20 +247,8 @@ static void remove_stale(int dfd)
 
 static int create_segment(void)
 {
-	char dir[PATH_MAX - 64], name[64];
-	gid_t gid = 0;
-	int has_group = stats_group(&gid);
-	if (has_group < 0) {
-		say("BILLING_STATS_GROUP names no group", 0);
-		return -1;
-	}
-	const char *threads = getenv("BILLING_STATS_THREADS");
-	long nthreads = threads ? strtol(threads, NULL, 10) : DEFAULT_SLOTS;
-	if (nthreads < 1 || nthreads > 65536) {
-		say("BILLING_STATS_THREADS must be 1..65536", 0);
-		return -1;
-	}
-	int dfd = open_dir(has_group, gid, dir, sizeof dir);
+	char dir[BS_DIR_MAX], name[64];
+	int dfd = open_dir(dir, sizeof dir);
 	if (dfd < 0)
 		return -1;
 	remove_stale(dfd);
@@ -280,7 +264,7 @@ static int create_segment(void)
 		close(dfd);
 		return -1;
 	}
-	if (has_group && (fchown(fd, (uid_t)-1, gid) != 0 || fchmod(fd, 0640) != 0)) {
+	if (settings.has_group && (fchown(fd, (uid_t)-1, settings.gid) != 0 || fchmod(fd, 0640) != 0)) {
 		say("cannot give the segment to BILLING_STATS_GROUP", errno);
 		unlinkat(dfd, name, 0);
 		close(fd);
@@ -299,7 +283,7 @@ static int create_segment(void)
 	uint64_t dicts_off = (desc_off + desc_size + 63) / 64 * 64;
 	uint64_t rows_off = dicts_off + BS_DICTS_SIZE(BX_MAP_COUNT);
 	uint64_t slots_off = (rows_off + BS_ROWS_SIZE + 4095) / 4096 * 4096;
-	uint64_t nslots = (uint64_t)nthreads + 1; /* + the overflow slot */
+	uint64_t nslots = (uint64_t)settings.threads + 1; /* + the overflow slot */
 	uint64_t size = slots_off + nslots * slot_size;
 	unsigned char *p = MAP_FAILED;
 	if (ftruncate(fd, (off_t)size) == 0)

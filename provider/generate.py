@@ -121,28 +121,30 @@ def probe_macros_h(provider):
         fire_args = ", ".join(f"BILLING_PROBE_STR_({n})" if t == "char *" else n for n, t, _ in p.args)
         checks = "".join(f"\t\tBILLING_PROBE_INTEGER_({n}); \\\n" for n, t, _ in p.args if t != "char *")
         call_args = ", ".join(f"({n})" for n in names)
+        feed = next((f for f in provider.metrics.feeds if f.probe is p), None)
         o.append(f"/* {p.name}: {p.summary}\n")
         for n, t, d in p.args:
             o.append(f" *   {n} ({TYPES[t][1]}): {d}\n")
         o.append(" */\n")
-        o.append(f"static BILLING_PROBE_INLINE_ void billing_probe_fire_{p.func}_({params})\n{{\n"
-                 f"\tBILLING_SDT_{p.macro}({fire_args});\n}}\n")
-        o.append(f"#define BILLING_{p.macro}_ENABLED() BILLING_SDT_{p.macro}_ENABLED()\n")
-        feed = next((f for f in provider.metrics.feeds if f.probe is p), None)
+        o.append(f"static BILLING_PROBE_INLINE_ void billing_probe_fire_{p.func}_({params})\n{{\n")
         if feed:
-            # A stats build counts every fire (its arguments evaluated
-            # always), and fires the USDT site too while it is traced.
+            # A stats build counts every fire while the stats are on; the
+            # USDT site fires only while its semaphore says it is traced.
             stats_args = ", ".join(n for n, _ in stats_emit.needed_args(feed))
-            o.append(f"#if BILLING_STATS_BUILD_\nstatic BILLING_PROBE_INLINE_ void "
-                     f"billing_probe_stats_{p.func}_({params})\n{{\n"
-                     f"\tif (BILLING_STATS_ON_())\n\t\tbilling_stats_{p.func}({stats_args});\n"
-                     f"\tif (BILLING_{p.macro}_ENABLED())\n\t\tbilling_probe_fire_{p.func}_({', '.join(names)});\n}}\n"
-                     f"#define BILLING_{p.macro}({', '.join(names)}) \\\n\tdo {{ \\\n{checks}"
-                     f"\t\tbilling_probe_stats_{p.func}_({call_args}); \\\n\t}} while (0)\n#else\n")
+            o.append(f"#if BILLING_STATS_BUILD_\n\tif (BILLING_STATS_ON_())\n\t\tbilling_stats_{p.func}({stats_args});\n"
+                     f"\tif (!BILLING_SDT_{p.macro}_ENABLED())\n\t\treturn;\n#endif\n")
+        o.append(f"\tBILLING_SDT_{p.macro}({fire_args});\n}}\n")
+        if feed:
+            # Enabled while the stats count it too, so what only feeds the
+            # probe (a clock read for duration_ns) is there whether traced or not.
+            o.append(f"#if BILLING_STATS_BUILD_\n"
+                     f"#define BILLING_{p.macro}_ENABLED() (BILLING_SDT_{p.macro}_ENABLED() || BILLING_STATS_ON_())\n"
+                     f"#else\n#define BILLING_{p.macro}_ENABLED() BILLING_SDT_{p.macro}_ENABLED()\n#endif\n")
+        else:
+            o.append(f"#define BILLING_{p.macro}_ENABLED() BILLING_SDT_{p.macro}_ENABLED()\n")
         o.append(f"#define BILLING_{p.macro}({', '.join(names)}) \\\n\tdo {{ \\\n{checks}"
                  f"\t\tif (BILLING_{p.macro}_ENABLED()) \\\n"
-                 f"\t\t\tbilling_probe_fire_{p.func}_({call_args}); \\\n\t}} while (0)\n")
-        o.append("#endif\n\n" if feed else "\n")
+                 f"\t\t\tbilling_probe_fire_{p.func}_({call_args}); \\\n\t}} while (0)\n\n")
     o.append("#endif\n")
     return "".join(o)
 
@@ -222,13 +224,6 @@ def timing_gen_h(provider):
     return "".join(o)
 
 
-def stats_on(provider, probe):
-    """C expression: PROBE is counted by the stats now (always 0 for a
-    probe that feeds no metric, or in a build without stats)."""
-    fed = any(f.probe is probe for f in provider.metrics.feeds)
-    return "BILLING_STATS_ON_()" if fed else "0"
-
-
 def timing_gen_c(provider):
     o = [BANNER, '#include "billing/probes.h"\n#include "billing/timing.h"\n\n']
     for sp in spans(provider.probes):
@@ -238,14 +233,13 @@ def timing_gen_c(provider):
                                for n, _, _ in done.args[:-1]] + ["duration_ns"])
         o.append(f"void billing_{sp.base}_begin({sp.begin_params()})\n{{\n")
         o += [f"\tspan->{n} = {n};\n" for n, _, _ in sp.kept]
-        o.append(f"\t/* Clocked while either probe is traced, so a tracer of {done.name}\n"
-                 f"\t * alone still gets a duration; and always while the stats count it. */\n"
-                 f"\tspan->start_ns = billing_clock_if(BILLING_{start.macro}_ENABLED() ||\n"
-                 f"\t                                  BILLING_{done.macro}_ENABLED() || {stats_on(provider, done)});\n"
+        o.append(f"\t/* Clocked while either probe is enabled (traced, or counted by the\n"
+                 f"\t * stats), so a tracer of {done.name} alone still gets a duration. */\n"
+                 f"\tspan->start_ns = billing_clock_if(BILLING_{start.macro}_ENABLED() || BILLING_{done.macro}_ENABLED());\n"
                  f"\tBILLING_{start.macro}({start_args});\n}}\n\n")
         o.append(f"uint64_t billing_{sp.base}_end({sp.end_params()})\n{{\n"
                  f"\tuint64_t duration_ns;\n\n"
-                 f"\tif (!BILLING_{done.macro}_ENABLED() && !{stats_on(provider, done)})\n\t\treturn 0;\n"
+                 f"\tif (!BILLING_{done.macro}_ENABLED())\n\t\treturn 0;\n"
                  f"\tduration_ns = billing_elapsed_ns(span->start_ns);\n"
                  f"\tBILLING_{done.macro}({done_args});\n"
                  f"\treturn duration_ns;\n}}\n\n")

@@ -80,6 +80,7 @@ def probe_samples_h(provider):
         o.append(f"static BILLING_PROBE_INLINE_ void billing_sample_{p.func}(int k)\n{{\n")
         o += arrays(index, p, "macro", range(len(p.args)))
         o.append(f"\tBILLING_{p.macro}({', '.join(args)});\n}}\n\n")
+    o.append(enabled_table(provider))
     paired = paired_names(provider)
     for fn, which, what in (("fire_all", provider.probes, "Every probe through its macro"),
                             ("fire_unpaired", [p for p in provider.probes if p.d_name not in paired],
@@ -106,6 +107,24 @@ def probe_samples_h(provider):
         o.append(f"\t(void)billing_{sp.base}_end(&span_{sp.start.func}_"
                  + "".join(f", {array('timing', sp.done, n)}[k]" for n, _, _ in sp.extra) + ");\n")
     o.append("}\n\n#endif\n")
+    return "".join(o)
+
+
+def enabled_table(provider):
+    """billing_sample_enabled(i, ...): probe I's name, whether it feeds the
+    stats, and its BILLING_<PROBE>_ENABLED() now, so a test can go through
+    every probe without naming one."""
+    fed = {f.probe.d_name for f in provider.metrics.feeds}
+    o = [f"#define BILLING_SAMPLE_PROBES {len(provider.probes)}\n\n"
+         "/* Probe I of billing.d, in its order (0 <= I < BILLING_SAMPLE_PROBES): its name,\n"
+         " * whether it feeds the stats (billing.d's \"@@\" lines), and whether its\n"
+         " * BILLING_<PROBE>_ENABLED() is true now (-1: no such probe). */\n"
+         "static BILLING_PROBE_INLINE_ int billing_sample_enabled(int i, const char **name, int *feeds_stats)\n{\n"
+         "\tswitch (i) {\n"]
+    for i, p in enumerate(provider.probes):
+        o.append(f"\tcase {i}:\n\t\t*name = \"{p.name}\";\n\t\t*feeds_stats = {int(p.d_name in fed)};\n"
+                 f"\t\treturn BILLING_{p.macro}_ENABLED() != 0;\n")
+    o.append("\tdefault:\n\t\t*name = \"\";\n\t\t*feeds_stats = 0;\n\t\treturn -1;\n\t}\n}\n\n")
     return "".join(o)
 
 

@@ -90,6 +90,7 @@ int main(int argc, char **argv)
 
 	if (sigwait(&stop_signals, &sig) != 0)
 		sig = SIGTERM;
+	server_refuse_new();
 	printf("billingd: %s received, finishing in-flight requests\n",
 	       sig == SIGINT ? "SIGINT" : "SIGTERM");
 	unfinished = server_drain(DRAIN_TIMEOUT_MS);

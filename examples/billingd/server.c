@@ -202,6 +202,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return send_reply(conn, ex, ex->route->fn(&ex->rq));
 }
 
+/* While draining, a new connection is closed as soon as it is accepted:
+ * only the requests already in flight are finished.  (Not
+ * MHD_quiesce_daemon(): on an epoll daemon with a thread pool it removes
+ * the listening socket from each worker's epoll set while the worker may
+ * be removing it too, and libmicrohttpd 0.9.75 aborts the process with
+ * "Failed to remove listen FD from epoll set" when it loses that race.) */
+static enum MHD_Result accept_unless_draining(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	(void)cls;
+	(void)addr;
+	(void)addrlen;
+	return atomic_load(&draining) ? MHD_NO : MHD_YES;
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
                          enum MHD_RequestTerminationCode why)
 {
@@ -267,7 +281,7 @@ unsigned int server_start(const billingd_options_t *opts)
 	}
 	daemon_handle = MHD_start_daemon(
 	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG,
-	    (uint16_t)opts->port, NULL, NULL, on_request, NULL,
+	    (uint16_t)opts->port, accept_unless_draining, NULL, on_request, NULL,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
 	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)opts->threads,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
@@ -287,12 +301,15 @@ unsigned int server_start(const billingd_options_t *opts)
 	return info ? info->port : opts->port;
 }
 
+void server_refuse_new(void)
+{
+	atomic_store(&draining, 1);
+}
+
 unsigned int server_drain(unsigned int timeout_ms)
 {
 	struct timespec tick = { 0, 10 * 1000 * 1000 };
 	unsigned int waited = 0;
-	atomic_store(&draining, 1);
-	MHD_quiesce_daemon(daemon_handle);
 	while (atomic_load(&in_flight) > 0 && waited < timeout_ms) {
 		nanosleep(&tick, NULL);
 		waited += 10;

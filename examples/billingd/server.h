@@ -15,9 +15,12 @@
 /* Starts listening.  Returns the bound port, or 0 after printing why not. */
 unsigned int server_start(const billingd_options_t *opts);
 
-/* Stops accepting connections, asks kept-alive clients to close, and waits
- * up to timeout_ms for requests being served to finish.  Returns how many
- * were still running when it gave up (0: all finished). */
+/* Stops taking connections (from now on a new one is closed at once) and
+ * asks kept-alive clients to close. */
+void server_refuse_new(void);
+
+/* Waits up to timeout_ms for requests being served to finish.  Returns how
+ * many were still running when it gave up (0: all finished). */
 unsigned int server_drain(unsigned int timeout_ms);
 
 /* Stops the worker threads; afterwards no handler runs. */

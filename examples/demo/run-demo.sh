@@ -7,7 +7,9 @@
 # billing-probes with meson, starts billingd with its embedded defaults,
 # drives it with billing-load for --duration seconds, and shows the shipped
 # bpftrace scripts (tps, request_latency, biz_metrics) attached to billingd
-# live, and billing-exporter feeding a real Prometheus (URLs printed; the
+# live through `billing-probes trace` (billingd links the shared
+# libbillingprobes.so, as a user's service does: its probes sit in two
+# modules, which trace resolves), and billing-exporter feeding a real Prometheus (URLs printed; the
 # totals Prometheus holds are shown beside the books).  billingd runs as
 # billingd-stats, built with the stats writer (docs/stats.md), and the
 # exporter reads its stats segment without root: as nobody, through the
@@ -103,12 +105,14 @@ if [ ! -f "$build_dir/build.ninja" ]; then
 	meson setup "$build_dir" "$repo" -Dexamples=enabled >"$work/meson-setup.log" 2>&1 ||
 		{ cat "$work/meson-setup.log"; die "meson setup failed"; }
 fi
-# The stats path: billingd-stats is billingd with the stats writer, built
-# in every Linux build, so the build's own configuration is left as it is.
+# The stats path: billingd-stats is billingd linked with the stats build
+# of libbillingprobes.so, built in every Linux build, so the build's own
+# configuration is left as it is.
 ninja -C "$build_dir" examples/billingd/billingd-stats examples/billing-load/billing-load >"$work/ninja.log" 2>&1 ||
 	{ tail -n 40 "$work/ninja.log"; die "build failed"; }
 billingd="$build_dir/examples/billingd/billingd-stats"
 load="$build_dir/examples/billing-load/billing-load"
+tool="$build_dir/tools/billing-probes/billing-probes"
 
 # --- 3. billingd --------------------------------------------------------------
 say "starting billingd (stats segment in $work/stats)"
@@ -141,6 +145,8 @@ elif [ "$(id -u)" -ne 0 ]; then
 	why_not="bpftrace needs root (run: sudo bash examples/demo/run-demo.sh)"
 elif ! command -v bpftrace >/dev/null; then
 	why_not="bpftrace is not installed (apt-get install bpftrace)"
+elif ! ninja -C "$build_dir" tools/billing-probes/billing-probes >>"$work/ninja.log" 2>&1; then
+	why_not="billing-probes is not built here (needs libelf-dev; docs/tool.md)"
 else
 	mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null ||
 		why_not="tracefs is not mounted at /sys/kernel/tracing and cannot be"
@@ -155,18 +161,6 @@ script_args() {
 	biz_metrics) echo "$interval" ;;
 	esac
 }
-# Stand-ins, clearly labelled, used only if a shipped script is missing.
-fallback_program() {
-	case "$1" in
-	tps) echo 'usdt::billing:transaction__done { @tps = count(); }
-		interval:s:1 { time("%H:%M:%S "); print(@tps); clear(@tps); }' ;;
-	request_latency) echo 'usdt::billing:request__done /arg3 > 0/ { @usecs[str(arg1)] = hist(arg3 / 1000); }' ;;
-	biz_metrics) echo 'usdt::billing:invoice__create { @invoices[str(arg3)] = count(); }
-		usdt::billing:payment__auth { @auth_result[arg4] = count(); }
-		usdt::billing:refund__process { @refunds[str(arg4)] = count(); }' ;;
-	esac
-}
-
 # Live output of each tracer, its lines prefixed with its name; drops the
 # harmless RLIMIT_MEMLOCK warning of bpftrace 0.17 and squeezes blank lines.
 prefix_lines() {
@@ -175,31 +169,30 @@ prefix_lines() {
 }
 
 if [ -z "$why_not" ]; then
-	say "attaching bpftrace to billingd (pid $billingd_pid)"
+	say "attaching the shipped bpftrace scripts to billingd (pid $billingd_pid) with billing-probes trace"
+	declare -A tracer_pid
 	for name in tps request_latency biz_metrics; do
-		script="$repo/d-scripts/bpftrace/$name.bt"
 		log="$work/$name.log"
-		if [ -f "$script" ]; then
-			echo "[$name] bpftrace -p $billingd_pid d-scripts/bpftrace/$name.bt $(script_args $name)"
-			# shellcheck disable=SC2046 # the arguments are words on purpose
-			bpftrace -B none -p "$billingd_pid" "$script" $(script_args "$name") \
-				> >(tee "$log" | prefix_lines "$name") 2>&1 &
-		else
-			echo "[$name] FALLBACK: d-scripts/bpftrace/$name.bt is missing; an inline one-liner stands in"
-			bpftrace -B none -p "$billingd_pid" -e "$(fallback_program "$name")" \
-				> >(tee "$log" | prefix_lines "$name") 2>&1 &
-		fi
+		: >"$log"
+		args=$(script_args "$name")
+		echo "[$name] billing-probes trace $name -p $billingd_pid${args:+ -- $args}"
+		# shellcheck disable=SC2086 # the arguments are words on purpose
+		"$tool" trace "$name" -p "$billingd_pid" -- $args \
+			> >(tee "$log" | prefix_lines "$name") 2>&1 &
 		pids+=($!)
+		tracer_pid[$name]=$!
 	done
+	# Each script's BEGIN prints its "Tracing ..." line once every probe
+	# is attached: the load starts after all three have.
 	for name in tps request_latency biz_metrics; do
-		for _ in $(seq 300); do
-			grep -q '^Attaching' "$work/$name.log" 2>/dev/null && break
+		for _ in $(seq 600); do
+			grep -q '^Tracing' "$work/$name.log" && break
+			kill -0 "${tracer_pid[$name]}" 2>/dev/null || break
 			sleep 0.1
 		done
-		grep -q '^Attaching' "$work/$name.log" 2>/dev/null ||
-			{ echo "[$name] did not attach within 30 s"; problems=$((problems + 1)); }
+		grep -q '^Tracing' "$work/$name.log" ||
+			{ echo "[$name] did not attach"; problems=$((problems + 1)); }
 	done
-	sleep 1 # BEGIN runs once every probe is attached
 else
 	say "tracing skipped: $why_not"
 	echo "billingd and billing-load run anyway; the probes cost two loads each while nobody traces."
@@ -285,7 +278,7 @@ fi
 
 # --- 6. stop, in order: tracers (they print their totals), then billingd ----
 if [ ${#pids[@]} -gt 0 ]; then
-	say "detaching bpftrace (totals follow), billing-exporter and Prometheus"
+	say "detaching the tracers (totals follow), billing-exporter and Prometheus"
 	for pid in "${pids[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
 	for pid in "${pids[@]}"; do
 		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done

@@ -10,8 +10,10 @@
  *   BILLING_<PROBE>(args...)    fires the probe.  Its arguments are evaluated
  *                               only while a consumer (DTrace, bpftrace) is
  *                               attached: the is-enabled check is inside.
- *   BILLING_<PROBE>_ENABLED()   non-zero while a consumer is attached; use it
- *                               to skip work that only feeds a probe.
+ *   BILLING_<PROBE>_ENABLED()   non-zero while a consumer is attached (or,
+ *                               in a stats build, while the stats count
+ *                               the probe: below); use it to skip work that
+ *                               only feeds a probe.
  * Integer arguments must be integers (a double, pointer or struct is a
  * compile error); strings are const char * and NULL reaches the consumer
  * as "".  Built without probes, both macros compile to nothing but keep
@@ -30,8 +32,9 @@
  *       integers (BILLING_PROBE_INTEGER_, unevaluated), then
  *       `if (BILLING_ERROR_ENABLED()) billing_probe_fire_error_(a, b, c);`
  *       so nothing is evaluated untraced.  The static inline function fixes
- *       the types (uint64_t, const char *, int32_t) and passes each string
- *       through BILLING_PROBE_STR_ (below) to BILLING_SDT_ERROR(a, b, c).
+ *       the types (uint64_t, const char *, int32_t), counts the fire in a
+ *       stats build, and passes each string through BILLING_PROBE_STR_
+ *       (below) to BILLING_SDT_ERROR(a, b, c) when the semaphore is raised.
  *   probes_sdt.h [build]  dtrace -h's output renamed into BILLING_SDT_*:
  *       BILLING_SDT_ERROR_ENABLED() reads the semaphore
  *       billing_error_semaphore (a consumer raises it), BILLING_SDT_ERROR()
@@ -75,9 +78,13 @@
 
 /* Stats (-Dstats=enabled, or BILLING_STATS_FORCE for one translation
  * unit): a probe that feeds a metric (billing.d's "@@" lines) also counts
- * every fire into this thread's slot of the process's stats segment, so
- * its arguments are evaluated always; BILLING_STATS=off in the environment
- * turns the counting off at run time (docs/stats.md).
+ * every fire into this thread's slot of the process's stats segment.  Its
+ * BILLING_<PROBE>_ENABLED() is true while the stats are on, traced or not,
+ * so its arguments are evaluated on every fire and a duration guarded by
+ * it is clocked: the metrics are the same whether someone traces.  Its
+ * USDT site still fires only while its semaphore is raised.
+ * BILLING_STATS=off in the environment turns the counting off at run time
+ * (docs/stats.md), and _ENABLED() is then the semaphore alone again.
  * BILLING_STATS_DISABLE leaves one translation unit without stats. */
 #if (BILLING_STATS || defined(BILLING_STATS_FORCE)) && !defined(BILLING_PROBES_DISABLE) && \
     !defined(BILLING_STATS_DISABLE) && !defined(__clang_analyzer__) && !defined(__COVERITY__)

@@ -8,8 +8,10 @@
  *     billing_request_end(&r, status);   fires request-done with duration_ns
  *
  * The clock is read only while the start or done probe of the pair is
- * traced, so untraced timing costs a call and two semaphore loads.  A span that began
- * before tracing started reports duration_ns 0 ("not measured").
+ * enabled (BILLING_<PROBE>_ENABLED(): traced, or in a stats build counted
+ * by the stats, as every done probe is), so untraced timing without stats
+ * costs a call and two semaphore loads.  A span that began while neither
+ * was enabled reports duration_ns 0 ("not measured").
  * The begin/end pair may run on different threads (a hand-off between
  * workers is timed right): the start time lives in the struct, not in
  * thread-local storage.  The probes fire from libbillingprobes itself.
@@ -27,7 +29,8 @@ extern "C" {
 uint64_t billing_clock_ns(void);
 
 /* billing_clock_ns() when wanted is non-zero, else 0: for probes timed by
- * hand, e.g. t0 = billing_clock_if(BILLING_PAYMENT_AUTH_ENABLED()). */
+ * hand, e.g. t0 = billing_clock_if(BILLING_PAYMENT_AUTH_ENABLED()), which
+ * clocks while payment-auth is traced or counted by the stats. */
 uint64_t billing_clock_if(int wanted);
 
 /* Nanoseconds since start_ns, or 0 when start_ns is 0 (not clocked). */

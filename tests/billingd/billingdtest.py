@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -24,13 +25,13 @@ skip = bt.skip
 class Billingd:
     """A billingd on an ephemeral port with its own database file."""
 
-    def __init__(self, exe, *extra_args):
+    def __init__(self, exe, *extra_args, env=None):
         self.dir = tempfile.mkdtemp(prefix="billingd-test-")
         self.db = os.path.join(self.dir, "billing.db")
         self.log = open(os.path.join(self.dir, "billingd.out"), "w+")
         self.proc = subprocess.Popen(
             [exe, "--port", "0", "--db", self.db, *extra_args],
-            stdout=self.log, stderr=subprocess.STDOUT)
+            stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self.port = self._wait_for_port()
         self.pid = self.proc.pid
 
@@ -101,6 +102,50 @@ class Billingd:
             }
         finally:
             conn.close()
+
+
+class PendingRequest:
+    """A POST whose headers billingd has taken in and whose body it has
+    not: it counts as in flight.  "Expect: 100-continue" makes billingd say
+    when the headers are in ("100 Continue"), so no sleep guesses it."""
+
+    def __init__(self, port, path, body):
+        self.body = json.dumps(body).encode()
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.sock.sendall(b"POST %s HTTP/1.1\r\nHost: billingd\r\nContent-Type: application/json\r\n"
+                          b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n"
+                          % (path.encode(), len(self.body)))
+        self.interim = self.sock.recv(4096)
+        if not self.interim.startswith(b"HTTP/1.1 100"):
+            self.sock.close()
+            raise RuntimeError("billingd did not answer 100 Continue: %r" % self.interim)
+
+    def finish(self):
+        """Sends the body and reads the reply until billingd closes the
+        connection (as it does while draining); (status, the reply's head
+        in lower case)."""
+        self.sock.sendall(self.body)
+        reply = read_until_closed(self.sock) or b""
+        self.sock.close()
+        head = reply.split(b"\r\n\r\n", 1)[0].decode("latin-1").lower()
+        m = re.match(r"http/1\.1 (\d+)", head)
+        return (int(m.group(1)) if m else None), head
+
+
+def read_until_closed(sock):
+    """Everything the peer sends until it closes; None when it neither
+    answers nor closes within the socket's timeout."""
+    data = b""
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+    except ConnectionResetError:
+        return data
+    except socket.timeout:
+        return None
 
 
 def run_load(exe, url, *args, timeout=120):

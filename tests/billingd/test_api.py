@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from billingdtest import Billingd, Checker
+from billingdtest import Billingd, Checker, PendingRequest
 
 billingd_exe, load_exe = sys.argv[1], sys.argv[2]
 check = Checker()
@@ -229,21 +229,24 @@ def test_locked_database(svc):
 
 
 def test_shutdown_in_flight():
-    """SIGINT while payments wait on a slow gateway: they all finish and are
-    stored, then the database is checkpointed and closed whole."""
+    """SIGINT while payments are in flight (their headers in; then their
+    bodies, and a 1 s gateway): they all finish and are stored, then the
+    database is checkpointed and closed whole."""
     import os
     import signal
     svc = Billingd(billingd_exe, "--gateway-latency-ms", "1000", "--gateway-latency-dist",
                    "fixed", "--decline-rate", "0")
     try:
         invoices = [invoice(svc, 900 + i) for i in range(4)]
+        pending = [PendingRequest(svc.port, "/payments/authorize", {
+            "invoice_id": inv["id"], "amount_minor": inv["amount_minor"], "currency": "EUR",
+            "gateway": "stripe-sim"}) for inv in invoices]
+        svc.proc.send_signal(signal.SIGINT)
         results = []
-        threads = [threading.Thread(target=lambda inv=inv: results.append(
-            pay(svc, inv["id"], inv["amount_minor"])[0])) for inv in invoices]
+        threads = [threading.Thread(target=lambda p=p: results.append(p.finish()[0]))
+                   for p in pending]
         for t in threads:
             t.start()
-        time.sleep(0.4)  # the payments are now waiting on the 1 s gateway
-        svc.proc.send_signal(signal.SIGINT)
         for t in threads:
             t.join(timeout=20)
         rc = svc.proc.wait(timeout=20)

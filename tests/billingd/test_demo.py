@@ -5,7 +5,6 @@ live when it can trace, and leaves no process behind.
 
 usage: test_demo.py RUN_DEMO_SH BUILD_DIR
 """
-import os
 import re
 import subprocess
 import sys

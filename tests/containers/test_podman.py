@@ -3,17 +3,20 @@
 podman (runtime runc, cgroupfs: crun refuses these machines' hybrid
 cgroups) runs billingd from a Debian bookworm root made by `debootstrap
 --variant=minbase` from the mirror apt uses (cached in the build folder:
-BP_CONTAINER_CACHE, about 30 s the first time), with billingd and its
-libraries installed at /app inside and its database on a volume.  The
-host has no /app/billingd.
+BP_CONTAINER_CACHE, about 30 s the first time), with billingd installed
+at /app inside, the build's libbillingprobes.so.0 in the root's libdir (as
+an installed kit puts it; billingd links the shared library as a user's
+service does) and its database on a volume.  The host has neither file.
 
 - `billing-probes list HOSTPID` shows its probes at /app/billingd;
 - `billing-probes trace biz_metrics -p HOSTPID` counts a load's invoices
   and payments exactly (the books in its database are the ground truth);
-- `billing-exporter --binary /app/billingd` (the path as the container
-  sees it), started once the first container runs, counts that container
-  and the same container restarted, without being restarted itself: its
-  totals equal the two databases' rows and billing-load's responses.
+- `billing-exporter --binary /app/billingd --binary LIBDIR/libbillingprobes.so.0`
+  (the paths as the container sees them; the timing helpers' probes, such
+  as request-done, are in the library), started once the first container
+  runs, counts that container and the same container restarted, without
+  being restarted itself: its totals equal the two databases' rows and
+  billing-load's responses.
 
 Needs root, podman, runc and debootstrap (tests/install-deps.sh), bpftrace
 and the exporter."""
@@ -49,6 +52,7 @@ import exportertest as h  # noqa: E402  (tests/exporter)
 from billingdtest import run_load  # noqa: E402  (tests/billingd)
 
 INSIDE = "/app/billingd"
+LIBRARY = "libbillingprobes.so.0"
 
 
 def apt_mirror():
@@ -84,18 +88,29 @@ def rootfs():
     return root
 
 
+def fresh_copy(src, dest):
+    """src at dest, replaced whole (a file from this build, new each run)."""
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    shutil.copy(os.path.realpath(src), dest + ".new")
+    os.rename(dest + ".new", dest)
+
+
 def install(root):
-    """billingd at /app/billingd (a fresh file each run) and every library
-    ldd names, at the same paths (the root is the same Debian release)."""
-    os.makedirs(os.path.join(root, "app"), exist_ok=True)
-    shutil.copy(BILLINGD, os.path.join(root, "app", "billingd.new"))
-    os.rename(os.path.join(root, "app", "billingd.new"), root + INSIDE)
-    libs = re.findall(r"(/\S+) \(0x", bt.run(["ldd", BILLINGD]).stdout)
-    for lib in libs:
+    """billingd at /app/billingd and libbillingprobes.so.0 in the libdir of
+    libc (the installed kit's multiarch libdir, where the loader looks),
+    both fresh each run; every other library ldd names at the same path
+    (the root is the same Debian release).  The library's path inside."""
+    fresh_copy(BILLINGD, root + INSIDE)
+    libs = dict(re.findall(r"^\s*(\S+) => (/\S+) \(0x", bt.run(["ldd", BILLINGD]).stdout, flags=re.M))
+    libdir = os.path.dirname(libs["libc.so.6"])
+    inside = os.path.join(libdir, LIBRARY)
+    fresh_copy(libs[LIBRARY], root + inside)
+    for name, lib in libs.items():
         dest = root + lib
-        if not os.path.exists(dest):
+        if name != LIBRARY and not os.path.exists(dest):
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             shutil.copy(os.path.realpath(lib), dest)
+    return inside
 
 
 class Container:
@@ -170,8 +185,9 @@ class Container:
 
 
 root = rootfs()
-install(root)
-check(not os.path.exists(INSIDE), "the host has no %s (precondition)" % INSIDE)
+library = install(root)
+for path in (INSIDE, library):
+    check(not os.path.exists(path), "the host has no %s (precondition)" % path)
 
 # --- list and trace from the host ---------------------------------------------------
 c0 = Container(root)
@@ -204,7 +220,7 @@ c1 = Container(root)
 runs = []
 exporter = None
 try:
-    exporter = h.Exporter(ct.EXPORTER, "--binary", INSIDE)
+    exporter = h.Exporter(ct.EXPORTER, "--binary", INSIDE, "--binary", library)
     runs.append((c1.load("3"), None))
     c1.stop()
     runs[-1] = (runs[-1][0], c1.counts())

@@ -2,7 +2,13 @@
 """--binary mode: the exporter attached to the billingd executable before
 any billingd runs counts a service started after it, and the same
 service restarted, without being restarted itself; the semaphores of the
-new processes are raised by the kernel as they map the file."""
+new processes are raised by the kernel as they map the file.
+
+billingd links libbillingprobes.so, as a user's service does: its business
+probes are in the executable, the timing helpers' (request-*, ...) in the
+library, so the library is named by a --binary of its own
+(docs/exporter.md).  No other process maps this build's library while this
+test runs: it is not parallel with other tests."""
 import os
 import sys
 
@@ -16,14 +22,24 @@ from billingdtest import Billingd, run_load  # noqa: E402  (tests/billingd/billi
 h.require_exporter_can_run()
 exe, tool = h.env_path("BX_EXPORTER"), h.env_path("BX_TOOL")
 billingd, load_exe = h.env_path("BX_BILLINGD"), h.env_path("BX_BILLING_LOAD")
+library = h.env_path("BX_LIBBILLINGPROBES")
 
-exporter = h.Exporter(exe, "--binary", billingd)
+
+def maps_library(pid):
+    """Does process pid map the library given to the exporter?"""
+    with open("/proc/%d/maps" % pid) as f:
+        paths = {line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6}
+    return any(p.startswith("/") and os.path.exists(p) and os.path.samefile(p, library) for p in paths)
+
+
+exporter = h.Exporter(exe, "--binary", billingd, "--binary", library)
 runs = []
 try:
     for seed in ("3", "4"):  # started after the exporter, then restarted
         svc = Billingd(billingd, "--gateway-latency-ms", "0", "--threads", "2")
         try:
             traced = h.semaphores(tool, svc.pid).get("payment__auth", [])
+            bt.check(maps_library(svc.pid), "run %d: billingd maps %s" % (len(runs) + 1, library))
             rc, load, _ = run_load(load_exe, svc.url, "--duration", "2", "--concurrency", "4",
                                    "--seed", seed)
             svc.stop()

@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
 """monitoring/: the rules pass `promtool check rules` and their unit tests
 (`promtool test rules`), the example prometheus.yml passes `promtool
-check config`, and the dashboard is JSON whose every panel has a query."""
+check config`, and the dashboard is JSON whose every panel has a query.
+The unit tests hold, for every shipped alert, a case where it fires, and
+a fresh start over at least an hour where no alert is even pending; no
+rule names a job."""
 import json
 import os
+import re
 import sys
+
+import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import exportertest as h  # noqa: E402
@@ -23,6 +29,27 @@ ok, out = promtool_ok("check", "rules", "rules/billing.rules.yml")
 bt.check(ok, "promtool check rules: " + out.splitlines()[-1])
 ok, out = promtool_ok("test", "rules", "tests/billing.rules.test.yml")
 bt.check(ok, "promtool test rules: " + out.replace("\n", " | "))
+rules = yaml.safe_load(open(os.path.join(mon, "rules", "billing.rules.yml")))
+alerts = [r["alert"] for g in rules["groups"] for r in g["rules"] if "alert" in r]
+exprs = [r["expr"] for g in rules["groups"] for r in g["rules"]]
+bt.check(not [e for e in exprs if re.search(r"\bjob\s*=~?", e)],
+         "no rule selects a job by name (the exporter's scrape targets carry billing_probes=\"exporter\")")
+cases = yaml.safe_load(open(os.path.join(mon, "tests", "billing.rules.test.yml")))["tests"]
+fires = {t["alertname"] for c in cases for t in c.get("alert_rule_test", []) if t.get("exp_alerts")}
+bt.check(set(alerts) <= fires, "every alert has a case where it fires (missing: %s)"
+         % (", ".join(sorted(set(alerts) - fires)) or "none"))
+
+
+def minutes(duration):
+    return sum(int(n) * {"h": 60, "m": 1}[u] for n, u in re.findall(r"(\d+)([hm])", duration))
+
+
+quiet = [minutes(t["eval_time"]) for c in cases if c["name"].startswith("fresh start")
+         for t in c.get("promql_expr_test", [])
+         if t["expr"].startswith("count_over_time(ALERTS[") and t.get("exp_samples") == []]
+bt.check(quiet and max(quiet) >= 60, "a fresh start holds no pending or firing alert for %s min (at least 60)"
+         % (max(quiet) if quiet else 0))
+
 ok, out = promtool_ok("check", "config", "prometheus.yml")
 bt.check(ok, "promtool check config prometheus.yml")
 

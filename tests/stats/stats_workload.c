@@ -16,6 +16,9 @@
  *   busy              fire until killed (a writer killed mid-update)
  *   hold N            N payment-auth fires, then stay alive until stdin
  *                     closes (a writer that is still running when read)
+ *   go N              wait for a line on stdin, then N payment-auth fires,
+ *                     print "fired", and stay alive until stdin closes (a
+ *                     writer whose fires a tracer attached first sees too)
  *
  * Every mode prints "segment PATH" for the process's segment, one line per
  * process, on stdout.
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +38,15 @@
 #include "thread_fleet.h"
 
 static long per_thread;
+
+/* LeakSanitizer stops the threads with ptrace, which a set-id process
+ * (not dumpable) refuses, and cannot read ASAN_OPTIONS there: off in such
+ * a run (tests/security runs this program set-uid); read by LSan only. */
+int __lsan_is_turned_off(void);
+int __lsan_is_turned_off(void)
+{
+	return getauxval(AT_SECURE) != 0;
+}
 
 /* The arguments of fire i: test_stats.py computes the same. */
 static void fire_payment(int t, long i)
@@ -207,6 +220,20 @@ static int run_hold(long n)
 	}
 }
 
+static int run_go(long n)
+{
+	char line[64];
+	print_segment();
+	if (!fgets(line, sizeof line, stdin))
+		return 1;
+	for (long i = 0; i < n; i++)
+		fire_payment(0, i);
+	printf("fired\n");
+	while (fgets(line, sizeof line, stdin))
+		;
+	return 0;
+}
+
 static int run_fair(const char *codes, long junk)
 {
 	if (fire_codes(codes) < 0)
@@ -234,9 +261,11 @@ int main(int argc, char **argv)
 		return run_busy();
 	if (strcmp(mode, "hold") == 0 && argc == 3)
 		return run_hold(atol(argv[2]));
+	if (strcmp(mode, "go") == 0 && argc == 3)
+		return run_go(atol(argv[2]));
 	if (strcmp(mode, "fair") == 0 && argc == 4)
 		return run_fair(argv[2], atol(argv[3]));
 	fprintf(stderr, "usage: stats_workload threads T N | short TOTAL C K | labels N | fork W N P | busy"
-	                " | fair CODES JUNK | hold N\n");
+	                " | fair CODES JUNK | hold N | go N\n");
 	return 2;
 }

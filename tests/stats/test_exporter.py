@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 import statstest as st
 from statstest import bt
@@ -69,8 +68,9 @@ try:
              f"a 0700 stats directory: nobody is refused in one line, exit 2 ({r.returncode}, {lines})")
 
     # --- a segment found by name alone must be the process's own ------------
-    # A gone writer's segment renamed after a live process's PID, where
-    # --pid looks when /proc/PID/maps does not name one: not that process's.
+    # A gone writer's segment renamed after a live process's PID, in a
+    # directory under /dev/shm: --pid reads only the file the process maps
+    # (or PID.stats in its own user's directory), so not this one.
     decoy_dir = tempfile.mkdtemp(prefix="billing-stats-test", dir="/dev/shm")
     sleeper = subprocess.Popen(["sleep", "300"])
     try:

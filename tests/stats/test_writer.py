@@ -183,7 +183,7 @@ with tempfile.TemporaryDirectory() as tmp:
     lines = p.stderr.strip().splitlines()
     bt.check(p.returncode == 0 and segs and segs[0][1] == "" and os.listdir(wd) == [],
              "a directory others can write: no segment, the service runs on")
-    bt.check(len(lines) == 1 and "writable by it alone" in lines[0], f"... said in one line ({lines})")
+    bt.check(len(lines) == 1 and "is writable by others (mode 0777): not used" in lines[0], f"... said in one line ({lines})")
     link = os.path.join(tmp, "link")
     os.symlink(d, link)
     p = st.run(["threads", 1, 10], {"BILLING_STATS_DIR": link})

@@ -6,13 +6,15 @@ Two services the scripts were not written for:
   macros) and in libbillingprobes.so (the timing helpers), plus the
   helpers' transactions and an error of its own.
 Each script is resolved for the process (--dry-run: specs the process
-lacks dropped, one spec per module), then run for real with -c and with
--p, and its figures must equal what the program fired: exact counts and
-amounts, not just "it started".  Needs root and bpftrace (CI has both).
+lacks dropped, one spec per module; a script none of whose probes the
+process carries refused), then run for real with -c and with -p, and its
+figures must equal what the program fired: exact counts and amounts, not
+just "it started".  Needs root and bpftrace (CI has both).
 
     test_trace.py            resolution and figures (meson: tool-trace)
     test_trace.py --subset   every script starts and ends cleanly on the
-                             subset service, with whole clauses dropped
+                             subset service, with whole clauses dropped,
+                             or is refused when it carries none of them
                              (meson: tool-trace-subset; it needs scripts
                              that stay valid when a clause is dropped)
 """
@@ -97,10 +99,19 @@ def trace_p(script, program, args=(), rounds=ROUNDS):
 subset_carries = readelf_names(SUBSET)
 two_carries = readelf_names(TWO) | readelf_names(LIB)
 
+def refused(rc, err):
+    """A trace whose targets carry none of the script's probes: exit 2, one line."""
+    return rc == 2 and len(err.splitlines()) == 1 and "refused: no module of" in err
+
+
 if "--subset" in sys.argv[1:]:
     for script, args in (("biz_metrics", ["1"]), ("tps", []), ("slow_requests", ["1"]),
                          ("request_latency", ["1", "1"]), ("amount_dist", []), ("errors", ["1"])):
         rc, out, err = trace_c(script, SUBSET, args)
+        if not script_probes(script) & subset_carries:
+            check(refused(rc, err) and "fired" not in out,
+                  "%s -c on the subset service, which carries none of its probes: refused (%d %r)" % (script, rc, err))
+            continue
         errors = [l for l in err.splitlines() if "ERROR" in l and "RLIMIT_MEMLOCK" not in l]
         check(rc == 0 and "fired %d" % ROUNDS in out and dropped(err) == script_probes(script) - subset_carries,
               "%s -c on the subset service starts and ends cleanly, its absent probes dropped (%d %s)"
@@ -112,6 +123,10 @@ for name in ("biz_metrics", "tps", "request_latency", "slow_requests", "amount_d
     wanted = script_probes(name)
     for program, carries in ((SUBSET, subset_carries), (TWO, two_carries)):
         rc, out, err = run(["trace", name, "-c", program, "--dry-run"], timeout=60)
+        if not wanted & carries:
+            check(refused(rc, err) and out == "", "%s on %s, which carries none of its probes: refused, one line (%d %r)"
+                  % (name, os.path.basename(program), rc, err))
+            continue
         specs = re.findall(r"^usdt:(\S*?):billing:(\w+)", out, flags=re.M)
         check(len(re.findall(r"dropped usdt::", err)) == len(dropped(err)),
               "%s on %s: one line per dropped probe" % (name, os.path.basename(program)))

@@ -28,19 +28,14 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import billingtest as bt  # noqa: E402
-from tooltest import TOOL, biz_total, check, finish, need_probes, run, tps_seconds  # noqa: E402
+from tooltest import (DEADLINE, Lines, check, expected, expected_biz, figures, finish, need_probes,  # noqa: E402
+                      run, start_trace, stop_trace, wait_tps)
 
 need_probes()
 bt.require_tracing()
 
 SERVICE = os.environ["BP_PREFORK_SERVICE"]
-DEADLINE = 120  # seconds for any one condition: ten times what a slow machine needs
 ROUNDS = 5
-
-
-def Lines(stream):
-    """The child's output, line by line (billingtest.Lines), DEADLINE per wait."""
-    return bt.Lines(stream, DEADLINE)
 
 
 class Service:
@@ -99,62 +94,6 @@ def wait_traced(pids, name, want=True):
             return True
         time.sleep(0.05)
     return False
-
-
-def wait_tps(lines, want, what):
-    """tps prints each second once it is over (a stalled timer catches up),
-    but its END skips seconds a stalled timer has not printed yet: wait
-    until the printed seconds hold every transaction before stopping it."""
-    got = 0
-    while got < want:
-        line = lines.wait_for(lambda l: tps_seconds(l), "%s: tps lines up to %d transactions (%d)"
-                              % (what, want, got))
-        got += tps_seconds(line)[0][0]
-
-
-def start_trace(script, target_args, script_args):
-    tracer = subprocess.Popen([TOOL, "trace", script] + target_args + ["--"] + script_args,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return tracer, Lines(tracer.stdout)
-
-
-def stop_trace(tracer, lines):
-    """SIGINT to trace (passed on to bpftrace: it prints END), as Ctrl-C."""
-    tracer.send_signal(signal.SIGINT)
-    try:
-        tracer.wait(timeout=DEADLINE)
-    except subprocess.TimeoutExpired:
-        tracer.kill()
-        tracer.wait()
-    return tracer.returncode, lines.rest(), tracer.stderr.read()
-
-
-def expected_biz(rounds):
-    return {("invoices", 0): (rounds, rounds * 1250), ("approved", 0): (rounds, rounds * 1999),
-            ("declined", 51): (rounds, rounds * 250000), ("refunds", 0): (rounds, rounds * 500)}
-
-
-def figures(script, lines):
-    """What the script counted, in one comparable shape: tps's seconds
-    summed, errors' and biz_metrics' TOTAL."""
-    if script == "tps":
-        secs = tps_seconds("\n".join(lines))
-        return (sum(s[0] for s in secs), sum(s[1] for s in secs))
-    text = "\n".join(lines)
-    if "TOTAL since start" not in text:
-        return None
-    tot = text.split("TOTAL since start", 1)[1]
-    if script == "errors":
-        return {(c, int(code)): int(n) for c, code, n in re.findall(r"@errors_total\[(\w+), (\d+)\]: (\d+)", tot)}
-    return biz_total(text)
-
-
-def expected(script, rounds):
-    if script == "biz_metrics":
-        return expected_biz(rounds)
-    if script == "tps":
-        return (2 * rounds, rounds)
-    return {("validation", 22): rounds}
 
 
 PROBE = {"biz_metrics": "invoice__create", "tps": "transaction__done", "errors": "error"}

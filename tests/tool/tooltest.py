@@ -10,6 +10,7 @@ is billing.d, read by billingtest.provider_probes(), never a number here.
 """
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -32,13 +33,14 @@ def need_probes():
         skip("this build has no probes (-Dprobes=disabled or no dtrace/sys/sdt.h)")
 
 
-def run(args, timeout=20, user=None):
-    """Run the tool; returns (exit status, stdout, stderr).  A signal
-    death is a negative status (subprocess convention)."""
+def run(args, timeout=20, user=None, env=None):
+    """Run the tool (env: its whole environment, None for ours); returns
+    (exit status, stdout, stderr).  A signal death is a negative status
+    (subprocess convention)."""
     cmd = [TOOL] + list(args)
     if user is not None:
         cmd = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups"] + cmd
-    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout)
+    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout, env=env)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -91,3 +93,73 @@ def latency_total(text):
     """request_latency's TOTAL table: {HANDLER: (COUNT, SLOW)}."""
     tot = text.split("TOTAL since start", 1)[-1].split("\nUNMEASURED", 1)[0]
     return {h: (int(n), int(slow)) for h, n, slow in re.findall(r"^(\S+)\s+(\d+)\s+(\d+)(?:\s|$)", tot, flags=re.M)}
+
+
+# --- trace runs, started and stopped as a person would -------------------------------
+DEADLINE = 120  # seconds for any one condition: ten times what a slow machine needs
+
+
+def Lines(stream):
+    """The child's output, line by line (billingtest.Lines), DEADLINE per wait."""
+    return bt.Lines(stream, DEADLINE)
+
+
+def start_trace(script, target_args, script_args):
+    tracer = subprocess.Popen([TOOL, "trace", script] + target_args + ["--"] + script_args,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return tracer, Lines(tracer.stdout)
+
+
+def stop_trace(tracer, lines):
+    """SIGINT to trace (passed on to bpftrace: it prints END), as Ctrl-C."""
+    tracer.send_signal(signal.SIGINT)
+    try:
+        tracer.wait(timeout=DEADLINE)
+    except subprocess.TimeoutExpired:
+        tracer.kill()
+        tracer.wait()
+    return tracer.returncode, lines.rest(), tracer.stderr.read()
+
+
+def wait_tps(lines, want, what):
+    """tps prints each second once it is over (a stalled timer catches up),
+    but its END skips seconds a stalled timer has not printed yet: wait
+    until the printed seconds hold every transaction before stopping it."""
+    got = 0
+    while got < want:
+        line = lines.wait_for(lambda l: tps_seconds(l), "%s: tps lines up to %d transactions (%d)"
+                              % (what, want, got))
+        got += tps_seconds(line)[0][0]
+
+
+def expected_biz(rounds):
+    """biz_metrics' TOTAL after rounds rounds of a test service (prefork_service.c,
+    shared_program.c): 1 invoice (1250 EUR), 1 approved payment (1999), 1
+    declined (250000, code 51), 1 refund (500)."""
+    return {("invoices", 0): (rounds, rounds * 1250), ("approved", 0): (rounds, rounds * 1999),
+            ("declined", 51): (rounds, rounds * 250000), ("refunds", 0): (rounds, rounds * 500)}
+
+
+def figures(script, lines):
+    """What the script counted, in one comparable shape: tps's seconds
+    summed, errors' and biz_metrics' TOTAL."""
+    if script == "tps":
+        secs = tps_seconds("\n".join(lines))
+        return (sum(s[0] for s in secs), sum(s[1] for s in secs))
+    text = "\n".join(lines)
+    if "TOTAL since start" not in text:
+        return None
+    tot = text.split("TOTAL since start", 1)[1]
+    if script == "errors":
+        return {(c, int(code)): int(n) for c, code, n in re.findall(r"@errors_total\[(\w+), (\d+)\]: (\d+)", tot)}
+    return biz_total(text)
+
+
+def expected(script, rounds):
+    """figures() after rounds rounds of a test service: a round also fires
+    two transactions (one failed) and one error (validation, 22)."""
+    if script == "biz_metrics":
+        return expected_biz(rounds)
+    if script == "tps":
+        return (2 * rounds, rounds)
+    return {("validation", 22): rounds}

@@ -5,9 +5,10 @@
  * The BPF programs ask the kernel at each fire (bpf_current_task_under_cgroup
  * on a cgroup array holding PATH's directory: descendants are under it, at
  * any depth, in any cgroup namespace).  The stats path asks /proc: a
- * segment's writer, checked to be the very process that wrote it (PID and
- * start time), is in the subtree when the "0::" line of /proc/PID/cgroup
- * is PATH's cgroup or below it.
+ * segment's writer, checked to be the very process that wrote it (PID,
+ * start time, and running as the file's owner: stats_source.c), is in the
+ * subtree when the "0::" line of /proc/PID/cgroup is PATH's cgroup or
+ * below it.
  */
 #ifndef BX_CGROUP_FILTER_H
 #define BX_CGROUP_FILTER_H

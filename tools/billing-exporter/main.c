@@ -54,7 +54,8 @@ static void usage(FILE *out)
 	        "usage: billing-exporter (--pid PID | --binary PATH)... [options]\n"
 	        "  --pid PID           every module of process PID that carries billing probes (repeatable)\n"
 	        "  --source S          auto (default: a --pid's stats segment when it has one, else USDT), stats or usdt\n"
-	        "  --stats-dir DIR     every stats segment in DIR, summed as one service; no root (repeatable)\n"
+	        "  --stats-dir DIR     every stats segment in DIR, summed as one service; no root (repeatable); DIR\n"
+	        "                      must be root's, --uid's, UID's for billing-stats-UID, or this user's\n"
 	        "  --binary PATH       every process, running now or later, that runs or maps PATH (repeatable)\n"
 	        "  --uid USER          count only processes (and stats segments) of that user, a name or number\n"
 	        "  --cgroup PATH       count only processes (and segments written by processes) in that cgroup v2\n"
@@ -465,6 +466,12 @@ int main(int argc, char **argv)
 	}
 	if ((rc = read_targets(&o, &ex)) != BX_EXIT_OK)
 		goto out;
+	if (bx_targets_check_overlap(&ex, err, sizeof err) != 0) {
+		bx_error("%s", err);
+		rc = BX_EXIT_USAGE;
+		goto out;
+	}
+	bx_stats_start(&ex);
 
 	/* Signals go to sigtimedwait in this thread, never to the HTTP thread. */
 	sigset_t set;

@@ -30,8 +30,9 @@ const bx_metric_t bx_metrics[] = {
 	     "1 per target, with the path that feeds it: usdt (BPF through uprobes) or stats (its segment)."),
 	SELF("billing_exporter_stats_segments_skipped", BX_GAUGE, "", "reason",
 	     "Stats segments whose latest reading is left out of the sums, by reason: unreadable; uid (--uid: "
-	     "another owner); cgroup (--cgroup: its writer is outside); unattributed (--cgroup: its writer "
-	     "was gone before it was seen, or is not this host's PID)."),
+	     "another owner); cgroup (--cgroup: its writer is outside); unattributed (its writer cannot be "
+	     "placed: gone before it was seen, not this host's PID, not the file's owner, or a writer a "
+	     "--binary may already count)."),
 	SELF("billing_exporter_probes_attached", BX_GAUGE, "", "probe",
 	     "Probe attachments (one per module and target) per probe."),
 	SELF("billing_exporter_label_values_folded_total", BX_COUNTER, "", "map,label",

@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,19 +17,23 @@
 #include <unistd.h>
 
 #include "cgroup_filter.h"
-#include "probe_reader.h"
+#include "proc_identity.h"
 #include "snapshot.h"
 #include "stats_read.h"
+#include "stats_trust.h"
 
 /* One segment file followed: its last good reading stays in the sums. */
 typedef struct seg {
 	char path[PATH_MAX];
-	uint64_t generation;
 	bs_segment_t *last; /* NULL until read once */
+	uid_t owner;        /* of the file at its last reading */
 	int said;           /* its problem was reported (once per segment) */
 	int departed;       /* its reading could not be merged (out of memory): kept whole */
 	int inside;         /* --cgroup: its writer, still running, was in the subtree at the last look */
 	int skipped;        /* BX_SKIP_*: why its last reading was not taken, 0 when it was */
+	int elsewhere;      /* a --pid or a --binary counts its writer: never summed here */
+	int binary_known;   /* whether a --binary counts its writer is known (it does not) */
+	int early;          /* first seen before any probe was attached */
 } seg_t;
 
 /* The final readings of segments that are gone (file removed, or its path
@@ -45,8 +48,13 @@ typedef struct gone_rows {
 typedef struct stats_target {
 	char label[PATH_MAX + 8]; /* "stats:DIR" or "pid:N" */
 	char dir[PATH_MAX];       /* a directory of segments, or "" */
+	uid_t user;               /* whose segments: the directory's user, or the --pid process's */
+	int dir_said;             /* the directory's problem was reported, until it reads again */
 	char path[PATH_MAX];      /* a --pid target's segment */
-	int pid;
+	int pid;                  /* a --pid target's process here, -1 for a directory */
+	bx_proc_t proc;           /* ... who that process is, as /proc said at the start */
+	dev_t dev;                /* ... and the segment file found for it */
+	ino_t ino;
 	long only_uid;             /* --uid, -1 none */
 	const bx_cgroup_t *cgroup; /* --cgroup, NULL none */
 	seg_t *segs;
@@ -57,6 +65,9 @@ typedef struct stats_target {
 struct bx_stats {
 	stats_target_t *targets;
 	size_t count;
+	bx_proc_t *named; /* the process of every --pid, whichever source serves it */
+	size_t nnamed;
+	int started; /* set up: probes may be attached from now on */
 };
 
 int bx_source_by_name(const char *name)
@@ -74,74 +85,174 @@ static int parse_pid(const char *s)
 	return *end || end == s || v <= 0 || v > 0x7fffffffL ? -1 : (int)v;
 }
 
-/* 1 when the segment at path was written by process pid itself: a file
- * found by name alone may be a gone process's whose PID was reused. */
-static int written_by(const char *path, int pid)
+/* --- a --pid's segment ------------------------------------------------------- */
+
+/* The first "N.stats" file a process maps (bx_proc_each_mapping). */
+typedef struct mapped_seg {
+	char path[PATH_MAX];
+	unsigned long long dev, ino;
+} mapped_seg_t;
+
+static int stats_mapping(unsigned long long dev, unsigned long long ino, const char *path, void *ctx)
 {
-	bs_segment_t *seg = malloc(sizeof *seg);
-	char err[256];
-	int ok = seg && bs_read_path(path, seg, err, sizeof err) == 0 && seg->pid == (uint32_t)pid &&
-	         seg->start_time && seg->start_time == bp_process_start_time((pid_t)pid);
-	free(seg);
-	return ok;
+	mapped_seg_t *m = ctx;
+	size_t n = strlen(path);
+	if (n < 7 || strcmp(path + n - 6, ".stats") != 0 || n >= sizeof m->path)
+		return 0; /* a " (deleted)" one too: gone from its directory */
+	memcpy(m->path, path, n + 1);
+	m->dev = dev;
+	m->ino = ino;
+	return 1;
 }
 
-/* The segment of process pid: the "N.stats" file it maps (/proc/PID/maps,
- * opened through /proc/PID/root so a container's path resolves), else
- * PID.stats in a --stats-dir or a default directory (a reader without
- * access to another user's /proc/PID/maps still finds it there). */
-static int find_segment(int pid, const char **dirs, size_t ndirs, char *out, size_t outlen)
+/* Is the segment at dir/name process t->proc's, found where its user
+ * keeps it: dir and file that user's alone (BX_OWNER_ONLY), the file the
+ * process maps when dev is given, its header naming the process (PID in
+ * its namespace, start time)?  0 with t->path, dev and ino set, or -1
+ * with the reason in err. */
+static int segment_at(stats_target_t *t, const char *dir, const char *name, unsigned long long dev,
+                      unsigned long long ino, char *err, size_t errlen)
 {
-	char maps[64], line[PATH_MAX + 256];
-	snprintf(maps, sizeof maps, "/proc/%d/maps", pid);
-	FILE *f = fopen(maps, "re");
-	while (f && fgets(line, sizeof line, f)) {
-		char *path = strchr(line, '/');
-		size_t n = path ? strcspn(path, "\n") : 0;
-		if (!path || n < 7 || strncmp(path + n - 6, ".stats", 6) != 0 || strstr(path, " (deleted)"))
+	char why[256];
+	int dfd = -1, fd = -1, skip, rc = -1;
+	uid_t user;
+	struct stat st;
+	bs_segment_t *seg = malloc(sizeof *seg);
+
+	if (!seg)
+		snprintf(err, errlen, "out of memory");
+	else if (bx_stats_dir_open(dir, (long)t->user, BX_OWNER_ONLY, &dfd, &user, why, sizeof why) != 0)
+		snprintf(err, errlen, "%s: %s", dir, why);
+	else if ((fd = bx_stats_file_open(dfd, name, t->user, &st, &skip, why, sizeof why)) < 0)
+		snprintf(err, errlen, "%s/%s: %s", dir, name, why);
+	else if (dev && ((unsigned long long)st.st_dev != dev || (unsigned long long)st.st_ino != ino))
+		snprintf(err, errlen, "%s/%s: not the file process %d maps", dir, name, t->pid);
+	else if (bs_read_fd(fd, seg, why, sizeof why) != 0)
+		snprintf(err, errlen, "%s/%s: %s", dir, name, why);
+	else if (seg->pid != (uint32_t)t->proc.ns_pid || seg->start_time != t->proc.start_time)
+		snprintf(err, errlen, "%s/%s: written by another process (pid %u, started at %llu), not by %d", dir, name,
+		         (unsigned)seg->pid, (unsigned long long)seg->start_time, t->pid);
+	else {
+		snprintf(t->path, sizeof t->path, "%s/%s", dir, name);
+		t->dev = st.st_dev;
+		t->ino = st.st_ino;
+		rc = 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
+	free(seg);
+	return rc;
+}
+
+/* The segment of t->pid.  Where the exporter may read its memory maps
+ * (root, or the process's user): the file it maps, reached through
+ * /proc/PID/root so a container's path resolves.  Else PID.stats in the
+ * directory of the process's own user (uid from /proc/PID/status):
+ * /dev/shm/billing-stats-UID or a --stats-dir that is that user's; never
+ * another user's directory, whatever its name.  0, or -1 with the reason. */
+static int find_segment(stats_target_t *t, const stats_target_t *dirs, size_t ndirs, char *err, size_t errlen)
+{
+	mapped_seg_t m;
+	char dir[PATH_MAX + 64], name[32];
+	memset(&m, 0, sizeof m);
+	int r = bx_proc_each_mapping(t->pid, stats_mapping, &m);
+	if (r >= 0 && !m.path[0]) {
+		snprintf(err, errlen, "it maps none");
+		return -1;
+	}
+	if (r > 0) {
+		char *slash = strrchr(m.path, '/');
+		*slash = '\0';
+		snprintf(dir, sizeof dir, "/proc/%d/root%s", t->pid, m.path);
+		return segment_at(t, dir, slash + 1, m.dev, m.ino, err, errlen);
+	}
+	/* each place tried says why not, in one line */
+	size_t said = 0;
+	snprintf(name, sizeof name, "%d.stats", (int)t->proc.ns_pid);
+	snprintf(dir, sizeof dir, "/dev/shm/billing-stats-%u", (unsigned)t->user);
+	for (size_t i = 0; i <= ndirs; i++) {
+		char why[PATH_MAX + 256];
+		if (i > 0 && (dirs[i - 1].pid >= 0 || dirs[i - 1].user != t->user))
 			continue;
-		path[n] = '\0';
-		snprintf(out, outlen, "/proc/%d/root%s", pid, path);
-		FILE *probe = fopen(out, "re");
-		if (!probe)
-			snprintf(out, outlen, "%s", path);
-		else
-			fclose(probe);
-		fclose(f);
-		return 0;
-	}
-	if (f)
-		fclose(f);
-	for (size_t i = 0; i < ndirs; i++) {
-		snprintf(out, outlen, "%s/%d.stats", dirs[i], pid);
-		if (written_by(out, pid))
+		if (segment_at(t, i ? dirs[i - 1].dir : dir, name, 0, 0, why, sizeof why) == 0)
 			return 0;
+		if (said < errlen)
+			said += (size_t)snprintf(err + said, errlen - said, "%s%s", said ? "; " : "", why);
 	}
-	glob_t g;
-	char pattern[64];
-	int found = 0;
-	snprintf(pattern, sizeof pattern, "/dev/shm/billing-stats-*/%d.stats", pid);
-	if (glob(pattern, 0, NULL, &g) == 0)
-		for (size_t i = 0; i < g.gl_pathc && !found; i++)
-			if ((found = written_by(g.gl_pathv[i], pid)))
-				snprintf(out, outlen, "%s", g.gl_pathv[i]);
-	globfree(&g);
-	return found ? 0 : -1;
+	return -1;
 }
 
 static stats_target_t *add_target(bx_exporter_t *ex)
 {
-	if (!ex->stats && !(ex->stats = calloc(1, sizeof *ex->stats)))
-		return NULL;
 	stats_target_t *t = realloc(ex->stats->targets, (ex->stats->count + 1) * sizeof *t);
 	if (!t)
 		return NULL;
 	ex->stats->targets = t;
 	t = &t[ex->stats->count++];
 	memset(t, 0, sizeof *t);
+	t->pid = -1;
 	t->only_uid = ex->only_uid;
 	t->cgroup = ex->cgroup;
 	return t;
+}
+
+/* A --stats-dir: its owner and mode checked (stats_trust.h), whose it is
+ * said, one directory named once.  0, or -1 with the reason in err. */
+static int add_dir(bx_exporter_t *ex, const char *dir, char *err, size_t errlen)
+{
+	char why[256], user[128];
+	int fd;
+	uid_t uid;
+	struct stat st;
+	if (bx_stats_dir_open(dir, bx_stats_dir_user(dir, ex->only_uid), BX_OWNER_OR_ROOT, &fd, &uid, why, sizeof why) !=
+	    0) {
+		snprintf(err, errlen, "--stats-dir %s: %s", dir, why);
+		return -1;
+	}
+	fstat(fd, &st);
+	close(fd);
+	for (size_t i = 0; i < ex->stats->count; i++) {
+		struct stat other;
+		if (stat(ex->stats->targets[i].dir, &other) == 0 && other.st_dev == st.st_dev && other.st_ino == st.st_ino) {
+			snprintf(err, errlen, "--stats-dir %s: the directory --stats-dir %s names already", dir,
+			         ex->stats->targets[i].dir);
+			return -1;
+		}
+	}
+	stats_target_t *t = add_target(ex);
+	if (!t) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	snprintf(t->dir, sizeof t->dir, "%s", dir);
+	snprintf(t->label, sizeof t->label, "stats:%s", dir);
+	t->user = uid;
+	bx_error("--stats-dir %s: the segments of %s", dir, bx_user_text(uid, user, sizeof user));
+	return 0;
+}
+
+/* Remember the process of --pid text (whichever source serves it), once.
+ * 0, or -1 with the reason in err. */
+static int name_process(bx_exporter_t *ex, const char *text, int pid, char *err, size_t errlen)
+{
+	struct bx_stats *st = ex->stats;
+	for (size_t i = 0; i < st->nnamed; i++) {
+		if (st->named[i].pid == pid) {
+			snprintf(err, errlen, "--pid %s: named twice (it would count twice)", text);
+			return -1;
+		}
+	}
+	bx_proc_t *n = realloc(st->named, (st->nnamed + 1) * sizeof *n);
+	if (!n) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	st->named = n;
+	if (bx_proc_read(pid, &n[st->nnamed]) == 0)
+		st->nnamed++;
+	return 0;
 }
 
 int bx_stats_setup(bx_exporter_t *ex, int source, const char **pids, size_t *npids, const char **dirs,
@@ -149,53 +260,55 @@ int bx_stats_setup(bx_exporter_t *ex, int source, const char **pids, size_t *npi
 {
 	size_t kept = 0;
 
-	for (size_t i = 0; i < ndirs; i++) {
-		DIR *d = opendir(dirs[i]);
-		if (!d) {
-			snprintf(err, errlen, "--stats-dir %s: %s", dirs[i], strerror(errno));
-			return -1;
-		}
-		closedir(d);
-		stats_target_t *t = add_target(ex);
-		if (!t) {
-			snprintf(err, errlen, "out of memory");
-			return -1;
-		}
-		snprintf(t->dir, sizeof t->dir, "%s", dirs[i]);
-		snprintf(t->label, sizeof t->label, "stats:%s", dirs[i]);
-		t->pid = -1;
+	if (!(ex->stats = calloc(1, sizeof *ex->stats))) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
 	}
+	for (size_t i = 0; i < ndirs; i++)
+		if (add_dir(ex, dirs[i], err, errlen) != 0)
+			return -1;
 	for (size_t i = 0; i < *npids; i++) {
-		char path[PATH_MAX];
+		char why[PATH_MAX + 256] = "not a process ID";
 		int pid = parse_pid(pids[i]);
-		if (source == BX_SOURCE_USDT || pid < 0 || find_segment(pid, dirs, ndirs, path, sizeof path) != 0) {
-			if (source == BX_SOURCE_STATS) {
-				snprintf(err, errlen, "--pid %s: no stats segment found (is it a -Dstats=enabled build, "
-				                      "with BILLING_STATS not off?)",
-				         pids[i]);
-				return -1;
+		if (pid > 0 && name_process(ex, pids[i], pid, err, errlen) != 0)
+			return -1;
+		stats_target_t *t = source != BX_SOURCE_USDT && pid > 0 ? add_target(ex) : NULL;
+		if (t) {
+			t->pid = pid;
+			if (bx_proc_read(pid, &t->proc) != 0)
+				snprintf(why, sizeof why, "no such process");
+			else {
+				t->user = t->proc.uid;
+				if (find_segment(t, ex->stats->targets, ndirs, why, sizeof why) == 0) {
+					snprintf(t->label, sizeof t->label, "pid:%d", pid);
+					continue;
+				}
 			}
-			pids[kept++] = pids[i]; /* through USDT */
-			continue;
+			ex->stats->count--; /* not a stats target after all */
 		}
-		stats_target_t *t = add_target(ex);
-		if (!t) {
-			snprintf(err, errlen, "out of memory");
+		if (source == BX_SOURCE_STATS) {
+			snprintf(err, errlen, "--pid %s: no stats segment found (is it a -Dstats=enabled build, with "
+			                      "BILLING_STATS not off?): %s",
+			         pids[i], why);
 			return -1;
 		}
-		snprintf(t->path, sizeof t->path, "%s", path);
-		snprintf(t->label, sizeof t->label, "pid:%d", pid);
-		t->pid = pid;
+		pids[kept++] = pids[i]; /* through USDT */
 	}
 	*npids = kept;
-	if (ex->stats)
-		bx_stats_refresh(ex);
 	return 0;
 }
 
+void bx_stats_start(bx_exporter_t *ex)
+{
+	bx_stats_refresh(ex);
+	ex->stats->started = 1;
+}
+
+/* --- reading ------------------------------------------------------------------ */
+
 /* The entry of path (a new one on first sight); departed entries are
  * never found again. */
-static seg_t *seg_of(stats_target_t *t, const char *path)
+static seg_t *seg_of(const bx_exporter_t *ex, stats_target_t *t, const char *path)
 {
 	for (size_t i = 0; i < t->nsegs; i++)
 		if (!t->segs[i].departed && strcmp(t->segs[i].path, path) == 0)
@@ -207,6 +320,7 @@ static seg_t *seg_of(stats_target_t *t, const char *path)
 	s = &s[t->nsegs++];
 	memset(s, 0, sizeof *s);
 	snprintf(s->path, sizeof s->path, "%s", path);
+	s->early = !ex->stats->started;
 	return s;
 }
 
@@ -262,33 +376,6 @@ static void retire(stats_target_t *t, size_t idx)
 	t->segs[idx] = t->segs[--t->nsegs];
 }
 
-/* --cgroup: may the reading in buf, of the segment at entry s, be taken?
- * Its writer (the PID a --pid target was given, else the segment's own,
- * checked against the segment's start time) is looked up in /proc at each
- * reading while it runs.  A writer seen in the subtree at its last look
- * keeps its segment counted after it exits (its final figures, nothing
- * lost); one seen outside, or never seen at all (gone before the first
- * look, or its PID is not the writer's here: another PID namespace), is
- * skipped.  0 to take it, else a one-line reason in err. */
-static int cgroup_allows(const stats_target_t *t, seg_t *s, const bs_segment_t *buf, char *err, size_t errlen)
-{
-	pid_t pid = t->pid > 0 ? (pid_t)t->pid : (pid_t)buf->pid;
-	int where = bx_cgroup_holds(t->cgroup, pid, buf->start_time);
-	if (where >= 0)
-		s->inside = where;
-	if (s->inside)
-		return 0;
-	s->skipped = where < 0 ? BX_SKIP_UNATTRIBUTED : BX_SKIP_CGROUP;
-	if (where < 0)
-		snprintf(err, errlen, "its writer (pid %u) is gone or not this host's process: its cgroup is unknown "
-		                      "(--cgroup)",
-		         (unsigned)pid);
-	else
-		snprintf(err, errlen, "its writer (pid %u) is outside %s (--cgroup)", (unsigned)pid,
-		         t->cgroup->given);
-	return -1;
-}
-
 /* One line per segment and problem, until the segment reads cleanly again. */
 static void say_skipped(seg_t *s, const char *err)
 {
@@ -297,36 +384,149 @@ static void say_skipped(seg_t *s, const char *err)
 	s->said = 1;
 }
 
-/* Read the segment at entry idx.  A file that is gone, or a new file at a
- * known path (its PID reused by a later process), retires the old reading
- * into the gone rows; a segment that cannot be read, or is not the
- * service's (--uid, --cgroup), is one line, once, and keeps whatever it
- * had counted before. */
-static void read_seg(stats_target_t *t, size_t idx, bs_segment_t *buf)
+/* --cgroup: may the reading in buf, of the segment at entry s, be taken?
+ * Its writer is the process the kernel shows: a --pid target's own (found
+ * from /proc at the start), else the process under the header's PID, and
+ * only if it runs with the header's start time, calls itself by that PID
+ * and runs as the user who owns the file, so a header naming someone
+ * else's process in the cgroup is not attributed to it.  The writer is
+ * looked up at each reading while it runs.  One seen in the subtree at
+ * its last look keeps its segment counted after it exits (its final
+ * figures, nothing lost); one seen outside, or never seen at all (gone
+ * before the first look, another PID namespace's, another user's), is
+ * skipped.  0 to take it, else a one-line reason in err. */
+static int cgroup_allows(const stats_target_t *t, seg_t *s, const bs_segment_t *buf, char *err, size_t errlen)
 {
-	char err[256];
+	bx_proc_t w;
+	pid_t pid = t->pid > 0 ? (pid_t)t->pid : (pid_t)buf->pid;
+	int where = -1;
+	if (t->pid > 0 || bx_proc_wrote((pid_t)buf->pid, buf->start_time, s->owner, &w))
+		where = bx_cgroup_holds(t->cgroup, pid, buf->start_time);
+	if (where >= 0)
+		s->inside = where;
+	if (s->inside)
+		return 0;
+	s->skipped = where < 0 ? BX_SKIP_UNATTRIBUTED : BX_SKIP_CGROUP;
+	if (where < 0)
+		snprintf(err, errlen, "its writer (pid %u) is gone, not this host's process or not the file's user's: "
+		                      "its cgroup is unknown (--cgroup)",
+		         (unsigned)pid);
+	else
+		snprintf(err, errlen, "its writer (pid %u) is outside %s (--cgroup)", (unsigned)pid, t->cgroup->given);
+	return -1;
+}
+
+/* A directory's segment whose writer another target counts: a --pid
+ * names the process its header names (counted there, from its segment or
+ * through USDT), or its writer maps a file a --binary attaches to (counted
+ * through USDT).  1 when the reading must not be summed here (said once);
+ * a segment whose writer cannot be looked at while a --binary may count it
+ * is skipped as unattributed. */
+static int counted_elsewhere(const bx_exporter_t *ex, const stats_target_t *t, seg_t *s, const bs_segment_t *buf)
+{
+	char why[PATH_MAX + 128];
+	const struct bx_stats *st = ex->stats;
+	int decided = s->elsewhere;
+	for (size_t i = 0; !s->elsewhere && i < st->nnamed; i++) {
+		if ((uint32_t)st->named[i].ns_pid == buf->pid && st->named[i].start_time == buf->start_time) {
+			snprintf(why, sizeof why, "written by the process of --pid %d: counted there, not again by --stats-dir %s",
+			         (int)st->named[i].pid, t->dir);
+			s->elsewhere = 1;
+		}
+	}
+	if (!s->elsewhere && !s->binary_known && bx_binary_target_count(ex)) {
+		bx_proc_t w;
+		int b = -2;
+		memset(&w, 0, sizeof w);
+		if (bx_proc_wrote((pid_t)buf->pid, buf->start_time, s->owner, &w))
+			b = bx_binary_target_of(ex, w.pid);
+		else if (s->early)
+			b = -1; /* gone before any probe was attached: no --binary counted it */
+		if (b >= 0) {
+			snprintf(why, sizeof why, "its writer (pid %d) maps what --binary %s attaches to: counted there through "
+			                          "USDT, not again by --stats-dir %s",
+			         (int)w.pid, ex->targets[b].binary, t->dir);
+			s->elsewhere = 1;
+		} else if (b == -1) {
+			s->binary_known = 1;
+		} else {
+			s->skipped = BX_SKIP_UNATTRIBUTED;
+			say_skipped(s, "its writer is gone or its memory maps unreadable: whether a --binary counts it "
+			               "through USDT is unknown");
+			return 1;
+		}
+	}
+	if (s->elsewhere && !decided) {
+		free(s->last); /* a reading from before any probe was attached: never shown */
+		s->last = NULL;
+		bx_error("%s: %s", s->path, why);
+	}
+	return s->elsewhere;
+}
+
+/* Open the segment of a --pid target: the very file found at the start. */
+static int open_pid_segment(const stats_target_t *t, struct stat *st, int *why, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", t->path);
+	char *slash = strrchr(dir, '/');
+	*slash = '\0';
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		int e = errno;
+		*why = BX_SKIP_UNREADABLE;
+		snprintf(err, errlen, "%s", strerror(e));
+		errno = e;
+		return -1;
+	}
+	int fd = bx_stats_file_open(dfd, slash + 1, t->user, st, why, err, errlen);
+	int e = errno;
+	close(dfd);
+	if (fd >= 0 && (st->st_dev != t->dev || st->st_ino != t->ino)) {
+		close(fd);
+		*why = BX_SKIP_UNREADABLE;
+		snprintf(err, errlen, "another file than process %d's segment found at the start", t->pid);
+		e = EPERM;
+		fd = -1;
+	}
+	errno = e;
+	return fd;
+}
+
+/* Read the segment at entry idx (dfd: its directory, for a --stats-dir).
+ * A file that is gone, or a new file at a known path (its PID reused by a
+ * later process), retires the old reading into the gone rows; a segment
+ * that cannot be read, or is not the service's (--uid, --cgroup), is one
+ * line, once, and keeps whatever it had counted before. */
+static void read_seg(const bx_exporter_t *ex, stats_target_t *t, size_t idx, int dfd, const char *name,
+                     bs_segment_t *buf)
+{
+	char err[PATH_MAX + 256];
 	seg_t *s = &t->segs[idx];
-	/* --uid: a segment another user wrote is not this service's, however
-	 * it got into the directory; the owner checked on the file read */
-	int fd = open(s->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	struct stat owner;
-	int rc = -1, skip = 0;
-	if (fd < 0)
-		snprintf(err, sizeof err, "%s", strerror(errno));
-	else if (t->only_uid >= 0 && (fstat(fd, &owner) != 0 || owner.st_uid != (uid_t)t->only_uid)) {
+	struct stat st;
+	int why, rc = -1;
+	int fd = t->pid > 0 ? open_pid_segment(t, &st, &why, err, sizeof err)
+	                    : bx_stats_file_open(dfd, name, t->user, &st, &why, err, sizeof err);
+	if (fd < 0 && errno == ENOENT) {
+		retire(t, idx);
+		return;
+	}
+	if (fd >= 0 && t->only_uid >= 0 && st.st_uid != (uid_t)t->only_uid) {
 		snprintf(err, sizeof err, "not owned by uid %ld (--uid)", t->only_uid);
-		skip = BX_SKIP_UID;
-	} else
+		why = BX_SKIP_UID;
+	} else if (fd >= 0) {
+		why = BX_SKIP_UNREADABLE;
 		rc = bs_read_fd(fd, buf, err, sizeof err);
+	}
 	if (fd >= 0)
 		close(fd);
+	if (rc == 0 && t->pid > 0 && (buf->pid != (uint32_t)t->proc.ns_pid || buf->start_time != t->proc.start_time)) {
+		snprintf(err, sizeof err, "its header names another process (pid %u) than %d", (unsigned)buf->pid, t->pid);
+		why = BX_SKIP_UNATTRIBUTED;
+		rc = -1;
+	}
 	if (rc != 0) {
-		struct stat st;
-		if (lstat(s->path, &st) != 0 && errno == ENOENT) {
-			retire(t, idx);
-			return;
-		}
-		s->skipped = skip ? skip : BX_SKIP_UNREADABLE;
+		s->skipped = why;
 		say_skipped(s, err);
 		return;
 	}
@@ -334,9 +534,12 @@ static void read_seg(stats_target_t *t, size_t idx, bs_segment_t *buf)
 		char path[PATH_MAX];
 		snprintf(path, sizeof path, "%s", s->path);
 		retire(t, idx);
-		if (!(s = seg_of(t, path)))
+		if (!(s = seg_of(ex, t, path)))
 			return;
 	}
+	s->owner = st.st_uid;
+	if (t->pid < 0 && counted_elsewhere(ex, t, s, buf))
+		return;
 	if (t->cgroup && cgroup_allows(t, s, buf, err, sizeof err) != 0) {
 		say_skipped(s, err);
 		return;
@@ -348,6 +551,41 @@ static void read_seg(stats_target_t *t, size_t idx, bs_segment_t *buf)
 	s->skipped = 0;
 }
 
+/* Every segment of a --stats-dir, its directory checked again first (a
+ * directory that no longer passes is said once and not read, its readings
+ * kept). */
+static void read_dir(const bx_exporter_t *ex, stats_target_t *t, bs_segment_t *buf)
+{
+	char why[256];
+	int dfd;
+	uid_t user;
+	if (bx_stats_dir_open(t->dir, (long)t->user, BX_OWNER_OR_ROOT, &dfd, &user, why, sizeof why) != 0) {
+		if (!t->dir_said)
+			bx_error("--stats-dir %s: %s: not read", t->dir, why);
+		t->dir_said = 1;
+		return;
+	}
+	t->dir_said = 0;
+	int listing = dup(dfd);
+	DIR *d = listing >= 0 ? fdopendir(listing) : NULL;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		char path[PATH_MAX];
+		if (n < 7 || strcmp(e->d_name + n - 6, ".stats") != 0 ||
+		    snprintf(path, sizeof path, "%s/%s", t->dir, e->d_name) >= (int)sizeof path)
+			continue;
+		seg_t *s = seg_of(ex, t, path);
+		if (s)
+			read_seg(ex, t, (size_t)(s - t->segs), dfd, e->d_name, buf);
+	}
+	if (d)
+		closedir(d);
+	else if (listing >= 0)
+		close(listing);
+	close(dfd);
+}
+
 void bx_stats_refresh(bx_exporter_t *ex)
 {
 	bs_segment_t *buf;
@@ -355,29 +593,13 @@ void bx_stats_refresh(bx_exporter_t *ex)
 		return;
 	for (size_t i = 0; i < ex->stats->count; i++) {
 		stats_target_t *t = &ex->stats->targets[i];
-		if (!t->dir[0]) {
-			seg_t *s = seg_of(t, t->path);
-			if (s)
-				read_seg(t, (size_t)(s - t->segs), buf);
+		if (t->pid < 0) {
+			read_dir(ex, t, buf);
 			continue;
 		}
-		DIR *d = opendir(t->dir);
-		struct dirent *e;
-		while (d && (e = readdir(d))) {
-			size_t n = strlen(e->d_name);
-			char path[PATH_MAX];
-			if (n < 7 || strcmp(e->d_name + n - 6, ".stats") != 0 ||
-			    strlen(t->dir) + 1 + n >= sizeof path)
-				continue;
-			memcpy(path, t->dir, strlen(t->dir));
-			path[strlen(t->dir)] = '/';
-			memcpy(path + strlen(t->dir) + 1, e->d_name, n + 1);
-			seg_t *s = seg_of(t, path);
-			if (s)
-				read_seg(t, (size_t)(s - t->segs), buf);
-		}
-		if (d)
-			closedir(d);
+		seg_t *s = seg_of(ex, t, t->path);
+		if (s)
+			read_seg(ex, t, (size_t)(s - t->segs), -1, NULL, buf);
 	}
 	free(buf);
 }
@@ -471,21 +693,28 @@ const char *bx_stats_target_label(const bx_exporter_t *ex, size_t i)
 }
 
 /* Up: some segment of the target was written by a process that still
- * runs (the same process: its start time matches, not a reused PID).  A
- * --pid target is looked up by the PID it was given: the segment's own is
- * the writer's in its PID namespace (a container's); start times are the
- * same in every namespace. */
+ * runs, as the kernel shows it: a --pid target's own process (the same
+ * one: its start time matches, not a later one given its PID), or for a
+ * directory the process under the header's PID with the header's start
+ * time, running as the file's user. */
 int bx_stats_target_up(const bx_exporter_t *ex, size_t i)
 {
 	const stats_target_t *t = &ex->stats->targets[i];
 	for (size_t k = 0; k < t->nsegs; k++) {
 		const bs_segment_t *s = t->segs[k].last;
-		if (!s || s->state != BS_RUNNING || t->segs[k].departed || !s->start_time)
+		bx_proc_t now;
+		if (!s || s->state != BS_RUNNING || t->segs[k].departed)
 			continue;
-		if (bp_process_start_time(t->pid > 0 ? (pid_t)t->pid : (pid_t)s->pid) == s->start_time)
+		if (t->pid > 0 ? bx_proc_read(t->pid, &now) == 0 && now.start_time == t->proc.start_time
+		               : bx_proc_wrote((pid_t)s->pid, s->start_time, t->segs[k].owner, &now))
 			return 1;
 	}
 	return 0;
+}
+
+int bx_stats_target_pid(const bx_exporter_t *ex, size_t i)
+{
+	return ex->stats->targets[i].pid;
 }
 
 void bx_stats_free(bx_exporter_t *ex)
@@ -500,6 +729,7 @@ void bx_stats_free(bx_exporter_t *ex)
 			free(ex->stats->targets[i].gone[m].rows);
 	}
 	free(ex->stats->targets);
+	free(ex->stats->named);
 	free(ex->stats);
 	ex->stats = NULL;
 }

@@ -4,9 +4,13 @@
  *
  * A stats target is a directory of segments (--stats-dir: every process of
  * a service, summed) or one process whose segment is found from its PID
- * (--pid with --source auto|stats).  Service counters never go backwards
- * while the exporter runs: a segment whose process exited, or whose file
- * went away or turned unreadable, keeps its last good reading in the sum.
+ * (--pid with --source auto|stats).  Whose a directory or a file is, and
+ * which process wrote a segment, come from the kernel (stats_trust.h,
+ * proc_identity.h), never from the segment's header alone.  A process
+ * counts once: a directory's segment whose writer a --pid or a --binary
+ * counts is not summed again.  Service counters never go backwards while
+ * the exporter runs: a segment whose process exited, or whose file went
+ * away or turned unreadable, keeps its last good reading in the sum.
  */
 #ifndef BX_STATS_SOURCE_H
 #define BX_STATS_SOURCE_H
@@ -22,12 +26,20 @@ enum { BX_SOURCE_AUTO,
 /* "auto" -> BX_SOURCE_AUTO ...; -1 for an unknown name. */
 int bx_source_by_name(const char *name);
 
-/* Take the targets the stats serve: every directory, and each PID whose
- * segment is found (source auto or stats; with stats a PID without one is
- * an error).  PIDs left for USDT stay in pids[0, *npids).  0, or -1 with a
- * one-line reason in err. */
+/* Take the targets the stats serve: every directory (refused unless its
+ * owner and mode pass, or named twice), and each PID whose segment is
+ * found (source auto or stats; with stats a PID without one is an error,
+ * saying where it looked).  Every PID is remembered, whichever source
+ * serves it, so no directory counts its process again; a PID named twice
+ * is an error.  PIDs left for USDT stay in pids[0, *npids).  0, or -1 with
+ * a one-line reason in err. */
 int bx_stats_setup(bx_exporter_t *ex, int source, const char **pids, size_t *npids, const char **dirs,
                    size_t ndirs, char *err, size_t errlen);
+
+/* The first reading, once every target is read and before any probe is
+ * attached: a segment whose writer is gone by then was never counted
+ * through USDT too. */
+void bx_stats_start(bx_exporter_t *ex);
 
 /* Rescan and read every stats target (call with ex->lock held, once per
  * snapshot, before the rows). */
@@ -39,9 +51,11 @@ struct bx_row;
 int bx_stats_rows(bx_exporter_t *ex, size_t mi, struct bx_row **items, size_t *count, size_t *cap);
 
 /* Why a segment's latest reading was left out (its earlier readings, if
- * any, stay in the sums): it could not be read; --uid: another user owns
- * it; --cgroup: its writer is outside the subtree, or cannot be placed
- * (gone before it was first seen there, or not this host's PID). */
+ * any, stay in the sums): it could not be read (or is not a regular file
+ * nobody else may write); another user than the directory's (or --uid's)
+ * owns it; --cgroup: its writer is outside the subtree; its writer cannot
+ * be told (gone before it was first seen, not this host's PID, not the
+ * file's user's; or, with a --binary, whether that counts it). */
 enum { BX_SKIP_NONE,
        BX_SKIP_UNREADABLE,
        BX_SKIP_UID,
@@ -55,6 +69,8 @@ size_t bx_stats_skipped(const bx_exporter_t *ex, int reason);
 size_t bx_stats_target_count(const bx_exporter_t *ex);
 const char *bx_stats_target_label(const bx_exporter_t *ex, size_t i);
 int bx_stats_target_up(const bx_exporter_t *ex, size_t i);
+/* The process of stats target i, -1 for a directory. */
+int bx_stats_target_pid(const bx_exporter_t *ex, size_t i);
 
 void bx_stats_free(bx_exporter_t *ex);
 

@@ -22,8 +22,10 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "exporter.h"     /* bx_error */
-#include "probe_reader.h" /* tools/billing-probes: the probe reader library */
+#include "exporter.h"      /* bx_error */
+#include "probe_reader.h"  /* tools/billing-probes: the probe reader library */
+#include "proc_identity.h" /* bx_proc_each_mapping */
+#include "stats_source.h"  /* the --pid targets served from a segment */
 
 #define PROVIDER "billing"
 
@@ -250,6 +252,10 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_
 			break;
 		}
 		bx_module_t *m = module_for(t, mod->attach_path);
+		if (m && !m->dev && !m->ino) { /* the file mapped: what a --binary's uprobe would land on too */
+			m->dev = m->path_dev = mod->dev;
+			m->ino = m->path_ino = mod->ino;
+		}
 		if (!m || add_probe(m, p) != 0) {
 			snprintf(err, errlen, "out of memory");
 			rc = -1;
@@ -290,4 +296,89 @@ void bx_target_free(bx_target_t *t)
 	free(t->modules);
 	free(t->binary);
 	memset(t, 0, sizeof *t);
+}
+
+/* Does target b (a --binary) have a module for the file (dev, ino)? */
+static int binary_has_file(const bx_target_t *b, unsigned long long dev, unsigned long long ino)
+{
+	for (size_t i = 0; i < b->module_count; i++) {
+		const bx_module_t *m = &b->modules[i];
+		if (m->probe_count && ((m->dev == dev && m->ino == ino) || (m->path_dev == dev && m->path_ino == ino)))
+			return 1;
+	}
+	return 0;
+}
+
+size_t bx_binary_target_count(const bx_exporter_t *ex)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < ex->target_count; i++)
+		n += ex->targets[i].binary != NULL;
+	return n;
+}
+
+typedef struct maps_binary {
+	const bx_exporter_t *ex;
+	int found; /* the index of a --binary the process maps a file of */
+} maps_binary_t;
+
+static int mapping_of_binary(unsigned long long dev, unsigned long long ino, const char *path, void *ctx)
+{
+	maps_binary_t *m = ctx;
+	(void)path;
+	for (size_t i = 0; i < m->ex->target_count; i++) {
+		if (m->ex->targets[i].binary && binary_has_file(&m->ex->targets[i], dev, ino)) {
+			m->found = (int)i;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int bx_binary_target_of(const bx_exporter_t *ex, pid_t pid)
+{
+	maps_binary_t m = { ex, -1 };
+	if (bx_proc_each_mapping(pid, mapping_of_binary, &m) < 0)
+		return -2;
+	return m.found;
+}
+
+int bx_targets_check_overlap(const bx_exporter_t *ex, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < ex->target_count; i++) {
+		const bx_target_t *a = &ex->targets[i];
+		for (size_t j = 0; j < ex->target_count; j++) {
+			const bx_target_t *b = &ex->targets[j];
+			if (i == j || !b->binary || (a->binary && j < i))
+				continue;
+			for (size_t k = 0; k < a->module_count; k++) {
+				const bx_module_t *m = &a->modules[k];
+				if (!m->probe_count || !binary_has_file(b, m->dev, m->ino))
+					continue;
+				if (a->binary)
+					snprintf(err, errlen, "--binary %s and --binary %s name one file: it would count twice",
+					         a->binary, b->binary);
+				else
+					snprintf(err, errlen, "--pid %d maps %s, which --binary %s attaches to: it would count "
+					                      "twice (name it once)",
+					         a->pid, m->path, b->binary);
+				return -1;
+			}
+		}
+	}
+	for (size_t i = 0; i < bx_stats_target_count(ex); i++) {
+		int pid = bx_stats_target_pid(ex, i), b = pid > 0 && bx_binary_target_count(ex) ? bx_binary_target_of(ex, pid) : -1;
+		if (b == -1)
+			continue;
+		if (b >= 0)
+			snprintf(err, errlen, "--pid %d maps a file --binary %s attaches to: its fires would count twice, from "
+			                      "its stats segment and through USDT (name it once)",
+			         pid, ex->targets[b].binary);
+		else
+			snprintf(err, errlen, "--pid %d: its memory maps cannot be read, so whether --binary counts it too "
+			                      "is unknown (run as root or as its user)",
+			         pid);
+		return -1;
+	}
+	return 0;
 }

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* One probe site of a module, as its note gives it. */
 typedef struct bx_site {
@@ -72,5 +73,21 @@ int bx_module_has_probe(const bx_module_t *m, const char *probe);
 int bx_target_alive(const bx_target_t *t);
 
 void bx_target_free(bx_target_t *t);
+
+/* --- one process counted once --------------------------------------------- */
+struct bx_exporter;
+
+/* Targets that would count a process twice, refused: two --binary of one
+ * file, a --pid process that maps a file a --binary attaches to (whether
+ * the --pid is served through USDT or from its stats segment: the
+ * --binary's uprobes count its fires either way).  0, or -1 with a
+ * one-line reason in err. */
+int bx_targets_check_overlap(const struct bx_exporter *ex, char *err, size_t errlen);
+
+/* The --binary targets: how many; and which one counts process pid (the
+ * index of the first whose file it maps), -1 none, -2 when its memory
+ * maps cannot be read. */
+size_t bx_binary_target_count(const struct bx_exporter *ex);
+int bx_binary_target_of(const struct bx_exporter *ex, pid_t pid);
 
 #endif /* BX_TARGETS_H */

@@ -16,8 +16,11 @@
 const char bp_cli_help[] =
     "TARGET is an ELF executable or shared library, or the PID of a running\n"
     "process (its executable and every mapped library); -p PID and --target\n"
-    "FILE say the same.  check with several TARGETs checks them as one\n"
-    "program: a service and the shared libraries that fire some of its probes.\n"
+    "FILE say the same.  check (and doctor) judge a file TARGET with the\n"
+    "shared libraries it loads, found as the dynamic loader finds them\n"
+    "(its RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache); one not found is\n"
+    "exit 2.  check with several TARGETs checks them as one program (a\n"
+    "service and a library it opens with dlopen).\n"
     "--provider FILE.d replaces the catalogue built in (billing.d of version\n" BILLING_PROBES_VERSION "): list then shows only its providers' probes.\n"
     "Probe names (-n, --expect) match as written in ELF notes (request__start)\n"
     "or in D (request-start), and take globs.  --expect-file holds one name or\n"
@@ -26,7 +29,10 @@ const char bp_cli_help[] =
     "of yours by a path with a /, owned by you or root and writable by no\n"
     "one else) resolved for the modules of the processes (several -p: one\n"
     "service, one total), or for every process running PATH, now or later\n"
-    "(--binary, until Ctrl-C); --dry-run prints the resolved script.\n"
+    "(--binary, until Ctrl-C; several: a program and the libraries it\n"
+    "loads, each probe attached where it lives).  A trace whose targets\n"
+    "carry none of the script's probes is refused.  --dry-run prints the\n"
+    "resolved script.\n"
     "$BPFTRACE, if set, must be an absolute path to a bpftrace owned likewise.\n"
     "doctor --clear-stale lowers semaphores raised with no uprobe attached,\n"
     "and writes only inside its module's semaphore section.\n"
@@ -158,7 +164,9 @@ int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_opti
 		} else if (shape->trace && (r = option_value(argc, argv, &i, "--binary", &v)) != 0) {
 			if (r < 0 || !*v)
 				return bp_usage_error("--binary needs the path of a program or library");
-			opt->binary = v;
+			if (opt->binary_count == BP_MAX_TARGETS)
+				return bp_usage_error("too many --binary (at most 256)");
+			opt->binaries[opt->binary_count++] = v;
 		} else if (shape->trace && strcmp(a, "--dry-run") == 0) {
 			opt->dry_run = 1;
 		} else if (a[0] == '-' && a[1] != '\0') {
@@ -181,8 +189,9 @@ int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_opti
 	if (shape->trace) {
 		if (!opt->script)
 			return bp_usage_error("trace: a SCRIPT is needed (a .bt path or a name such as tps)");
-		if ((opt->target_count > 0) + (opt->command_line != NULL) + (opt->binary != NULL) != 1)
-			return bp_usage_error("trace: give -p PID (one or more), --binary PATH or -c 'CMD ARGS' (one of them)");
+		if ((opt->target_count > 0) + (opt->command_line != NULL) + (opt->binary_count > 0) != 1)
+			return bp_usage_error("trace: give -p PID (one or more), --binary PATH (one or more) or -c 'CMD ARGS' "
+			                      "(one of them)");
 	}
 	return BP_EXIT_OK;
 }
@@ -218,4 +227,24 @@ int bp_cli_load_target(const char *spec, bp_probe_set_t *set)
 	for (size_t i = 0; i < set->unreadable_count; i++)
 		bp_error(spec, set->unreadable[i]);
 	return 0;
+}
+
+int bp_cli_load_needed(const bp_probe_set_t *sets, size_t nsets, bp_probe_set_t *needed)
+{
+	char err[600], what[600];
+	if (bp_probe_set_load_needed(sets, nsets, needed, err, sizeof err) != 0) {
+		bp_error("the libraries the program loads", err);
+		return -1;
+	}
+	for (size_t i = 0; i < needed->missing_count; i++) {
+		const bp_missing_library_t *m = &needed->missing[i];
+		snprintf(what, sizeof what, "%s (needed by %s)", m->name, m->needed_by);
+		snprintf(err, sizeof err, "%s: its probes cannot be counted (name it as a TARGET, or set "
+		                          "LD_LIBRARY_PATH as the service runs)",
+		         m->why);
+		bp_error(what, err);
+	}
+	for (size_t i = 0; i < needed->unreadable_count; i++)
+		bp_error("a library the program loads", needed->unreadable[i]);
+	return needed->missing_count || needed->unreadable_count ? -1 : 0;
 }

@@ -40,9 +40,11 @@ typedef struct bp_options {
 	int clear_stale;          /* doctor --clear-stale */
 	const char *script;       /* trace SCRIPT */
 	const char *command_line; /* trace -c 'CMD ARGS' */
-	const char *binary;       /* trace --binary PATH: every process of that file */
-	int dry_run;              /* trace --dry-run */
-	char **script_args;       /* trace: what follows -- */
+	/* trace --binary PATH...: every process of those files */
+	const char *binaries[BP_MAX_TARGETS];
+	int binary_count;
+	int dry_run;        /* trace --dry-run */
+	char **script_args; /* trace: what follows -- */
 	int script_arg_count;
 } bp_options_t;
 
@@ -80,5 +82,12 @@ int bp_cli_catalogue(const bp_options_t *opt, bp_catalogue_t *cat, const char **
  * process's modules that could not be read are one line each on stderr
  * (set->unreadable_count of them); the caller decides the exit status. */
 int bp_cli_load_target(const char *spec, bp_probe_set_t *set);
+
+/* The shared libraries the file sets of sets[0..nsets) load, found as the
+ * dynamic loader finds them, into needed (bp_probe_set_load_needed): 0,
+ * or -1 after one line per library that cannot be found or read (its
+ * probes would be missing from any answer) or the one error line.  Free
+ * needed either way. */
+int bp_cli_load_needed(const bp_probe_set_t *sets, size_t nsets, bp_probe_set_t *needed);
 
 #endif /* BP_CLI_H */

@@ -3,6 +3,13 @@
  * the program carry the probes it promises (default: every probe of the
  * catalogue), each with the declared arguments?  The question a service's
  * CI asks after linking.  Text for people, --json for CI to keep.
+ *
+ * A program is its file and the shared libraries it loads: a service
+ * built against libbillingprobes.so carries the timing helpers' probes
+ * in the library.  So a file TARGET's DT_NEEDED libraries are found as
+ * the dynamic loader finds them (needed_libs.c) and judged with it; one
+ * that cannot be found refuses the answer (exit 2), since its probes
+ * would be missing from it.  A PID's libraries are those it maps.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,6 +17,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "check_modules.h"
 #include "cli.h"
 #include "commands.h"
 #include "expect.h"
@@ -64,7 +72,7 @@ static void print_finding(FILE *out, const bp_finding_t *f)
 }
 
 static void print_json(FILE *out, const bp_options_t *opt, const char *source, const bp_check_report_t *r,
-                       int any_notes)
+                       int any_notes, const bp_catalogue_t *cat, const bp_probe_set_t *sets, size_t nsets)
 {
 	fputs("{\"targets\": [", out);
 	for (int k = 0; k < opt->target_count; k++) {
@@ -100,7 +108,9 @@ static void print_json(FILE *out, const bp_options_t *opt, const char *source, c
 			fprintf(out, ", \"declared\": %d", f->want);
 		fputc('}', out);
 	}
-	fputs(r->count ? "\n]}\n" : "]}\n", out);
+	fputs(r->count ? "\n], " : "], ", out);
+	bp_json_probe_modules(out, cat, sets, nsets);
+	fputs("}\n", out);
 }
 
 int bp_cmd_check(const bp_options_t *opt)
@@ -119,8 +129,9 @@ int bp_cmd_check(const bp_options_t *opt)
 		return BP_EXIT_ERROR;
 	}
 
+	/* the TARGETs, and one more set: the libraries they load */
 	size_t nsets = (size_t)opt->target_count;
-	bp_probe_set_t *sets = calloc(nsets, sizeof *sets);
+	bp_probe_set_t *sets = calloc(nsets + 1, sizeof *sets);
 	int rc = sets ? BP_EXIT_OK : BP_EXIT_ERROR;
 	if (!sets)
 		bp_error(opt->targets[0], "out of memory");
@@ -128,9 +139,12 @@ int bp_cmd_check(const bp_options_t *opt)
 		if (bp_cli_load_target(opt->targets[k], &sets[k]) != 0)
 			rc = BP_EXIT_ERROR;
 
+	if (rc == BP_EXIT_OK && bp_cli_load_needed(sets, nsets, &sets[nsets]) != 0)
+		rc = BP_EXIT_ERROR;
+
 	bp_check_report_t report;
 	memset(&report, 0, sizeof report);
-	if (rc == BP_EXIT_OK && bp_check_run(&cat, &expect, sets, nsets, &report) != 0) {
+	if (rc == BP_EXIT_OK && bp_check_run(&cat, &expect, sets, nsets + 1, &report) != 0) {
 		bp_error(opt->targets[0], "out of memory");
 		rc = BP_EXIT_ERROR;
 	}
@@ -142,8 +156,9 @@ int bp_cmd_check(const bp_options_t *opt)
 		char what[600];
 		snprintf(what, sizeof what, "%s%s", opt->targets[0], nsets > 1 ? " (and the other targets)" : "");
 		if (opt->json) {
-			print_json(stdout, opt, source, &report, any_notes);
+			print_json(stdout, opt, source, &report, any_notes, &cat, sets, nsets + 1);
 		} else {
+			bp_print_probe_modules(stdout, &cat, sets, nsets + 1);
 			for (size_t i = 0; i < report.count; i++)
 				print_finding(stdout, &report.items[i]);
 			size_t unexpected = report.count - report.problems;
@@ -160,7 +175,7 @@ int bp_cmd_check(const bp_options_t *opt)
 		rc = report.problems ? BP_EXIT_FAIL : BP_EXIT_OK;
 	}
 	bp_check_report_free(&report);
-	for (size_t k = 0; sets && k < nsets; k++)
+	for (size_t k = 0; sets && k <= nsets; k++)
 		bp_probe_set_free(&sets[k]);
 	free(sets);
 	bp_expect_free(&expect);

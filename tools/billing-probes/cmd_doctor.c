@@ -64,12 +64,13 @@ static void sites_result(const bp_catalogue_t *cat, const bp_probe_set_t *t, bp_
 		snprintf(r->finding, sizeof r->finding, "none");
 }
 
+/* t: the target (with, for a file, the libraries it loads in t[1]). */
 static void carries_result(const bp_catalogue_t *cat, const char *source, const bp_probe_set_t *t,
                            bp_check_result_t *r)
 {
 	bp_check_report_t report;
 	r->name = "target";
-	if (bp_check_run(cat, NULL, t, 1, &report) != 0) {
+	if (bp_check_run(cat, NULL, t, t->is_process ? 1 : 2, &report) != 0) {
 		bp_result_set(r, BP_WARN, "out of memory", NULL);
 		return;
 	}
@@ -81,7 +82,8 @@ static void carries_result(const bp_catalogue_t *cat, const char *source, const 
 			snprintf(r->finding, sizeof r->finding, "PID %d carries all %zu probes of %s; %zu site%s traced now",
 			         t->pid, cat->count, source, traced, traced == 1 ? "" : "s");
 		else
-			snprintf(r->finding, sizeof r->finding, "%s carries all %zu probes of %s", t->spec, cat->count, source);
+			snprintf(r->finding, sizeof r->finding, "%s carries all %zu probes of %s (with the libraries it loads)",
+			         t->spec, cat->count, source);
 		r->status = BP_OK;
 		r->fix[0] = '\0';
 	} else {
@@ -180,19 +182,22 @@ static int target_results(const bp_options_t *opt, bp_check_result_t *out, size_
 	bp_catalogue_t cat;
 	if (bp_cli_catalogue(opt, &cat, &source) != 0)
 		return -1;
-	bp_probe_set_t t;
-	if (bp_cli_load_target(opt->targets[0], &t) != 0) {
-		bp_probe_set_free(&t);
-		bp_catalogue_free(&cat);
-		return -1;
+	/* the target, and for a file the libraries it loads (as check) */
+	bp_probe_set_t t[2];
+	memset(t, 0, sizeof t);
+	int rc = bp_cli_load_target(opt->targets[0], &t[0]);
+	if (rc == 0 && !t[0].is_process)
+		rc = bp_cli_load_needed(&t[0], 1, &t[1]);
+	if (rc == 0) {
+		carries_result(&cat, source, t, &out[(*n)++]);
+		sites_result(&cat, &t[0], &out[(*n)++]);
+		if (t[0].is_process)
+			semaphores_result(&t[0], opt->clear_stale, &out[(*n)++]);
 	}
-	carries_result(&cat, source, &t, &out[(*n)++]);
-	sites_result(&cat, &t, &out[(*n)++]);
-	if (t.is_process)
-		semaphores_result(&t, opt->clear_stale, &out[(*n)++]);
-	bp_probe_set_free(&t);
+	bp_probe_set_free(&t[0]);
+	bp_probe_set_free(&t[1]);
 	bp_catalogue_free(&cat);
-	return 0;
+	return rc;
 }
 
 int bp_cmd_doctor(const bp_options_t *opt)

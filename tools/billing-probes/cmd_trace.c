@@ -1,7 +1,8 @@
 /*
  * cmd_trace.c -- `billing-probes trace SCRIPT (-p PID [-p PID...] |
- * --binary PATH | -c 'CMD ARGS') [--dry-run] [-- SCRIPT-ARGS]`: run a
- * shipped bpftrace script on any billing service, one process or several.
+ * --binary PATH [--binary PATH...] | -c 'CMD ARGS') [--dry-run]
+ * [-- SCRIPT-ARGS]`: run a shipped bpftrace script on any billing
+ * service, one process or several.
  *
  * bpftrace 0.17 resolves `usdt::billing:NAME` only with -p, fails when a
  * probe sits in two modules of the process ("Could not resolve symbol"),
@@ -15,7 +16,11 @@
  * Several -p are one service: their modules merged (one file once, by
  * inode), one predicate naming them all, one set of totals.  --binary
  * PATH attaches to the file with no predicate: every process running it,
- * now or later, until Ctrl-C.  For one process in our mount namespace
+ * now or later, until Ctrl-C; several --binary are one program whose
+ * probes live in several files (trace_targets.c), each probe attached
+ * where it lives.  Targets that carry none of the USDT probes the script
+ * names are refused in one line: the program would print zeros for a
+ * busy service.  For one process in our mount namespace
  * whose probes each sit in one module, bpftrace also gets -p PID, so the
  * kernel places breakpoints and raises semaphores in that process only;
  * otherwise (several processes, --binary, two modules) the kernel raises
@@ -48,8 +53,10 @@
 #include "commands.h"
 #include "start_stopped.h"
 #include "term_text.h"
+#include "text_buf.h"
 #include "text_file.h"
 #include "trace_script.h"
+#include "trace_targets.h"
 #include "trusted_file.h"
 
 #ifndef BP_DATADIR
@@ -119,27 +126,88 @@ static int open_script(const char *script, char *out, size_t n)
 	return -1;
 }
 
-/* One line per dropped probe, however many clauses name it. */
+/* The specs no module carries, each once however many clauses name it
+ * ("\nspec\n" per spec, entries sharing their newlines): said only
+ * once the resolution is known, since a script left with nothing to
+ * attach to is refused in one line instead. */
 typedef struct drop_ctx {
-	const char *where;
-	char seen[4096]; /* "\nspec\n" for each reported spec */
-	size_t used;
+	bp_buf_t specs;
+	size_t count;
 } drop_ctx_t;
 
-static void report_dropped(const char *spec, void *ctx)
+static void note_dropped(const char *spec, void *ctx)
 {
 	drop_ctx_t *d = ctx;
 	char key[520];
 	snprintf(key, sizeof key, "\n%s\n", spec);
-	if (strstr(d->seen, key))
+	if (d->specs.data && strstr(d->specs.data, key))
 		return;
-	if (d->used + strlen(key) < sizeof d->seen) {
-		memcpy(d->seen + d->used, key, strlen(key) + 1);
-		d->used += strlen(key) - 1; /* entries share their newlines */
+	bp_buf_puts(&d->specs, d->count ? key + 1 : key);
+	d->count++;
+}
+
+/* Call fn for each dropped spec, in the script's order. */
+static void each_dropped(const drop_ctx_t *d, void (*fn)(const char *spec, size_t len, void *arg), void *arg)
+{
+	for (const char *p = d->specs.data ? d->specs.data + 1 : ""; *p;) {
+		size_t len = strcspn(p, "\n");
+		fn(p, len, arg);
+		p += len + (p[len] == '\n');
 	}
+}
+
+/* What a dropped line says, and where to look for a hint: with --binary,
+ * the libraries the files load (a probe the program fires from one of
+ * them is attached only when that library is given too). */
+typedef struct drop_say {
+	const char *where;
+	const bp_probe_set_t *needed; /* NULL without --binary */
+	bp_buf_t list;                /* refusal: the specs, ", " between */
+	const bp_module_t *carrier;   /* refusal: a loaded library carrying one */
+} drop_say_t;
+
+static void say_dropped(const char *spec, size_t len, void *arg)
+{
+	drop_say_t *say = arg;
+	const bp_module_t *lib = say->needed ? bp_trace_loaded_carrier(say->needed, spec, len) : NULL;
 	fflush(stdout);
-	bp_printf_escaped(stderr, "billing-probes: trace: dropped %s: no module of %s carries it", spec, d->where);
+	bp_printf_escaped(stderr, "billing-probes: trace: dropped %.*s: no module of %s carries it", (int)len, spec,
+	                  say->where);
+	if (lib)
+		bp_printf_escaped(stderr, " (%s, which %s loads, does: add --binary %s)", lib->path, lib->needed_by,
+		                  lib->path);
 	fputc('\n', stderr);
+}
+
+static void list_dropped(const char *spec, size_t len, void *arg)
+{
+	drop_say_t *say = arg;
+	bp_buf_printf(&say->list, "%s%.*s", say->list.len ? ", " : "", (int)len, spec);
+	if (!say->carrier && say->needed)
+		say->carrier = bp_trace_loaded_carrier(say->needed, spec, len);
+}
+
+/* No module carries any USDT probe the script names: one line, refused
+ * (the program would attach nothing and print zeros, as if the service
+ * were idle, until stopped).  Returns 1 when refused. */
+static int refuse_nothing_carried(const drop_ctx_t *dropped, const bp_probe_set_t *set, const unsigned char *used,
+                                  drop_say_t *say)
+{
+	for (size_t i = 0; i < set->probe_count; i++)
+		if (used[i] != BP_TRACE_UNUSED)
+			return 0;
+	if (!dropped->count)
+		return 0; /* a script without USDT probes (cpu_profile...) */
+	each_dropped(dropped, list_dropped, say);
+	fflush(stdout);
+	bp_printf_escaped(stderr, "billing-probes: trace: refused: no module of %s carries a probe the script names (%s): "
+	                          "nothing to count",
+	                  say->where, say->list.failed ? "..." : say->list.data);
+	if (say->carrier)
+		bp_printf_escaped(stderr, " (%s, which %s loads, carries some: add --binary %s)", say->carrier->path,
+		                  say->carrier->needed_by, say->carrier->path);
+	fputc('\n', stderr);
+	return 1;
 }
 
 static volatile sig_atomic_t tracer_pid, forwarded_sigint;
@@ -444,108 +512,6 @@ static int can_use_bpftrace_pid(const bp_probe_set_t *set, const unsigned char *
 	return 1;
 }
 
-/* bp_binary_scan's callbacks for --binary: has set the file (dev, ino)?
- * Add a file found inside a process's root, keyed by the file mapped. */
-static int set_has_file(unsigned long long dev, unsigned long long ino, void *ctx)
-{
-	const bp_probe_set_t *set = ctx;
-	for (size_t m = 0; m < set->module_count; m++)
-		if (set->modules[m].dev == dev && set->modules[m].ino == ino)
-			return 1;
-	return 0;
-}
-
-static int add_found_file(const bp_binary_file_t *file, void *ctx)
-{
-	bp_probe_set_t *set = ctx, one;
-	char err[512];
-	memset(&one, 0, sizeof one);
-	if (bp_probe_set_add_file(&one, file->root_path, err, sizeof err) != 0) {
-		char what[64];
-		snprintf(what, sizeof what, "--binary in process %d", file->pid);
-		bp_error(what, err); /* that file is left out */
-		bp_probe_set_free(&one);
-		return 0;
-	}
-	one.modules[0].dev = file->dev;
-	one.modules[0].ino = file->ino;
-	int rc = bp_probe_set_merge(set, &one);
-	bp_probe_set_free(&one);
-	return rc;
-}
-
-/* Read what the command line names into set: the one -c child or -p PID,
- * several -p PIDs (merged: one service), or --binary's file.  pids gets
- * the processes to keep to (none for --binary).  0, or -1 after the one
- * error line. */
-static int load_targets(const bp_options_t *opt, const char *pid_text, bp_probe_set_t *set, int *pids, size_t *npids)
-{
-	char err[512];
-	*npids = 0;
-	memset(set, 0, sizeof *set);
-	if (opt->binary) {
-		char abs[PATH_MAX];
-		set->spec = opt->binary;
-		int here = realpath(opt->binary, abs) != NULL;
-		if (!here && (errno != ENOENT || opt->binary[0] != '/')) {
-			bp_error(opt->binary, errno == ENOENT ? "no such file" : strerror(errno));
-			return -1;
-		}
-		if (here && bp_probe_set_add_file(set, abs, err, sizeof err) != 0) {
-			bp_error(opt->binary, err);
-			return -1;
-		}
-		/* ... and the files at that path inside other processes' roots
-		 * (containers): the path as they see it */
-		if (opt->binary[0] == '/' && bp_binary_scan(opt->binary, set_has_file, add_found_file, set) < 0) {
-			bp_error("trace", "out of memory");
-			return -1;
-		}
-		if (set->module_count == 0) {
-			bp_error(opt->binary, "no such file (here, or at that path in the root of a running process)");
-			return -1;
-		}
-		return 0;
-	}
-	if (pid_text || opt->target_count == 1) {
-		const char *spec = pid_text ? pid_text : opt->targets[0];
-		if (bp_cli_load_target(spec, set) != 0)
-			return -1;
-		if (!set->is_process) {
-			bp_error(spec, "-p needs the PID of a running process");
-			return -1;
-		}
-		pids[(*npids)++] = set->pid;
-		return 0;
-	}
-	for (int k = 0; k < opt->target_count; k++) {
-		bp_probe_set_t one;
-		int rc = bp_cli_load_target(opt->targets[k], &one);
-		if (rc == 0 && !one.is_process) {
-			bp_error(opt->targets[k], "-p needs the PID of a running process");
-			rc = -1;
-		}
-		if (rc != 0) {
-			bp_probe_set_free(&one);
-			return -1;
-		}
-		int dup = 0;
-		for (size_t i = 0; i < *npids; i++)
-			dup |= pids[i] == one.pid;
-		if (!dup)
-			pids[(*npids)++] = one.pid;
-		rc = bp_probe_set_merge(set, &one);
-		bp_probe_set_free(&one);
-		if (rc != 0) {
-			bp_error("trace", "out of memory");
-			return -1;
-		}
-	}
-	set->is_process = 1;
-	set->pid = pids[0];
-	return 0;
-}
-
 /* A command started stopped and not handed to run_tracer: killed. */
 static void kill_stopped(pid_t command)
 {
@@ -576,7 +542,11 @@ int bp_cmd_trace(const bp_options_t *opt)
 
 	/* From here one way out: everything below is freed at "out". */
 	int rc = BP_EXIT_ERROR, released = 0;
-	bp_probe_set_t set;
+	drop_ctx_t dropped = { { 0 }, 0 };
+	drop_say_t say;
+	bp_probe_set_t set, needed;
+	memset(&say, 0, sizeof say);
+	memset(&needed, 0, sizeof needed);
 	memset(&set, 0, sizeof set);
 	int *pids = NULL;
 	unsigned char *used = NULL;
@@ -592,8 +562,9 @@ int bp_cmd_trace(const bp_options_t *opt)
 		}
 		snprintf(pid_text, sizeof pid_text, "%d", (int)command);
 		snprintf(where, sizeof where, "'%.200s'", opt->command_line);
-	} else if (opt->binary) {
-		snprintf(where, sizeof where, "%.4000s", opt->binary);
+	} else if (opt->binary_count) {
+		snprintf(where, sizeof where, "%.4000s%s", opt->binaries[0],
+		         opt->binary_count > 1 ? " or the other --binary paths" : "");
 	} else {
 		snprintf(where, sizeof where, "PID %.20s%s", opt->targets[0],
 		         opt->target_count > 1 ? " or the other PIDs" : "");
@@ -603,22 +574,27 @@ int bp_cmd_trace(const bp_options_t *opt)
 		bp_error("trace", "out of memory");
 		goto out;
 	}
-	if (load_targets(opt, opt->command_line ? pid_text : NULL, &set, pids, &npids) != 0)
+	if (bp_trace_load_targets(opt, opt->command_line ? pid_text : NULL, &set, pids, &npids) != 0)
 		goto out;
 	if (!(used = calloc(set.probe_count + 1, 1))) {
 		bp_error("trace", "out of memory");
 		goto out;
 	}
 
-	static drop_ctx_t dropped;
-	dropped.where = where;
-	resolved = bp_trace_resolve(text, len, &set, pids, npids, used, report_dropped, &dropped, err, sizeof err);
+	resolved = bp_trace_resolve(text, len, &set, pids, npids, used, note_dropped, &dropped, err, sizeof err);
 	if (!resolved) {
 		bp_error(script, err);
 		goto out;
 	}
-	if (report_left_out(&set, used, where))
+	/* --binary: the libraries the files load, for a hint in the lines
+	 * below (not found or unreadable ones simply give none) */
+	if (opt->binary_count && dropped.count && bp_probe_set_load_needed(&set, 1, &needed, err, sizeof err) != 0)
+		bp_probe_set_free(&needed);
+	say.where = where;
+	say.needed = opt->binary_count ? &needed : NULL;
+	if (refuse_nothing_carried(&dropped, &set, used, &say) || report_left_out(&set, used, where))
 		goto out;
+	each_dropped(&dropped, say_dropped, &say);
 	if (opt->dry_run) {
 		fputs(resolved, stdout);
 		rc = BP_EXIT_OK;
@@ -657,5 +633,8 @@ out:
 	free(pids);
 	bp_probe_set_free(&set);
 	free(resolved);
+	free(dropped.specs.data);
+	free(say.list.data);
+	bp_probe_set_free(&needed);
 	return rc;
 }

@@ -18,8 +18,7 @@
 
 #include "probe_set.h"
 
-/* Link-time address -> file offset, through the PT_LOAD segments. */
-static int64_t address_to_offset(Elf *elf, size_t phnum, uint64_t addr)
+int64_t bp_elf_address_to_offset(Elf *elf, size_t phnum, uint64_t addr)
 {
 	for (size_t i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
@@ -101,8 +100,8 @@ static int add_note(bp_probe_set_t *set, size_t module, Elf *elf, size_t phnum, 
 	p->nargs = bp_sdt_args_parse_machine(note.args, machine, p->args, why, sizeof why);
 	p->address = bp_sdt_adjust_address(note.pc, note.base, lay->base_addr);
 	p->semaphore = bp_sdt_adjust_address(note.semaphore, note.base, lay->base_addr);
-	p->address_offset = address_to_offset(elf, phnum, p->address);
-	p->semaphore_offset = p->semaphore ? address_to_offset(elf, phnum, p->semaphore) : -1;
+	p->address_offset = bp_elf_address_to_offset(elf, phnum, p->address);
+	p->semaphore_offset = p->semaphore ? bp_elf_address_to_offset(elf, phnum, p->semaphore) : -1;
 	p->traced = -1;
 	return 0;
 }

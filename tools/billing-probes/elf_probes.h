@@ -5,7 +5,9 @@
 #ifndef BP_ELF_PROBES_H
 #define BP_ELF_PROBES_H
 
+#include <libelf.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "probe_reader.h"
 
@@ -14,5 +16,9 @@
  * has_note_section), -1 with a one-line reason in err when the file is
  * not an ELF, is truncated or corrupt, or a note is malformed. */
 int bp_elf_read_probes(int fd, bp_probe_set_t *set, size_t module, char *err, size_t errlen);
+
+/* A link-time address -> its file offset, through the PT_LOAD segments
+ * (phnum of them); -1 when no segment holds it in the file. */
+int64_t bp_elf_address_to_offset(Elf *elf, size_t phnum, uint64_t addr);
 
 #endif /* BP_ELF_PROBES_H */

@@ -45,8 +45,8 @@ static const command_t commands[] = {
 	},
 	{
 	    .name = "trace",
-	    .usage = "SCRIPT (-p PID [-p PID...] | --binary PATH | -c 'CMD ARGS')\n"
-	             "                            [--dry-run]\n"
+	    .usage = "SCRIPT (-p PID [-p PID...] | --binary PATH [--binary PATH...]\n"
+	             "                            | -c 'CMD ARGS') [--dry-run]\n"
 	             "                            [--provider FILE.d] [-- SCRIPT-ARGS...]",
 	    .shape = { .targets = BP_TARGETS, .trace = 1 },
 	    .run = bp_cmd_trace,

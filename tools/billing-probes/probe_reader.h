@@ -35,6 +35,9 @@
  *
  * Layers, each calling only those below it:
  *     probe_target.c   file or PID -> a probe set
+ *     needed_libs.c    the libraries a file loads, found as ld.so does
+ *                      (ld_search.c the search, ld_cache.c /etc/ld.so.cache,
+ *                      elf_dynamic.c a file's dynamic section)
  *     binary_scan.c    the processes running a path inside their own root
  *     proc_maps.c      /proc/PID/maps, memory reads
  *     elf_probes.c     one ELF file's .note.stapsdt, through libelf
@@ -84,7 +87,20 @@ typedef struct bp_module {
 	 * for a uprobe: path itself, or /proc/PID/root/PATH for a process in
 	 * another mount namespace (a container); NULL when neither does. */
 	char *attach_path;
+	/* A library a file loads (bp_probe_set_load_needed): the DT_NEEDED
+	 * name it was found for, and the path of the file naming it.  NULL
+	 * for a file the caller named or a process maps. */
+	char *needed_name;
+	char *needed_by;
 } bp_module_t;
+
+/* A DT_NEEDED library the dynamic loader would not load as this reader
+ * finds it (bp_probe_set_load_needed): its probes are not in the set. */
+typedef struct bp_missing_library {
+	char *name;      /* as DT_NEEDED writes it */
+	char *needed_by; /* the path of the file naming it */
+	char *why;       /* one line: where it was looked for, or what is wrong */
+} bp_missing_library_t;
 
 /* The probes of one target: a file, or every module a process maps. */
 typedef struct bp_probe_set {
@@ -99,6 +115,9 @@ typedef struct bp_probe_set {
 	 * ("PATH: why", one line each); their probes are missing above. */
 	char **unreadable;
 	size_t unreadable_count;
+	/* bp_probe_set_load_needed: the libraries not found. */
+	bp_missing_library_t *missing;
+	size_t missing_count;
 } bp_probe_set_t;
 
 /* --- loading ------------------------------------------------------------- */
@@ -111,6 +130,26 @@ int bp_probe_set_load(const char *spec, bp_probe_set_t *set, char *err, size_t e
 int bp_probe_set_add_file(bp_probe_set_t *set, const char *path, char *err, size_t errlen);
 /* Every module of a live process, with run-time addresses and semaphores. */
 int bp_probe_set_load_pid(pid_t pid, bp_probe_set_t *set, char *err, size_t errlen);
+
+/* The shared libraries the ELF files of sets[0..nsets) load, into out
+ * (zeroed here): their DT_NEEDED entries, recursively and breadth first,
+ * each file once, found as glibc's dynamic loader finds them: a name
+ * with a '/' as a path; else DT_RPATH of the file naming it and of the
+ * files that loaded that one (when it has no DT_RUNPATH),
+ * LD_LIBRARY_PATH of this process, its DT_RUNPATH, /etc/ld.so.cache, the
+ * system directories (the last two unless DF_1_NODEFLIB); $ORIGIN, $LIB
+ * and $PLATFORM expanded; a file of another class or machine skipped.
+ * A set-id program is searched as the loader does when another user runs
+ * it: no LD_LIBRARY_PATH, no path holding a '$'.  Process sets are
+ * skipped (their libraries are mapped: bp_probe_set_load_pid).  A name
+ * that a file of sets answers to (its path, its DT_SONAME) or a file
+ * already in sets is not loaded again.  Each library is a module with
+ * needed_name and needed_by; one that cannot be found (or where the
+ * loader would pick a copy for particular CPUs, glibc-hwcaps) is in
+ * out->missing, one found but unreadable in out->unreadable.  0, or -1
+ * with a one-line reason in err (out of memory, a file of sets that
+ * changed or whose dynamic section is corrupt). */
+int bp_probe_set_load_needed(const bp_probe_set_t *sets, size_t nsets, bp_probe_set_t *out, char *err, size_t errlen);
 
 /* Add to dst the modules of src it lacks (one file: same device and
  * inode, whatever the path) with their probes, e.g. the processes of one

@@ -84,6 +84,8 @@ int bp_probe_set_merge(bp_probe_set_t *dst, const bp_probe_set_t *src)
 		dst->modules[dm].dev = sm->dev;
 		dst->modules[dm].ino = sm->ino;
 		dst->modules[dm].attach_path = dup_or_null(sm->attach_path, &failed);
+		dst->modules[dm].needed_name = dup_or_null(sm->needed_name, &failed);
+		dst->modules[dm].needed_by = dup_or_null(sm->needed_by, &failed);
 		for (size_t i = 0; i < src->probe_count && !failed; i++) {
 			if (src->probes[i].module != m)
 				continue;
@@ -117,7 +119,15 @@ void bp_probe_set_free(bp_probe_set_t *set)
 	for (size_t i = 0; i < set->module_count; i++) {
 		free(set->modules[i].path);
 		free(set->modules[i].attach_path);
+		free(set->modules[i].needed_name);
+		free(set->modules[i].needed_by);
 	}
+	for (size_t i = 0; i < set->missing_count; i++) {
+		free(set->missing[i].name);
+		free(set->missing[i].needed_by);
+		free(set->missing[i].why);
+	}
+	free(set->missing);
 	for (size_t i = 0; i < set->unreadable_count; i++)
 		free(set->unreadable[i]);
 	free(set->unreadable);

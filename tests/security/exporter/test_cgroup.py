@@ -13,12 +13,17 @@ totals must be exactly the inside ones; without --cgroup they are all three
 path alike, with segment writers still running in the same three places
 (the child's as the attacker, in a directory of its own), plus a writer in
 the cgroup that exited before the exporter looked: its cgroup cannot be
-told, so it is skipped and reported.
+told, so it is skipped and reported.  And a segment the attacker forges in
+its own directory, its header naming root's writer in the cgroup (PID and
+start time are public): a segment is attributed to the process the kernel
+shows only when that process runs as the file's user, so it is skipped.
 
-On the code before there was no --cgroup.  Needs root (BPF, mount)."""
+On the code before there was no --cgroup; then (issue 30) the forged
+segment was summed as the named process's.  Needs root (BPF, mount)."""
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -31,7 +36,7 @@ from sectest import bt, h  # noqa: E402
 h.require_exporter_can_run()
 exe, fire = h.env_path("BX_EXPORTER"), h.env_path("BX_FIRE_STATIC")
 uid, gid, as_attacker = bt.attacker()
-INSIDE, CHILD, OUTSIDE, GONE = 300, 40, 7, 11
+INSIDE, CHILD, OUTSIDE, GONE, FORGED = 300, 40, 7, 11, 5000
 
 tmp = tempfile.mkdtemp(prefix="bx-cgroup-")
 os.chmod(tmp, 0o755)
@@ -123,7 +128,9 @@ try:
     if workload:
         segments = os.path.join(tmp, "segments")
         os.mkdir(segments, 0o700)
-        theirs = os.path.join(tmp, "segments-%d" % uid)  # each user's writer insists on a directory of its own
+        # each user's writer insists on a directory of its own; named as
+        # the writer names it by default, the exporter expects that user's
+        theirs = os.path.join(tmp, "billing-stats-%d" % uid)
         os.mkdir(theirs, 0o700)
         os.chown(theirs, uid, gid)
         dirs = [segments, theirs]
@@ -141,12 +148,32 @@ try:
             line = p.stdout.readline()
             bt.check(line.startswith("segment ") and placed(p.pid, cg),
                      "stats writer of %d fires running in %s (%r)" % (n, cg or "the test's cgroup", line))
-        for limit, want, skipped in (([], INSIDE + CHILD + OUTSIDE + GONE, {}),
-                                     (["--cgroup", service_cg], INSIDE + CHILD, {"cgroup": 1, "unattributed": 1}),
-                                     (["--cgroup", child_cg], CHILD, {"cgroup": 2, "unattributed": 1}),
-                                     (["--cgroup", service_cg, "--uid", "0"], INSIDE,
-                                      {"uid": 1, "cgroup": 1, "unattributed": 1})):
-            total, gauges, rc, err = snapshot(dirs, *limit)
+        # the attacker's forgery: a segment of its own, the header naming
+        # root's running writer in the service's cgroup
+        forge_dir = os.path.join(tmp, "forge")
+        os.mkdir(forge_dir, 0o700)
+        os.chown(forge_dir, uid, gid)
+        r = subprocess.run([*as_attacker, workload, "threads", "1", str(FORGED)],
+                           env=dict(os.environ, BILLING_STATS_DIR=forge_dir), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=60)
+        inside = procs[0].pid
+        forged = bytearray(open(os.path.join(forge_dir, os.listdir(forge_dir)[0]), "rb").read())
+        with open("/proc/%d/stat" % inside) as f:
+            start = int(f.read().rsplit(")", 1)[1].split()[19])
+        struct.pack_into("<I", forged, 32, inside)  # struct bs_header: pid, then state, then start_time
+        struct.pack_into("<Q", forged, 40, start)
+        forged_path = os.path.join(theirs, "%d.stats" % inside)
+        with open(forged_path, "wb") as f:
+            f.write(forged)
+        os.chown(forged_path, uid, gid)
+        os.chmod(forged_path, 0o600)
+        bt.check(r.returncode == 0, "the attacker's forged segment of %d payments names pid %d" % (FORGED, inside))
+        for limit, want, skipped, where in (
+                ([], INSIDE + CHILD + OUTSIDE + GONE + FORGED, {}, dirs),
+                (["--cgroup", service_cg], INSIDE + CHILD, {"cgroup": 1, "unattributed": 2}, dirs),
+                (["--cgroup", child_cg], CHILD, {"cgroup": 2, "unattributed": 2}, dirs),
+                (["--cgroup", service_cg, "--uid", "0"], INSIDE, {"cgroup": 1, "unattributed": 1}, [segments])):
+            total, gauges, rc, err = snapshot(where, *limit)
             skipped = dict({"unreadable": 0, "uid": 0, "cgroup": 0, "unattributed": 0}, **skipped)
             named = "--stats-dir %s" % (" ".join(limit).replace(tmp, "TMP") or "without --cgroup")
             bt.check(rc == 0 and total == want, "%s: payments %s, want exactly %d (rc %d %s)"
@@ -158,6 +185,9 @@ try:
                      and (not limit or any("is gone" in x for x in lines)),
                      "%s: one stderr line per segment --cgroup skipped, the exited writer's among them: %r"
                      % (named, lines))
+        total, gauges, rc, err = snapshot(dirs, "--cgroup", service_cg, "--uid", "0")
+        bt.check(rc == 2 and "belongs to uid %d" % uid in err and len(err.strip().splitlines()) <= 2,
+                 "--uid 0 with the attacker's directory: refused, exit 2, whose it is said (%d %r)" % (rc, err))
 finally:
     for p in procs:
         try:

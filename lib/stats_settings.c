@@ -1,0 +1,200 @@
+/*
+ * stats_settings.c -- BILLING_STATS* read strictly (stats_settings.h).
+ */
+#include "stats_settings.h"
+
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define PREFIX "BILLING_STATS"
+
+/* A value as a person can read it in one line: bytes outside printable
+ * ASCII as \xNN, cut after 64 bytes. */
+static void shown(const char *v, char *out, size_t outlen)
+{
+	size_t o = 0;
+	for (size_t i = 0; v[i] && o + 8 < outlen; i++) {
+		unsigned char c = (unsigned char)v[i];
+		if (i == 64) {
+			o += (size_t)snprintf(out + o, outlen - o, "...");
+			break;
+		}
+		if (c >= 0x20 && c < 0x7f && c != '\\')
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
+	}
+	out[o] = '\0';
+}
+
+/* "billing-probes: pid N: NAME=VALUE: WHAT", WHAT saying what is used. */
+static void say_value(const char *name, const char *value, const char *what)
+{
+	char n[4 * 70], v[4 * 70];
+	shown(name, n, sizeof n);
+	shown(value, v, sizeof v);
+	fprintf(stderr, "billing-probes: pid %d: %s=%s: %s\n", (int)getpid(), n, v, what);
+}
+
+/* Digits only, at most max: the number, else -1. */
+static long whole_number(const char *v, long max)
+{
+	long n = 0;
+	if (!*v)
+		return -1;
+	for (; *v; v++) {
+		if (*v < '0' || *v > '9' || n > (max - (*v - '0')) / 10)
+			return -1;
+		n = n * 10 + (*v - '0');
+	}
+	return n;
+}
+
+/* "90", "90s", "15m", "1h" or "2d" in seconds, at most
+ * BS_MAX_KEEP_SECONDS; -1 for anything else (a sign, a fraction, a
+ * space, another unit). */
+static long duration_seconds(const char *v)
+{
+	size_t n = strlen(v);
+	long unit = 1;
+	char digits[32];
+	if (n == 0 || n >= sizeof digits)
+		return -1;
+	switch (v[n - 1]) {
+	case 's': unit = 1, n--; break;
+	case 'm': unit = 60, n--; break;
+	case 'h': unit = 3600, n--; break;
+	case 'd': unit = 86400, n--; break;
+	default: break;
+	}
+	memcpy(digits, v, n);
+	digits[n] = '\0';
+	long count = whole_number(digits, BS_MAX_KEEP_SECONDS);
+	return count < 0 || count > BS_MAX_KEEP_SECONDS / unit ? -1 : count * unit;
+}
+
+static void read_switch(bs_settings_t *s, const char *v)
+{
+	if (strcmp(v, "on") == 0 || strcmp(v, "1") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "true") == 0)
+		return;
+	s->off = 1;
+	if (strcmp(v, "off") != 0 && strcmp(v, "0") != 0 && strcmp(v, "no") != 0 && strcmp(v, "false") != 0)
+		say_value(PREFIX, v, "not on, off, 1, 0, yes, no, true or false: stats off");
+}
+
+static void read_dir(bs_settings_t *s, const char *v)
+{
+	char what[128];
+	if (v[0] == '/' && strlen(v) < sizeof s->dir) {
+		snprintf(s->dir, sizeof s->dir, "%s", v);
+		return;
+	}
+	snprintf(what, sizeof what, "%s: the default /dev/shm/billing-stats-%u used",
+	         v[0] != '/' ? "not an absolute path" : "too long", (unsigned)geteuid());
+	say_value(PREFIX "_DIR", v, what);
+}
+
+static void read_group(bs_settings_t *s, const char *v)
+{
+	long n = whole_number(v, 0x7ffffffeL);
+	if (n >= 0) {
+		s->has_group = 1;
+		s->gid = (gid_t)n;
+		return;
+	}
+	struct group *gr = getgrnam(v);
+	if (!gr) {
+		say_value(PREFIX "_GROUP", v, "no such group: the segment readable by its user alone (0600)");
+		return;
+	}
+	s->has_group = 1;
+	s->gid = gr->gr_gid;
+}
+
+static void read_threads(bs_settings_t *s, const char *v)
+{
+	long n = whole_number(v, BS_MAX_SLOTS);
+	if (n < 1) {
+		char what[96];
+		snprintf(what, sizeof what, "not a whole number 1..%d: %d slots used", BS_MAX_SLOTS, BS_DEFAULT_SLOTS);
+		say_value(PREFIX "_THREADS", v, what);
+		return;
+	}
+	s->threads = n;
+}
+
+static void read_keep(bs_settings_t *s, const char *v)
+{
+	long n = duration_seconds(v);
+	if (n < 0) {
+		char what[160];
+		snprintf(what, sizeof what,
+		         "not a duration (whole seconds, or with a unit s, m, h or d, up to 3650d): %ld s used",
+		         BS_DEFAULT_KEEP_SECONDS);
+		say_value(PREFIX "_KEEP", v, what);
+		return;
+	}
+	s->keep_seconds = n;
+}
+
+/* The length of the name of environment entry e when it is BILLING_STATS
+ * or BILLING_STATS_* (followed by "="); else 0. */
+static size_t stats_name(const char *e)
+{
+	size_t len = strcspn(e, "=");
+	if (e[len] != '=' || strncmp(e, PREFIX, strlen(PREFIX)) != 0 ||
+	    (len != strlen(PREFIX) && e[strlen(PREFIX)] != '_'))
+		return 0;
+	return len;
+}
+
+void bs_settings_read(bs_settings_t *s)
+{
+	static const struct {
+		const char *name;
+		void (*read)(bs_settings_t *, const char *);
+	} known[] = { { PREFIX, read_switch },
+		      { PREFIX "_DIR", read_dir },
+		      { PREFIX "_GROUP", read_group },
+		      { PREFIX "_THREADS", read_threads },
+		      { PREFIX "_KEEP", read_keep } };
+	enum { NKNOWN = sizeof known / sizeof *known };
+	int seen[NKNOWN] = { 0 }; /* the first of a name counts, as for getenv() */
+	char name[80];
+
+	memset(s, 0, sizeof *s);
+	s->threads = BS_DEFAULT_SLOTS;
+	s->keep_seconds = BS_DEFAULT_KEEP_SECONDS;
+	int secure = getauxval(AT_SECURE) != 0, said = 0;
+	for (char **e = environ; e && *e; e++) {
+		size_t len = stats_name(*e);
+		if (!len)
+			continue;
+		if (secure) {
+			if (!said)
+				fprintf(stderr,
+				        "billing-probes: pid %d: a set-id program: " PREFIX " and " PREFIX "_* from "
+				        "its caller's environment ignored, the defaults used\n",
+				        (int)getpid());
+			said = 1;
+			continue;
+		}
+		size_t k = 0;
+		while (k < NKNOWN && (strlen(known[k].name) != len || strncmp(*e, known[k].name, len) != 0))
+			k++;
+		const char *v = *e + len + 1;
+		if (k == NKNOWN) {
+			snprintf(name, sizeof name, "%.*s", (int)(len < 64 ? len : 64), *e);
+			say_value(name, v, "not a setting of the stats (" PREFIX ", " PREFIX "_DIR, _GROUP, _THREADS, "
+			                   "_KEEP): ignored");
+		} else if (!seen[k]++ && *v) { /* set but empty: as unset */
+			known[k].read(s, v);
+		}
+	}
+}

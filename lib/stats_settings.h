@@ -1,0 +1,42 @@
+/*
+ * stats_settings.h -- the stats writer's settings, read from the
+ * environment once (lib/stats_settings.c; docs/stats.md lists them).
+ *
+ * Every value is parsed whole: an unknown word, a unit where none is
+ * taken, a sign, a number out of range, a relative directory or a group
+ * that does not exist is one line on stderr naming the variable, its value
+ * and what is used instead.  A BILLING_STATS_* name that is none of them
+ * is said too.  A set-id program (AT_SECURE) takes none: its environment
+ * is its caller's, who would choose the directory it creates and chmods,
+ * the group it gives it to and the size of the file it makes.
+ */
+#ifndef BILLING_STATS_SETTINGS_H
+#define BILLING_STATS_SETTINGS_H
+
+#include <sys/types.h>
+
+#define BS_DEFAULT_SLOTS 64            /* BILLING_STATS_THREADS */
+#define BS_MAX_SLOTS 65536             /* ... at most */
+#define BS_DEFAULT_KEEP_SECONDS 3600L  /* BILLING_STATS_KEEP */
+#define BS_MAX_KEEP_SECONDS 315360000L /* ... at most: ten years */
+#define BS_DIR_MAX 4032                /* BILLING_STATS_DIR, bytes: PATH_MAX less room for a file name */
+
+typedef struct bs_settings {
+	int off;              /* BILLING_STATS=off: no segment, no counting */
+	char dir[BS_DIR_MAX]; /* BILLING_STATS_DIR; "" for /dev/shm/billing-stats-UID */
+	int has_group;        /* BILLING_STATS_GROUP names one: gid */
+	gid_t gid;
+	long threads;      /* thread slots, the overflow slot not counted */
+	long keep_seconds; /* how long a gone process's unchanged segment stays */
+} bs_settings_t;
+
+#if defined(__GNUC__)
+#  define BS_SETTINGS_HIDDEN __attribute__((visibility("hidden")))
+#else
+#  define BS_SETTINGS_HIDDEN
+#endif
+
+/* The settings from the environment, each problem said in one line. */
+BS_SETTINGS_HIDDEN void bs_settings_read(bs_settings_t *s);
+
+#endif /* BILLING_STATS_SETTINGS_H */

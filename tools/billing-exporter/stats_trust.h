@@ -1,0 +1,45 @@
+/*
+ * stats_trust.h -- which directories and files of stats segments the
+ * exporter reads, as whose (docs/security.md, "Stats segments": the rule
+ * in words).
+ *
+ * A directory of segments has an expected user: the one --uid names, else
+ * the UID of a directory named billing-stats-UID (the writer's default
+ * name), else its owner when that is root or the exporter's own user.  It
+ * must be owned by that user (or root), opened without following a last
+ * symbolic link, and writable by nobody else unless sticky (then others
+ * may add files but not replace the user's).  A segment file must be a
+ * regular file of the expected user that nobody else may write.
+ */
+#ifndef BX_STATS_TRUST_H
+#define BX_STATS_TRUST_H
+
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* How a directory's owner is checked. */
+enum { BX_OWNER_OR_ROOT, /* a --stats-dir: the expected user or root */
+       BX_OWNER_ONLY,    /* where a --pid's segment is: that process's user, as the writer insists */
+};
+
+/* The expected user of --stats-dir path: only_uid (--uid) when >= 0, else
+ * the UID of a last component "billing-stats-UID", else -1. */
+long bx_stats_dir_user(const char *path, long only_uid);
+
+/* Open directory path to read segments of user `expected` (-1: whoever
+ * owns it, when that is root or this exporter's effective user).  0 with
+ * *fd and the user in *user, or -1 with a one-line reason in err. */
+int bx_stats_dir_open(const char *path, long expected, int how, int *fd, uid_t *user, char *err, size_t errlen);
+
+/* Open name in directory dfd as a segment of user `user`.  The fd, its
+ * stat in *st, or -1 with a one-line reason in err and *why set to
+ * BX_SKIP_UID (another user's file) or BX_SKIP_UNREADABLE (anything else;
+ * errno says ENOENT for a file that is gone). */
+int bx_stats_file_open(int dfd, const char *name, uid_t user, struct stat *st, int *why, char *err,
+                       size_t errlen);
+
+/* "uid 998 (billing)" or "uid 998", into buf. */
+const char *bx_user_text(uid_t uid, char *buf, size_t n);
+
+#endif /* BX_STATS_TRUST_H */
