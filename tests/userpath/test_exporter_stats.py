@@ -19,7 +19,11 @@ untraced (batches 1 and 2, a worker SIGKILLed and replaced between them):
 traced (batches 3 and 4, another worker killed and replaced while
 traced): a USDT exporter `--binary SERVICE --binary LIB` (root) counts
 exactly those batches, the replacement forked while attached included;
-the stats figures stay the books' (tracing changes no always-on metric).
+one given `--stats-dir DIR` as well counts the same plus the final counts
+of the worker killed before it started (a segment whose writer maps a
+--binary's file counts through USDT only; one whose writer was gone
+before any --binary attached, from its segment); the stats figures stay
+the books' (tracing changes no always-on metric).
 After the service ends, the stats figures stay (final counts kept).
 
 Needs root (a user of its own, nobody, USDT) and Prometheus."""
@@ -89,9 +93,10 @@ with open(os.path.join(up.WORK, ".stats-user.lock"), "a") as lock, kit.turn():
             up.prometheus_agrees(prom, {"stats-dir": (by_dir, books)})
 
         # --- traced: the USDT exporter on the same service --------------------------
-        usdt = exporter("--binary SERVICE --binary LIB (USDT, root)", ["--binary", kit.service, "--binary", kit.lib])
-        if usdt:
-            exporters.append(usdt)
+        binaries = ["--binary", kit.service, "--binary", kit.lib]
+        usdt = exporter("--binary SERVICE --binary LIB (USDT, root)", binaries)
+        both = exporter("--stats-dir DIR --binary SERVICE --binary LIB (root)", ["--stats-dir", STATS_DIR] + binaries)
+        exporters += [e for e in (usdt, both) if e]
         traced_batches = {svc.batch()}
         svc.kill_worker(2)
         traced_batches.add(svc.batch())
@@ -100,6 +105,8 @@ with open(os.path.join(up.WORK, ".stats-user.lock"), "a") as lock, kit.turn():
         bt.check(all(f[-1] != 0 for f in auth), "traced: every payment authorisation clocked (%d of %d)"
                  % (sum(1 for f in auth if f[-1] != 0), len(auth)))
         compare(usdt, books.only(batches=traced_batches), "traced batches, USDT --binary x2")
+        compare(both, books.only(batches=traced_batches).plus(books.only(pids={first[1]})),
+                "traced batches, and the worker gone before, --stats-dir + --binary x2")
         compare(by_dir, books, "traced and untraced, --stats-dir as nobody")
         compare(by_pid, books.only(pids=set(first.values())), "traced and untraced, --pid x3 as nobody")
         compare(once, books, "traced and untraced, --stats-dir + --pid W")

@@ -8,7 +8,8 @@ Prometheus scraping it:
   while attached counted too;
 - `--pid` of the parent and the three workers: those four processes, the
   killed worker's counts kept, the replacement (not named) not counted;
-- `--binary SERVICE --binary LIB --pid W`: W counts once.
+- `--binary SERVICE --binary LIB --pid W`: W would count twice, so it is
+  refused in one line, exit 2 (docs/stats.md, "One process counts once").
 Every metric of billing.d: counters, amounts in full, histograms bucket by
 bucket (the timing helpers clock while their -done probe is traced, so
 every duration of these batches is measured and observed).
@@ -33,9 +34,14 @@ def main():
     exporters, prom = {}, None
     try:
         named = svc.pids()
+        r = bt.run([kit.exporter, *BINARIES, "--pid", str(svc.workers[0]), "--once", "--interval", "1"],
+                   timeout=up.DEADLINE)
+        lines = r.stderr.strip().splitlines()
+        bt.check(r.returncode == 2 and len(lines) == 1 and "twice" in lines[0],
+                 "--binary SERVICE --binary LIB --pid W: refused in one line, exit 2 (exit %d: %s)"
+                 % (r.returncode, lines[-3:]))
         for job, args in (("binary", BINARIES),
-                          ("pids", [a for pid in named for a in ("--pid", str(pid))]),
-                          ("binary-and-pid", BINARIES + ["--pid", str(svc.workers[0])])):
+                          ("pids", [a for pid in named for a in ("--pid", str(pid))])):
             ex = up.start_exporter(kit, "%s: %s" % (job, " ".join(args)), args)
             if ex:
                 exporters[job] = ex
@@ -47,7 +53,7 @@ def main():
         done = books.fires("request-done")
         bt.check(done and all(f[-1] != 0 for f in done), "every request's duration measured while traced (%d of %d)"
                  % (sum(1 for f in done if f[-1] != 0), len(done)))
-        want = {"binary": books, "pids": books.only(pids=set(named)), "binary-and-pid": books}
+        want = {"binary": books, "pids": books.only(pids=set(named))}
         for job, ex in exporters.items():
             up.compare_metrics(ex.samples(), up.expected_metrics(want[job]), "exporter %s" % job)
         up.prometheus_agrees(prom, {job: (ex, want[job]) for job, ex in exporters.items()})

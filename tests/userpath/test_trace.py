@@ -102,7 +102,8 @@ def trace_all(svc, how, tracers, named, run):
             rc, out, err = t.stop()
             if t not in running:
                 continue
-            want, got = up.want(t.script, books), up.shown(t.script, out)
+            got = up.shown(t.script, out)
+            want = up.want(t.script, books, up.UNBINNED_FROM if got and got.get("unbinned") else None)
             ok = bt.check(rc == 0 and got == want, "%s: %s: %s (exit %s)" % (
                 how, t.what().replace(SERVICE, "SERVICE").replace(LIB, "LIB"), summary(t.script, want, got), rc))
             if not ok:

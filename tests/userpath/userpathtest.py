@@ -249,6 +249,10 @@ class Books:
                 for p, rows in self.events.items()}
         return Books(keep, self.workers)
 
+    def plus(self, other):
+        """These books and OTHER's events (of other batches or processes)."""
+        return Books({p: rows + other.events[p] for p, rows in self.events.items()}, self.workers)
+
     def fires(self, probe):
         """[args] of every event of PROBE (D name)."""
         return [e[3] for e in self.events[probe]]
@@ -510,7 +514,9 @@ def shown(script, text):
             return None
         return {"stats": {(c, k): (int(n), int(a), int(t)) for c, k, n, a, t in re.findall(
                     r"^@stats_minor\[(.*), (.*)\]: count (\d+), average (-?\d+), total (-?\d+)$", text, re.M)},
-                "hist": hists(text, "amount_minor")}
+                "hist": hists(text, "amount_minor"),
+                "unbinned": {(c, k): int(n) for c, k, n in re.findall(
+                    r"^@amount_minor_unbinned\[(.*), (.*)\]: (\d+)$", text, re.M)}}
     if script == "slow_requests":
         trails, cur = {}, None
         for line in text.splitlines():
@@ -574,8 +580,16 @@ def trail_line(probe, a):
     return probe + " " + detail()
 
 
-def want(script, books):
-    """What SCRIPT must show for the events of BOOKS."""
+# amount_dist under bpftrace 0.17, whose hist() files every value from 2^31
+# up in [2G, 4G): amounts from 2^32 on are counted beside the histogram
+# (@amount_minor_unbinned), never in a wrong bucket
+UNBINNED_FROM = 1 << 32
+
+
+def want(script, books, unbinned_from=None):
+    """What SCRIPT must show for the events of BOOKS (amount_dist: amounts
+    from UNBINNED_FROM on counted beside the histogram when the script
+    does so, else every amount in its own bucket)."""
     if script == "tps":
         done = books.fires("transaction-done")
         return {"transactions": len(done), "failed": sum(1 for f in done if f[2] != 0)}
@@ -592,16 +606,19 @@ def want(script, books):
                                     [((_dash(f[3]), "refunds"), f[2]) for f in ref]),
                 "reasons": _counter((_dash(f[4]), 1) for f in ref)}
     if script == "amount_dist":
-        stats, hist = {}, {}
+        stats, hist, unbinned = {}, {}, {}
         for tx, kind, amount, cur in books.fires("transaction-start"):
             key = (_dash(cur), _dash(kind))
             n, total = stats.get(key, (0, 0))
             stats[key] = (n + 1, total + amount)
+            if unbinned_from is not None and amount >= unbinned_from:
+                unbinned[key] = unbinned.get(key, 0) + 1
+                continue
             b = hist.setdefault(key, {})
             b[pow2_bucket(amount)] = b.get(pow2_bucket(amount), 0) + 1
         # bpftrace's average: 64-bit integer division, truncated toward 0
         return {"stats": {k: (n, (abs(t) // n) * (1 if t >= 0 else -1), t) for k, (n, t) in stats.items()},
-                "hist": hist}
+                "hist": hist, "unbinned": unbinned}
     if script == "request_latency":
         done = books.fires("request-done")
         measured = [f for f in done if f[3] != 0]
