@@ -24,6 +24,7 @@ library alone; tps on a process with no billing probe).
 Each wait is for a condition (a script's first line, the semaphores
 raised, the output holding every event); needs root and bpftrace."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -170,6 +171,13 @@ def trace_service():
         tracers = [(s, ["--binary", SERVICE, "--binary", LIB]) for s in up.SCRIPTS]
         tracers += [(s, ["--binary", LIB, "--binary", SERVICE]) for s in ("tps", "biz_metrics")]
         trace_all(svc, "--binary x2", tracers, svc.pids(), whole)
+        # what the trails above had to print in full
+        trails = [line for _, events in up.want("slow_requests", svc.books()).values() for line in events]
+        amounts = [int(a) for line in trails for a in re.findall(r"amount=(\d+)", line)]
+        txs = [int(x) for line in trails for x in re.findall(r"tx=(\d+)", line)]
+        bt.check(max(amounts, default=0) > 1 << 32 and txs and min(txs) > 1 << 32,
+                 "the slow requests' trails held %d amounts, %d above 2^32, and %d transaction IDs, all above 2^32"
+                 % (len(amounts), sum(a > 1 << 32 for a in amounts), len(txs)))
     finally:
         rc = svc.stop()
         shutil.rmtree(books_dir, ignore_errors=True)
