@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 
+import trace_figures as tf
 import userpathtest as up
 from userpathtest import bt
 
@@ -79,16 +80,16 @@ def trace_all(svc, how, tracers, named, run):
     counting in the NAMED processes, lets RUN() drive the service (it
     returns the batches run and the processes whose events count), then
     stops them and compares each script's figures with those books."""
-    traces = [up.Trace(kit, script, args) for script, args in tracers]
+    traces = [tf.Trace(kit, script, args) for script, args in tracers]
     try:
         running = [t for t in traces if t.started()]
-        probes = set().union(*(up.script_probes(kit, t.script) for t in running)) if running else set()
-        bt.check(up.wait_traced(kit, named, probes, PRINT_WAIT),
+        probes = set().union(*(tf.script_probes(kit, t.script) for t in running)) if running else set()
+        bt.check(tf.wait_traced(kit, named, probes, PRINT_WAIT),
                  "%s: %d scripts started, their probes traced in %s" % (how, len(running), named))
         batches, pids = run()
         books = svc.books().only(batches, pids)
         for t in running:
-            want = up.want(t.script, books)
+            want = tf.want(t.script, books)
             if t.script in EXACT_WAIT:  # printed while running: wait for all of it
                 n = want["transactions"] if t.script == "tps" else len(want)
                 got, end = 0, time.monotonic() + PRINT_WAIT
@@ -103,8 +104,8 @@ def trace_all(svc, how, tracers, named, run):
             rc, out, err = t.stop()
             if t not in running:
                 continue
-            got = up.shown(t.script, out)
-            want = up.want(t.script, books, up.UNBINNED_FROM if got and got.get("unbinned") else None)
+            got = tf.shown(t.script, out)
+            want = tf.want(t.script, books, tf.UNBINNED_FROM if got and got.get("unbinned") else None)
             ok = bt.check(rc == 0 and got == want, "%s: %s: %s (exit %s)" % (
                 how, t.what().replace(SERVICE, "SERVICE").replace(LIB, "LIB"), summary(t.script, want, got), rc))
             if not ok:
@@ -148,7 +149,7 @@ def trace_service():
     try:
         # --- one -p: a worker ------------------------------------------------------------
         w0 = svc.workers[0]
-        trace_all(svc, "one -p", [(s, ["-p", str(w0)]) for s in up.SCRIPTS], [w0],
+        trace_all(svc, "one -p", [(s, ["-p", str(w0)]) for s in tf.SCRIPTS], [w0],
                   lambda: ({svc.batch()}, {w0}))
 
         # --- several -p: the whole service as it is; a worker killed and replaced ----------
@@ -159,20 +160,20 @@ def trace_service():
             svc.kill_worker(1)
             return {first, svc.batch()}, set(named)
         args = [a for pid in named for a in ("-p", str(pid))]
-        trace_all(svc, "%d x -p" % len(named), [(s, args) for s in up.SCRIPTS], named, several)
+        trace_all(svc, "%d x -p" % len(named), [(s, args) for s in tf.SCRIPTS], named, several)
 
         # --- --binary EXE --binary LIB: every process, a replacement forked while tracing ---
         def whole():
             first = svc.batch()
             late = svc.kill_worker(2)
-            bt.check(up.wait_traced(kit, [late], up.script_probes(kit, "slow_requests"), PRINT_WAIT),
+            bt.check(tf.wait_traced(kit, [late], tf.script_probes(kit, "slow_requests"), PRINT_WAIT),
                      "--binary: the worker forked while tracing is traced (pid %d)" % late)
             return {first, svc.batch()}, None
-        tracers = [(s, ["--binary", SERVICE, "--binary", LIB]) for s in up.SCRIPTS]
+        tracers = [(s, ["--binary", SERVICE, "--binary", LIB]) for s in tf.SCRIPTS]
         tracers += [(s, ["--binary", LIB, "--binary", SERVICE]) for s in ("tps", "biz_metrics")]
         trace_all(svc, "--binary x2", tracers, svc.pids(), whole)
         # what the trails above had to print in full
-        trails = [line for _, events in up.want("slow_requests", svc.books()).values() for line in events]
+        trails = [line for _, events in tf.want("slow_requests", svc.books()).values() for line in events]
         amounts = [int(a) for line in trails for a in re.findall(r"amount=(\d+)", line)]
         txs = [int(x) for line in trails for x in re.findall(r"tx=(\d+)", line)]
         bt.check(max(amounts, default=0) > 1 << 32 and txs and min(txs) > 1 << 32,
