@@ -26,6 +26,7 @@ raised, the output holding every event); needs root and bpftrace."""
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -61,12 +62,13 @@ def refusals():
             try:
                 out, err = p.communicate(timeout=30)
             except subprocess.TimeoutExpired:
-                p.send_signal(2)
+                p.send_signal(signal.SIGINT)
                 out, err = p.communicate(timeout=up.DEADLINE)
                 err = "still running after 30 s: %s" % err.strip()[-200:]
+            shown_args = " ".join(args).replace(SERVICE, "SERVICE").replace(LIB, "LIB")
             bt.check(p.returncode == 2 and len(err.strip().splitlines()) == 1,
-                     "trace %s, %s: refused in one line, exit 2 (exit %s: %r)" % (" ".join(args[:1] + args[2:]),
-                                                                                  what, p.returncode, err.strip()))
+                     "trace %s, %s: refused in one line, exit 2 (exit %s: %r)" % (shown_args, what, p.returncode,
+                                                                                  err.strip()))
     finally:
         for p in procs:
             if p.poll() is None:
