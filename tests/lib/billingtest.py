@@ -142,25 +142,15 @@ def attacker():
     groups.  The user is made once (a system account with no home and no
     login shell); a lock keeps concurrent tests from racing useradd."""
     require_root("acting as another local user")
-    setpriv = require_program("setpriv", "util-linux")
-    with open("/run/billing-probes-attacker.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            entry = pwd.getpwnam(ATTACKER)
-        except KeyError:
-            run(["useradd", "--system", "--no-create-home", "--user-group",
-                 "--shell", "/usr/sbin/nologin", ATTACKER], check=True)
-            entry = pwd.getpwnam(ATTACKER)
-    prefix = [setpriv, "--reuid=%d" % entry.pw_uid, "--regid=%d" % entry.pw_gid, "--clear-groups", "--"]
-    return entry.pw_uid, entry.pw_gid, prefix
+    return system_user(ATTACKER)
 
 
 def system_user(name):
     """A local account NAME that a test runs a service as (a system
     account with its own group, no home, no login shell), made once:
     (uid, gid, prefix), where prefix + argv runs argv as that user with
-    its own group only.  attacker()'s lock keeps concurrent tests from
-    racing useradd."""
+    its own group only.  A lock keeps concurrent tests from racing
+    useradd."""
     require_root("running a service as a user of its own")
     setpriv = require_program("setpriv", "util-linux")
     with open("/run/billing-probes-attacker.lock", "a") as lock:

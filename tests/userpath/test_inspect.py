@@ -22,7 +22,6 @@ from userpathtest import bt
 
 up.require_work()
 bt.require_root("doctor's checks of this host")
-kits = up.kits()
 ALL_PROBES = {bt.elf_name(p.name) for p in up.PROVIDER.probes}
 SPAN_PROBES = {bt.elf_name(p.name) for s in up.billing_d.spans(up.PROVIDER.probes) for p in (s.start, s.done)}
 
@@ -67,7 +66,4 @@ def check_kit(variant, kit):
         shutil.rmtree(books_dir, ignore_errors=True)
 
 
-for variant, kit in sorted(kits.items()):
-    with kit.turn():
-        check_kit(variant, kit)
-bt.finish()
+up.check_each_kit(check_kit)

@@ -20,7 +20,6 @@ import userpathtest as up
 from userpathtest import bt
 
 up.require_work()
-kits = up.kits()
 SPAN_PROBES = {p.name for s in up.billing_d.spans(up.PROVIDER.probes) for p in (s.start, s.done)}
 ALL_PROBES = {p.name for p in up.PROVIDER.probes}
 def check_kit(variant, kit):
@@ -69,7 +68,4 @@ def check_kit(variant, kit):
         shutil.rmtree(books_dir, ignore_errors=True)
 
 
-for variant, kit in sorted(kits.items()):
-    with kit.turn():
-        check_kit(variant, kit)
-bt.finish()
+up.check_each_kit(check_kit)

@@ -160,6 +160,14 @@ def kits():
     return {v: Kit(os.path.join(here, v), v) for v in KIT_OPTIONS}
 
 
+def check_each_kit(check):
+    """check(variant, kit) for every kit, each in its turn, then the verdict."""
+    for variant, kit in sorted(kits().items()):
+        with kit.turn():
+            check(variant, kit)
+    bt.finish()
+
+
 # --- the service --------------------------------------------------------------------
 
 OPS = 16  # requests per thread per batch: two rounds of the 8-request schedule
