@@ -11,7 +11,6 @@
  */
 #include "elf_dynamic.h"
 
-#include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdio.h>
@@ -133,23 +132,9 @@ int bp_elf_read_dynamic(int fd, bp_elf_dynamic_t *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
 	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		snprintf(err, errlen, "%s", strerror(errno));
+	Elf *elf = bp_elf_begin_regular(fd, &st, err, errlen);
+	if (!elf)
 		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, S_ISDIR(st.st_mode) ? "is a directory, not an ELF file" : "not a regular file");
-		return -1;
-	}
-	if (elf_version(EV_CURRENT) == EV_NONE) {
-		snprintf(err, errlen, "libelf is out of date: %s", elf_errmsg(-1));
-		return -1;
-	}
-	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf) {
-		snprintf(err, errlen, "not an ELF file (%s)", elf_errmsg(-1));
-		return -1;
-	}
 	int rc = -1, none = 0, interp = 0;
 	GElf_Ehdr eh;
 	size_t phnum = 0;

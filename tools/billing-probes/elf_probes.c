@@ -106,30 +106,32 @@ static int add_note(bp_probe_set_t *set, size_t module, Elf *elf, size_t phnum, 
 	return 0;
 }
 
-int bp_elf_read_probes(int fd, bp_probe_set_t *set, size_t module, char *err, size_t errlen)
+Elf *bp_elf_begin_regular(int fd, struct stat *st, char *err, size_t errlen)
 {
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
+	if (fstat(fd, st) != 0) {
 		snprintf(err, errlen, "%s", strerror(errno));
-		return -1;
+		return NULL;
 	}
-	if (S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "is a directory, not an ELF file");
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "not a regular file");
-		return -1;
+	if (!S_ISREG(st->st_mode)) {
+		snprintf(err, errlen, S_ISDIR(st->st_mode) ? "is a directory, not an ELF file" : "not a regular file");
+		return NULL;
 	}
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		snprintf(err, errlen, "libelf is out of date: %s", elf_errmsg(-1));
-		return -1;
+		return NULL;
 	}
 	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf) {
+	if (!elf)
 		snprintf(err, errlen, "not an ELF file (%s)", elf_errmsg(-1));
+	return elf;
+}
+
+int bp_elf_read_probes(int fd, bp_probe_set_t *set, size_t module, char *err, size_t errlen)
+{
+	struct stat st;
+	Elf *elf = bp_elf_begin_regular(fd, &st, err, errlen);
+	if (!elf)
 		return -1;
-	}
 	int rc = -1;
 	if (elf_kind(elf) == ELF_K_AR) {
 		snprintf(err, errlen, "an ar archive: give the linked program or shared library");

@@ -8,6 +8,7 @@
 #include <libelf.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "probe_reader.h"
 
@@ -16,6 +17,11 @@
  * has_note_section), -1 with a one-line reason in err when the file is
  * not an ELF, is truncated or corrupt, or a note is malformed. */
 int bp_elf_read_probes(int fd, bp_probe_set_t *set, size_t module, char *err, size_t errlen);
+
+/* libelf's handle on the regular file open on fd (its fstat in *st), or
+ * NULL with a one-line reason in err (a directory, a device, not an ELF
+ * file). */
+Elf *bp_elf_begin_regular(int fd, struct stat *st, char *err, size_t errlen);
 
 /* A link-time address -> its file offset, through the PT_LOAD segments
  * (phnum of them); -1 when no segment holds it in the file. */
