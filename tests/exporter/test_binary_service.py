@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""--binary PROGRAM counts the service: the probes of the program and of
+the libraries it loads, in the processes running it, and nobody else's.
+
+exporter_prefork is a pre-fork service built the README's way: its
+request-start/done fire in libbillingprobes.so (the timing helpers), its
+invoice-create in itself.  exporter_prefork_other is another program built
+from the same source, mapping the same library file.
+
+  --binary PREFORK, started before either runs: PREFORK's workers, forked
+      once the exporter serves and firing from their first instruction,
+      count exactly, requests and invoices; OTHER's workers fire as many
+      requests through the same library at the same time, and none counts
+  --binary PREFORK --binary OTHER: each program's fires counted once
+  --binary PREFORK --binary LIB: refused in one line, exit 2 (the library's
+      fires in PREFORK's processes would count twice)
+
+On the code before: 0 requests for PREFORK (only the program file was
+attached); with --binary LIB added, OTHER's requests counted as PREFORK's;
+--binary PREFORK --binary LIB ran.  Needs root (BPF, uprobes)."""
+import subprocess
+
+import exportertest as h
+from exportertest import bt
+
+h.require_exporter_can_run()
+exe = h.env_path("BX_EXPORTER")
+prefork, other = h.env_path("BX_PREFORK"), h.env_path("BX_PREFORK_OTHER")
+library = h.env_path("BX_LIBBILLINGPROBES")
+WORKERS, THREADS, N = 3, 2, 2000
+FIRED = WORKERS * THREADS * N
+
+
+class Service:
+    """A prefork_program waiting for its go."""
+
+    def __init__(self, program):
+        self.proc = subprocess.Popen([program, str(WORKERS), str(THREADS), str(N)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().split()
+        if line[:2] != ["ready", "pid"]:
+            raise RuntimeError("%s: %r" % (program, line))
+
+    def go(self):
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def fired(self):
+        """{"requests": R, "invoices": I} once every worker is gone."""
+        words = self.proc.stdout.readline().split()
+        if words[:1] != ["fired"]:
+            raise RuntimeError("prefork_program: %r" % words)
+        return {k: int(v) for k, v in (w.split("=") for w in words[1:])}
+
+    def stop(self):
+        bt.kill_all(self.proc)
+
+
+def run(*targets):
+    """Both programs' workers fire at once under an exporter started with
+    targets before either program: (samples, fired per program)."""
+    ex = h.Exporter(exe, *targets)
+    services = []
+    try:
+        services = [Service(prefork), Service(other)]
+        for s in services:
+            s.go()
+        fired = [s.fired() for s in services]
+        return ex.samples(), fired
+    finally:
+        for s in services:
+            s.stop()
+        ex.stop()
+
+
+def counts(samples):
+    return h.total(samples, "billing_requests_total"), h.total(samples, "billing_invoices_total")
+
+
+s, fired = run("--binary", prefork)
+bt.check(fired == [{"requests": FIRED, "invoices": FIRED}] * 2, "both programs fired %d requests (%s)"
+         % (FIRED, fired))
+bt.check(counts(s) == (FIRED, FIRED),
+         "--binary PREFORK: its forked workers' requests (in libbillingprobes.so) and invoices counted exactly "
+         "from their first fire, the other program's requests through the same library not at all "
+         "(requests, invoices: %s, want %s)" % (counts(s), (FIRED, FIRED)))
+bt.check(h.total(s, "billing_exporter_target_up", target="binary:" + prefork) == 1, "binary target up")
+
+s, fired = run("--binary", prefork, "--binary", other)
+bt.check(counts(s) == (2 * FIRED, 2 * FIRED),
+         "--binary PREFORK --binary OTHER: each program's requests and invoices counted once (%s, want %s)"
+         % (counts(s), (2 * FIRED, 2 * FIRED)))
+
+r = bt.run([exe, "--binary", prefork, "--binary", library, "--once", "--interval", "1"], timeout=60)
+lines = r.stderr.strip().splitlines()
+bt.check(r.returncode == 2 and len(lines) == 1 and "is a library --binary %s loads" % prefork in lines[0],
+         "--binary PREFORK --binary LIB: refused in one line, exit 2 (rc %d, %r)" % (r.returncode, lines))
+bt.finish()
