@@ -14,11 +14,18 @@ from the same source, mapping the same library file.
   --binary PREFORK --binary OTHER: each program's fires counted once
   --binary PREFORK --binary LIB: refused in one line, exit 2 (the library's
       fires in PREFORK's processes would count twice)
+  --binary OVERLAY/PREFORK, a copy on an overlayfs whose layers are two file
+      systems, where stat() shows a layer's device and the kernel's inode
+      the overlay's: counted exactly (the BPF filter's key is the kernel's)
 
 On the code before: 0 requests for PREFORK (only the program file was
 attached); with --binary LIB added, OTHER's requests counted as PREFORK's;
---binary PREFORK --binary LIB ran.  Needs root (BPF, uprobes)."""
+--binary PREFORK --binary LIB ran; a key from stat() counted 0 requests
+on the overlay.  Needs root (BPF, uprobes, mounts)."""
+import os
+import shutil
 import subprocess
+import tempfile
 
 import exportertest as h
 from exportertest import bt
@@ -56,13 +63,14 @@ class Service:
         bt.kill_all(self.proc)
 
 
-def run(*targets):
-    """Both programs' workers fire at once under an exporter started with
-    targets before either program: (samples, fired per program)."""
+def run(*targets, service=prefork):
+    """The service's and the other program's workers fire at once under an
+    exporter started with targets before either: (samples, fired per
+    program)."""
     ex = h.Exporter(exe, *targets)
     services = []
     try:
-        services = [Service(prefork), Service(other)]
+        services = [Service(service), Service(other)]
         for s in services:
             s.go()
         fired = [s.fired() for s in services]
@@ -95,4 +103,46 @@ r = bt.run([exe, "--binary", prefork, "--binary", library, "--once", "--interval
 lines = r.stderr.strip().splitlines()
 bt.check(r.returncode == 2 and len(lines) == 1 and "is a library --binary %s loads" % prefork in lines[0],
          "--binary PREFORK --binary LIB: refused in one line, exit 2 (rc %d, %r)" % (r.returncode, lines))
+
+
+def mount_device(path):
+    """MAJOR:MINOR of the mount at path, as /proc/self/mountinfo names it."""
+    with open("/proc/self/mountinfo") as f:
+        return [l.split()[2] for l in f if l.split()[4] == path][-1]
+
+
+# The copy at OVERLAY/t/e/prefork finds the library as the original does
+# (RUNPATH $ORIGIN/../../lib): OVERLAY/lib is a link to the library's folder.
+top = tempfile.mkdtemp(prefix="bx-binary-overlay-")
+lower, upper, work, merged = (os.path.join(top, d) for d in ("lower", "upper", "work", "merged"))
+mounted = []
+
+
+def mount(*args):
+    r = bt.run(["mount", *args])
+    if r.returncode != 0:
+        raise RuntimeError("mount %s: %s" % (" ".join(args), r.stderr))
+    mounted.insert(0, args[-1])
+
+
+try:
+    for d in (lower, upper, work, merged):
+        os.mkdir(d)
+    mount("-t", "tmpfs", "tmpfs", lower)
+    os.makedirs(os.path.join(lower, "t", "e"))
+    shutil.copy(prefork, os.path.join(lower, "t", "e", "prefork"))
+    os.symlink(os.path.dirname(os.path.realpath(library)), os.path.join(lower, "lib"))
+    mount("-t", "overlay", "overlay", "-o", "lowerdir=%s,upperdir=%s,workdir=%s" % (lower, upper, work), merged)
+    copy = os.path.join(merged, "t", "e", "prefork")
+    st = os.stat(copy)
+    seen = "%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))
+    bt.check(seen != mount_device(merged), "the copy on the overlay: stat() shows device %s, the kernel's inode "
+             "has the overlay's %s (the case that needs the kernel's)" % (seen, mount_device(merged)))
+    s, fired = run("--binary", copy, service=copy)
+    bt.check(counts(s) == (FIRED, FIRED), "--binary OVERLAY/PREFORK: requests and invoices exact (%s, want %s)"
+             % (counts(s), (FIRED, FIRED)))
+finally:
+    for where in mounted:
+        bt.run(["umount", where])
+    shutil.rmtree(top, ignore_errors=True)
 bt.finish()
