@@ -17,11 +17,15 @@ from the same source, mapping the same library file.
   --binary OVERLAY/PREFORK, a copy on an overlayfs whose layers are two file
       systems, where stat() shows a layer's device and the kernel's inode
       the overlay's: counted exactly (the BPF filter's key is the kernel's)
+  another user runs the service's program with his own copy of the library
+      (LD_LIBRARY_PATH): his file is refused in one line, none of the
+      requests fired through it counts
 
 On the code before: 0 requests for PREFORK (only the program file was
 attached); with --binary LIB added, OTHER's requests counted as PREFORK's;
 --binary PREFORK --binary LIB ran; a key from stat() counted 0 requests
-on the overlay.  Needs root (BPF, uprobes, mounts)."""
+on the overlay; a library taken from any process's maps counted the other
+user's requests.  Needs root (BPF, uprobes, mounts, another user)."""
 import os
 import shutil
 import subprocess
@@ -41,9 +45,9 @@ FIRED = WORKERS * THREADS * N
 class Service:
     """A prefork_program waiting for its go."""
 
-    def __init__(self, program):
-        self.proc = subprocess.Popen([program, str(WORKERS), str(THREADS), str(N)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
+    def __init__(self, program, prefix=(), env=None):
+        self.proc = subprocess.Popen([*prefix, program, str(WORKERS), str(THREADS), str(N)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env)
         line = self.proc.stdout.readline().split()
         if line[:2] != ["ready", "pid"]:
             raise RuntimeError("%s: %r" % (program, line))
@@ -144,5 +148,42 @@ try:
 finally:
     for where in mounted:
         bt.run(["umount", where])
+    shutil.rmtree(top, ignore_errors=True)
+
+# The service at TOP/t/e/service (root's, as installed), finding the library
+# through TOP/lib; another user runs it with his own copy of the library.
+uid, gid, as_attacker = bt.attacker()
+top = tempfile.mkdtemp(prefix="bx-binary-user-")
+ex = his = None
+try:
+    os.chmod(top, 0o755)
+    os.makedirs(os.path.join(top, "t", "e"))
+    service = os.path.join(top, "t", "e", "service")
+    shutil.copy(prefork, service)
+    os.symlink(os.path.dirname(os.path.realpath(library)), os.path.join(top, "lib"))
+    own_lib = os.path.join(top, "his")
+    os.mkdir(own_lib)
+    shutil.copy(os.path.realpath(library), os.path.join(own_lib, "libbillingprobes.so.0"))
+    for path in (own_lib, os.path.join(own_lib, "libbillingprobes.so.0")):
+        os.chown(path, uid, gid)
+    ex = h.Exporter(exe, "--binary", service)
+    his = Service(service, prefix=as_attacker, env=dict(os.environ, LD_LIBRARY_PATH=own_lib))
+    his_file = os.path.join(own_lib, "libbillingprobes.so.0")
+    refused = "%s, a library a process running it maps, is owned by uid %d" % (his_file, uid)
+    bt.wait_for("the exporter to look at the other user's process (refusing or attaching his file)",
+                lambda: refused in ex.output() or "attached to " + his_file in ex.output(), timeout=30)
+    his.go()
+    fired = his.fired()
+    s = ex.samples()
+    said = [line for line in ex.output().splitlines() if his_file in line]
+    bt.check(len(said) == 1 and refused in said[0] and fired["requests"] == FIRED
+             and h.total(s, "billing_requests_total") == 0,
+             "another user's copy of the library (LD_LIBRARY_PATH) refused in one line, none of the %d requests "
+             "fired through it counted (%s; %r)" % (FIRED, h.total(s, "billing_requests_total"), said))
+finally:
+    if his:
+        his.stop()
+    if ex:
+        ex.stop()
     shutil.rmtree(top, ignore_errors=True)
 bt.finish()

@@ -78,6 +78,7 @@ int bx_program_file_read(int fd, pid_t pid, bx_program_file_t *out, char *err, s
 	out->dev = (unsigned long long)st.st_dev;
 	out->ino = (unsigned long long)st.st_ino;
 	out->kino = (unsigned long long)st.st_ino;
+	out->uid = st.st_uid;
 	return 0;
 }
 

@@ -19,6 +19,7 @@
 typedef struct bx_program_file {
 	unsigned long long dev, ino;   /* as stat() shows it: what /proc/PID/exe is compared with */
 	unsigned long long kdev, kino; /* its inode's super block device (MKDEV) and number: the BPF filter's key */
+	uid_t uid;                     /* its owner */
 	int filed;                     /* 1 in the BPF map; -1 refused there (said once) */
 } bx_program_file_t;
 

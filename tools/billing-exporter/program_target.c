@@ -94,13 +94,40 @@ static int remember_mapping(unsigned long long dev, unsigned long long ino, cons
 	return 0;
 }
 
-/* The modules of process set bp with billing probes that t lacks, added.
- * -1 when out of memory. */
+/* A library counts for t's processes only when t's program's owner put it
+ * there: owned by root or by the owner of one of t's program files, and
+ * writable by nobody else.  Another user who runs the program with his
+ * own copy of a library (LD_LIBRARY_PATH, LD_PRELOAD) would otherwise
+ * have the notes of his file, and its fires, counted as the service's.
+ * 1 trusted; 0 with why. */
+static int trusted_library(const bx_target_t *t, const bp_module_t *mod, char *why, size_t whylen)
+{
+	struct stat st;
+	if (stat(mod->attach_path, &st) != 0 || (unsigned long long)st.st_dev != mod->dev ||
+	    (unsigned long long)st.st_ino != mod->ino) {
+		snprintf(why, whylen, "replaced while being read");
+		return 0;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(why, whylen, "writable by %s", st.st_mode & S_IWOTH ? "anyone" : "its group");
+		return 0;
+	}
+	for (size_t i = 0; st.st_uid != 0 && i < t->program_count; i++)
+		if (t->programs[i].uid == st.st_uid)
+			return 1;
+	if (st.st_uid != 0)
+		snprintf(why, whylen, "owned by uid %u, neither root nor the program's owner", (unsigned)st.st_uid);
+	return st.st_uid == 0;
+}
+
+/* The modules of process set bp with billing probes that t lacks, added
+ * when trusted (one line for each refused).  -1 when out of memory. */
 static int add_process_modules(bx_target_t *t, const bp_probe_set_t *bp)
 {
 	for (size_t mi = 0; mi < bp->module_count; mi++) {
 		const bp_module_t *mod = &bp->modules[mi];
 		int billing = 0;
+		char why[128];
 		for (size_t i = 0; i < bp->probe_count && !billing; i++)
 			billing = bp->probes[i].module == mi && strcmp(bp->probes[i].provider, BX_PROVIDER) == 0;
 		if (!billing || bx_module_of_file(t, mod->dev, mod->ino))
@@ -108,6 +135,11 @@ static int add_process_modules(bx_target_t *t, const bp_probe_set_t *bp)
 		if (!mod->attach_path) {
 			bx_error("%s: %s: no path from here reaches the file process %d maps: its probes are not counted",
 			         t->label, mod->path, bp->pid);
+			continue;
+		}
+		if (!program_of(t, mod->dev, mod->ino) && !trusted_library(t, mod, why, sizeof why)) {
+			bx_error("%s: %s, a library %s maps, is %s: its probes are not counted", t->label, mod->path,
+			         bp->is_process ? "a process running it" : "it", why);
 			continue;
 		}
 		bx_module_t *m = bx_module_add(t, mod->attach_path, mod->dev, mod->ino, mod->dev, mod->ino);
