@@ -64,34 +64,45 @@ int bx_program_target_runs(const bx_target_t *t, pid_t pid)
 
 /* --- the libraries a process maps ---------------------------------------- */
 
-static int mapped_known(const bx_target_t *t, unsigned long long dev, unsigned long long ino)
+/* Files as maps lines name them, each once. */
+typedef struct mapped_list {
+	bx_mapped_t *items;
+	size_t count;
+} mapped_list_t;
+
+static int mapped_in(const bx_mapped_t *items, size_t count, unsigned long long dev, unsigned long long ino)
 {
-	for (size_t i = 0; i < t->mapped_count; i++)
-		if (t->mapped[i].dev == dev && t->mapped[i].ino == ino)
+	for (size_t i = 0; i < count; i++)
+		if (items[i].dev == dev && items[i].ino == ino)
 			return 1;
 	return 0;
 }
 
-/* bx_proc_each_mapping: stop at the first file not looked at yet. */
-static int unknown_mapping(unsigned long long dev, unsigned long long ino, const char *path, void *ctx)
+static int mapped_add(bx_mapped_t **items, size_t *count, unsigned long long dev, unsigned long long ino)
 {
-	(void)path;
-	return !mapped_known(ctx, dev, ino);
-}
-
-/* bx_proc_each_mapping: every file into t->mapped, each once. */
-static int remember_mapping(unsigned long long dev, unsigned long long ino, const char *path, void *ctx)
-{
-	bx_target_t *t = ctx;
-	(void)path;
-	if (mapped_known(t, dev, ino))
+	if (mapped_in(*items, *count, dev, ino))
 		return 0;
-	bx_mapped_t *grown = realloc(t->mapped, (t->mapped_count + 1) * sizeof *grown);
+	bx_mapped_t *grown = realloc(*items, (*count + 1) * sizeof *grown);
 	if (!grown)
 		return -1;
-	t->mapped = grown;
-	grown[t->mapped_count++] = (bx_mapped_t){ dev, ino };
+	*items = grown;
+	grown[(*count)++] = (bx_mapped_t){ dev, ino };
 	return 0;
+}
+
+/* bx_proc_each_mapping: the files of a process t has not looked at. */
+typedef struct new_mappings {
+	const bx_target_t *t;
+	mapped_list_t files;
+} new_mappings_t;
+
+static int collect_new(unsigned long long dev, unsigned long long ino, const char *path, void *ctx)
+{
+	new_mappings_t *n = ctx;
+	(void)path;
+	if (mapped_in(n->t->mapped, n->t->mapped_count, dev, ino))
+		return 0;
+	return mapped_add(&n->files.items, &n->files.count, dev, ino) == 0 ? 0 : -1;
 }
 
 /* A library counts for t's processes only when t's program's owner put it
@@ -154,14 +165,19 @@ static int add_process_modules(bx_target_t *t, const bp_probe_set_t *bp)
 	return 0;
 }
 
-/* Look at the maps of process pid: when they show a file not looked at
- * yet, read the process's modules (the reader) and add those t lacks.
- * -1 when out of memory; a process gone meanwhile is not an error. */
+/* Look at the maps of process pid: when they show files not looked at
+ * yet, read the process's modules (the reader), add those t lacks, and
+ * remember the files (those mapped after the first look are new at the
+ * next).  -1 when out of memory; a process gone meanwhile is not an
+ * error. */
 static int look_at_maps(bx_target_t *t, pid_t pid)
 {
-	int rc = bx_proc_each_mapping(pid, unknown_mapping, t);
-	if (rc <= 0)
-		return 0; /* nothing new, or gone */
+	new_mappings_t n = { t, { NULL, 0 } };
+	int rc = bx_proc_each_mapping(pid, collect_new, &n);
+	if (rc != 0 || n.files.count == 0) {
+		free(n.files.items);
+		return rc != 0 && errno == ENOMEM ? -1 : 0; /* out of memory; gone; nothing new */
+	}
 	bp_probe_set_t bp;
 	char err[256];
 	memset(&bp, 0, sizeof bp);
@@ -169,12 +185,13 @@ static int look_at_maps(bx_target_t *t, pid_t pid)
 		for (size_t i = 0; i < bp.unreadable_count; i++)
 			bx_error("%s: process %d: %s", t->label, (int)pid, bp.unreadable[i]);
 		rc = add_process_modules(t, &bp);
-		if (rc == 0 && bx_proc_each_mapping(pid, remember_mapping, t) < 0 && errno == ENOMEM)
-			rc = -1;
+		for (size_t i = 0; rc == 0 && i < n.files.count; i++)
+			rc = mapped_add(&t->mapped, &t->mapped_count, n.files.items[i].dev, n.files.items[i].ino);
 	} else {
 		rc = strcmp(err, "out of memory") == 0 ? -1 : 0;
 	}
 	bp_probe_set_free(&bp);
+	free(n.files.items);
 	return rc;
 }
 
@@ -228,14 +245,14 @@ static int new_program_file(bx_target_t *t, int pid, unsigned long long dev, uns
 	}
 	if (add_program(t, &pf) != 0)
 		return -1;
+	t->discovered++; /* a program file for the BPF map, if not a module */
 	if (bx_module_of_file(t, dev, ino))
-		return 1; /* the file here, reached through another root */
+		return 1;
 	bx_module_t *m = bx_module_add(t, root_path, dev, ino, dev, ino);
 	if (!m)
 		return -1;
 	if (bx_module_read(m, root_path, err, sizeof err) != 0 && strcmp(err, "out of memory") == 0)
 		return -1;
-	t->discovered++;
 	return 1;
 }
 

@@ -23,8 +23,9 @@ int bx_program_target_start(bx_target_t *t, char *err, size_t errlen);
  * executable is the file at PATH inside its own root, from a file not
  * seen before, adds that file; a process seen for the first or second
  * time adds the files with billing probes its maps show that t lacks.
- * Sets t->processes and t->discovered; returns how many modules were
- * added, or -1 when out of memory. */
+ * Sets t->processes and t->discovered; returns how many files were added
+ * (modules, and program files for the BPF map), or -1 when out of
+ * memory. */
 int bx_program_target_discover(bx_target_t *t);
 
 /* 1 when process pid runs a program file of t, 0 when not, -1 when its
