@@ -77,6 +77,7 @@ class Exporter:
                 raise RuntimeError("billing-exporter exited (%s):\n%s" % (self.proc.returncode, text))
             if time.monotonic() > deadline:
                 self.proc.kill()
+                self.proc.wait()
                 raise RuntimeError("billing-exporter not ready within %d s:\n%s" % (timeout, text))
             time.sleep(0.05)
         if serve:
