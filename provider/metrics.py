@@ -449,7 +449,7 @@ def known_ref(ms, arg):
 
 def exporter_programs_h(provider, ms):
     """Included by billing_exporter.bpf.c after its helpers arg(), arg_str(),
-    counted(), row(), fold_str() and dropped()."""
+    counted(ctx), row(), fold_str() and dropped()."""
     o = [HEADER_BANNER,
          "/* billing-exporter's BPF maps and programs: one per probe that feeds\n"
          " * metrics, reading only the arguments its metrics need.  Each map has a\n"
@@ -480,7 +480,7 @@ def exporter_programs_h(provider, ms):
         pos = {n: i for i, (n, _, _) in enumerate(f.probe.args)}
         o.append(f'SEC("usdt")\nint {f.probe.d_name}(struct pt_regs *ctx)\n{{\n'
                  f"\tstruct bx_key_{f.probe.func} k = {{}};\n\tstruct bx_value_{f.probe.func} *v;\n\n"
-                 "\tif (!counted())\n\t\treturn 0;\n")
+                 "\tif (!counted(ctx))\n\t\treturn 0;\n")
         o += count_fire(f, lambda a: f"arg_str(ctx, {pos[a]}, k.{a}, sizeof k.{a})",
                         lambda a: f"k.{a} = (__s32)arg(ctx, {pos[a]})",
                         f"v = row(&{f.map_name}, &k);\n\tif (!v) {{\n\t\tfold_{f.probe.func}(&k);\n"

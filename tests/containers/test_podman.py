@@ -11,9 +11,10 @@ service does) and its database on a volume.  The host has neither file.
 - `billing-probes list HOSTPID` shows its probes at /app/billingd;
 - `billing-probes trace biz_metrics -p HOSTPID` counts a load's invoices
   and payments exactly (the books in its database are the ground truth);
-- `billing-exporter --binary /app/billingd --binary LIBDIR/libbillingprobes.so.0`
-  (the paths as the container sees them; the timing helpers' probes, such
-  as request-done, are in the library), started once the first container
+- `billing-exporter --binary /app/billingd` (the path as the container
+  sees it; it counts the probes of the libraries billingd's processes map
+  too: the timing helpers' probes, such as request-done, are in the
+  container's libbillingprobes.so.0), started once the first container
   runs, counts that container and the same container restarted, without
   being restarted itself: its totals equal the two databases' rows and
   billing-load's responses.
@@ -220,7 +221,7 @@ c1 = Container(root)
 runs = []
 exporter = None
 try:
-    exporter = h.Exporter(ct.EXPORTER, "--binary", INSIDE, "--binary", library)
+    exporter = h.Exporter(ct.EXPORTER, "--binary", INSIDE)
     runs.append((c1.load("3"), None))
     c1.stop()
     runs[-1] = (runs[-1][0], c1.counts())

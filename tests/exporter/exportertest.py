@@ -33,6 +33,14 @@ def env_path(name):
     return path
 
 
+def written(f):
+    """What a child process has written so far to the file f it shares
+    with us, read with pread: a seek here would move the offset the child
+    writes at, and its next line would overwrite earlier ones."""
+    fd = f.fileno()
+    return os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", errors="replace")
+
+
 def require_exporter_can_run():
     why = bt.why_no_tracing(tracer=None)
     if why:
@@ -69,6 +77,7 @@ class Exporter:
                 raise RuntimeError("billing-exporter exited (%s):\n%s" % (self.proc.returncode, text))
             if time.monotonic() > deadline:
                 self.proc.kill()
+                self.proc.wait()
                 raise RuntimeError("billing-exporter not ready within %d s:\n%s" % (timeout, text))
             time.sleep(0.05)
         if serve:
@@ -77,8 +86,7 @@ class Exporter:
             self.port = int(self.url.rsplit(":", 1)[1])
 
     def output(self):
-        self.out.seek(0)
-        return self.out.read()
+        return written(self.out)
 
     def metrics(self, accept=None):
         _, headers, body = http_get(self.url + "/metrics", {"Accept": accept} if accept else None)
@@ -171,8 +179,7 @@ class Prometheus:
             time.sleep(0.2)
 
     def output(self):
-        self.log.seek(0)
-        return self.log.read()
+        return written(self.log)
 
     def targets(self):
         """{job: (health, lastError)} of the active targets."""

@@ -7,7 +7,11 @@
  * counted event.  A --pid target's modules are attached through paths that
  * reach the files it maps from here (/proc/PID/root/PATH for a process
  * in a container); a --binary target's files with pid -1, and a thread
- * attaches files that appear later (see watch_binaries).  libbpf attaches
+ * attaches files that appear later (see watch_binaries).  The links of a
+ * --binary program carry its USDT cookie, and its program files are in
+ * the BPF map bx_programs before any of its links exists: the programs
+ * count a fire of those links only in a process running one of them
+ * (billing_exporter.bpf.c).  libbpf attaches
  * each USDT site through a uprobe with
  * the kernel's reference counter for its semaphore: the kernel raises it
  * while attached and lowers it when the exporter exits, even by SIGKILL.
@@ -26,6 +30,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "billing_exporter.h" /* bx_program_key */
 #include "cgroup_filter.h"
 #include "stats_source.h"
 #include "term_text.h"
@@ -115,6 +120,8 @@ static int open_and_load(bx_exporter_t *ex, int multi)
 	ex->skel->rodata->bx_filter_uid = ex->only_uid >= 0;
 	ex->skel->rodata->bx_only_uid = ex->only_uid >= 0 ? (__u32)ex->only_uid : 0;
 	ex->skel->rodata->bx_filter_cgroup = ex->cgroup != NULL;
+	for (size_t t = 0; t < ex->target_count; t++)
+		ex->skel->rodata->bx_filter_programs |= ex->targets[t].program != 0;
 	bpf_object__for_each_program(prog, ex->skel->obj)
 	{
 		const bx_map_desc_t *m = map_of_program(bpf_program__name(prog));
@@ -149,7 +156,10 @@ int bx_bpf_load(bx_exporter_t *ex, int bpf_stats, char *err, size_t errlen)
 	}
 	if (rc != 0) {
 		int e = -rc;
-		if (e == EPERM || e == EACCES)
+		if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+			snprintf(err, errlen, "cannot load the BPF programs: this kernel has no BTF (/sys/kernel/btf/vmlinux: "
+			                      "CONFIG_DEBUG_INFO_BTF), which they read a firing task's executable with");
+		else if (e == EPERM || e == EACCES)
 			snprintf(err, errlen, "no permission to load BPF programs: run as root "
 			                      "(or with " BX_CAPABILITIES ": docs/security.md)");
 		else
@@ -196,11 +206,49 @@ static void drop_links(bx_exporter_t *ex, size_t mark)
 	}
 }
 
+/* The USDT cookie of tg's links: for a --binary program, what its
+ * program files map to in bx_programs; 0 (no such filter) otherwise. */
+static __u64 target_cookie(const bx_exporter_t *ex, const bx_target_t *tg)
+{
+	return tg->program ? (__u64)(tg - ex->targets) + 1 : 0;
+}
+
+/* tg's program files not in bx_programs yet put there, before any link of
+ * tg counts a fire in their processes.  A file the map refuses (full, or
+ * a program file of another target) is one line, and its processes are
+ * not counted. */
+static void file_programs(bx_exporter_t *ex, bx_target_t *tg)
+{
+	int fd = bpf_map__fd(ex->skel->maps.bx_programs);
+	__u64 cookie = target_cookie(ex, tg), other = 0;
+	for (size_t i = 0; i < tg->program_count; i++) {
+		bx_program_file_t *pf = &tg->programs[i];
+		struct bx_program_key key = { pf->kdev, pf->kino };
+		if (pf->filed)
+			continue;
+		if (bpf_map_lookup_elem(fd, &key, &other) == 0 && other != cookie) {
+			bx_error("%s: a program file (device %llu:%llu, inode %llu) %s runs counts for %s already: not "
+			         "counted again",
+			         tg->label, pf->kdev >> 20, pf->kdev & 0xfffff, pf->kino, tg->binary,
+			         other && other <= ex->target_count ? ex->targets[other - 1].label : "another target");
+			pf->filed = -1;
+		} else if (bpf_map_update_elem(fd, &key, &cookie, BPF_ANY) != 0) {
+			bx_error("%s: a program file (inode %llu) cannot be filtered for (%s, %d files at most): its "
+			         "processes are not counted",
+			         tg->label, pf->kino, strerror(errno), BX_MAX_PROGRAM_FILES);
+			pf->filed = -1;
+		} else {
+			pf->filed = 1;
+		}
+	}
+}
+
 /* Attach every enabled probe module mod carries (pid -1: every process
- * mapping the file).  0, or -1 with a reason in err and nothing of mod
- * attached. */
+ * mapping the file), its links carrying tg's cookie.  0, or -1 with a
+ * reason in err and nothing of mod attached. */
 static int attach_module(bx_exporter_t *ex, const bx_target_t *tg, bx_module_t *mod, char *err, size_t errlen)
 {
+	__u64 cookie = target_cookie(ex, tg);
 	size_t mark = ex->link_count;
 	for (size_t i = 0; i < bx_map_count; i++) {
 		const bx_map_desc_t *m = &bx_maps[i];
@@ -216,7 +264,7 @@ static int attach_module(bx_exporter_t *ex, const bx_target_t *tg, bx_module_t *
 			struct bpf_map *specs = bpf_object__find_map_by_name(ex->skel->obj, "__bpf_usdt_specs");
 			char why[400];
 			fd = specs ? bx_usdt_multi_attach(bpf_program__fd(prog), bpf_map__fd(specs), bpf_map__max_entries(specs),
-			                                  &ex->specs, tg->pid, mod->path, mod, probe, why, sizeof why)
+			                                  &ex->specs, cookie, tg->pid, mod->path, mod, probe, why, sizeof why)
 			           : -1;
 			if (fd < 0) {
 				snprintf(err, errlen, "%s: cannot attach %s in %s: %s", tg->label, m->probe, mod->path,
@@ -224,7 +272,9 @@ static int attach_module(bx_exporter_t *ex, const bx_target_t *tg, bx_module_t *
 				drop_links(ex, mark);
 				return -1;
 			}
-		} else if (!(link = bpf_program__attach_usdt(prog, tg->pid, mod->path, "billing", m->probe, NULL))) {
+		} else if (!(link = bpf_program__attach_usdt(prog, tg->pid, mod->path, "billing", m->probe,
+		                                             &(struct bpf_usdt_opts){ .sz = sizeof(struct bpf_usdt_opts),
+		                                                                      .usdt_cookie = cookie }))) {
 			int e = errno;
 			/* no multi-uprobe links on this kernel: a uprobe per
 			 * site through perf, which takes CAP_SYS_ADMIN */
@@ -249,10 +299,13 @@ static int attach_module(bx_exporter_t *ex, const bx_target_t *tg, bx_module_t *
 /* --- --binary targets: files that appear later ------------------------------
  * A thread looks through /proc once a second for processes running a
  * --binary PATH inside their own root from a file not attached yet (a
- * container started from a new image), and attaches to that file.  A
- * restarted container running the same file needs nothing: the uprobes
- * sit on the file, and the kernel places them in every process mapping
- * it.  One exporter per process: the state is this file's. */
+ * container started from a new image), or, for a program, mapping a
+ * library with billing probes that is not (another copy of
+ * libbillingprobes.so), and attaches to that file.  A restarted
+ * container running the same files, or a new worker, needs nothing: the
+ * uprobes sit on the files, the kernel places them in every process
+ * mapping them, and the BPF filter knows the program file.  One exporter
+ * per process: the state is this file's. */
 static struct {
 	pthread_t thread;
 	int running;
@@ -260,19 +313,45 @@ static struct {
 	bx_exporter_t *ex;
 } watcher;
 
+/* Another target that has the file of mod (of tg) attached, when one of
+ * the two is a --binary library: its links count every process mapping
+ * the file, so the other's would count some fires twice (two programs'
+ * links never count one process; a --pid's counts only its process,
+ * which runs no --binary program: bx_targets_check_overlap).  NULL when
+ * none. */
+static const bx_target_t *counted_by_another(const bx_exporter_t *ex, const bx_target_t *tg, const bx_module_t *mod)
+{
+	for (size_t t = 0; t < ex->target_count; t++) {
+		const bx_target_t *o = &ex->targets[t];
+		int library = (tg->binary && !tg->program) || (o->binary && !o->program);
+		for (size_t j = 0; o != tg && library && j < o->module_count; j++) {
+			const bx_module_t *m = &o->modules[j];
+			if (m->attached == 1 && m->dev == mod->dev && m->ino == mod->ino)
+				return o;
+		}
+	}
+	return NULL;
+}
+
 static void discover_and_attach(bx_exporter_t *ex)
 {
 	for (size_t t = 0; t < ex->target_count; t++) {
 		bx_target_t *tg = &ex->targets[t];
 		if (!tg->binary || tg->skipped || bx_target_discover(tg) <= 0)
 			continue;
+		file_programs(ex, tg);
 		for (size_t j = 0; j < tg->module_count; j++) {
 			bx_module_t *mod = &tg->modules[j];
+			const bx_target_t *other = NULL;
 			if (mod->attached)
 				continue;
 			char err[512];
 			if (mod->probe_count == 0) {
 				mod->attached = -1; /* that file carries no billing probe */
+			} else if ((other = counted_by_another(ex, tg, mod)) != NULL) {
+				mod->attached = -1;
+				bx_error("%s: %s is a file %s counts already: not attached again (it would count twice)",
+				         tg->label, mod->path, other->label);
 			} else if (attach_module(ex, tg, mod, err, sizeof err) != 0) {
 				mod->attached = -1; /* said once, not retried every second */
 				bx_error("%s", err);
@@ -306,6 +385,7 @@ int bx_attach_all(bx_exporter_t *ex, char *err, size_t errlen)
 			if ((m->group & ex->groups) && !bx_target_has_probe(tg, m->probe))
 				bx_error("%s: no %s probe, skipped", tg->label, m->probe);
 		}
+		file_programs(ex, tg);
 		for (size_t j = 0; j < tg->module_count; j++) {
 			bx_module_t *mod = &tg->modules[j];
 			if (mod->probe_count == 0) {

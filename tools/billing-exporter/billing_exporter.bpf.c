@@ -15,13 +15,17 @@
  * up to the last one named).  Strings are read bounded into fixed-size
  * key fields; all decoding and escaping happens in user space.
  *
- * Kernel types: only UAPI headers (linux/bpf.h, asm/ptrace.h through
- * bpf_tracing.h), no vmlinux.h: nothing here reads kernel structures, so
- * the build needs neither /sys/kernel/btf/vmlinux nor CO-RE.
+ * Kernel types: UAPI headers (linux/bpf.h, asm/ptrace.h through
+ * bpf_tracing.h) and, for the one kernel structure chain read here (the
+ * firing task's executable: --binary's filter), the few fields it reads,
+ * declared below for CO-RE: libbpf relocates them against the running
+ * kernel's BTF (/sys/kernel/btf/vmlinux) at load, so the build needs no
+ * vmlinux.h.
  */
 #include <stdbool.h>
 #include <linux/bpf.h>
 #include <linux/ptrace.h>
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
@@ -88,6 +92,65 @@ struct {
 	__uint(value_size, sizeof(__u32));
 } bx_cgroup SEC(".maps");
 
+/* --binary PROGRAM: the fires of its files and of the libraries it loads
+ * count only in processes running one of its program files, whoever else
+ * maps those libraries.  Each of the target's links carries the target's
+ * USDT cookie (0 for links without this filter: --pid, a --binary of a
+ * library); bx_programs maps each program file user space accepted for a
+ * target to that target's cookie.  The firing task's executable is read
+ * at each fire, so a worker forked a moment ago, or a process that has
+ * just exec'd a known file, counts from its first fire, with nothing for
+ * user space to discover first.  bx_filter_programs (set before load):
+ * some target has such links; else no fire pays for the cookie. */
+const volatile bool bx_filter_programs = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, BX_MAX_PROGRAM_FILES);
+	__type(key, struct bx_program_key);
+	__type(value, __u64);
+} bx_programs SEC(".maps");
+
+/* The fields of the chain task->mm->exe_file->f_inode that the filter
+ * reads, for CO-RE ("___bx": libbpf matches them to the kernel's types of
+ * the name before it). */
+struct super_block___bx {
+	unsigned int s_dev;
+} __attribute__((preserve_access_index));
+
+struct inode___bx {
+	unsigned long i_ino;
+	struct super_block___bx *i_sb;
+} __attribute__((preserve_access_index));
+
+struct file___bx {
+	struct inode___bx *f_inode;
+} __attribute__((preserve_access_index));
+
+struct mm_struct___bx {
+	struct file___bx *exe_file;
+} __attribute__((preserve_access_index));
+
+struct task_struct___bx {
+	struct mm_struct___bx *mm;
+} __attribute__((preserve_access_index));
+
+/* 1 when the firing task runs a program file of the target whose cookie
+ * this is. */
+static __always_inline int runs_program_of(__u64 cookie)
+{
+	struct task_struct___bx *task = (void *)bpf_get_current_task();
+	struct inode___bx *exe = BPF_CORE_READ(task, mm, exe_file, f_inode);
+	struct bx_program_key key = {};
+
+	if (!exe)
+		return 0;
+	key.dev = BPF_CORE_READ(exe, i_sb, s_dev);
+	key.ino = BPF_CORE_READ(exe, i_ino);
+	__u64 *target = bpf_map_lookup_elem(&bx_programs, &key);
+	return target && *target == cookie;
+}
+
 /* Zeroes for a new row of any map. */
 static const union bx_value_any zero_value;
 
@@ -104,13 +167,19 @@ static __always_inline void arg_str(struct pt_regs *ctx, __u64 n, char *dst, __u
 	bpf_probe_read_user_str(dst, size, (const void *)arg(ctx, n));
 }
 
-/* 0 for a fire of another user than --uid's, or from outside --cgroup's
- * subtree: both must hold. */
-static __always_inline int counted(void)
+/* 0 for a fire of another user than --uid's, from outside --cgroup's
+ * subtree, or (a --binary PROGRAM's link) of a process not running that
+ * program: all must hold. */
+static __always_inline int counted(struct pt_regs *ctx)
 {
 	if (bx_filter_uid && (__u32)bpf_get_current_uid_gid() != bx_only_uid)
 		return 0;
-	return !bx_filter_cgroup || bpf_current_task_under_cgroup(&bx_cgroup, 0) == 1;
+	if (bx_filter_cgroup && bpf_current_task_under_cgroup(&bx_cgroup, 0) != 1)
+		return 0;
+	if (!bx_filter_programs)
+		return 1;
+	__u64 cookie = (__u64)bpf_usdt_cookie(ctx);
+	return !cookie || runs_program_of(cookie);
 }
 
 /* The row for key, created zeroed on first sight; NULL when the map is

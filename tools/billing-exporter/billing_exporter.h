@@ -16,4 +16,16 @@
  * per map, BX_MAP_*). */
 #define BX_MAX_ENTRIES 16384
 
+/* --binary PROGRAM: a program file, as the kernel's inode names it (its
+ * super block's device, MKDEV-encoded as the kernel keeps it, and its
+ * inode number); the key of bx_programs, whose value is the USDT cookie
+ * of the target that counts the processes running it. */
+struct bx_program_key {
+	bx_u64 dev;
+	bx_u64 ino;
+};
+
+/* Program files bx_programs holds at most (every --binary together). */
+#define BX_MAX_PROGRAM_FILES 4096
+
 #endif /* BILLING_EXPORTER_H */

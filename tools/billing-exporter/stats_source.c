@@ -418,8 +418,8 @@ static int cgroup_allows(const stats_target_t *t, seg_t *s, const bs_segment_t *
 
 /* A directory's segment whose writer another target counts: a --pid
  * names the process its header names (counted there, from its segment or
- * through USDT), or its writer maps a file a --binary attaches to (counted
- * through USDT).  1 when the reading must not be summed here (said once);
+ * through USDT), or its writer runs a --binary program or maps a --binary
+ * library (counted through USDT).  1 when the reading must not be summed here (said once);
  * a segment whose writer cannot be looked at while a --binary may count it
  * is skipped as unattributed. */
 static int counted_elsewhere(const bx_exporter_t *ex, const stats_target_t *t, seg_t *s, const bs_segment_t *buf)
@@ -443,8 +443,8 @@ static int counted_elsewhere(const bx_exporter_t *ex, const stats_target_t *t, s
 		else if (s->early)
 			b = -1; /* gone before any probe was attached: no --binary counted it */
 		if (b >= 0) {
-			snprintf(why, sizeof why, "its writer (pid %d) maps what --binary %s attaches to: counted there through "
-			                          "USDT, not again by --stats-dir %s",
+			snprintf(why, sizeof why, "its writer (pid %d) runs or maps what --binary %s attaches to: counted there "
+			                          "through USDT, not again by --stats-dir %s",
 			         (int)w.pid, ex->targets[b].binary, t->dir);
 			s->elsewhere = 1;
 		} else if (b == -1) {

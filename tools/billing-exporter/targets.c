@@ -1,7 +1,8 @@
 /*
- * targets.c -- the only file of billing-exporter that calls the probe
- * reader of tools/billing-probes (probe_reader.h), so
- * `billing-probes list` and the exporter agree on what a process carries.
+ * targets.c -- with program_target.c, the only file of billing-exporter
+ * that calls the probe reader of tools/billing-probes (probe_reader.h),
+ * so `billing-probes list` and the exporter agree on what a process
+ * carries.
  *
  * --binary PATH matches by path inside each process's own root, then by
  * the file that process maps (device and inode), not by build ID: the
@@ -22,14 +23,12 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "exporter.h"      /* bx_error */
-#include "probe_reader.h"  /* tools/billing-probes: the probe reader library */
-#include "proc_identity.h" /* bx_proc_each_mapping */
-#include "stats_source.h"  /* the --pid targets served from a segment */
+#include "exporter.h"       /* bx_error */
+#include "proc_identity.h"  /* bx_proc_each_mapping */
+#include "program_target.h" /* --binary of a program */
+#include "stats_source.h"   /* the --pid targets served from a segment */
+#include "target_modules.h" /* tools/billing-probes: the probe reader library */
 
-#define PROVIDER "billing"
-
-/* A new, empty module for path at the end of t's list, or NULL. */
 static bx_module_t *new_module(bx_target_t *t, const char *path)
 {
 	bx_module_t *mods = realloc(t->modules, (t->module_count + 1) * sizeof *mods);
@@ -69,8 +68,30 @@ int bx_target_has_probe(const bx_target_t *t, const char *probe)
 	return 0;
 }
 
-/* The probe of note p, and its site, into module m. */
-static int add_probe(bx_module_t *m, const bp_probe_t *p)
+bx_module_t *bx_module_add(bx_target_t *t, const char *path, unsigned long long dev, unsigned long long ino,
+                           unsigned long long path_dev, unsigned long long path_ino)
+{
+	bx_module_t *m = new_module(t, path);
+	if (m) {
+		m->dev = dev;
+		m->ino = ino;
+		m->path_dev = path_dev;
+		m->path_ino = path_ino;
+	}
+	return m;
+}
+
+bx_module_t *bx_module_of_file(const bx_target_t *t, unsigned long long dev, unsigned long long ino)
+{
+	for (size_t i = 0; i < t->module_count; i++) {
+		bx_module_t *m = &t->modules[i];
+		if ((m->dev == dev && m->ino == ino) || (m->path_dev == dev && m->path_ino == ino))
+			return m;
+	}
+	return NULL;
+}
+
+int bx_module_add_probe(bx_module_t *m, const bp_probe_t *p)
 {
 	size_t k = 0;
 	while (k < m->probe_count && strcmp(m->probes[k], p->name) != 0)
@@ -102,15 +123,13 @@ static int add_probe(bx_module_t *m, const bp_probe_t *p)
 	return 0;
 }
 
-/* The billing probes of the ELF file at path into module m.  0, or -1
- * with a reason in err. */
-static int read_file_probes(bx_module_t *m, const char *path, char *err, size_t errlen)
+int bx_module_read(bx_module_t *m, const char *path, char *err, size_t errlen)
 {
 	bp_probe_set_t bp;
 	memset(&bp, 0, sizeof bp);
 	int rc = bp_probe_set_add_file(&bp, path, err, errlen);
 	for (size_t i = 0; rc == 0 && i < bp.probe_count; i++) {
-		if (strcmp(bp.probes[i].provider, PROVIDER) == 0 && add_probe(m, &bp.probes[i]) != 0) {
+		if (strcmp(bp.probes[i].provider, BX_PROVIDER) == 0 && bx_module_add_probe(m, &bp.probes[i]) != 0) {
 			snprintf(err, errlen, "out of memory");
 			rc = -1;
 		}
@@ -119,30 +138,10 @@ static int read_file_probes(bx_module_t *m, const char *path, char *err, size_t 
 	return rc;
 }
 
-static bx_module_t *add_file_module(bx_target_t *t, const char *path, const struct stat *real,
-                                    const struct stat *seen)
-{
-	bx_module_t *m = new_module(t, path);
-	if (!m)
-		return NULL;
-	m->dev = (unsigned long long)real->st_dev;
-	m->ino = (unsigned long long)real->st_ino;
-	m->path_dev = (unsigned long long)seen->st_dev;
-	m->path_ino = (unsigned long long)seen->st_ino;
-	return m;
-}
-
-/* Has t a module for the file (dev, ino), reached directly or through a
- * path?  (bp_binary_scan's question.) */
+/* Has t a module for the file (dev, ino)?  (bp_binary_scan's question.) */
 static int known_file(unsigned long long dev, unsigned long long ino, void *ctx)
 {
-	const bx_target_t *t = ctx;
-	for (size_t i = 0; i < t->module_count; i++) {
-		const bx_module_t *m = &t->modules[i];
-		if ((m->dev == dev && m->ino == ino) || (m->path_dev == dev && m->path_ino == ino))
-			return 1;
-	}
-	return 0;
+	return bx_module_of_file(ctx, dev, ino) != NULL;
 }
 
 /* A file not seen before: a module, with the probes read through the
@@ -151,18 +150,11 @@ static int known_file(unsigned long long dev, unsigned long long ino, void *ctx)
 static int new_file(const bp_binary_file_t *f, void *ctx)
 {
 	bx_target_t *t = ctx;
-	struct stat real, seen;
-	memset(&real, 0, sizeof real);
-	memset(&seen, 0, sizeof seen);
-	real.st_dev = (dev_t)f->dev;
-	real.st_ino = (ino_t)f->ino;
-	seen.st_dev = (dev_t)f->path_dev;
-	seen.st_ino = (ino_t)f->path_ino;
-	bx_module_t *m = add_file_module(t, f->root_path, &real, &seen);
+	bx_module_t *m = bx_module_add(t, f->root_path, f->dev, f->ino, f->path_dev, f->path_ino);
 	if (!m)
 		return -1;
 	char err[256];
-	if (read_file_probes(m, f->root_path, err, sizeof err) != 0 && strcmp(err, "out of memory") == 0)
+	if (bx_module_read(m, f->root_path, err, sizeof err) != 0 && strcmp(err, "out of memory") == 0)
 		return -1;
 	t->discovered++;
 	return 0;
@@ -172,6 +164,8 @@ int bx_target_discover(bx_target_t *t)
 {
 	if (!t->binary || t->binary[0] != '/')
 		return 0;
+	if (t->program)
+		return bx_program_target_discover(t);
 	t->discovered = 0;
 	long processes = bp_binary_scan(t->binary, known_file, new_file, t);
 	if (processes < 0)
@@ -198,18 +192,35 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_
 		int rc = 0;
 		if (stat(binary, &st) == 0) {
 			t->on_host = 1;
-			bx_module_t *m = add_file_module(t, binary, &st, &st);
-			rc = m ? read_file_probes(m, binary, err, errlen) : -1;
+			bx_module_t *m = bx_module_add(t, binary, st.st_dev, st.st_ino, st.st_dev, st.st_ino);
+			rc = m ? bx_module_read(m, binary, err, errlen) : -1;
 			if (!m)
 				snprintf(err, errlen, "out of memory");
+			/* a program: the processes running it, with the
+			 * libraries it loads */
+			if (rc == 0 && (t->program = bp_elf_is_program(binary, err, errlen)) < 0)
+				rc = -1;
+			if (rc == 0 && t->program)
+				rc = bx_program_target_start(t, err, errlen);
 		} else if (binary[0] != '/') {
 			snprintf(err, errlen, "no such file");
 			rc = -1;
+		} else {
+			/* only in other roots: a program when some process
+			 * runs the file there, else a library */
+			t->program = 1;
 		}
 		/* ... and the files at PATH in other processes' roots */
 		if (rc == 0 && bx_target_discover(t) < 0) {
 			snprintf(err, errlen, "out of memory");
 			rc = -1;
+		}
+		if (rc == 0 && !t->on_host && t->program_count == 0) {
+			t->program = 0;
+			if (bx_target_discover(t) < 0) {
+				snprintf(err, errlen, "out of memory");
+				rc = -1;
+			}
 		}
 		size_t with_probes = 0;
 		for (size_t i = 0; rc == 0 && i < t->module_count; i++)
@@ -240,7 +251,7 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_
 	int rc = 0;
 	for (size_t i = 0; i < bp.probe_count && rc == 0; i++) {
 		const bp_probe_t *p = &bp.probes[i];
-		if (strcmp(p->provider, PROVIDER) != 0)
+		if (strcmp(p->provider, BX_PROVIDER) != 0)
 			continue;
 		/* Attach through a path that reaches the very file the process
 		 * maps from here: its own path, or /proc/PID/root/PATH for a
@@ -256,7 +267,7 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_
 			m->dev = m->path_dev = mod->dev;
 			m->ino = m->path_ino = mod->ino;
 		}
-		if (!m || add_probe(m, p) != 0) {
+		if (!m || bx_module_add_probe(m, p) != 0) {
 			snprintf(err, errlen, "out of memory");
 			rc = -1;
 		}
@@ -295,10 +306,14 @@ void bx_target_free(bx_target_t *t)
 	}
 	free(t->modules);
 	free(t->binary);
+	free(t->programs);
+	free(t->running);
+	free(t->mapped);
 	memset(t, 0, sizeof *t);
 }
 
-/* Does target b (a --binary) have a module for the file (dev, ino)? */
+/* Does target b (a --binary) have a module with probes for the file
+ * (dev, ino)? */
 static int binary_has_file(const bx_target_t *b, unsigned long long dev, unsigned long long ino)
 {
 	for (size_t i = 0; i < b->module_count; i++) {
@@ -306,6 +321,25 @@ static int binary_has_file(const bx_target_t *b, unsigned long long dev, unsigne
 		if (m->probe_count && ((m->dev == dev && m->ino == ino) || (m->path_dev == dev && m->path_ino == ino)))
 			return 1;
 	}
+	return 0;
+}
+
+/* A module of a with probes that b has too, or NULL. */
+static const bx_module_t *shared_module(const bx_target_t *a, const bx_target_t *b)
+{
+	for (size_t k = 0; k < a->module_count; k++)
+		if (a->modules[k].probe_count && binary_has_file(b, a->modules[k].dev, a->modules[k].ino))
+			return &a->modules[k];
+	return NULL;
+}
+
+/* Do programs a and b share a program file? */
+static int same_program(const bx_target_t *a, const bx_target_t *b)
+{
+	for (size_t i = 0; i < a->program_count; i++)
+		for (size_t k = 0; k < b->program_count; k++)
+			if (a->programs[i].kdev == b->programs[k].kdev && a->programs[i].kino == b->programs[k].kino)
+				return 1;
 	return 0;
 }
 
@@ -319,7 +353,7 @@ size_t bx_binary_target_count(const bx_exporter_t *ex)
 
 typedef struct maps_binary {
 	const bx_exporter_t *ex;
-	int found; /* the index of a --binary the process maps a file of */
+	int found; /* the index of a --binary library the process maps */
 } maps_binary_t;
 
 static int mapping_of_binary(unsigned long long dev, unsigned long long ino, const char *path, void *ctx)
@@ -327,7 +361,8 @@ static int mapping_of_binary(unsigned long long dev, unsigned long long ino, con
 	maps_binary_t *m = ctx;
 	(void)path;
 	for (size_t i = 0; i < m->ex->target_count; i++) {
-		if (m->ex->targets[i].binary && binary_has_file(&m->ex->targets[i], dev, ino)) {
+		const bx_target_t *t = &m->ex->targets[i];
+		if (t->binary && !t->program && binary_has_file(t, dev, ino)) {
 			m->found = (int)i;
 			return 1;
 		}
@@ -337,10 +372,59 @@ static int mapping_of_binary(unsigned long long dev, unsigned long long ino, con
 
 int bx_binary_target_of(const bx_exporter_t *ex, pid_t pid)
 {
+	int libraries = 0;
+	for (size_t i = 0; i < ex->target_count; i++) {
+		const bx_target_t *t = &ex->targets[i];
+		libraries += t->binary && !t->program;
+		int runs = t->program ? bx_program_target_runs(t, pid) : 0;
+		if (runs != 0)
+			return runs > 0 ? (int)i : -2;
+	}
 	maps_binary_t m = { ex, -1 };
-	if (bx_proc_each_mapping(pid, mapping_of_binary, &m) < 0)
+	if (libraries && bx_proc_each_mapping(pid, mapping_of_binary, &m) < 0)
 		return -2;
 	return m.found;
+}
+
+/* Would binary targets a and b (a before b) count a fire twice?  Two
+ * programs do when they share a program file; a program and a library
+ * when the program loads it; two libraries when they are one file. */
+static int binaries_overlap(const bx_target_t *a, const bx_target_t *b, char *err, size_t errlen)
+{
+	if (a->program && b->program ? same_program(a, b) : !a->program && !b->program && shared_module(a, b)) {
+		snprintf(err, errlen, "--binary %s and --binary %s name one file: it would count twice", a->binary,
+		         b->binary);
+		return 1;
+	}
+	const bx_target_t *program = a->program ? a : b, *library = a->program ? b : a;
+	if (a->program != b->program && shared_module(library, program)) {
+		snprintf(err, errlen, "--binary %s is a library --binary %s loads, whose probes that target counts in "
+		                      "its processes: they would count twice (--binary %s alone counts them; name the "
+		                      "library alone to count every process mapping it)",
+		         library->binary, program->binary, program->binary);
+		return 1;
+	}
+	return 0;
+}
+
+/* Would --pid target a and binary target b count a fire twice?  When a's
+ * process runs b's program, or maps b's library. */
+static int pid_overlaps(const bx_target_t *a, const bx_target_t *b, char *err, size_t errlen)
+{
+	const bx_module_t *m = NULL;
+	int runs = b->program ? bx_program_target_runs(b, a->pid) : 0;
+	if (runs < 0) {
+		snprintf(err, errlen, "--pid %d: its executable cannot be looked at, so whether --binary %s counts it "
+		                      "too is unknown",
+		         a->pid, b->binary);
+		return 1;
+	}
+	if (runs || (!b->program && (m = shared_module(a, b)) != NULL)) {
+		snprintf(err, errlen, "--pid %d maps %s, which --binary %s attaches to: it would count twice (name it once)",
+		         a->pid, m ? m->path : b->binary, b->binary);
+		return 1;
+	}
+	return 0;
 }
 
 int bx_targets_check_overlap(const bx_exporter_t *ex, char *err, size_t errlen)
@@ -351,19 +435,8 @@ int bx_targets_check_overlap(const bx_exporter_t *ex, char *err, size_t errlen)
 			const bx_target_t *b = &ex->targets[j];
 			if (i == j || !b->binary || (a->binary && j < i))
 				continue;
-			for (size_t k = 0; k < a->module_count; k++) {
-				const bx_module_t *m = &a->modules[k];
-				if (!m->probe_count || !binary_has_file(b, m->dev, m->ino))
-					continue;
-				if (a->binary)
-					snprintf(err, errlen, "--binary %s and --binary %s name one file: it would count twice",
-					         a->binary, b->binary);
-				else
-					snprintf(err, errlen, "--pid %d maps %s, which --binary %s attaches to: it would count "
-					                      "twice (name it once)",
-					         a->pid, m->path, b->binary);
+			if (a->binary ? binaries_overlap(a, b, err, errlen) : pid_overlaps(a, b, err, errlen))
 				return -1;
-			}
 		}
 	}
 	for (size_t i = 0; i < bx_stats_target_count(ex); i++) {
@@ -375,8 +448,8 @@ int bx_targets_check_overlap(const bx_exporter_t *ex, char *err, size_t errlen)
 			                      "its stats segment and through USDT (name it once)",
 			         pid, ex->targets[b].binary);
 		else
-			snprintf(err, errlen, "--pid %d: its memory maps cannot be read, so whether --binary counts it too "
-			                      "is unknown (run as root or as its user)",
+			snprintf(err, errlen, "--pid %d: its executable or memory maps cannot be read, so whether --binary "
+			                      "counts it too is unknown (run as root or as its user)",
 			         pid);
 		return -1;
 	}

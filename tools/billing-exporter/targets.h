@@ -2,13 +2,16 @@
  * targets.h -- what a --pid or --binary target carries: the modules with
  * billing probes and the probes in each.
  *
- * A --binary PATH target is every process, in any mount namespace, now
- * or later, whose executable or a mapped library is PATH inside its own
- * root: the file the host sees at PATH, and each file found at
- * /proc/PID/root/PATH that PID maps.  One module per distinct file (the
- * inode the process maps, so one file reached through several roots is
- * attached once); bx_target_discover() looks for new ones (a container
- * started or restarted from a new image).
+ * A --binary PATH target of a program (program_target.c) is every
+ * process, in any mount namespace, now or later, whose executable is the
+ * file at PATH inside its own root: the probes of that file and of the
+ * libraries it loads (its DT_NEEDED closure, and what the maps of each
+ * process running it show), counted for those processes only (the BPF
+ * filter on the firing task's executable: program_files.h).  A --binary
+ * of a library is every process that maps it.  One module per distinct
+ * file (the inode the process maps, so one file reached through several
+ * roots is attached once); bx_target_discover() looks for new ones (a
+ * container started or restarted from a new image).
  */
 #ifndef BX_TARGETS_H
 #define BX_TARGETS_H
@@ -16,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "program_files.h"
 
 /* One probe site of a module, as its note gives it. */
 typedef struct bx_site {
@@ -37,6 +42,22 @@ typedef struct bx_module {
 	int attached; /* attach.c has attached its probes */
 } bx_module_t;
 
+/* A process running a program file of a --binary PROGRAM target.  Its
+ * memory maps are looked at when it is first seen and at the next look
+ * through /proc, by when the dynamic loader has mapped every library it
+ * starts with. */
+typedef struct bx_running {
+	int pid;
+	unsigned long long start_time;
+	int looks; /* times its maps were looked at */
+	int seen;  /* by the current look through /proc */
+} bx_running_t;
+
+/* A file as a line of /proc/PID/maps names it (MAJOR:MINOR INODE). */
+typedef struct bx_mapped {
+	unsigned long long dev, ino;
+} bx_mapped_t;
+
 typedef struct bx_target {
 	char label[300];               /* "pid:123" or "binary:/usr/bin/billingd" */
 	int pid;                       /* -1 for a binary: every process, now or later */
@@ -48,6 +69,15 @@ typedef struct bx_target {
 	int skipped;                   /* libbpf refused one of its modules: nothing of it attached */
 	bx_module_t *modules;
 	size_t module_count;
+	/* --binary of a program: its links count only the processes running
+	 * one of these files (program_target.c) */
+	int program;
+	bx_program_file_t *programs;
+	size_t program_count;
+	bx_running_t *running; /* the processes running them at the last look */
+	size_t running_count;
+	bx_mapped_t *mapped; /* every file their maps showed, looked at already */
+	size_t mapped_count;
 } bx_target_t;
 
 /* Read the billing probes of process pid (binary NULL) or of the ELF file
@@ -58,7 +88,8 @@ typedef struct bx_target {
 int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_t errlen);
 
 /* --binary targets: look through /proc for processes running PATH inside
- * their root from a file not yet among t's modules, and add those files
+ * their root from a file not yet among t's modules (and, for a program,
+ * libraries its processes map that are not), and add those files
  * (attached 0).  Returns how many modules were added, or -1 when out of
  * memory.  A no-op for pid targets and relative paths. */
 int bx_target_discover(bx_target_t *t);
@@ -78,15 +109,16 @@ void bx_target_free(bx_target_t *t);
 struct bx_exporter;
 
 /* Targets that would count a process twice, refused: two --binary of one
- * file, a --pid process that maps a file a --binary attaches to (whether
- * the --pid is served through USDT or from its stats segment: the
- * --binary's uprobes count its fires either way).  0, or -1 with a
+ * file, a --binary of a library that a --binary program loads, a --pid
+ * process that runs a --binary program or maps a --binary library
+ * (whether the --pid is served through USDT or from its stats segment:
+ * the --binary's uprobes count its fires either way).  0, or -1 with a
  * one-line reason in err. */
 int bx_targets_check_overlap(const struct bx_exporter *ex, char *err, size_t errlen);
 
 /* The --binary targets: how many; and which one counts process pid (the
- * index of the first whose file it maps), -1 none, -2 when its memory
- * maps cannot be read. */
+ * index of the first whose program it runs or whose library it maps), -1
+ * none, -2 when its executable or memory maps cannot be read. */
 size_t bx_binary_target_count(const struct bx_exporter *ex);
 int bx_binary_target_of(const struct bx_exporter *ex, pid_t pid);
 

@@ -149,23 +149,28 @@ static int parse_spec(const char *args, struct usdt_spec *spec)
 	return 0;
 }
 
-/* The spec ID of args: the one given before, or a new one written to the
- * map.  -1 when args cannot be read or the map is full. */
-static long spec_id(int specs_fd, size_t specs_max, bx_usdt_specs_t *specs, const char *args, char *err, size_t errlen)
+/* The spec ID of args with cookie: the one given before, or a new one
+ * written to the map.  -1 when args cannot be read or the map is full. */
+static long spec_id(int specs_fd, size_t specs_max, bx_usdt_specs_t *specs, const char *args, uint64_t cookie,
+                    char *err, size_t errlen)
 {
 	for (size_t i = 0; i < specs->count; i++)
-		if (strcmp(specs->args[i], args) == 0)
+		if (strcmp(specs->args[i], args) == 0 && specs->cookies[i] == cookie)
 			return (long)i;
 	struct usdt_spec spec;
 	if (parse_spec(args, &spec) != 0) {
 		snprintf(err, errlen, "argument spec \"%.200s\" is not one usdt.bpf.h reads", args);
 		return -1;
 	}
+	spec.usdt_cookie = cookie;
 	if (specs->count == specs_max) {
 		snprintf(err, errlen, "more than %zu distinct argument specs", specs_max);
 		return -1;
 	}
-	char **grown = realloc(specs->args, (specs->count + 1) * sizeof *grown);
+	uint64_t *cookies = realloc(specs->cookies, (specs->count + 1) * sizeof *cookies);
+	if (cookies)
+		specs->cookies = cookies;
+	char **grown = cookies ? realloc(specs->args, (specs->count + 1) * sizeof *grown) : NULL;
 	if (!grown || !(grown[specs->count] = strdup(args))) {
 		if (grown)
 			specs->args = grown;
@@ -173,6 +178,7 @@ static long spec_id(int specs_fd, size_t specs_max, bx_usdt_specs_t *specs, cons
 		return -1;
 	}
 	specs->args = grown;
+	specs->cookies[specs->count] = cookie;
 	int key = (int)specs->count;
 	if (bpf_map_update_elem(specs_fd, &key, &spec, BPF_ANY) != 0) {
 		free(grown[specs->count]);
@@ -182,8 +188,8 @@ static long spec_id(int specs_fd, size_t specs_max, bx_usdt_specs_t *specs, cons
 	return (long)specs->count++;
 }
 
-int bx_usdt_multi_attach(int prog_fd, int specs_fd, size_t specs_max, bx_usdt_specs_t *specs, int pid,
-                         const char *path, const bx_module_t *m, size_t probe, char *err, size_t errlen)
+int bx_usdt_multi_attach(int prog_fd, int specs_fd, size_t specs_max, bx_usdt_specs_t *specs, uint64_t cookie,
+                         int pid, const char *path, const bx_module_t *m, size_t probe, char *err, size_t errlen)
 {
 	struct bpf_map_info info;
 	uint32_t info_len = sizeof info;
@@ -213,7 +219,7 @@ int bx_usdt_multi_attach(int prog_fd, int specs_fd, size_t specs_max, bx_usdt_sp
 			         m->probes[probe]);
 			goto out;
 		}
-		long id = spec_id(specs_fd, specs_max, specs, s->args, err, errlen);
+		long id = spec_id(specs_fd, specs_max, specs, s->args, cookie, err, errlen);
 		if (id < 0)
 			goto out;
 		offsets[k] = (uint64_t)s->offset;
@@ -240,10 +246,11 @@ out:
 	return fd;
 }
 #else
-int bx_usdt_multi_attach(int prog_fd, int specs_fd, size_t specs_max, bx_usdt_specs_t *specs, int pid,
-                         const char *path, const bx_module_t *m, size_t probe, char *err, size_t errlen)
+int bx_usdt_multi_attach(int prog_fd, int specs_fd, size_t specs_max, bx_usdt_specs_t *specs, uint64_t cookie,
+                         int pid, const char *path, const bx_module_t *m, size_t probe, char *err, size_t errlen)
 {
-	(void)prog_fd, (void)specs_fd, (void)specs_max, (void)specs, (void)pid, (void)path, (void)m, (void)probe;
+	(void)prog_fd, (void)specs_fd, (void)specs_max, (void)specs, (void)cookie, (void)pid, (void)path, (void)m,
+	    (void)probe;
 	snprintf(err, errlen, "multi-uprobe USDT attach is built for x86-64 only");
 	return -1;
 }
@@ -254,5 +261,6 @@ void bx_usdt_specs_free(bx_usdt_specs_t *specs)
 	for (size_t i = 0; i < specs->count; i++)
 		free(specs->args[i]);
 	free(specs->args);
+	free(specs->cookies);
 	memset(specs, 0, sizeof *specs);
 }

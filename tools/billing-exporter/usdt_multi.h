@@ -17,12 +17,14 @@
 #define BX_USDT_MULTI_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "targets.h"
 
-/* Argument strings given a spec ID so far (the index). */
+/* Argument strings and USDT cookies given a spec ID so far (the index). */
 typedef struct bx_usdt_specs {
 	char **args;
+	uint64_t *cookies;
 	size_t count;
 } bx_usdt_specs_t;
 
@@ -34,12 +36,12 @@ int bx_usdt_multi_built(void);
 
 /* Attach program prog_fd to the sites of probe number `probe` in module
  * m (file path; pid > 0: fires of that process only), writing the specs
- * new to `specs` into the map specs_fd (specs_max entries).  The link's
- * file descriptor, or -1 with a one-line reason in err (a site's
- * argument spec libbpf's usdt.bpf.h cannot express, or the kernel's
- * refusal). */
-int bx_usdt_multi_attach(int prog_fd, int specs_fd, size_t specs_max, bx_usdt_specs_t *specs, int pid,
-                         const char *path, const bx_module_t *m, size_t probe, char *err, size_t errlen);
+ * new to `specs` into the map specs_fd (specs_max entries), each with
+ * the USDT cookie the program reads (bpf_usdt_cookie).  The link's file
+ * descriptor, or -1 with a one-line reason in err (a site's argument
+ * spec libbpf's usdt.bpf.h cannot express, or the kernel's refusal). */
+int bx_usdt_multi_attach(int prog_fd, int specs_fd, size_t specs_max, bx_usdt_specs_t *specs, uint64_t cookie,
+                         int pid, const char *path, const bx_module_t *m, size_t probe, char *err, size_t errlen);
 
 void bx_usdt_specs_free(bx_usdt_specs_t *specs);
 

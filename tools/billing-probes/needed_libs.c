@@ -13,6 +13,7 @@
  */
 #include "probe_reader.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -327,5 +328,22 @@ int bp_probe_set_load_needed(const bp_probe_set_t *sets, size_t nsets, bp_probe_
 	}
 	free(pg.objects);
 	bp_ld_cache_close(&pg.cache);
+	return rc;
+}
+
+int bp_elf_is_program(const char *path, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s", errno == ENOENT ? "no such file" : strerror(errno));
+		return -1;
+	}
+	bp_elf_dynamic_t dyn;
+	memset(&dyn, 0, sizeof dyn);
+	int rc = bp_elf_read_dynamic(fd, &dyn, err, errlen);
+	close(fd);
+	if (rc == 0)
+		rc = dyn.type == ET_EXEC || (dyn.type == ET_DYN && (dyn.pie || (dyn.has_interp && !dyn.soname)));
+	bp_elf_dynamic_free(&dyn);
 	return rc;
 }

@@ -151,6 +151,11 @@ int bp_probe_set_load_pid(pid_t pid, bp_probe_set_t *set, char *err, size_t errl
  * changed or whose dynamic section is corrupt). */
 int bp_probe_set_load_needed(const bp_probe_set_t *sets, size_t nsets, bp_probe_set_t *out, char *err, size_t errlen);
 
+/* Is the ELF file at path a program (what the kernel execs: ET_EXEC, a
+ * PIE, as DF_1_PIE or a PT_INTERP without a DT_SONAME says) rather than a shared library the loader maps?  1 a program,
+ * 0 a library, -1 with a one-line reason in err. */
+int bp_elf_is_program(const char *path, char *err, size_t errlen);
+
 /* Add to dst the modules of src it lacks (one file: same device and
  * inode, whatever the path) with their probes, e.g. the processes of one
  * service read one by one.  0, or -1 when out of memory. */

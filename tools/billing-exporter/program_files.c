@@ -1,0 +1,95 @@
+/*
+ * program_files.c -- program files as the BPF filter sees them
+ * (program_files.h).
+ */
+#include "program_files.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "text_file.h" /* tools/billing-probes */
+
+/* /proc files are small; mountinfo grows with the mounts (a host with
+ * thousands of containers has tens of thousands). */
+#define FDINFO_MAX (64 * 1024)
+#define MOUNTINFO_MAX (64 * 1024 * 1024)
+
+/* The mount ID of the file open on fd. */
+static int mount_id(int fd, long *id)
+{
+	char path[64];
+	size_t len;
+	snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+	char *text = bp_read_text_file(path, FDINFO_MAX, &len);
+	if (!text)
+		return -1;
+	const char *line = strstr(text, "\nmnt_id:");
+	int ok = line && sscanf(line + 8, "%ld", id) == 1;
+	free(text);
+	return ok ? 0 : -1;
+}
+
+/* The device of mount id's super block, as the kernel keeps it (MKDEV:
+ * major << 20 | minor), from the mountinfo of process pid (0: ours):
+ * "ID PARENT MAJOR:MINOR ...". */
+static int mount_device(pid_t pid, long id, unsigned long long *kdev)
+{
+	char path[64];
+	size_t len;
+	if (pid > 0)
+		snprintf(path, sizeof path, "/proc/%d/mountinfo", (int)pid);
+	else
+		snprintf(path, sizeof path, "/proc/self/mountinfo");
+	char *text = bp_read_text_file(path, MOUNTINFO_MAX, &len);
+	if (!text)
+		return -1;
+	int found = 0;
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line && !found; line = strtok_r(NULL, "\n", &save)) {
+		long mid, parent;
+		unsigned major, minor;
+		if (sscanf(line, "%ld %ld %u:%u", &mid, &parent, &major, &minor) == 4 && mid == id) {
+			*kdev = ((unsigned long long)major << 20) | minor;
+			found = 1;
+		}
+	}
+	free(text);
+	return found ? 0 : -1;
+}
+
+int bx_program_file_read(int fd, pid_t pid, bx_program_file_t *out, char *err, size_t errlen)
+{
+	struct stat st;
+	long id = 0;
+	memset(out, 0, sizeof *out);
+	if (fstat(fd, &st) != 0) {
+		snprintf(err, errlen, "cannot stat it: %s", strerror(errno));
+		return -1;
+	}
+	if (mount_id(fd, &id) != 0 || mount_device(pid, id, &out->kdev) != 0) {
+		snprintf(err, errlen, "cannot tell the device of its file system as the kernel names it (no mount %ld in "
+		                      "the mountinfo of %s)",
+		         id, pid > 0 ? "its process" : "this process");
+		return -1;
+	}
+	out->dev = (unsigned long long)st.st_dev;
+	out->ino = (unsigned long long)st.st_ino;
+	out->kino = (unsigned long long)st.st_ino;
+	out->uid = st.st_uid;
+	return 0;
+}
+
+int bx_process_program(pid_t pid, unsigned long long *dev, unsigned long long *ino)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+	if (stat(path, &st) != 0)
+		return -1;
+	*dev = (unsigned long long)st.st_dev;
+	*ino = (unsigned long long)st.st_ino;
+	return 0;
+}

@@ -1,0 +1,33 @@
+/*
+ * target_modules.h -- building a target's modules from the probe reader:
+ * shared by targets.c and program_target.c, the only files of
+ * billing-exporter that call the reader (probe_reader.h).
+ */
+#ifndef BX_TARGET_MODULES_H
+#define BX_TARGET_MODULES_H
+
+#include <stddef.h>
+
+#include "probe_reader.h"
+#include "targets.h"
+
+#define BX_PROVIDER "billing"
+
+/* A new, empty module for path at the end of t's list, for the file
+ * (dev, ino) mapped, (path_dev, path_ino) as path shows it; NULL when
+ * out of memory.  Pointers to t's modules taken before are stale. */
+bx_module_t *bx_module_add(bx_target_t *t, const char *path, unsigned long long dev, unsigned long long ino,
+                           unsigned long long path_dev, unsigned long long path_ino);
+
+/* The billing probes of the ELF file at path into m.  0, or -1 with a
+ * reason in err ("out of memory" when that is why). */
+int bx_module_read(bx_module_t *m, const char *path, char *err, size_t errlen);
+
+/* The probe of note p, and its site, into m.  0, or -1 out of memory. */
+int bx_module_add_probe(bx_module_t *m, const bp_probe_t *p);
+
+/* t's module for the file (dev, ino), reached directly or through a
+ * path, or NULL. */
+bx_module_t *bx_module_of_file(const bx_target_t *t, unsigned long long dev, unsigned long long ino);
+
+#endif /* BX_TARGET_MODULES_H */
