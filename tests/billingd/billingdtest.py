@@ -38,8 +38,7 @@ class Billingd:
     def _wait_for_port(self):
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            self.log.seek(0)
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", self.log.read())
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", bt.written(self.log))
             if m:
                 return int(m.group(1))
             if self.proc.poll() is not None:
@@ -48,8 +47,7 @@ class Billingd:
         raise RuntimeError("billingd did not start listening within 10 s")
 
     def output(self):
-        self.log.seek(0)
-        return self.log.read()
+        return bt.written(self.log)
 
     @property
     def url(self):
@@ -189,8 +187,7 @@ class Bpftrace:
             time.sleep(0.05)
 
     def output(self):
-        self.out.seek(0)
-        return self.out.read()
+        return bt.written(self.out)
 
     def stop(self, timeout=120):
         """SIGINT (as Ctrl-C; re-sent if bpftrace 0.17 missed it), then

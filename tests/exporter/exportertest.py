@@ -33,14 +33,6 @@ def env_path(name):
     return path
 
 
-def written(f):
-    """What a child process has written so far to the file f it shares
-    with us, read with pread: a seek here would move the offset the child
-    writes at, and its next line would overwrite earlier ones."""
-    fd = f.fileno()
-    return os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", errors="replace")
-
-
 def require_exporter_can_run():
     why = bt.why_no_tracing(tracer=None)
     if why:
@@ -86,7 +78,7 @@ class Exporter:
             self.port = int(self.url.rsplit(":", 1)[1])
 
     def output(self):
-        return written(self.out)
+        return bt.written(self.out)
 
     def metrics(self, accept=None):
         _, headers, body = http_get(self.url + "/metrics", {"Accept": accept} if accept else None)
@@ -179,7 +171,7 @@ class Prometheus:
             time.sleep(0.2)
 
     def output(self):
-        return written(self.log)
+        return bt.written(self.log)
 
     def targets(self):
         """{job: (health, lastError)} of the active targets."""

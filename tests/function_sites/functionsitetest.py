@@ -145,8 +145,7 @@ class Dtrace:
         self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT)
 
     def output_bytes(self):
-        self.out.seek(0)
-        return self.out.read()
+        return bt.written(self.out, binary=True)
 
     def output(self):
         return self.output_bytes().decode(errors="replace")

@@ -32,6 +32,14 @@ SOURCE_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__fi
 PROVIDER_D = os.path.join(SOURCE_ROOT, "provider", "billing.d")
 
 
+def written(f, binary=False):
+    """What a child process has written so far to the file f it shares
+    with us, read with pread: a seek here would move the offset the child
+    writes at, and its next line would overwrite earlier ones."""
+    fd = f.fileno()
+    data = os.pread(fd, os.fstat(fd).st_size, 0)
+    return data if binary else data.decode("utf-8", errors="replace")
+
 # --- verdicts -----------------------------------------------------------------
 
 def skip(reason):

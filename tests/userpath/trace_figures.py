@@ -41,8 +41,7 @@ class Trace:
         return "trace %s %s" % (self.script, self.target)
 
     def stderr(self):
-        self.err.seek(0)
-        return self.err.read()
+        return bt.written(self.err)
 
     def started(self):
         """True once the script has printed its "Tracing ..." line (BEGIN:
