@@ -19,6 +19,9 @@
  *   at exit: @offcpu_us[sleep|preempted], a power-of-two histogram of the
  *   time (microseconds) from off-cpu to on-cpu.  Long "sleep" times are
  *   waits (locks, I/O, timers); many "preempted" ones mean CPU contention.
+ *   Every time has its row (quantize() places every 64-bit value; the
+ *   bpftrace twin counts times of 2^32 us, 71.6 min, or more apart, in
+ *   @offcpu_us_unbinned: bpftrace 0.17's hist() stops there).
  *
  * OVERHEAD: sched:::off-cpu and on-cpu fire on every context switch of
  * the machine; the predicate on pid keeps the work to the target's.

@@ -9,7 +9,9 @@
  *   THRESHOLD_MS  a request is slow when its duration exceeds this (default 100)
  *   INTERVAL_S    seconds between reports (default 10)
  *
- * Source: request-done's duration_ns, measured in the service.  0 means
+ * Source: request-done's duration_ns, measured in the service, read as
+ * the unsigned 64-bit value it is (D's argN are signed: a duration from
+ * 2^63 ns up, such as a clock read backwards, would be negative).  0 means
  * "not measured" (the request began before tracing): skipped, and counted
  * at exit as UNMEASURED.
  *
@@ -22,7 +24,10 @@
  *   twin prints them; this one cannot, see below)
  *   at exit: @usecs[HANDLER], a power-of-two histogram (quantize) of
  *   latency, us: a percentile lies in the bucket where the running count
- *   passes that share of COUNT.
+ *   passes that share of COUNT.  Every duration has its row (quantize()
+ *   places every 64-bit value; the bpftrace twin counts requests of 2^32
+ *   us, 71.6 min, or more apart, in @usecs_unbinned: bpftrace 0.17's
+ *   hist() stops there).
  *
  * EXACTNESS: every figure is an aggregation (per-CPU, summed by dtrace
  * when printed): exact under any contention.  This twin prints no SLOW%
@@ -57,16 +62,17 @@ billing$target:::request-done
 }
 
 billing$target:::request-done
-/arg3 > 0/
+/arg3 != 0/
 {
+	this->ns = (uint64_t)arg3;
 	this->handler = copyinstr(arg1);
 	this->handler = this->handler == "" ? "-" : this->handler;
-	this->slow = arg3 > threshold_ns ? 1 : 0;
+	this->slow = this->ns > threshold_ns ? 1 : 0;
 	@count[this->handler] = count();
 	@slow[this->handler] = sum(this->slow);
 	@tcount[this->handler] = count();
 	@tslow[this->handler] = sum(this->slow);
-	@usecs[this->handler] = quantize(arg3 / 1000);
+	@usecs[this->handler] = quantize(this->ns / 1000);
 }
 
 profile:::tick-1sec

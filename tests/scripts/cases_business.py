@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import scriptstest as S
-from scriptstest import BT_SCRIPTS, TIMEOUT, hist, intervals_add_up, keyed, one, require, run, section
+from scriptstest import (BT_SCRIPTS, TIMEOUT, bpftrace_rows, hist, intervals_add_up, keyed, one, require,
+                        run, section)
 import expected as X
 
 
@@ -170,11 +171,9 @@ def case_amount_dist():
     for key, (count, total, avg, rows) in X.AMOUNTS.items():
         require(stats.get(key) == (count, total, avg), "%s count, total, average %s, want %s"
               % (key, stats.get(key), (count, total, avg)))
-        if not S.TRACER.dtrace:
-            big = {r: n for r, n in rows.items() if re.match(r"\[\d+G, ", r) and int(r[1:r.index("G")]) >= 4}
-            rows = {r: n for r, n in rows.items() if r not in big}
-            if big:
-                unbinned[key] = sum(big.values())
+        rows, big = bpftrace_rows(rows)
+        if big:
+            unbinned[key] = big
         got = hist(out, "@amount_minor[%s, %s]" % key)
         require(got == rows, "%s histogram %s, want %s" % (key, got, rows))
     require(len(stats) == len(X.AMOUNTS), "unexpected keys: %s" % stats)

@@ -150,13 +150,16 @@ def signal_tree(pid, sig):
             pass
 
 
-def run(mode, scripts, extra=(), stop_early=(), stall_s=0):
+def run(mode, scripts, extra=(), stop_early=(), stall_s=0, after_go=None):
     """Runs each (label, script, args, pid_as_arg) of scripts against one
     workload.  stop_early: labels to stop with SIGINT (Ctrl-C) once the
     workload has fired, while it still lives (stack symbols).  stall_s:
     the tracers (each with its children) are stopped (SIGSTOP) from just
     before the workload fires until stall_s seconds after it has fired: a
     tracer's reader starved for seconds, as on a loaded machine.
+    after_go(workload, its Reader, {label: tracer process}): called once
+    "go" is written, before the workload's stdin is closed (park mode's
+    "wake" is written there).
     Returns {label: stdout text}."""
     wl, wl_reader = start_workload(mode, extra)
     tracers, stopped_at, stalled = {}, set(), []
@@ -182,6 +185,9 @@ def run(mode, scripts, extra=(), stop_early=(), stall_s=0):
             for pid in stalled:
                 signal_tree(pid, signal.SIGSTOP)
         wl.stdin.write(b"go\n")
+        if after_go:
+            wl.stdin.flush()
+            after_go(wl, wl_reader, {label: t[0] for label, t in tracers.items()})
         wl.stdin.close()
         if stall_s:
             require(wl_reader.matched.wait(TIMEOUT), "the workload never fired")
@@ -245,9 +251,12 @@ def section(text, title_re):
     raise Failure("no section matching %r" % title_re)
 
 
+UNITS = (("E", 1 << 60), ("P", 1 << 50), ("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10))
+
+
 def size_label(v):
     """bpftrace's bucket bound: 1024 -> 1K, 2097152 -> 2M, 2^31 -> 2G."""
-    for unit, mult in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+    for unit, mult in UNITS:
         if v >= mult and v % mult == 0:
             return "%d%s" % (v // mult, unit)
     return str(v)
@@ -264,7 +273,7 @@ def hist(text, name):
             rows = {}
             for line2 in lines[i + 1:]:
                 m = re.match(r"^((?:\[|\(\.\.\., )[^\]]*[\])])\s+(\d+)\s+\|", line2)  # bpftrace
-                d = re.match(r"^\s+(-?\d+) \|[@ ]*\s+(\d+)\s*$", line2)  # D quantize
+                d = re.match(r"^\s*(-?\d+) \|[@ ]*\s+(\d+)\s*$", line2)  # D quantize
                 if m:
                     label, n = m.group(1), int(m.group(2))
                 elif d:
@@ -279,6 +288,24 @@ def hist(text, name):
                     rows[label] = n
             return rows
     raise Failure("no histogram %s" % name)
+
+
+HIST_LIMIT = 1 << 32  # bpftrace 0.17's hist() files every value from 2^31 up in [2G, 4G)
+
+
+def bpftrace_rows(rows):
+    """ROWS of a histogram as the bpftrace twins print them: (the rows below
+    2^32, how many values lie in the rows from 2^32 up), those values
+    being counted apart (amount_dist.bt's header).  D's quantize() prints
+    every row: (ROWS, 0)."""
+    if TRACER.dtrace:
+        return rows, 0
+
+    def low(label):  # "[4G, 8G)" -> 2^32
+        m = re.match(r"\[(\d+)([KMGTPE]?), ", label)
+        return int(m.group(1)) * dict(UNITS).get(m.group(2), 1) if m else -1
+    return ({r: n for r, n in rows.items() if low(r) < HIST_LIMIT},
+            sum(n for r, n in rows.items() if low(r) >= HIST_LIMIT))
 
 
 def scalar_map(text, name):

@@ -43,8 +43,9 @@ CASE_MODULES = (cases_business, cases_requests, cases_system)
 # --- which case runs which script, and under which tracer ---------------------------
 
 CASES = {n[5:]: f for m in CASE_MODULES for n, f in vars(m).items() if n.startswith("case_")}
-# cases that are one tracer's own business
-ONLY = {"parse": ("bpftrace",)}
+# cases that are one tracer's own business (cswitch_long edits the bpftrace
+# script's maps: its docstring)
+ONLY = {"parse": ("bpftrace",), "cswitch_long": ("bpftrace",)}
 # cases that run several scripts (the rest run the script their name starts with)
 COVERS = {"system": tuple(cases_system.SYSTEM_VIEWS)}
 

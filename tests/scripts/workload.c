@@ -14,6 +14,10 @@
  *             trail (transaction, db or gateway call, payment-auth, error),
  *             reporting chosen durations, then 8 more handlers' 1 ms
  *             requests: request_latency, slow_requests.
+ *   long      102 requests reporting durations from 1 s to 2^64 - 1000 ns,
+ *             across 2^31 and 2^32 us (workload_requests.c):
+ *             request_latency's histograms and percentiles of durations no
+ *             test can wait for.
  *   bounds    one request with 80 db-query events (more than slow_requests
  *             keeps) and 130 requests in flight at once (more than it
  *             follows), all slow: slow_requests' bounded memory.
@@ -35,6 +39,10 @@
  *             pages, spins in workload_busy_spin() on CPU 0: the system
  *             views (syscalls, file_opens, io_bytes, page_faults, cswitch,
  *             cpu_profile).
+ *   park      two threads block in read() until a second line ("wake")
+ *             arrives on stdin; "parked TID TID" tells the harness they
+ *             are about to: cswitch's off-CPU times, which the harness
+ *             makes longer than any test can wait (workload_system.c).
  *
  * Each mode sleeps --delay-ms (default 1200) first so a tracer started with
  * -p has attached -- or, with --wait-stdin, waits for a line on stdin, which
@@ -44,8 +52,8 @@
  * The expected figures live in tests/scripts/expected.py: change both.
  * Every ID is above 2^32 (workload.h: ID_BASE, BIG_ID_BASE).
  * This file: main, the options, the business, race and tps modes;
- * workload_requests.c: requests, bounds, burst, overlap; workload_system.c:
- * system and --keep-cpus-busy.
+ * workload_requests.c: requests, long, bounds, burst, overlap;
+ * workload_system.c: system, park and --keep-cpus-busy.
  */
 #include <errno.h>
 #include <poll.h>
@@ -216,14 +224,15 @@ static void run_tps(void)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: scripts-workload business|requests|bounds|burst|overlap|race|tps|system "
-	                "[--delay-ms N | --wait-stdin] [--linger-ms N] [--path FILE]\n"
-	                "       [--keep-cpus-busy]\n");
+	fprintf(stderr, "usage: scripts-workload business|requests|long|bounds|burst|overlap|race|tps|"
+	                "system|park\n"
+	                "       [--delay-ms N | --wait-stdin] [--linger-ms N] [--path FILE] [--keep-cpus-busy]\n");
 	return 2;
 }
 
-/* Waits up to 60 s for a line on stdin: the harness's "go". */
-static int wait_for_go(void)
+/* Waits up to 60 s for a line on stdin: the harness's "go" (park: and its
+ * "wake"). */
+int wait_for_go(void)
 {
 	struct pollfd pfd = { STDIN_FILENO, POLLIN, 0 };
 	char line[16];
@@ -284,10 +293,10 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (strcmp(mode, "business") && strcmp(mode, "requests") && strcmp(mode, "bounds") &&
-	    strcmp(mode, "burst") && strcmp(mode, "overlap") && strcmp(mode, "race") &&
-	    strcmp(mode, "tps") &&
-	    strcmp(mode, "system"))
+	if (strcmp(mode, "business") && strcmp(mode, "requests") && strcmp(mode, "long") &&
+	    strcmp(mode, "bounds") && strcmp(mode, "burst") && strcmp(mode, "overlap") &&
+	    strcmp(mode, "race") && strcmp(mode, "tps") && strcmp(mode, "system") &&
+	    strcmp(mode, "park"))
 		return usage();
 
 	if (wait_stdin) {
@@ -300,6 +309,8 @@ int main(int argc, char **argv)
 		run_business();
 	else if (strcmp(mode, "requests") == 0)
 		rc = run_requests();
+	else if (strcmp(mode, "long") == 0)
+		run_long();
 	else if (strcmp(mode, "bounds") == 0)
 		run_bounds();
 	else if (strcmp(mode, "burst") == 0)
@@ -310,6 +321,8 @@ int main(int argc, char **argv)
 		rc = run_race();
 	else if (strcmp(mode, "tps") == 0)
 		run_tps();
+	else if (strcmp(mode, "park") == 0)
+		rc = run_park();
 	else
 		rc = run_system(path);
 	/* Tells the harness the probes have fired: it may stop a tracer now,

@@ -1,8 +1,9 @@
 /*
  * workload.h -- what the parts of scripts-workload share: workload.c (main,
  * options, the business, race and tps modes), workload_requests.c (the
- * requests, bounds, burst and overlap modes) and workload_system.c (the system mode
- * and the CPU spinners).  The modes are described in workload.c.
+ * requests, long, bounds, burst and overlap modes) and workload_system.c
+ * (the system and park modes and the CPU spinners).  The modes are
+ * described in workload.c.
  */
 #ifndef SCRIPTS_WORKLOAD_H
 #define SCRIPTS_WORKLOAD_H
@@ -22,10 +23,13 @@ void sleep_ns(uint64_t ns);
 uint64_t monotonic_ns(void);
 
 int run_requests(void);
+void run_long(void);
 void run_bounds(void);
 void run_burst(void);
 void run_overlap(void);
 int run_system(const char *path);
+int run_park(void);
+int wait_for_go(void);
 int keep_cpus_busy(void);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * workload_requests.c -- scripts-workload's per-request modes: requests,
- * bounds, burst and overlap (workload.c describes them; expected.py holds
- * their figures).  Request IDs are ID_BASE + n, transaction IDs
+ * long, bounds, burst and overlap (workload.c describes them; expected.py
+ * holds their figures).  Request IDs are ID_BASE + n, transaction IDs
  * BIG_ID_BASE + request ID, invoice IDs BIG_ID_BASE + 2^32 + request ID.
  */
 #include <pthread.h>
@@ -147,6 +147,47 @@ int run_requests(void)
 		billing_fire_request_done(ID_BASE + 7000 + (uint64_t)k, handler, 0, 1 * MS);
 	}
 	return 0;
+}
+
+/* --- long --------------------------------------------------------------- */
+
+#define SECOND (1000 * MS)
+
+/* Requests that report durations no test can wait for, around the limits
+ * of bpftrace 0.17's hist() (2^31 and 2^32 us) and up to the largest
+ * duration_ns (expected.py: LONG_REQUESTS):
+ *   batch.settle  100: 40 x 1 s, 20 x 25 min (2^30 to 2^31 us), 35 x 50 min
+ *                 (2^31 to 2^32 us), 5 x 2 h (2^32 us or more)
+ *   ledger.close    2: 10 days, and 2^64 - 1000 ns (a duration computed
+ *                 from a clock read backwards: above 2^63, negative if
+ *                 read signed) */
+struct long_plan {
+	int count;
+	uint64_t duration_ns;
+};
+
+static void long_requests(const char *handler, const struct long_plan *plan, int steps,
+                          uint64_t *id)
+{
+	for (int s = 0; s < steps; s++) {
+		for (int i = 0; i < plan[s].count; i++, (*id)++) {
+			billing_fire_request_start(*id, handler);
+			billing_fire_request_done(*id, handler, 0, plan[s].duration_ns);
+		}
+	}
+}
+
+void run_long(void)
+{
+	static const struct long_plan settle[4] = {
+		{ 40, 1 * SECOND }, { 20, 1500 * SECOND }, { 35, 3000 * SECOND }, { 5, 7200 * SECOND }
+	};
+	static const struct long_plan close[2] = {
+		{ 1, 864000 * SECOND }, { 1, UINT64_MAX - 999 }
+	};
+	uint64_t id = ID_BASE + 10000;
+	long_requests("batch.settle", settle, 4, &id);
+	long_requests("ledger.close", close, 2, &id);
 }
 
 /* --- bounds -------------------------------------------------------------- */

@@ -1,7 +1,8 @@
 /*
  * workload_system.c -- scripts-workload's system mode (files, sleeps, page
- * faults, a CPU spin: the system views) and --keep-cpus-busy (workload.c
- * describes them; expected.py holds their figures).
+ * faults, a CPU spin: the system views), park mode (threads asleep until
+ * told: cswitch's off-CPU times) and --keep-cpus-busy (workload.c describes
+ * them; expected.py holds their figures).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "workload.h"
@@ -86,6 +88,53 @@ int run_system(const char *path)
 	sched_setaffinity(0, sizeof cpu0, &cpu0); /* best effort */
 	workload_busy_spin(1500 * MS);
 	return 0;
+}
+
+/* --- park --------------------------------------------------------------- */
+
+/* Two threads that block in read() on a pipe until the harness's "wake":
+ * cswitch sees each switch out asleep and back in once woken, and the
+ * harness stretches that off-CPU time in the script's own state, as no
+ * test can wait hours (cases_system.py: case_cswitch_long). */
+#define PARKED 2
+
+static int park_pipe[2];
+static pid_t parked_tid[PARKED];
+static pthread_barrier_t parked;
+
+static void *park(void *slot)
+{
+	char c;
+	parked_tid[(intptr_t)slot] = (pid_t)syscall(SYS_gettid);
+	pthread_barrier_wait(&parked);
+	while (read(park_pipe[0], &c, 1) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
+int run_park(void)
+{
+	pthread_t t[PARKED];
+	int i, rc = 0;
+	if (pipe(park_pipe) != 0 || pthread_barrier_init(&parked, NULL, PARKED + 1) != 0) {
+		fprintf(stderr, "scripts-workload: cannot make a pipe: %s\n", strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < PARKED; i++) {
+		if (pthread_create(&t[i], NULL, park, (void *)(intptr_t)i) != 0) {
+			fprintf(stderr, "scripts-workload: cannot start threads\n");
+			return 1; /* the started ones wait at the barrier until exit */
+		}
+	}
+	pthread_barrier_wait(&parked);
+	printf("parked %d %d\n", (int)parked_tid[0], (int)parked_tid[1]);
+	fflush(stdout);
+	rc = wait_for_go();
+	if (write(park_pipe[1], "ww", PARKED) != PARKED)
+		rc = 1;
+	for (i = 0; i < PARKED; i++)
+		rc |= pthread_join(t[i], NULL);
+	return rc;
 }
 
 /* --- keeping a timer alive --------------------------------------------- */
