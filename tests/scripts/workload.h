@@ -1,7 +1,7 @@
 /*
  * workload.h -- what the parts of scripts-workload share: workload.c (main,
  * options, the business, race and tps modes), workload_requests.c (the
- * requests, bounds, burst and overlap modes) and workload_system.c (the system mode
+ * requests, bounds, burst, overlap and simultaneous modes) and workload_system.c (the system mode
  * and the CPU spinners).  The modes are described in workload.c.
  */
 #ifndef SCRIPTS_WORKLOAD_H
@@ -25,6 +25,7 @@ int run_requests(void);
 void run_bounds(void);
 void run_burst(void);
 void run_overlap(void);
+int run_simultaneous(void);
 int run_system(const char *path);
 int keep_cpus_busy(void);
 
