@@ -238,3 +238,22 @@ def case_slow_requests_bounds():
     require(re.search(r"untracked requests \(128 in flight\): %d, events not kept \(31 per request\): %d"
                     % (len(X.BATCH_IDS) - X.MAX_IN_FLIGHT, X.LONG_TRAIL_DROPPED), out),
           "untracked/dropped line wrong")
+
+
+def case_slow_requests_simultaneous():
+    """Slow requests finishing at the same instant on two CPUs (two threads
+    released together, 8 request-dones each, 6 times): every trail printed
+    once and whole -- none lost, none printed as request 0 or with a "?"
+    line (a queue two CPUs append to at once loses one of the two)."""
+    out = one("simultaneous", "slow_requests")
+    trails = slow_trails(out)
+    want = set(X.SIMULTANEOUS_IDS)
+    require(set(trails) == want, "printed %d of %d trails; missing %s, unexpected %s" % (
+        len(set(trails) & want), len(want), sorted(want - set(trails))[:8], sorted(set(trails) - want)[:8]))
+    for rid, (handler, events) in sorted(trails.items()):
+        require(handler == "report.simultaneous", "%d: handler %s" % (rid, handler))
+        require_trail(rid, events, X.SIMULTANEOUS_TRAIL)
+    require(not re.search(r"still queued|lost", out), "trails left queued or lost at exit")
+    require(re.search(r"^untracked requests \(128 in flight\): 0%s$" %
+                      ("" if S.TRACER.dtrace else r", events not kept \(31 per request\): 0"), out, re.M),
+            "untracked/dropped line missing or not zero")

@@ -184,6 +184,14 @@ OVERLAP_TRAIL = [("request-start", "handler=report.export"),
 OVERLAP_MIN_US = 60000
 OVERLAP_MAX_US = 30000000  # far more than it takes; a start time read as 0 gives the uptime
 
+# simultaneous mode: 2 threads x 6 rounds x 8 slow requests, each round's
+# request-dones fired on both CPUs at the same instant; every trail alike
+SIMULTANEOUS_IDS = [ID_BASE + 10000 + 1000 * k + n for k in range(2) for n in range(6 * 8)]
+SIMULTANEOUS_TRAIL = [("request-start", "handler=report.simultaneous"),
+                      ("db-query-start", "op=report.page"),
+                      ("db-query-done", "op=report.page status=0 duration_us=1000"),
+                      ("request-done", "handler=report.simultaneous status=0 duration_us=150000")]
+
 # --- race mode: the same rows from 4 threads at full speed -------------------
 
 RACE_TOTAL = 4 * 20000

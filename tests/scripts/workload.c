@@ -28,6 +28,10 @@
  *             fast ones start and finish on that thread inside it, its
  *             db query on another thread: slow_requests keeps the slow
  *             one's state whole.
+ *   simultaneous  2 threads, one per CPU, start 8 slow requests each, then
+ *             fire their request-dones at the same instant, 6 times:
+ *             slow_requests prints every trail of requests finishing on
+ *             two CPUs at once.
  *   race      4 threads fire the same payment-auth and error rows 20000
  *             times each, all at once: exact per-row totals.
  *   tps       three bursts of transactions, each inside one whole second
@@ -52,7 +56,7 @@
  * The expected figures live in tests/scripts/expected.py: change both.
  * Every ID is above 2^32 (workload.h: ID_BASE, BIG_ID_BASE).
  * This file: main, the options, the business, race and tps modes;
- * workload_requests.c: requests, long, bounds, burst, overlap;
+ * workload_requests.c: requests, long, bounds, burst, overlap, simultaneous;
  * workload_system.c: system, park and --keep-cpus-busy.
  */
 #include <errno.h>
@@ -224,8 +228,8 @@ static void run_tps(void)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: scripts-workload business|requests|long|bounds|burst|overlap|race|tps|"
-	                "system|park\n"
+	fprintf(stderr, "usage: scripts-workload business|requests|long|bounds|burst|overlap|simultaneous|"
+	                "race|tps|system|park\n"
 	                "       [--delay-ms N | --wait-stdin] [--linger-ms N] [--path FILE] [--keep-cpus-busy]\n");
 	return 2;
 }
@@ -295,8 +299,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(mode, "business") && strcmp(mode, "requests") && strcmp(mode, "long") &&
 	    strcmp(mode, "bounds") && strcmp(mode, "burst") && strcmp(mode, "overlap") &&
-	    strcmp(mode, "race") && strcmp(mode, "tps") && strcmp(mode, "system") &&
-	    strcmp(mode, "park"))
+	    strcmp(mode, "simultaneous") && strcmp(mode, "race") && strcmp(mode, "tps") &&
+	    strcmp(mode, "system") && strcmp(mode, "park"))
 		return usage();
 
 	if (wait_stdin) {
@@ -317,6 +321,8 @@ int main(int argc, char **argv)
 		run_burst();
 	else if (strcmp(mode, "overlap") == 0)
 		run_overlap();
+	else if (strcmp(mode, "simultaneous") == 0)
+		rc = run_simultaneous();
 	else if (strcmp(mode, "race") == 0)
 		rc = run_race();
 	else if (strcmp(mode, "tps") == 0)

@@ -1,9 +1,9 @@
 /*
  * workload.h -- what the parts of scripts-workload share: workload.c (main,
  * options, the business, race and tps modes), workload_requests.c (the
- * requests, long, bounds, burst and overlap modes) and workload_system.c
- * (the system and park modes and the CPU spinners).  The modes are
- * described in workload.c.
+ * requests, long, bounds, burst, overlap and simultaneous modes) and
+ * workload_system.c (the system and park modes and the CPU spinners).  The
+ * modes are described in workload.c.
  */
 #ifndef SCRIPTS_WORKLOAD_H
 #define SCRIPTS_WORKLOAD_H
@@ -27,6 +27,7 @@ void run_long(void);
 void run_bounds(void);
 void run_burst(void);
 void run_overlap(void);
+int run_simultaneous(void);
 int run_system(const char *path);
 int run_park(void);
 int wait_for_go(void);

@@ -1,13 +1,14 @@
 /*
  * workload_requests.c -- scripts-workload's per-request modes: requests,
- * long, bounds, burst and overlap (workload.c describes them; expected.py
- * holds their figures).  Request IDs are ID_BASE + n, transaction IDs
+ * long, bounds, burst, overlap and simultaneous (workload.c describes them;
+ * expected.py holds their figures).  Request IDs are ID_BASE + n, transaction IDs
  * BIG_ID_BASE + request ID, invoice IDs BIG_ID_BASE + 2^32 + request ID.
  */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "billing/probe_functions.h"
 #include "workload.h"
@@ -192,9 +193,10 @@ void run_long(void)
 
 /* --- bounds -------------------------------------------------------------- */
 
-/* Request ID_BASE + 5000 fires 40 db-query pairs (82 events in all); then
- * requests ID_BASE + 6000..6129 all start before any finishes.  Every one
- * is slow (500 ms, 200 ms reported). */
+/* Request ID_BASE + 5000 fires 40 db-query pairs (82 events in all); then,
+ * once its trail is printed (slow_requests.bt holds a done trail until then:
+ * 50 ms is fifty of its 1 ms ticks), requests ID_BASE + 6000..6129 all
+ * start before any finishes.  Every one is slow (500 ms, 200 ms reported). */
 void run_bounds(void)
 {
 	const uint64_t long_one = ID_BASE + 5000;
@@ -205,6 +207,7 @@ void run_bounds(void)
 		billing_fire_db_query_done(long_one, "report.page", 0, 1 * MS);
 	}
 	billing_fire_request_done(long_one, "report.export", 0, 500 * MS);
+	sleep_ns(50 * MS);
 	for (i = 0; i < 130; i++)
 		billing_fire_request_start(ID_BASE + 6000 + (uint64_t)i, "invoice.create");
 	for (i = 0; i < 130; i++)
@@ -265,4 +268,78 @@ void run_overlap(void)
 		sleep_ns(1500000); /* 1.5 ms: 60 ms in all */
 	}
 	billing_fire_request_done(OVERLAP_SLOW, "report.export", 0, 300 * MS);
+}
+
+/* --- simultaneous -------------------------------------------------------- */
+
+/* SIM_THREADS threads, each pinned to a CPU of its own where there are
+ * enough (best effort), in SIM_ROUNDS rounds: each starts SIM_BATCH slow
+ * requests (a db-query pair each), all wait at a spinning barrier, then
+ * each fires its SIM_BATCH request-dones back to back, so that request-done
+ * runs on every CPU at the same instant.  A pause after each round lets a
+ * script print the round's trails.  Request IDs: ID_BASE + 10000 +
+ * 1000 x thread + SIM_BATCH x round + n (expected.py: SIMULTANEOUS_*). */
+#define SIM_THREADS 2
+#define SIM_ROUNDS 6
+#define SIM_BATCH 8
+
+static struct {
+	int arrived; /* threads at the barrier this round */
+	int round;   /* rounds released so far */
+} sim_barrier;
+
+/* Spins rather than sleeps: a futex wake-up staggers the threads by tens
+ * of microseconds, longer than the probes it is meant to overlap. */
+static void sim_wait(int round)
+{
+	if (__atomic_add_fetch(&sim_barrier.arrived, 1, __ATOMIC_ACQ_REL) == SIM_THREADS) {
+		__atomic_store_n(&sim_barrier.arrived, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&sim_barrier.round, round + 1, __ATOMIC_RELEASE);
+		return;
+	}
+	while (__atomic_load_n(&sim_barrier.round, __ATOMIC_ACQUIRE) == round)
+		sched_yield(); /* a CPU hog may hold the CPU the other thread needs */
+}
+
+static void *simultaneous_thread(void *arg)
+{
+	int k = (int)(intptr_t)arg;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t one;
+	if (ncpu >= SIM_THREADS) {
+		CPU_ZERO(&one);
+		CPU_SET(k, &one);
+		pthread_setaffinity_np(pthread_self(), sizeof one, &one); /* best effort */
+	}
+	for (int round = 0; round < SIM_ROUNDS; round++) {
+		uint64_t first = ID_BASE + 10000 + 1000 * (uint64_t)k + SIM_BATCH * (uint64_t)round;
+		for (uint64_t id = first; id < first + SIM_BATCH; id++) {
+			billing_fire_request_start(id, "report.simultaneous");
+			billing_fire_db_query_start(id, "report.page");
+			billing_fire_db_query_done(id, "report.page", 0, 1 * MS);
+		}
+		sim_wait(round);
+		for (uint64_t id = first; id < first + SIM_BATCH; id++)
+			billing_fire_request_done(id, "report.simultaneous", 0, 150 * MS);
+		sleep_ns(30 * MS); /* the round's trails: one a millisecond */
+	}
+	return NULL;
+}
+
+int run_simultaneous(void)
+{
+	pthread_t t[SIM_THREADS];
+	int k, started = 0, rc = 0;
+	for (k = 0; k < SIM_THREADS; k++) {
+		if (pthread_create(&t[k], NULL, simultaneous_thread, (void *)(intptr_t)k) != 0)
+			break;
+		started++;
+	}
+	if (started < SIM_THREADS) {
+		fprintf(stderr, "scripts-workload: cannot start threads\n");
+		return 1; /* the started ones wait at the barrier until exit */
+	}
+	for (k = 0; k < started; k++)
+		rc |= pthread_join(t[k], NULL);
+	return rc != 0;
 }
