@@ -138,26 +138,31 @@ void request_deadline_notify(void *cls, struct MHD_Connection *conn, void **sock
 	free(t);
 }
 
-static void set_waiting(struct MHD_Connection *conn, uint64_t since)
+/* 0, or -1 when the reaper has shut the connection down already. */
+static int set_waiting(struct MHD_Connection *conn, uint64_t since)
 {
 	const union MHD_ConnectionInfo *info =
 	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	tracked_t *t = info != NULL ? info->socket_context : NULL;
+	int shut;
 	if (t == NULL)
-		return;
+		return 0;
 	pthread_mutex_lock(&lock);
-	t->waiting_since_ms = since;
+	shut = t->shut;
+	if (!shut)
+		t->waiting_since_ms = since;
 	pthread_mutex_unlock(&lock);
+	return shut ? -1 : 0;
 }
 
-void request_deadline_answering(struct MHD_Connection *conn)
+int request_deadline_answering(struct MHD_Connection *conn)
 {
-	set_waiting(conn, 0);
+	return set_waiting(conn, 0);
 }
 
 void request_deadline_waiting(struct MHD_Connection *conn)
 {
-	set_waiting(conn, now_ms());
+	(void)set_waiting(conn, now_ms());
 }
 
 uint64_t request_deadline_closed(void)

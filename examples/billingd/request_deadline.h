@@ -19,8 +19,12 @@ void request_deadline_stop(void);
 void request_deadline_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
                              enum MHD_ConnectionNotificationCode code);
 
-/* A request is in and being answered: the connection is not waiting. */
-void request_deadline_answering(struct MHD_Connection *conn);
+/* A whole request is in: the connection is not waiting from now on.  -1
+ * when the reaper shut the connection down before the request was whole:
+ * the request must not be carried out, as its client never hears the
+ * answer (an HTTP client that retries on a fresh connection would have it
+ * carried out twice: a payment charged twice). */
+int request_deadline_answering(struct MHD_Connection *conn);
 /* The reply is done: the connection waits for the next request. */
 void request_deadline_waiting(struct MHD_Connection *conn);
 

@@ -34,6 +34,10 @@
 #define CONNECTION_MEMORY 16384
 /* Seconds a client that stopped reading its reply keeps its connection. */
 #define IDLE_TIMEOUT_S 10
+/* request-done's status for a request not carried out because the request
+ * deadline shut its connection down as it came in (nginx's "444: closed
+ * without a response"); no reply is sent with it. */
+#define STATUS_UNHEARD 444
 
 typedef struct route {
 	const char *path; /* exact, or a prefix when it ends in '/' */
@@ -91,7 +95,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, exchange_t *ex, r
 	enum MHD_Result ret;
 
 	ex->answered = 1;
-	request_deadline_answering(conn);
+	(void)request_deadline_answering(conn);
 	billing_request_end(&ex->rq.span, reply.status / 100 == 2 ? 0 : (int32_t)reply.status);
 	if (reply.body == NULL)
 		return MHD_NO; /* out of memory: drop the connection */
@@ -159,6 +163,17 @@ static int declared_too_large(struct MHD_Connection *conn)
 	return cl != NULL && strtoull(cl, NULL, 10) > BILLINGD_MAX_BODY;
 }
 
+/* The request deadline shut the connection down while this request came
+ * in: its client hears nothing (and may send it again on a fresh
+ * connection), so it is not carried out.  Its span ends with status
+ * STATUS_UNHEARD. */
+static enum MHD_Result drop_unheard(exchange_t *ex)
+{
+	ex->answered = 1;
+	billing_request_end(&ex->rq.span, STATUS_UNHEARD);
+	return MHD_NO;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -193,6 +208,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (ex->answered)
 		return MHD_YES;
+	if (request_deadline_answering(conn) != 0)
+		return drop_unheard(ex);
 	if (ex->too_large)
 		return send_reply(conn, ex, too_large(&ex->rq));
 	if (ex->route == NULL)
