@@ -17,11 +17,11 @@ untraced (batches 1 and 2, a worker SIGKILLed and replaced between them):
 - `--stats-dir DIR --pid W` (root): W counts once;
 - a real Prometheus scraping the `--stats-dir` exporter answers the same.
 traced (batches 3 and 4, another worker killed and replaced while
-traced): a USDT exporter `--binary SERVICE --binary LIB` (root) counts
+traced): a USDT exporter `--binary SERVICE` (root) counts
 exactly those batches, the replacement forked while attached included;
 one given `--stats-dir DIR` as well counts the same plus the final counts
-of the worker killed before it started (a segment whose writer maps a
---binary's file counts through USDT only; one whose writer was gone
+of the worker killed before it started (a segment whose writer runs a
+--binary program counts through USDT only; one whose writer was gone
 before any --binary attached, from its segment); the stats figures stay
 the books' (tracing changes no always-on metric).
 After the service ends, the stats figures stay (final counts kept).
@@ -93,9 +93,9 @@ with open(os.path.join(up.WORK, ".stats-user.lock"), "a") as lock, kit.turn():
             up.prometheus_agrees(prom, {"stats-dir": (by_dir, books)})
 
         # --- traced: the USDT exporter on the same service --------------------------
-        binaries = ["--binary", kit.service, "--binary", kit.lib]
-        usdt = exporter("--binary SERVICE --binary LIB (USDT, root)", binaries)
-        both = exporter("--stats-dir DIR --binary SERVICE --binary LIB (root)", ["--stats-dir", STATS_DIR] + binaries)
+        binaries = ["--binary", kit.service]
+        usdt = exporter("--binary SERVICE (USDT, root)", binaries)
+        both = exporter("--stats-dir DIR --binary SERVICE (root)", ["--stats-dir", STATS_DIR] + binaries)
         exporters += [e for e in (usdt, both) if e]
         traced_batches = {svc.batch()}
         svc.kill_worker(2)
@@ -104,9 +104,9 @@ with open(os.path.join(up.WORK, ".stats-user.lock"), "a") as lock, kit.turn():
         auth = books.only(batches=traced_batches).fires(PAY)
         bt.check(all(f[-1] != 0 for f in auth), "traced: every payment authorisation clocked (%d of %d)"
                  % (sum(1 for f in auth if f[-1] != 0), len(auth)))
-        compare(usdt, books.only(batches=traced_batches), "traced batches, USDT --binary x2")
+        compare(usdt, books.only(batches=traced_batches), "traced batches, USDT --binary")
         compare(both, books.only(batches=traced_batches).plus(books.only(pids={first[1]})),
-                "traced batches, and the worker gone before, --stats-dir + --binary x2")
+                "traced batches, and the worker gone before, --stats-dir + --binary")
         compare(by_dir, books, "traced and untraced, --stats-dir as nobody")
         compare(by_pid, books.only(pids=set(first.values())), "traced and untraced, --pid x3 as nobody")
         compare(once, books, "traced and untraced, --stats-dir + --pid W")

@@ -3,13 +3,14 @@
 built against it, compared with the service's books, with a real
 Prometheus scraping it:
 
-- `--binary SERVICE --binary LIB`, the README's way to count a pre-fork
-  service: every process, a worker SIGKILLed and the replacement forked
-  while attached counted too;
+- `--binary SERVICE`, the README's way to count a pre-fork service: its
+  probes and those of the library it loads, in every process running it, a
+  worker SIGKILLed and the replacement forked while attached counted too;
 - `--pid` of the parent and the three workers: those four processes, the
   killed worker's counts kept, the replacement (not named) not counted;
-- `--binary SERVICE --binary LIB --pid W`: W would count twice, so it is
-  refused in one line, exit 2 (docs/stats.md, "One process counts once").
+- `--binary SERVICE --pid W`, and `--binary SERVICE --binary LIB`: W, or
+  the library's probes, would count twice, so each is refused in one line,
+  exit 2 (docs/stats.md, "One process counts once").
 Every metric of billing.d: counters, amounts in full, histograms bucket by
 bucket (the timing helpers clock while their -done probe is traced, so
 every duration of these batches is measured and observed).
@@ -25,7 +26,7 @@ up.require_work()
 up.exportertest.require_exporter_can_run()
 bt.require_program("prometheus", "prometheus")
 kit = up.kits()["plain"]
-BINARIES = ["--binary", kit.service, "--binary", kit.lib]
+BINARIES = ["--binary", kit.service]
 
 
 def main():
@@ -34,12 +35,12 @@ def main():
     exporters, prom = {}, None
     try:
         named = svc.pids()
-        r = bt.run([kit.exporter, *BINARIES, "--pid", str(svc.workers[0]), "--once", "--interval", "1"],
-                   timeout=up.DEADLINE)
-        lines = r.stderr.strip().splitlines()
-        bt.check(r.returncode == 2 and len(lines) == 1 and "twice" in lines[0],
-                 "--binary SERVICE --binary LIB --pid W: refused in one line, exit 2 (exit %d: %s)"
-                 % (r.returncode, lines[-3:]))
+        for what, extra in (("--binary SERVICE --pid W", ["--pid", str(svc.workers[0])]),
+                            ("--binary SERVICE --binary LIB", ["--binary", kit.lib])):
+            r = bt.run([kit.exporter, *BINARIES, *extra, "--once", "--interval", "1"], timeout=up.DEADLINE)
+            lines = r.stderr.strip().splitlines()
+            bt.check(r.returncode == 2 and len(lines) == 1 and "twice" in lines[0],
+                     "%s: refused in one line, exit 2 (exit %d: %s)" % (what, r.returncode, lines[-3:]))
         for job, args in (("binary", BINARIES),
                           ("pids", [a for pid in named for a in ("--pid", str(pid))])):
             ex = up.start_exporter(kit, "%s: %s" % (job, " ".join(args)), args)
