@@ -130,6 +130,16 @@ class PendingRequest:
         return (int(m.group(1)) if m else None), head
 
 
+def preloaded(exe, library):
+    """The environment that preloads library into exe: after the sanitizer
+    runtimes exe links, if any (ASan wants its own first)."""
+    env = dict(os.environ)
+    ldd = subprocess.run(["ldd", exe], capture_output=True, text=True, timeout=30).stdout
+    runtimes = re.findall(r"^\s*lib(?:asan|ubsan|tsan)\.so\S*\s+=>\s+(\S+)", ldd, re.M)
+    env["LD_PRELOAD"] = " ".join(runtimes + [os.path.abspath(library)])
+    return env
+
+
 def read_until_closed(sock):
     """Everything the peer sends until it closes; None when it neither
     answers nor closes within the socket's timeout."""

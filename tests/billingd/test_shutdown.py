@@ -18,28 +18,15 @@ and a request in flight is finished while a new connection is closed at once.
 
 usage: test_shutdown.py BILLINGD BILLING_LOAD SLOW_LISTEN_REMOVAL [ROUNDS]
 """
-import os
-import re
 import signal
 import socket
-import subprocess
 import sys
 
-from billingdtest import Billingd, Checker, PendingRequest, bt, read_until_closed, start_load
+from billingdtest import Billingd, Checker, PendingRequest, bt, preloaded, read_until_closed, start_load
 
 billingd_exe, load_exe, shim = sys.argv[1:4]
 rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 5
 check = Checker()
-
-
-def preloaded(library):
-    """The environment that preloads library into billingd: after the
-    sanitizer runtimes billingd links, if any (ASan wants its own first)."""
-    env = dict(os.environ)
-    ldd = subprocess.run(["ldd", billingd_exe], capture_output=True, text=True, timeout=30).stdout
-    runtimes = re.findall(r"^\s*lib(?:asan|ubsan|tsan)\.so\S*\s+=>\s+(\S+)", ldd, re.M)
-    env["LD_PRELOAD"] = " ".join(runtimes + [os.path.abspath(library)])
-    return env
 
 
 def stop_under_load(env):
@@ -58,7 +45,7 @@ def stop_under_load(env):
 
 
 for i in range(rounds):
-    rc, out = stop_under_load(preloaded(shim))
+    rc, out = stop_under_load(preloaded(billingd_exe, shim))
     clean = rc == 0 and "stopped cleanly" in out
     check.true(f"round {i + 1}: SIGTERM under load, exit 0 and stopped cleanly (exit {rc})", clean,
                "" if clean else "\nbillingd's output:\n" + out[-2000:])
