@@ -255,3 +255,45 @@ def case_tps_stalled():
     once it reads again (tps.d's counts are cumulative and never deleted;
     a per-second count deleted after printing lost or merged seconds)."""
     check_tps(run("tps", [("tps", "tps", [], False)], stall_s=0.5)["tps"])
+
+
+def case_past_max_cpu():
+    """The bpftrace twins that sum per-CPU maps over CPU ids 0..511 (tps,
+    biz_metrics, errors, page_faults) refuse, with one line and no figures,
+    once an event fires on a CPU id past that: copies with the limit cut to
+    1 (every "512" made "1"), the workload pinned to CPU 1, then to CPU 0
+    (the copies' figures as exact as the scripts')."""
+    require(len(os.sched_getaffinity(0)) >= 2 and {0, 1} <= os.sched_getaffinity(0),
+            "this case needs CPUs 0 and 1")
+    paths = {}
+    for name in ("tps", "biz_metrics", "errors", "page_faults"):
+        text = open(os.path.join(BT_SCRIPTS, name + ".bt")).read()
+        require(text.count("512") >= 2, "%s.bt: no MAX_CPU limit of 512 to cut" % name)
+        paths[name] = os.path.join(S.TRACER.tmp, name + "_max_cpu_1.bt")
+        with open(paths[name], "w") as f:
+            f.write(text.replace("512", "1"))
+    business = [("biz_metrics", paths["biz_metrics"], [1], False), ("errors", paths["errors"], [1], False)]
+    faulting = os.path.join(S.TRACER.tmp, "system-workload-file")  # the system mode's file
+    refusal = re.compile(r"^refused: an event on CPU 1; this script sums CPU ids 0\.\.511 only", re.M)
+    for cpu in (1, 0):
+        out = run("business", business, cpu=cpu)
+        out.update(run("tps", [("tps", paths["tps"], [], False)], cpu=cpu))
+        out.update(run("system", [("page_faults", paths["page_faults"], [1], True)], extra=["--path", faulting],
+                       stop_early=["page_faults"], cpu=cpu))
+        for name, text in sorted(out.items()):
+            if cpu == 1:
+                lines = [l for l in text.splitlines() if l.strip()]
+                require(len(refusal.findall(text)) == 1 and refusal.match(lines[-1])
+                        and "TOTAL" not in text and not re.search(r"^@", text, re.M),
+                        "%s on CPU 1: one refusal line last, no totals, no maps:\n%s" % (name, text))
+            else:
+                require("refused" not in text, "%s on CPU 0 refused:\n%s" % (name, text))
+        if cpu == 0:
+            check_tps(out["tps"])
+            body = section(out["biz_metrics"], r"TOTAL since start")
+            require(biz_summary("\n".join(body[:3])) == X.BIZ_SUMMARY, "biz_metrics TOTAL on CPU 0: %s" % body[:3])
+            body = section(out["errors"], r"TOTAL since start")
+            require(error_rows(body, "@errors_total") == X.ERROR_ROWS, "errors TOTAL on CPU 0: %s" % body)
+            faults = re.search(r"^TOTAL +(\d+)$", out["page_faults"], re.M)
+            require(faults and int(faults.group(1)) > 0, "page_faults TOTAL on CPU 0: %s" % out["page_faults"])
+    print("tps, biz_metrics, errors, page_faults: refused past MAX_CPU, exact below it")

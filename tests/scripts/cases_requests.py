@@ -2,10 +2,11 @@
 slow_requests (test_scripts.py runs them; expected.py holds their figures).
 """
 import math
+import os
 import re
 
 import scriptstest as S
-from scriptstest import bpftrace_rows, hist, intervals_add_up, keyed, one, require, run, total_table
+from scriptstest import BT_SCRIPTS, bpftrace_rows, hist, intervals_add_up, keyed, one, require, run, total_table
 import expected as X
 
 
@@ -257,3 +258,26 @@ def case_slow_requests_simultaneous():
     require(re.search(r"^untracked requests \(128 in flight\): 0%s$" %
                       ("" if S.TRACER.dtrace else r", events not kept \(31 per request\): 0"), out, re.M),
             "untracked/dropped line missing or not zero")
+
+
+def case_request_latency_past_max_cpu():
+    """request_latency.bt sums its counters over CPU ids 0..255: a request
+    done on a CPU past that ends the trace with one refusal line and no
+    figures.  A copy with the limit cut to 1, the workload pinned to CPU 1,
+    then to CPU 0 (the copy's TOTAL as exact as the script's)."""
+    require({0, 1} <= os.sched_getaffinity(0), "this case needs CPUs 0 and 1")
+    text = open(os.path.join(BT_SCRIPTS, "request_latency.bt")).read()
+    cut = text.replace("cpu >= 256", "cpu >= 1").replace("cpu & 255", "cpu & 0").replace("$c < 256", "$c < 1")
+    require(cut.count("cpu >= 1") == 1 and cut.count("$c < 1") >= 3, "request_latency.bt: no MAX_CPU limit to cut")
+    path = os.path.join(S.TRACER.tmp, "request_latency_max_cpu_1.bt")
+    with open(path, "w") as f:
+        f.write(cut)
+    on1 = run("requests", [("rl", path, [100, 1], False)], cpu=1)["rl"]
+    lines = [l for l in on1.splitlines() if l.strip()]
+    require(lines and lines[-1].startswith("refused: an event on CPU 1; this script sums CPU ids 0..255 only")
+            and on1.count("refused") == 1 and "TOTAL" not in on1 and not re.search(r"^@", on1, re.M),
+            "on CPU 1: one refusal line last, no totals, no maps:\n%s" % on1)
+    on0 = run("requests", [("rl", path, [100, 1], False)], cpu=0)["rl"]
+    got = latency_total(on0)
+    require("refused" not in on0 and got == expected_latency_rows(), "on CPU 0: TOTAL rows %s" % got)
+    print("request_latency: refused past MAX_CPU, exact below it")

@@ -96,7 +96,7 @@ class Tracer:
                         "-p", str(pid)] + args
             cpp = ["-C"] if re.match(r"#![^\n]*-C", open(path).read()) else []
             return [self.exe] + cpp + ["-s", path, "-p", str(pid)] + args
-        path = os.path.join(BT_SCRIPTS, name + ".bt")
+        path = name if name.endswith(".bt") else os.path.join(BT_SCRIPTS, name + ".bt")
         if pid_as_arg:
             return [self.exe, path, str(pid)] + args
         return [self.exe, "-p", str(pid), path] + args
@@ -121,8 +121,11 @@ class Tracer:
 TRACER = None  # set by main()
 
 
-def start_workload(mode, extra=()):
+def start_workload(mode, extra=(), cpu=None):
+    """The workload in MODE; cpu: pinned to that CPU (its threads too)."""
     cmd = [TRACER.workload, mode, "--wait-stdin", "--linger-ms", "1600", *extra]
+    if cpu is not None:
+        cmd = ["taskset", "-c", str(cpu)] + cmd
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     reader = Reader(proc, re.compile(r"^fired$"))
     reader.start()
@@ -150,7 +153,7 @@ def signal_tree(pid, sig):
             pass
 
 
-def run(mode, scripts, extra=(), stop_early=(), stall_s=0, after_go=None):
+def run(mode, scripts, extra=(), stop_early=(), stall_s=0, after_go=None, cpu=None):
     """Runs each (label, script, args, pid_as_arg) of scripts against one
     workload.  stop_early: labels to stop with SIGINT (Ctrl-C) once the
     workload has fired, while it still lives (stack symbols).  stall_s:
@@ -159,9 +162,10 @@ def run(mode, scripts, extra=(), stop_early=(), stall_s=0, after_go=None):
     tracer's reader starved for seconds, as on a loaded machine.
     after_go(workload, its Reader, {label: tracer process}): called once
     "go" is written, before the workload's stdin is closed (park mode's
-    "wake" is written there).
+    "wake" is written there).  cpu: the workload pinned to that CPU.
+    A script is a name in d-scripts or a path to a .bt file.
     Returns {label: stdout text}."""
-    wl, wl_reader = start_workload(mode, extra)
+    wl, wl_reader = start_workload(mode, extra, cpu)
     tracers, stopped_at, stalled = {}, set(), []
     try:
         for label, script, args, pid_as_arg in scripts:

@@ -44,10 +44,12 @@ CASE_MODULES = (cases_business, cases_requests, cases_system)
 
 CASES = {n[5:]: f for m in CASE_MODULES for n, f in vars(m).items() if n.startswith("case_")}
 # cases that are one tracer's own business (cswitch_long edits the bpftrace
-# script's maps: its docstring)
-ONLY = {"parse": ("bpftrace",), "cswitch_long": ("bpftrace",)}
+# script's maps: its docstring; the past_max_cpu cases cut the bpftrace
+# twins' per-CPU sums)
+ONLY = {"parse": ("bpftrace",), "cswitch_long": ("bpftrace",), "past_max_cpu": ("bpftrace",),
+        "request_latency_past_max_cpu": ("bpftrace",)}
 # cases that run several scripts (the rest run the script their name starts with)
-COVERS = {"system": tuple(cases_system.SYSTEM_VIEWS)}
+COVERS = {"system": tuple(cases_system.SYSTEM_VIEWS), "past_max_cpu": ()}
 
 
 def scripts_of(case):
