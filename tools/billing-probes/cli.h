@@ -35,7 +35,9 @@ typedef struct bp_options {
 	const char *name_glob;             /* list -n */
 	const char *expect[BP_MAX_EXPECT]; /* check --expect NAME */
 	int expect_count;
-	const char *expect_file;  /* check --expect-file FILE */
+	const char *expect_file;        /* check --expect-file FILE */
+	const char *baseline_file;      /* check --baseline FILE */
+	const char *save_baseline_file; /* check --save-baseline FILE */
 	int json;                 /* list, check --json */
 	int clear_stale;          /* doctor --clear-stale */
 	const char *script;       /* trace SCRIPT */
@@ -57,6 +59,7 @@ typedef struct bp_command_shape {
 	int list_filters; /* -P PROVIDER, -n NAME */
 	int json;         /* --json */
 	int expect;       /* --expect NAME, --expect-file FILE */
+	int baseline;     /* --baseline FILE, --save-baseline FILE */
 	int clear_stale;  /* --clear-stale */
 	int trace;        /* SCRIPT, -c, --binary, --dry-run, -- ARGS */
 } bp_command_shape_t;
