@@ -17,7 +17,7 @@
 #include <string.h>
 
 static const char *const type_names[] = {
-	"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64",
+	"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64"
 };
 enum { TYPE_COUNT = sizeof type_names / sizeof type_names[0],
        LONGEST_TYPE = 7,

@@ -35,13 +35,14 @@ typedef struct bp_options {
 	const char *name_glob;             /* list -n */
 	const char *expect[BP_MAX_EXPECT]; /* check --expect NAME */
 	int expect_count;
-	const char *expect_file;        /* check --expect-file FILE */
-	const char *baseline_file;      /* check --baseline FILE */
-	const char *save_baseline_file; /* check --save-baseline FILE */
+	const char *expect_file;  /* check --expect-file FILE */
 	int json;                 /* list, check --json */
 	int clear_stale;          /* doctor --clear-stale */
 	const char *script;       /* trace SCRIPT */
 	const char *command_line; /* trace -c 'CMD ARGS' */
+	/* check --baseline FILE, --save-baseline FILE (check_baseline.h) */
+	const char *baseline_file;
+	const char *save_baseline_file;
 	/* trace --binary PATH...: every process of those files */
 	const char *binaries[BP_MAX_TARGETS];
 	int binary_count;
