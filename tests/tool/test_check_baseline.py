@@ -12,7 +12,8 @@ are compiled here in variants, so each case is one known difference:
   widened, one added, a probe with a second signature: exit 1 naming the
   probe on one line each, or exit 0 listing the addition;
 - a service linking the shared libbillingprobes.so: the library's probes
-  are in the file (the built-in catalogue: provider billing);
+  are in the file (the built-in catalogue: provider billing), and the
+  running program (a PID) matches it;
 - a baseline that is not one (version, malformed lines, duplicates, a
   cut-off last line, not text): exit 2, one line naming the file and line;
 - a FILE that cannot be written (no directory, a directory, another
@@ -169,6 +170,16 @@ try:
     rc, out, err = compare(lib_base, SHARED, LIB_HELPERS, provider=None)
     check(rc == 0 and out.count("\n") == 1,
           "shared program with the library also as a TARGET: the same probes (rc=%d %r %r)" % (rc, out, err))
+    svc = subprocess.Popen([SHARED, "1", "--wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        ready = svc.stdout.readline().strip()
+        rc, out, err = compare(lib_base, str(svc.pid), provider=None)
+    finally:
+        svc.stdin.close()
+        svc.wait(timeout=20)
+    check(ready == "ready" and rc == 0 and out.count("\n") == 1,
+          "the running shared program (a PID: the files it maps) against the file's baseline: exit 0 (rc=%d %r %r)"
+          % (rc, out, err))
 
     # --- baselines that are not one ---------------------------------------------------
     good = "shop:order__open 2 uint64 int64\n"
