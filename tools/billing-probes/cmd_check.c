@@ -10,6 +10,8 @@
  * the dynamic loader finds them (needed_libs.c) and judged with it; one
  * that cannot be found refuses the answer (exit 2), since its probes
  * would be missing from it.  A PID's libraries are those it maps.
+ * --save-baseline and --baseline judge the same program against a file
+ * of an earlier build instead of the catalogue (check_baseline.c).
  */
 #include <inttypes.h>
 #include <stdio.h>
