@@ -25,6 +25,10 @@ const char bp_cli_help[] =
     "Probe names (-n, --expect) match as written in ELF notes (request__start)\n"
     "or in D (request-start), and take globs.  --expect-file holds one name or\n"
     "glob per line, # comments.  Without --expect, check expects every probe.\n"
+    "check --save-baseline FILE writes the probes the program carries (of the\n"
+    "catalogue's providers: name, argument count and types) to FILE;\n"
+    "check --baseline FILE compares the program with it: each probe removed or\n"
+    "changed is a line and exit 1, each one added a line (exit 0).\n"
     "trace runs a bpftrace script (a shipped one by name, such as tps; a file\n"
     "of yours by a path with a /, owned by you or root and writable by no\n"
     "one else) resolved for the modules of the processes (several -p: one\n"
@@ -155,6 +159,14 @@ int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_opti
 			if (opt->expect_count == BP_MAX_EXPECT)
 				return bp_usage_error("too many --expect (at most 256; use --expect-file)");
 			opt->expect[opt->expect_count++] = v;
+		} else if (shape->baseline && (r = option_value(argc, argv, &i, "--baseline", &v)) != 0) {
+			if (r < 0 || !*v)
+				return bp_usage_error("--baseline needs a file");
+			opt->baseline_file = v;
+		} else if (shape->baseline && (r = option_value(argc, argv, &i, "--save-baseline", &v)) != 0) {
+			if (r < 0 || !*v)
+				return bp_usage_error("--save-baseline needs a file");
+			opt->save_baseline_file = v;
 		} else if (shape->clear_stale && strcmp(a, "--clear-stale") == 0) {
 			opt->clear_stale = 1;
 		} else if (shape->trace && (r = option_value(argc, argv, &i, "-c", &v)) != 0) {
@@ -186,6 +198,10 @@ int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_opti
 		snprintf(why, sizeof why, "%s: a TARGET (file or PID) is needed", opt->command);
 		return bp_usage_error(why);
 	}
+	if (opt->baseline_file && opt->save_baseline_file)
+		return bp_usage_error("check: --baseline or --save-baseline, not both");
+	if ((opt->baseline_file || opt->save_baseline_file) && (opt->expect_count || opt->expect_file || opt->json))
+		return bp_usage_error("check: --baseline and --save-baseline take no --expect, --expect-file or --json");
 	if (shape->trace) {
 		if (!opt->script)
 			return bp_usage_error("trace: a SCRIPT is needed (a .bt path or a name such as tps)");

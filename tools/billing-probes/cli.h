@@ -40,6 +40,9 @@ typedef struct bp_options {
 	int clear_stale;          /* doctor --clear-stale */
 	const char *script;       /* trace SCRIPT */
 	const char *command_line; /* trace -c 'CMD ARGS' */
+	/* check --baseline FILE, --save-baseline FILE (check_baseline.h) */
+	const char *baseline_file;
+	const char *save_baseline_file;
 	/* trace --binary PATH...: every process of those files */
 	const char *binaries[BP_MAX_TARGETS];
 	int binary_count;
@@ -57,6 +60,7 @@ typedef struct bp_command_shape {
 	int list_filters; /* -P PROVIDER, -n NAME */
 	int json;         /* --json */
 	int expect;       /* --expect NAME, --expect-file FILE */
+	int baseline;     /* --baseline FILE, --save-baseline FILE */
 	int clear_stale;  /* --clear-stale */
 	int trace;        /* SCRIPT, -c, --binary, --dry-run, -- ARGS */
 } bp_command_shape_t;

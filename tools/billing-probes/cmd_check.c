@@ -10,6 +10,8 @@
  * the dynamic loader finds them (needed_libs.c) and judged with it; one
  * that cannot be found refuses the answer (exit 2), since its probes
  * would be missing from it.  A PID's libraries are those it maps.
+ * --save-baseline and --baseline judge the same program against a file
+ * of an earlier build instead of the catalogue (check_baseline.c).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "check_baseline.h"
 #include "check_modules.h"
 #include "cli.h"
 #include "commands.h"
@@ -142,13 +145,18 @@ int bp_cmd_check(const bp_options_t *opt)
 	if (rc == BP_EXIT_OK && bp_cli_load_needed(sets, nsets, &sets[nsets]) != 0)
 		rc = BP_EXIT_ERROR;
 
+	/* the baseline modes judge against a file, not the catalogue */
+	int baseline = opt->baseline_file || opt->save_baseline_file;
+	if (rc == BP_EXIT_OK && baseline)
+		rc = bp_check_baseline(opt, &cat, sets, nsets + 1);
+
 	bp_check_report_t report;
 	memset(&report, 0, sizeof report);
-	if (rc == BP_EXIT_OK && bp_check_run(&cat, &expect, sets, nsets + 1, &report) != 0) {
+	if (rc == BP_EXIT_OK && !baseline && bp_check_run(&cat, &expect, sets, nsets + 1, &report) != 0) {
 		bp_error(opt->targets[0], "out of memory");
 		rc = BP_EXIT_ERROR;
 	}
-	if (rc == BP_EXIT_OK) {
+	if (rc == BP_EXIT_OK && !baseline) {
 		int any_notes = 0;
 		for (size_t k = 0; k < nsets; k++)
 			for (size_t i = 0; i < sets[k].module_count; i++)

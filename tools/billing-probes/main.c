@@ -33,8 +33,10 @@ static const command_t commands[] = {
 	{
 	    .name = "check",
 	    .usage = "TARGET [TARGET...] [--expect NAME]... [--expect-file FILE]\n"
-	             "                            [--json] [--provider FILE.d]",
-	    .shape = { .targets = BP_TARGETS, .needs_target = 1, .json = 1, .expect = 1 },
+	             "                            [--json] [--provider FILE.d]\n"
+	             "       billing-probes check TARGET [TARGET...] (--save-baseline FILE | --baseline FILE)\n"
+	             "                            [--provider FILE.d]",
+	    .shape = { .targets = BP_TARGETS, .needs_target = 1, .json = 1, .expect = 1, .baseline = 1 },
 	    .run = bp_cmd_check,
 	},
 	{
