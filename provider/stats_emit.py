@@ -144,9 +144,17 @@ def stats_gen_c(provider, ms):
         types = {n: t for n, t, _ in f.probe.args}
         strings = [a for a in f.fields if types[a] == "char *"]
         slot = f"bs_l1_slot_({' ^ '.join(l1_arg(f, a) for a in f.fields) or '0'})"
+        match = "".join(f" && e->arg[{i}] == {l1_arg(f, a)}" for i, a in enumerate(f.fields))
+        hit = ("\t\tBS_ADD_OWN(v->count, 1);\n"
+               + "".join(f"\t\tbs_observe_{q}(&v->{q}, {q});\n" for q in f.quantities) + "\t\treturn;\n")
         o.append(f"static BS_COLD void miss_{f.probe.func}({params(f)})\n{{\n"
                  f"\tstruct bx_key_{f.probe.func} k;\n\tstruct bx_value_{f.probe.func} *v;\n"
-                 "\tbs_l1_entry_t *e;\n\tint shared;\n\n"
+                 f"\tsize_t slot = {slot};\n\tbs_l1_entry_t *e;\n\tint shared;\n\n"
+                 "\t/* Two label sets that share an entry: the second sits next to it. */\n"
+                 f"\tif (bs_self_) {{\n\t\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1];\n"
+                 f"\t\tv = (struct bx_value_{f.probe.func} *)e->cells;\n"
+                 f"\t\tif (v{match}) {{\n" + hit.replace("\t\t", "\t\t\t").replace("\t\t\treturn;\n", "\t\t\treturn;\n")
+                 + "\t\t}\n\t}\n"
                  "\tmemset(&k, 0, sizeof k);\n")
         o += metrics.count_fire(f, lambda a: f"bs_copy_label_(k.{a}, {a}, sizeof k.{a})", lambda a: f"k.{a} = {a}",
                                 f"v = (struct bx_value_{f.probe.func} *)bs_cells_(BX_MAP_{f.probe.macro}, &k, "
@@ -154,10 +162,11 @@ def stats_gen_c(provider, ms):
                                 "\tBX_ADD(v->count, 1, shared)",
                                 lambda q: f"bx_observe_{q}(&v->{q}, {q}, shared)")
         o.append("\tif (shared" + "".join(f" || !bs_immutable_({a})" for a in strings) + ")\n\t\treturn;\n"
-                 f"\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][{slot}];\n"
+                 f"\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot];\n"
+                 f"\tif (e->cells && !bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1].cells)\n"
+                 f"\t\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1];\n"
                  + "".join(f"\te->arg[{i}] = {l1_arg(f, a)};\n" for i, a in enumerate(f.fields))
                  + "\te->cells = v;\n}\n\n")
-        match = "".join(f" && e->arg[{i}] == {l1_arg(f, a)}" for i, a in enumerate(f.fields))
         args = ", ".join(n for n, _ in needed_args(f))
         o.append(f"void billing_stats_{f.probe.func}({params(f)})\n{{\n"
                  "\tbs_thread_t *t = bs_self_;\n\n"
