@@ -159,10 +159,12 @@ def stats_gen_c(provider, ms):
         o += metrics.count_fire(f, lambda a: f"bs_copy_label_(k.{a}, {a}, sizeof k.{a})", lambda a: f"k.{a} = {a}",
                                 f"v = (struct bx_value_{f.probe.func} *)bs_cells_(BX_MAP_{f.probe.macro}, &k, "
                                 "sizeof k, sizeof *v / 8, &shared);\n\tif (!v)\n\t\treturn;\n"
-                                "\tBX_ADD(v->count, 1, shared)",
-                                lambda q: f"bx_observe_{q}(&v->{q}, {q}, shared)")
-        o.append("\tif (shared" + "".join(f" || !bs_immutable_({a})" for a in strings) + ")\n\t\treturn;\n"
-                 f"\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot];\n"
+                                "\tif (shared) {\n\t\tBX_ADD(v->count, 1, 1)",
+                                lambda q: f"\tbx_observe_{q}(&v->{q}, {q}, 1)")
+        o.append("\t\treturn;\n\t}\n" + hit.replace("\t\treturn;\n", "").replace("\t\t", "\t"))
+        o.append(("\tif (" + " || ".join(f"!bs_immutable_({a})" for a in strings) + ")\n\t\treturn;\n"
+                  if strings else "")
+                 + f"\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot];\n"
                  f"\tif (e->cells && !bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1].cells)\n"
                  f"\t\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1];\n"
                  + "".join(f"\te->arg[{i}] = {l1_arg(f, a)};\n" for i, a in enumerate(f.fields))

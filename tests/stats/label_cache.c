@@ -15,7 +15,9 @@
  *                       with 3 contents (two objects each), and a literal
  * then every line "AMOUNT DURATION" of the file VALUES as a payment-auth of
  * the literal gateway "gw-lit" (after one fire of amount 1, duration 1 that
- * caches it: the values are counted on the first level's hit).
+ * caches it: the values are counted on the first level's hit), and again
+ * of gateway "gw-buf" from a stack buffer (every fire a miss: the
+ * key-bytes path counts them).
  * Prints "segment PID PATH".
  */
 #include <stdio.h>
@@ -70,7 +72,7 @@ static void many_sites(long i)
 
 static void *thread_main(void *arg)
 {
-	char reuse[32], prefix[32];
+	char reuse[32], prefix[32], gateway[32];
 	char *heap = malloc(32);
 
 	(void)arg;
@@ -89,6 +91,10 @@ static void *thread_main(void *arg)
 	BILLING_PAYMENT_AUTH(0ULL, 1LL, "EUR", "gw-lit", 0, 1ULL);
 	for (size_t v = 0; v < nvalues; v++)
 		BILLING_PAYMENT_AUTH((unsigned long long)v, amounts[v], "EUR", "gw-lit", 0, durations[v]);
+	snprintf(gateway, sizeof gateway, "gw-buf");
+	BILLING_PAYMENT_AUTH(0ULL, 1LL, "EUR", gateway, 0, 1ULL);
+	for (size_t v = 0; v < nvalues; v++)
+		BILLING_PAYMENT_AUTH((unsigned long long)v, amounts[v], "EUR", gateway, 0, durations[v]);
 	return NULL;
 }
 

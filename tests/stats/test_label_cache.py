@@ -3,8 +3,9 @@
 counts a fire under another label: a reused stack or heap buffer whose
 bytes change (also only at the end) is counted under its new bytes; equal
 labels at many addresses and call sites land in one row; 8 threads exact;
-and the hot path's bucket search puts every value at, above and below each
-bound and power of two where the BPF programs' linear search does."""
+and both paths' bucket searches (a literal's hits, a buffer's key-bytes
+path) put every value at, above and below each bound and power of two
+where the BPF programs' linear search does."""
 import os
 import tempfile
 
@@ -68,12 +69,14 @@ with tempfile.TemporaryDirectory() as tmp:
     bt.check(set(got) == set(want), f"no error row under a label never fired ({sorted(set(got) - set(want))})")
 
     lay = st.cells_layout("m_payment_auth")
-    pay = [r for r in st.rows(seg, "m_payment_auth") if r["labels"][0] == "gw-lit"]
-    bt.check(len(pay) == 1, f"one payment-auth row for gw-lit ({len(pay)})")
-    if pay:
+    for gateway, path in (("gw-lit", "the first level's hit"), ("gw-buf", "the key-bytes path")):
+        pay = [r for r in st.rows(seg, "m_payment_auth") if r["labels"][0] == gateway]
+        bt.check(len(pay) == 1, f"one payment-auth row for {gateway} ({len(pay)})")
+        if not pay:
+            continue
         c = pay[0]["cells"]
         fired = [(1, 1)] + vals
-        bt.check(c[0] == THREADS * len(fired), f"payment-auth fires {c[0]} == {THREADS * len(fired)}")
+        bt.check(c[0] == THREADS * len(fired), f"{gateway}: payment-auth fires {c[0]} == {THREADS * len(fired)}")
         for q, pick in (("amount_minor", 0), ("duration_ns", 1)):
             first, n = lay[q]
             want_b = [0] * n
@@ -82,7 +85,7 @@ with tempfile.TemporaryDirectory() as tmp:
                 if b is not None:
                     want_b[b] += THREADS
             bad = [(i, c[first + 2 + i], w) for i, w in enumerate(want_b) if c[first + 2 + i] != w]
-            bt.check(not bad, f"{q}: every bucket exact over {len(fired)} values x {THREADS} threads "
-                              f"(bucket, got, want: {bad[:4]})")
-            bt.check(c[first] == sum(want_b), f"{q}: observations {c[first]} == {sum(want_b)}")
+            bt.check(not bad, f"{gateway}, {path}: {q} every bucket exact over {len(fired)} values x {THREADS} "
+                              f"threads (bucket, got, want: {bad[:4]})")
+            bt.check(c[first] == sum(want_b), f"{gateway}: {q} observations {c[first]} == {sum(want_b)}")
 bt.finish()
