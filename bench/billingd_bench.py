@@ -6,7 +6,16 @@ sites are gone too), compiled in and untraced, and traced by the shipped
 bpftrace scripts tps, biz_metrics and request_latency (attached with -p).
 The configurations are interleaved within each repetition, so a slow
 moment of the machine spreads over all of them instead of one.
+
+instructions(): the same configurations (and billingd-stats) under
+callgrind over a fixed schedule of requests (SCHEDULE_FLOWS customer flows
+on one connection, one at a time): instructions and clock reads per
+request, exact where throughput is noise.
+
+  python3 bench/billingd_bench.py --build-dir BUILD --source-dir SOURCE --instructions
 """
+import argparse
+import http.client
 import json
 import os
 import re
@@ -16,6 +25,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -322,3 +332,187 @@ def summary_rows(p4):
                          verdict(r, TARGETS.get(r["config"]))))
     return rows
 
+
+
+# --- instructions per request: callgrind over a fixed schedule ----------------
+
+SCHEDULE_FLOWS = 40  # the short run; the long one has twice as many
+GATEWAYS = ("stripe-sim", "adyen-sim", "braintree-sim")
+CLOCK_FUNCTIONS = re.compile(r"^(__)?clock_gettime(64)?(@.*)?$")
+
+
+def request(conn, method, path, body=None):
+    conn.request(method, path, json.dumps(body) if body is not None else None,
+                 {"Content-Type": "application/json"} if body is not None else {})
+    r = conn.getresponse()
+    data = r.read()
+    return r.status, json.loads(data) if data else None
+
+
+def run_schedule(port, flows):
+    """flows customer flows, one request at a time on one connection: an
+    invoice, its payment, a read of it, and a refund of every other
+    approved payment.  The same requests in the same order every run.
+    Returns the number of requests sent."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    sent = 0
+    try:
+        for f in range(flows):
+            amount, currency = 1000 + 37 * f, ("EUR", "USD", "GBP")[f % 3]
+            status, inv = request(conn, "POST", "/invoices",
+                                  {"customer_id": 1 + f % 7, "amount_minor": amount, "currency": currency})
+            if status != 201:
+                raise RuntimeError(f"schedule: POST /invoices answered {status}: {inv}")
+            status, pay = request(conn, "POST", "/payments/authorize",
+                                  {"invoice_id": inv["id"], "amount_minor": amount, "currency": currency,
+                                   "gateway": GATEWAYS[f % 3]})
+            request(conn, "GET", f"/invoices/{inv['id']}")
+            sent += 3
+            if status == 201 and pay.get("status") == "approved" and f % 2 == 0:
+                request(conn, "POST", "/refunds", {"payment_id": pay["id"], "amount_minor": amount // 2,
+                                                   "reason": "requested_by_customer"})
+                sent += 1
+    finally:
+        conn.close()
+    return sent
+
+
+def callgrind_counts(path):
+    """(instructions, clock reads) of a callgrind output file: the total
+    Ir, and the calls into clock_gettime from outside it."""
+    names, total, clocks, fn, cfn = {}, 0, 0, None, None
+
+    def name(ref):
+        m = re.match(r"\((\d+)\)(?: (.*))?", ref)
+        if not m:
+            return ref
+        if m.group(2):
+            names[m.group(1)] = m.group(2)
+        return names.get(m.group(1), "")
+    with open(path) as f:
+        for line in f:
+            if line.startswith("fn="):
+                fn = name(line[3:].strip())
+            elif line.startswith("cfn="):
+                cfn = name(line[4:].strip())
+            elif line.startswith("calls="):
+                if cfn and CLOCK_FUNCTIONS.match(cfn) and not CLOCK_FUNCTIONS.match(fn or ""):
+                    clocks += int(line.split("=", 1)[1].split()[0])
+            elif line.startswith("summary:") or line.startswith("totals:"):
+                total = int(line.split()[1])
+    return total, clocks
+
+
+def callgrind_run(billingd, flows, workdir):
+    """billingd under callgrind serving run_schedule(flows); (instructions,
+    clock reads, requests), the requests counting the one /healthz."""
+    port = free_port()
+    out = os.path.join(workdir, f"callgrind-{port}.out")
+    log = open(os.path.join(workdir, "valgrind.log"), "w")
+    srv = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", billingd,
+                            "--port", str(port), "--gateway-latency-ms", "0", "--threads", "1",
+                            "--db", os.path.join(workdir, f"bench-{port}.db")],
+                           stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_healthy(port, srv, timeout=120)
+        sent = run_schedule(port, flows)
+    finally:
+        srv.send_signal(signal.SIGTERM)
+        try:
+            srv.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()
+        log.close()
+    if srv.returncode != 0 or not os.path.exists(out):
+        raise RuntimeError(f"billingd under callgrind exited {srv.returncode}: "
+                           + open(os.path.join(workdir, "valgrind.log")).read()[-400:])
+    ir, clocks = callgrind_counts(out)
+    return ir, clocks, sent + 1
+
+
+def instructions(build_dir, source_dir, runs=2):
+    """Per request, by difference of a run of SCHEDULE_FLOWS flows and one
+    of twice as many (start-up and shut-down cancel out), each configuration
+    `runs` times: {rows: [{config, instructions_per_request, clock_reads_per_request, runs}]}."""
+    if not shutil.which("valgrind"):
+        return {"skipped": "valgrind is not installed"}
+    configs = [("compiled out (-Dprobes=disabled)", lambda: noprobes_billingd(build_dir, source_dir)),
+               ("compiled in, untraced", lambda: os.path.join(build_dir, "examples", "billingd", "billingd")),
+               ("stats (billingd-stats)", lambda: os.path.join(build_dir, "examples", "billingd", "billingd-stats"))]
+    res = {"flows": [SCHEDULE_FLOWS, 2 * SCHEDULE_FLOWS], "threads": 1, "rows": []}
+    workdir = tempfile.mkdtemp(prefix="billing-callgrind-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    env_before = os.environ.get("BILLING_STATS_DIR")
+    os.environ["BILLING_STATS_DIR"] = os.path.join(workdir, "segments")
+    try:
+        for label, find in configs:
+            try:
+                exe = find()
+            except RuntimeError as e:
+                res["rows"].append({"config": label, "skipped": str(e)})
+                continue
+            if not os.path.exists(exe):
+                res["rows"].append({"config": label, "skipped": f"{exe} is not built"})
+                continue
+            per = []
+            for _ in range(runs):
+                a = callgrind_run(exe, SCHEDULE_FLOWS, workdir)
+                b = callgrind_run(exe, 2 * SCHEDULE_FLOWS, workdir)
+                n = b[2] - a[2]
+                per.append({"instructions": (b[0] - a[0]) / n, "clock_reads": (b[1] - a[1]) / n, "requests": n})
+                print(f"  callgrind {label}: {per[-1]['instructions']:.0f} instructions, "
+                      f"{per[-1]['clock_reads']:.2f} clock reads per request", file=sys.stderr, flush=True)
+            res["rows"].append({"config": label, "runs": per,
+                                "instructions_per_request": statistics.median(p["instructions"] for p in per),
+                                "clock_reads_per_request": statistics.median(p["clock_reads"] for p in per)})
+    finally:
+        if env_before is None:
+            os.environ.pop("BILLING_STATS_DIR", None)
+        else:
+            os.environ["BILLING_STATS_DIR"] = env_before
+        shutil.rmtree(workdir, ignore_errors=True)
+    base = next((r for r in res["rows"] if r["config"].startswith("compiled out") and "skipped" not in r), None)
+    for r in res["rows"]:
+        if base and "skipped" not in r:
+            r["vs_compiled_out_pct"] = 100.0 * (r["instructions_per_request"] / base["instructions_per_request"] - 1)
+    return res
+
+
+INSTRUCTIONS_TARGET_PCT = {"stats (billingd-stats)": 0.5}
+
+
+def instructions_markdown(res):
+    if res.get("skipped"):
+        return [f"billingd instructions per request: not measured ({res['skipped']})."]
+    o = [f"billingd under callgrind, a fixed schedule on one connection ({res['flows'][0]} and "
+         f"{res['flows'][1]} customer flows, per request by difference; --threads {res['threads']}, "
+         "gateway latency 0):", "",
+         "| billingd | instructions per request | vs compiled out | clock reads per request | target |",
+         "|---|---:|---:|---:|---|"]
+    for r in res["rows"]:
+        if "skipped" in r:
+            o.append(f"| {r['config']} | skipped: {r['skipped']} | | | |")
+            continue
+        target = INSTRUCTIONS_TARGET_PCT.get(r["config"])
+        pct = r.get("vs_compiled_out_pct")
+        verdict = "" if target is None or pct is None else \
+            f"<= {target:g} %: {'met' if pct <= target else 'MISSED'}"
+        o.append(f"| {r['config']} | {r['instructions_per_request']:,.0f} | "
+                 f"{'-' if pct is None else f'{pct:+.2f} %'} | {r['clock_reads_per_request']:.2f} | {verdict} |")
+    return o
+
+
+def main():
+    ap = argparse.ArgumentParser(description="billingd's instructions per request under callgrind")
+    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("--source-dir", required=True)
+    ap.add_argument("--instructions", action="store_true", required=True)
+    a = ap.parse_args()
+    res = instructions(os.path.abspath(a.build_dir), os.path.abspath(a.source_dir))
+    print("\n".join(instructions_markdown(res)))
+    print(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -389,12 +389,13 @@ def summary_rows(res):
             vs = f" ({med / fast_count:.2f}x a fast-site fire)" if fast_count else ""
             rows.append((f"Instead: {r['label']}", f"{med:.1f} ns per event{vs}", ""))
     rows += billingd_bench.summary_rows(res["billingd"])
-    ex = res.get("exporter")
-    if ex is not None:
-        if "json" in ex:
-            rows += [tuple(r) for r in ex["json"].get("summary", [])]
-        else:
-            rows.append(("billing-exporter", "not measured: " + (ex.get("skipped") or ex.get("error")), ""))
+    for part, name in (("exporter", "billing-exporter"), ("stats", "stats")):
+        ex = res.get(part)
+        if ex is not None:
+            if "json" in ex:
+                rows += [tuple(r) for r in ex["json"].get("summary", [])]
+            else:
+                rows.append((name, "not measured: " + (ex.get("skipped") or ex.get("error")), ""))
     return rows
 
 

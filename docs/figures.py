@@ -91,8 +91,11 @@ def stats_cost(res):
         return (f"Not measured in the latest published run ({run_line(res)}): {why}. "
                 "`python3 bench/run_bench.py --build-dir build --source-dir . --parts stats` measures it "
                 "on your machine; a full `--publish` run writes it here.")
-    return "\n".join([f"Latest published run, {run_line(res)}; ns per event of the firing thread's "
-                      "CPU time, median (min..max):", "", st["markdown"]])
+    when = st.get("json", {}).get("date")  # the stats part may be measured apart from the rest
+    head = (f"Measured {when} by `bench/stats_bench.py`, {res['machine']['cpu']}" if when
+            else f"Latest published run, {run_line(res)}")
+    return "\n".join([f"{head}; every figure with its runs in "
+                      "[bench/results/latest.md](../bench/results/latest.md).", "", st["markdown"]])
 
 
 def untraced_table(res):

@@ -4,10 +4,12 @@
  * generated from billing.d (stats_gen.c); they build a key and count into
  * what bs_cells_() returns.  docs/stats.md is the manual.
  *
- * Hot path (bs_cells_): this thread's slot and a per-thread cache from
- * key bytes to row; no lock, no atomic read-modify-write.  The lock is
- * taken only by a thread's first event, a key the thread has not cached
- * (first sight of a label set, or a cache conflict), and thread exit.
+ * Hot path: this thread's slot and two per-thread caches, one from the
+ * label arguments themselves (pointers to literals: stats_immutable.c), one
+ * from key bytes to row (bs_cells_); no lock, no atomic read-modify-write.
+ * The lock is taken only by a thread's first event, a key the thread has
+ * not cached (first sight of a label set, or a cache conflict), and thread
+ * exit.
  */
 #ifndef _GNU_SOURCE
 #  define _GNU_SOURCE /* syscall(SYS_gettid) */
@@ -31,7 +33,7 @@
 #include "stats_writer.h"
 
 int billing_stats_off_;
-__thread bs_thread_t *bs_self_;
+__thread bs_thread_t *bs_self_ BS_TLS_MODEL;
 uint64_t bs_map_offset_[BX_MAP_COUNT];
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -97,6 +99,8 @@ static void init_once(void)
 {
 	bs_settings_read(&settings);
 	billing_stats_off_ = settings.off;
+	if (!settings.off)
+		bs_immutable_start_();
 	pthread_key_create(&thread_key, thread_exit);
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	atexit(mark_exited);

@@ -3,12 +3,12 @@
  * (stats_gen.c, provider/stats_emit.py) needs from lib/stats.c.
  *
  * The hot-path rule: a thread stores only to its own slot, with a relaxed
- * load and a relaxed store (no read-modify-write instruction, no lock
- * prefix, no line another thread writes); the reader sums the slots.  The
- * one exception is the overflow slot that threads share once every slot is
- * taken: there an add is atomic.  The relaxed accesses are plain moves on
- * x86-64 and arm64; they keep a concurrent reader's view of a cell whole
- * and make the sharing explicit to the compiler and to TSan.
+ * load and a relaxed store, or on x86-64 one add instruction without a
+ * lock prefix (no atomic read-modify-write, no line another thread
+ * writes); the reader sums the slots.  The one exception is the overflow
+ * slot that threads share once every slot is taken: there an add is
+ * atomic.  Both keep a concurrent reader's view of a cell whole; the
+ * relaxed accesses make the sharing explicit to the compiler and to TSan.
  */
 #ifndef BILLING_STATS_WRITER_H
 #define BILLING_STATS_WRITER_H
@@ -16,6 +16,30 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#if defined(__SANITIZE_THREAD__)
+#  define BS_TSAN_ 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define BS_TSAN_ 1
+#  endif
+#endif
+#ifndef BS_TSAN_
+#  define BS_TSAN_ 0
+#endif
+
+/* The first level's hit, always this thread's own slot: on x86-64 one add
+ * instruction to the cell (no lock prefix: not a read-modify-write that
+ * other CPUs see as one; a reader sees the old or the new value whole,
+ * as with the relaxed store), elsewhere and under TSan the relaxed load
+ * and store, so TSan checks them. */
+#if defined(__x86_64__) && defined(__GNUC__) && !BS_TSAN_
+#  define BS_ADD_OWN(lvalue, x) __asm__("addq %1, %0" \
+		                        : "+m"(lvalue) \
+		                        : "er"((uint64_t)(x)))
+#else
+#  define BS_ADD_OWN(lvalue, x) BX_ADD(lvalue, x, 0)
+#endif
 
 #define BX_ADD(lvalue, x, shared) \
   ((shared) ? (void)__atomic_fetch_add(&(lvalue), (x), __ATOMIC_RELAXED) \
@@ -31,7 +55,7 @@
 #  define BS_HIDDEN
 #endif
 
-/* A thread's cache from key bytes to row, direct mapped. */
+/* A thread's cache from key bytes to row, direct mapped (the second level). */
 #define BS_CACHE_ENTRIES 128
 typedef struct bs_cache_entry {
 	uint32_t tag; /* map + 1; 0: empty */
@@ -39,15 +63,45 @@ typedef struct bs_cache_entry {
 	unsigned char key[BX_KEY_MAX];
 } bs_cache_entry_t;
 
-/* A thread's state: its slot and its cache (lib/stats.c claims and frees). */
+/* The first level: a thread's cache from a fire's label arguments
+ * themselves (a string's pointer, an int's value) to its cells, per map,
+ * direct mapped.  A pointer is cached only when it points into read-only
+ * memory of a loaded object that cannot be unloaded (bs_immutable_): a
+ * string literal, whose bytes cannot change, so equal pointers mean equal
+ * labels.  Any other pointer (a buffer the caller may reuse) takes the
+ * key-bytes path every time. */
+#define BS_L1_ENTRIES 32 /* per map; a power of two */
+#define BS_L1_SHIFT 59   /* 64 - log2(BS_L1_ENTRIES) */
+typedef struct bs_l1_entry {
+	uintptr_t arg[BX_MAX_FIELDS]; /* per label field of the map, in order */
+	void *cells;                  /* NULL: empty */
+} bs_l1_entry_t;
+
+/* A thread's state: its slot and its caches (lib/stats.c claims and frees). */
 typedef struct bs_thread {
 	struct bs_slot *slot;
 	unsigned char *cells; /* the slot's cells */
-	int shared;           /* the overflow slot */
+	int shared;           /* the overflow slot: never in the first level */
+	bs_l1_entry_t l1[BX_MAP_COUNT][BS_L1_ENTRIES];
 	bs_cache_entry_t cache[BS_CACHE_ENTRIES];
 } bs_thread_t;
 
-BS_HIDDEN extern __thread bs_thread_t *bs_self_;
+/* The first-level entry of a fire whose label arguments, xor-ed, are x:
+ * Fibonacci hashing (the top bits of one multiply depend on every bit). */
+static inline size_t bs_l1_slot_(uintptr_t x)
+{
+	return (size_t)(((uint64_t)x * 0x9e3779b97f4a7c15ULL) >> BS_L1_SHIFT);
+}
+
+/* Initial-exec: one load from the thread pointer, no __tls_get_addr call,
+ * in libbillingprobes.so too (8 bytes of the static TLS that glibc keeps
+ * for libraries, also when the library is dlopen()ed). */
+#if defined(__GNUC__)
+#  define BS_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#else
+#  define BS_TLS_MODEL
+#endif
+BS_HIDDEN extern __thread bs_thread_t *bs_self_ BS_TLS_MODEL;
 /* Where each map's cells start in a slot: a private copy of the
  * segment's header field, so the hot path reads no shared page. */
 BS_HIDDEN extern uint64_t bs_map_offset_[BX_MAP_COUNT];
@@ -55,6 +109,14 @@ BS_HIDDEN extern uint64_t bs_map_offset_[BX_MAP_COUNT];
 /* The slow path: the segment and this thread's slot on first use, and the
  * row of a key not in the cache (into *e); NULL when the stats are off. */
 BS_HIDDEN void *bs_slow_(int map, const void *key, bs_cache_entry_t *e);
+
+/* 1 when the string at p cannot change while the process runs: NULL, or
+ * in a read-only segment of an object loaded when the stats started (they
+ * are kept loaded: RTLD_NODELETE).  Lock-free. */
+BS_HIDDEN int bs_immutable_(const char *p);
+/* Takes that table (lib/stats_immutable.c): once, before the first event,
+ * without the writer's lock (it calls into the dynamic loader). */
+BS_HIDDEN void bs_immutable_start_(void);
 
 /* The cache index of a key: a sum of independent products (they run in
  * parallel; a chained multiply per word cost a third of an event), mixed

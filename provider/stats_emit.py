@@ -67,22 +67,119 @@ def stats_gen_h(provider, ms):
     return "".join(o)
 
 
+def below_table(q):
+    """For a value in [2^k, 2^(k+1)): how many bounds lie below 2^k (all
+    below the value), per k; or None when two bounds share such an interval
+    or a bound is below 1 (then one more compare would not settle it)."""
+    bounds = q.bounds_raw
+    if not bounds or min(bounds) < 1:
+        return None
+    table = []
+    for k in range(64):
+        if sum(1 for b in bounds if 2 ** k <= b < 2 ** (k + 1)) > 1:
+            return None
+        table.append(sum(1 for b in bounds if b < 2 ** k))
+    return table
+
+
+def observe_hot(q):
+    """This thread's own slot's observe of quantity q (the first level's
+    hit), without a branch on the value: the bucket is the count of bounds
+    below x, as bx_observe_<q> (billing_metrics_layout.h, the BPF programs'
+    linear search) finds it; stats-observe checks the two agree at and
+    beside every bound and power of two.  With at most one bound per power
+    of two, x's highest bit says how many bounds are below it and one
+    compare settles the next; otherwise a binary search over the bounds
+    padded to 2^k - 1 with the type's maximum, which no value exceeds."""
+    n = len(q.bounds_raw)
+    Q = q.name.upper()
+    pad = "INT64_MAX" if q.signed else "UINT64_MAX"
+    below = below_table(q)
+    size = n + 1 if below else 2 ** max(1, n.bit_length()) - 1
+    o = [f"static inline void bs_observe_{q.name}(struct bx_q_{q.name} *q, {q.c_type} x)\n{{\n"
+         f"\tstatic const {q.c_type} b[{size}] = {{ BX_{Q}_BOUND_LIST"
+         + "".join(f", {pad}" for _ in range(size - n)) + " };\n"]
+    if below:  # indexed by the count of leading zero bits: 63 - k
+        by_clz = below[::-1]
+        o.append("\tstatic const unsigned char below[64] = {\n"
+                 + "".join("\t\t" + ", ".join(str(v) for v in by_clz[i:i + 16]) + ",\n" for i in range(0, 64, 16))
+                 + "\t};\n")
+    o.append("\tunsigned i;\n\n" if below else "\tunsigned i = 0;\n\n")
+    if q.unmeasured_zero:
+        o.append("\tif (x == 0)\n\t\treturn;\n")
+    if below:
+        value = "x > 0 ? (bx_u64)x : 1" if q.signed else "x | 1"
+        o.append(f"\ti = below[__builtin_clzll({value})];\n\ti += (unsigned)(x > b[i]);\n")
+    else:
+        k = max(1, n.bit_length())
+        for step in reversed(range(k)):
+            o.append(f"\ti += (unsigned)(x > b[i + {2 ** step - 1}]) << {step};\n" if step else
+                     "\ti += (unsigned)(x > b[i]);\n")
+    o.append("\tBS_ADD_OWN(q->count, 1);\n\tBS_ADD_OWN(q->sum, (bx_u64)x);\n\tBS_ADD_OWN(q->buckets[i], 1);\n}\n\n")
+    return "".join(o)
+
+
+def l1_arg(feed, arg):
+    """A label argument as the first level keys it: a string's address, an
+    int's value."""
+    types = {n: t for n, t, _ in feed.probe.args}
+    return f"(uintptr_t){arg}" if types[arg] == "char *" else f"(uintptr_t)(uint32_t){arg}"
+
+
 def stats_gen_c(provider, ms):
     o = [BANNER,
-         "/* The stats writer's generated half: lib/stats.c is the other. */\n"
+         "/* The stats writer's generated half: lib/stats.c is the other.  Each\n"
+         " * billing_stats_<probe>() looks its label arguments up in this thread's\n"
+         " * first-level cache (stats_writer.h): a hit counts at once; a miss\n"
+         " * (miss_<probe>) builds the key from the labels' bytes, counts through\n"
+         " * bs_cells_(), and caches the arguments when every string is a literal. */\n"
          "#include <stdint.h>\n#include <string.h>\n\n"
          "#include \"stats_writer.h\" /* BX_ADD as this thread's relaxed store, bs_cells_() */\n"
-         "#include \"billing/stats_gen.h\"\n\n"]
+         "#include \"billing/stats_gen.h\"\n\n"
+         "#if defined(__GNUC__)\n#  define BS_COLD __attribute__((noinline, cold))\n"
+         "#  define BS_LIKELY(x) __builtin_expect(!!(x), 1)\n#else\n#  define BS_COLD\n"
+         "#  define BS_LIKELY(x) (x)\n#endif\n\n"]
+    o += [observe_hot(q) for q in ms.quantities.values()]
     for f in ms.feeds:
-        o.append(f"void billing_stats_{f.probe.func}({params(f)})\n{{\n"
-                 f"\tstruct bx_key_{f.probe.func} k;\n\tstruct bx_value_{f.probe.func} *v;\n\tint shared;\n\n"
+        types = {n: t for n, t, _ in f.probe.args}
+        strings = [a for a in f.fields if types[a] == "char *"]
+        slot = f"bs_l1_slot_({' ^ '.join(l1_arg(f, a) for a in f.fields) or '0'})"
+        match = "".join(f" && e->arg[{i}] == {l1_arg(f, a)}" for i, a in enumerate(f.fields))
+        hit = ("\t\tBS_ADD_OWN(v->count, 1);\n"
+               + "".join(f"\t\tbs_observe_{q}(&v->{q}, {q});\n" for q in f.quantities) + "\t\treturn;\n")
+        o.append(f"static BS_COLD void miss_{f.probe.func}({params(f)})\n{{\n"
+                 f"\tstruct bx_key_{f.probe.func} k;\n\tstruct bx_value_{f.probe.func} *v;\n"
+                 f"\tsize_t slot = {slot};\n\tbs_l1_entry_t *e;\n\tint shared;\n\n"
+                 "\t/* Two label sets that share an entry: the second sits next to it. */\n"
+                 f"\tif (bs_self_) {{\n\t\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1];\n"
+                 f"\t\tv = (struct bx_value_{f.probe.func} *)e->cells;\n"
+                 f"\t\tif (v{match}) {{\n" + hit.replace("\t\t", "\t\t\t").replace("\t\t\treturn;\n", "\t\t\treturn;\n")
+                 + "\t\t}\n\t}\n"
                  "\tmemset(&k, 0, sizeof k);\n")
         o += metrics.count_fire(f, lambda a: f"bs_copy_label_(k.{a}, {a}, sizeof k.{a})", lambda a: f"k.{a} = {a}",
                                 f"v = (struct bx_value_{f.probe.func} *)bs_cells_(BX_MAP_{f.probe.macro}, &k, "
                                 "sizeof k, sizeof *v / 8, &shared);\n\tif (!v)\n\t\treturn;\n"
-                                "\tBX_ADD(v->count, 1, shared)",
-                                lambda q: f"bx_observe_{q}(&v->{q}, {q}, shared)")
-        o.append("}\n\n")
+                                "\tif (shared) {\n\t\tBX_ADD(v->count, 1, 1)",
+                                lambda q: f"\tbx_observe_{q}(&v->{q}, {q}, 1)")
+        o.append("\t\treturn;\n\t}\n" + hit.replace("\t\treturn;\n", "").replace("\t\t", "\t"))
+        o.append(("\tif (" + " || ".join(f"!bs_immutable_({a})" for a in strings) + ")\n\t\treturn;\n"
+                  if strings else "")
+                 + f"\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot];\n"
+                 f"\tif (e->cells && !bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1].cells)\n"
+                 f"\t\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1];\n"
+                 + "".join(f"\te->arg[{i}] = {l1_arg(f, a)};\n" for i, a in enumerate(f.fields))
+                 + "\te->cells = v;\n}\n\n")
+        args = ", ".join(n for n, _ in needed_args(f))
+        o.append(f"void billing_stats_{f.probe.func}({params(f)})\n{{\n"
+                 "\tbs_thread_t *t = bs_self_;\n\n"
+                 "\tif (BS_LIKELY(t)) {\n"
+                 f"\t\tconst bs_l1_entry_t *e = &t->l1[BX_MAP_{f.probe.macro}][{slot}];\n"
+                 f"\t\tstruct bx_value_{f.probe.func} *v = (struct bx_value_{f.probe.func} *)e->cells;\n"
+                 f"\t\tif (BS_LIKELY(v{match})) {{\n"
+                 "\t\t\tBS_ADD_OWN(v->count, 1);\n"
+                 + "".join(f"\t\t\tbs_observe_{q}(&v->{q}, {q});\n" for q in f.quantities)
+                 + "\t\t\treturn;\n\t\t}\n\t}\n"
+                 f"\tmiss_{f.probe.func}({args});\n}}\n\n")
     return "".join(o)
 
 
