@@ -1,0 +1,97 @@
+/*
+ * row_sum.c -- stats rows summed by label set (row_sum.h).
+ */
+#include "row_sum.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t label_hash(const bs_read_row_t *r)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	for (int f = 0; f < BX_MAX_FIELDS; f++) {
+		h = (h ^ (uint64_t)r->state[f]) * 0x100000001b3ull;
+		for (const unsigned char *p = (const unsigned char *)r->text[f]; *p; p++)
+			h = (h ^ *p) * 0x100000001b3ull;
+		h = (h ^ 0xff) * 0x100000001b3ull; /* a field's end: "ab","c" is not "a","bc" */
+	}
+	return h;
+}
+
+static int same_labels(const bs_read_row_t *a, const bs_read_row_t *b)
+{
+	for (int f = 0; f < BX_MAX_FIELDS; f++)
+		if (a->state[f] != b->state[f] || strcmp(a->text[f], b->text[f]) != 0)
+			return 0;
+	return 1;
+}
+
+/* Where row's label set is in the index: its entry, or the empty one it would take. */
+static uint32_t *slot_of(const bx_row_sum_t *t, const bs_read_row_t *row)
+{
+	size_t mask = t->nindex - 1, i = (size_t)label_hash(row) & mask;
+	while (t->index[i] && !same_labels(&t->rows[t->index[i] - 1], row))
+		i = (i + 1) & mask;
+	return &t->index[i];
+}
+
+int bx_row_sum_reserve(bx_row_sum_t *t, size_t n)
+{
+	size_t need = t->count + n;
+	if (need > UINT32_MAX - 1)
+		return -1;
+	if (need > t->cap) {
+		size_t cap = t->cap ? t->cap : 16;
+		while (cap < need)
+			cap *= 2;
+		bs_read_row_t *rows = realloc(t->rows, cap * sizeof *rows);
+		if (!rows)
+			return -1;
+		t->rows = rows;
+		t->cap = cap;
+	}
+	if (need * 2 > t->nindex) { /* at most half full: short probes */
+		size_t nindex = t->nindex ? t->nindex : 32;
+		while (need * 2 > nindex)
+			nindex *= 2;
+		uint32_t *index = calloc(nindex, sizeof *index), *old = t->index;
+		if (!index)
+			return -1;
+		t->index = index;
+		t->nindex = nindex;
+		for (size_t i = 0; i < t->count; i++)
+			*slot_of(t, &t->rows[i]) = (uint32_t)(i + 1);
+		free(old);
+	}
+	return 0;
+}
+
+void bx_row_sum_add(bx_row_sum_t *t, const bs_read_row_t *row)
+{
+	uint32_t *at = slot_of(t, row);
+	if (!*at) {
+		bs_read_row_t *n = &t->rows[t->count++];
+		memcpy(n->state, row->state, sizeof n->state);
+		memcpy(n->text, row->text, sizeof n->text);
+		memcpy(n->ints, row->ints, sizeof n->ints);
+		memset(n->cells, 0, sizeof n->cells);
+		*at = (uint32_t)t->count;
+	}
+	uint64_t *dst = t->rows[*at - 1].cells;
+	for (size_t c = 0; c < BX_MAX_CELLS; c++)
+		dst[c] += row->cells[c];
+}
+
+void bx_row_sum_clear(bx_row_sum_t *t)
+{
+	t->count = 0;
+	if (t->index)
+		memset(t->index, 0, t->nindex * sizeof *t->index);
+}
+
+void bx_row_sum_free(bx_row_sum_t *t)
+{
+	free(t->rows);
+	free(t->index);
+	memset(t, 0, sizeof *t);
+}
