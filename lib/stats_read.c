@@ -53,6 +53,30 @@ static int get(const src_t *s, uint64_t off, void *dst, uint64_t n)
     return -1; \
   } while (0)
 
+/* A label's text: at most BS_VALUE_BYTES bytes of s, terminated. */
+static void set_text(char *dst, const char *s)
+{
+	size_t len = strnlen(s, BS_VALUE_BYTES);
+	memcpy(dst, s, len);
+	dst[len] = '\0';
+}
+
+/* An int label's text, in decimal. */
+static void set_int_text(char *dst, int32_t v)
+{
+	char digits[12];
+	size_t n = 0;
+	uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+	do
+		digits[n++] = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*dst++ = '-';
+	while (n)
+		*dst++ = digits[--n];
+	*dst = '\0';
+}
+
 /* The cells of map m in this build, and where they start in a slot, as
  * the writer lays them out (stats.c create_segment). */
 static int check_layout(const struct bs_header *h, uint64_t size, char *err, size_t errlen)
@@ -151,7 +175,7 @@ static int read_dicts_rows(const src_t *s, const struct bs_header *h, bs_segment
 				row->state[f] = BS_FIELD_VALUE;
 				if (idx == BS_IDX_FOLDED || idx == BS_IDX_OVERFLOW) {
 					row->state[f] = idx == BS_IDX_FOLDED ? BS_FIELD_FOLDED : BS_FIELD_OVERFLOW;
-					snprintf(row->text[f], sizeof row->text[f], "other");
+					set_text(row->text[f], "other");
 					row->ints[f] = 1;
 					continue;
 				}
@@ -160,7 +184,7 @@ static int read_dicts_rows(const src_t *s, const struct bs_header *h, bs_segment
 					if (idx - BS_IDX_KNOWN >= mi->fields[f].nknown)
 						FAIL("map %d row %u names known value %u of %zu", m, r, idx - BS_IDX_KNOWN,
 						     mi->fields[f].nknown);
-					snprintf(row->text[f], sizeof row->text[f], "%s", mi->fields[f].known[idx - BS_IDX_KNOWN]);
+					set_text(row->text[f], mi->fields[f].known[idx - BS_IDX_KNOWN]);
 					continue;
 				}
 				if (idx >= h->dict_count[m][f]) {
@@ -173,11 +197,9 @@ static int read_dicts_rows(const src_t *s, const struct bs_header *h, bs_segment
 					int32_t iv;
 					memcpy(&iv, v, sizeof iv);
 					row->ints[f] = iv;
-					snprintf(row->text[f], sizeof row->text[f], "%d", (int)iv);
+					set_int_text(row->text[f], iv);
 				} else {
-					size_t len = strnlen((const char *)v, BS_VALUE_BYTES);
-					memcpy(row->text[f], v, len);
-					row->text[f][len] = '\0';
+					set_text(row->text[f], (const char *)v);
 				}
 			}
 		}
