@@ -136,8 +136,8 @@ static int plan(const src_t *s, const struct bs_header *h, bs_segment_t *out, ch
 		     (unsigned long long)(s->backed >> 10));
 	uint64_t bytes = values * BS_VALUE_BYTES + rows * sizeof(struct bs_row) + slots * cells * 8;
 	if (bytes > BS_READ_BUDGET)
-		FAIL("its counts ask for %llu MiB of reading (%llu slots, %llu rows), over the reader's budget of %llu MiB",
-		     (unsigned long long)(bytes >> 20), (unsigned long long)slots, (unsigned long long)rows,
+		FAIL("its counts ask for %llu bytes of reading (%llu slots, %llu rows), over the reader's budget of %llu MiB",
+		     (unsigned long long)bytes, (unsigned long long)slots, (unsigned long long)rows,
 		     (unsigned long long)(BS_READ_BUDGET >> 20));
 	if (rows > out->rows_cap || rows < out->rows_cap / 4) {
 		bs_read_row_t *n = realloc(out->rows, (rows ? rows : 1) * sizeof *n);

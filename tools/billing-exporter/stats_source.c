@@ -446,7 +446,8 @@ static int counted_elsewhere(const bx_exporter_t *ex, const stats_target_t *t, s
 		}
 	}
 	if (s->elsewhere && !decided) {
-		bs_segment_free(s->last); /* a reading from before any probe was attached: never shown */
+		if (s->last) /* a reading from before any probe was attached: never shown */
+			bs_segment_free(s->last);
 		free(s->last);
 		s->last = NULL;
 		bx_error("%s: %s", s->path, why);
