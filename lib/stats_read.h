@@ -30,7 +30,8 @@ enum { BS_FIELD_VALUE,    /* a dictionary value */
 
 typedef struct bs_read_row {
 	int state[BX_MAX_FIELDS];
-	char text[BX_MAX_FIELDS][BS_VALUE_BYTES + 1]; /* strings as written (bounded), ints in decimal, "other" */
+	char text[BX_MAX_FIELDS][BS_VALUE_BYTES + 1]; /* strings as written (bounded), ints in decimal, "other";
+	                                               * zero-padded: two label sets compare as bytes */
 	int32_t ints[BX_MAX_FIELDS];                  /* int fields' values (FOLDED: 1) */
 	uint64_t cells[BX_MAX_CELLS];
 } bs_read_row_t;

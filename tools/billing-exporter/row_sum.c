@@ -6,24 +6,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A row's label set is its fields' states and texts: the reader
+ * zero-pads every text (stats_read.h), so whole arrays compare and hash. */
 static uint64_t label_hash(const bs_read_row_t *r)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-	for (int f = 0; f < BX_MAX_FIELDS; f++) {
-		h = (h ^ (uint64_t)r->state[f]) * 0x100000001b3ull;
-		for (const unsigned char *p = (const unsigned char *)r->text[f]; *p; p++)
-			h = (h ^ *p) * 0x100000001b3ull;
-		h = (h ^ 0xff) * 0x100000001b3ull; /* a field's end: "ab","c" is not "a","bc" */
+	uint64_t h = 0xcbf29ce484222325ull, w;
+	const unsigned char *p = (const unsigned char *)r->text;
+	size_t n = sizeof r->text, i;
+	for (i = 0; i + 8 <= n; i += 8) {
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * 0x100000001b3ull;
+		h ^= h >> 29;
 	}
-	return h;
+	for (; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	for (int f = 0; f < BX_MAX_FIELDS; f++)
+		h = (h ^ (uint64_t)(unsigned)r->state[f]) * 0x100000001b3ull;
+	return h ^ (h >> 32);
 }
 
 static int same_labels(const bs_read_row_t *a, const bs_read_row_t *b)
 {
-	for (int f = 0; f < BX_MAX_FIELDS; f++)
-		if (a->state[f] != b->state[f] || strcmp(a->text[f], b->text[f]) != 0)
-			return 0;
-	return 1;
+	return memcmp(a->state, b->state, sizeof a->state) == 0 && memcmp(a->text, b->text, sizeof a->text) == 0;
 }
 
 /* Where row's label set is in the index: its entry, or the empty one it would take. */
