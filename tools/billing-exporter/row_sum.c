@@ -70,7 +70,7 @@ int bx_row_sum_reserve(bx_row_sum_t *t, size_t n)
 	return 0;
 }
 
-void bx_row_sum_add(bx_row_sum_t *t, const bs_read_row_t *row)
+size_t bx_row_sum_place(bx_row_sum_t *t, const bs_read_row_t *row)
 {
 	uint32_t *at = slot_of(t, row);
 	if (!*at) {
@@ -81,9 +81,18 @@ void bx_row_sum_add(bx_row_sum_t *t, const bs_read_row_t *row)
 		memset(n->cells, 0, sizeof n->cells);
 		*at = (uint32_t)t->count;
 	}
-	uint64_t *dst = t->rows[*at - 1].cells;
-	for (size_t c = 0; c < BX_MAX_CELLS; c++)
-		dst[c] += row->cells[c];
+	return *at - 1;
+}
+
+void bx_row_cells_add(bs_read_row_t *dst, const bs_read_row_t *src, size_t n)
+{
+	for (size_t c = 0; c < n; c++)
+		dst->cells[c] += src->cells[c];
+}
+
+void bx_row_sum_add(bx_row_sum_t *t, const bs_read_row_t *row)
+{
+	bx_row_cells_add(&t->rows[bx_row_sum_place(t, row)], row, BX_MAX_CELLS);
 }
 
 void bx_row_sum_clear(bx_row_sum_t *t)

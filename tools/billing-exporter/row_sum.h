@@ -25,6 +25,11 @@ int bx_row_sum_reserve(bx_row_sum_t *t, size_t n);
 /* Add row's cells to its label set's row (a new one on first sight).
  * Call only within reserved room. */
 void bx_row_sum_add(bx_row_sum_t *t, const bs_read_row_t *row);
+/* The place of row's label set (a new row, its cells zero, on first
+ * sight).  Call only within reserved room. */
+size_t bx_row_sum_place(bx_row_sum_t *t, const bs_read_row_t *row);
+/* dst's first n cells += src's. */
+void bx_row_cells_add(bs_read_row_t *dst, const bs_read_row_t *src, size_t n);
 /* Empty, the memory kept for the next use. */
 void bx_row_sum_clear(bx_row_sum_t *t);
 void bx_row_sum_free(bx_row_sum_t *t);

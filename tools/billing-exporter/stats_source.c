@@ -50,7 +50,22 @@ typedef struct seg {
 	int early;          /* first seen before any probe was attached */
 	int refused;        /* refused for what the file is (refused_key): not opened again until it changes */
 	file_key_t refused_key;
+	/* Where each row of its last reading is among the target's label sets
+	 * (served_t), per map: a writer only appends rows within a generation,
+	 * so a row's place is looked up once. */
+	uint32_t *at[BX_MAP_COUNT];
+	size_t nat[BX_MAP_COUNT];
 } seg_t;
+
+/* A target's rows of one map as served: every label set its readings have
+ * had, summed afresh at each snapshot from the readings' rows. */
+typedef struct served {
+	bx_row_sum_t sets;
+	uint32_t *gone_at; /* the gone rows' places in sets */
+	size_t ngone_at;
+	unsigned char *fed; /* per set: some reading has it now (only those are served) */
+	size_t fed_cap;
+} served_t;
 
 typedef struct stats_target {
 	char label[PATH_MAX + 8]; /* "stats:DIR" or "pid:N" */
@@ -73,6 +88,7 @@ typedef struct stats_target {
 	bx_row_sum_t gone[BX_MAP_COUNT];
 	bs_segment_t **kept; /* final readings that could not be summed (out of memory): kept whole */
 	size_t nkept;
+	served_t served[BX_MAP_COUNT];
 } stats_target_t;
 
 struct bx_stats {
@@ -82,7 +98,6 @@ struct bx_stats {
 	size_t nnamed;
 	int started; /* set up: probes may be attached from now on */
 	bs_segment_t scratch; /* the reading in progress: swapped with a segment's last one when taken */
-	bx_row_sum_t sum;     /* a target's rows of one map, summed for the snapshot */
 };
 
 int bx_source_by_name(const char *name)
@@ -332,12 +347,23 @@ static int seg_init(const bx_exporter_t *ex, seg_t *s, const char *path)
 	return 0;
 }
 
+/* Its last reading's rows lose their places (a reading of another generation, or none, follows). */
+static void seg_forget_places(seg_t *s)
+{
+	for (int m = 0; m < BX_MAP_COUNT; m++) {
+		free(s->at[m]);
+		s->at[m] = NULL;
+		s->nat[m] = 0;
+	}
+}
+
 static void seg_free(seg_t *s)
 {
 	if (s->last)
 		bs_segment_free(s->last);
 	free(s->last);
 	free(s->path);
+	seg_forget_places(s);
 }
 
 /* A segment's final reading joins the target's gone rows (its label sets
@@ -450,6 +476,7 @@ static int counted_elsewhere(const bx_exporter_t *ex, const stats_target_t *t, s
 			bs_segment_free(s->last);
 		free(s->last);
 		s->last = NULL;
+		seg_forget_places(s);
 		bx_error("%s: %s", s->path, why);
 	}
 	return s->elsewhere;
@@ -793,31 +820,88 @@ static int add_row(bx_exporter_t *ex, size_t mi, const bs_read_row_t *sr, struct
 	return 0;
 }
 
-/* Map mi's rows of every stats target, each target's segments (and the
- * final readings of its gone ones) summed per label set first. */
+/* The places in sv of rows [*nat, n) of a reading; 0, or -1 when out of memory. */
+static int place_rows(served_t *sv, uint32_t **at, size_t *nat, const bs_read_row_t *rows, size_t n)
+{
+	if (n <= *nat)
+		return 0;
+	uint32_t *more = realloc(*at, n * sizeof *more);
+	if (!more)
+		return -1;
+	*at = more;
+	if (bx_row_sum_reserve(&sv->sets, n - *nat) != 0)
+		return -1;
+	for (; *nat < n; ++*nat)
+		more[*nat] = (uint32_t)bx_row_sum_place(&sv->sets, &rows[*nat]);
+	return 0;
+}
+
+/* The n rows at their places: their first cells cells added. */
+static void feed(served_t *sv, const uint32_t *at, const bs_read_row_t *rows, size_t n, size_t cells)
+{
+	for (size_t r = 0; r < n; r++) {
+		bx_row_cells_add(&sv->sets.rows[at[r]], &rows[r], cells);
+		sv->fed[at[r]] = 1;
+	}
+}
+
+/* Target t's rows of map mi now: its label sets' cells summed afresh from
+ * every reading (its segments', its kept and gone ones'); 0, or -1 when
+ * out of memory.  Only the cells of this build's map (what the snapshot
+ * reads) are summed; the rest stay zero. */
+static int serve(stats_target_t *t, size_t mi)
+{
+	served_t *sv = &t->served[mi];
+	size_t cells = billing_stats_maps_[mi].cells;
+	bx_row_sum_t *g = &t->gone[mi];
+	if (place_rows(sv, &sv->gone_at, &sv->ngone_at, g->rows, g->count) != 0)
+		return -1;
+	for (size_t k = 0; k < t->nsegs; k++) {
+		seg_t *s = &t->segs[k];
+		if (s->last && place_rows(sv, &s->at[mi], &s->nat[mi], bs_row(s->last, (int)mi, 0), s->last->nrows[mi]) != 0)
+			return -1;
+	}
+	for (size_t k = 0; k < t->nkept; k++)
+		if (bx_row_sum_reserve(&sv->sets, t->kept[k]->nrows[mi]) != 0)
+			return -1;
+	for (size_t k = 0; k < t->nkept; k++)
+		for (size_t r = 0; r < t->kept[k]->nrows[mi]; r++)
+			(void)bx_row_sum_place(&sv->sets, bs_row(t->kept[k], (int)mi, r));
+	if (sv->fed_cap < sv->sets.count) {
+		unsigned char *f = realloc(sv->fed, sv->sets.cap);
+		if (!f)
+			return -1;
+		sv->fed = f;
+		sv->fed_cap = sv->sets.cap;
+	}
+	memset(sv->fed, 0, sv->sets.count);
+	for (size_t i = 0; i < sv->sets.count; i++)
+		memset(sv->sets.rows[i].cells, 0, cells * sizeof sv->sets.rows[i].cells[0]);
+	feed(sv, sv->gone_at, g->rows, g->count, cells);
+	for (size_t k = 0; k < t->nsegs; k++)
+		if (t->segs[k].last)
+			feed(sv, t->segs[k].at[mi], bs_row(t->segs[k].last, (int)mi, 0), t->segs[k].last->nrows[mi], cells);
+	for (size_t k = 0; k < t->nkept; k++) {
+		for (size_t r = 0; r < t->kept[k]->nrows[mi]; r++) {
+			size_t at = bx_row_sum_place(&sv->sets, bs_row(t->kept[k], (int)mi, r));
+			bx_row_cells_add(&sv->sets.rows[at], bs_row(t->kept[k], (int)mi, r), cells);
+			sv->fed[at] = 1;
+		}
+	}
+	return 0;
+}
+
+/* Map mi's rows of every stats target, each target's readings summed per
+ * label set first: the snapshot's work follows label sets, not segments. */
 int bx_stats_rows(bx_exporter_t *ex, size_t mi, struct bx_row **items, size_t *count, size_t *cap)
 {
-	bx_row_sum_t *sum = ex->stats ? &ex->stats->sum : NULL;
-	for (size_t i = 0; sum && i < ex->stats->count; i++) {
+	for (size_t i = 0; ex->stats && i < ex->stats->count; i++) {
 		stats_target_t *t = &ex->stats->targets[i];
-		size_t n = t->gone[mi].count;
-		for (size_t k = 0; k < t->nsegs; k++)
-			n += t->segs[k].last ? t->segs[k].last->nrows[mi] : 0;
-		for (size_t k = 0; k < t->nkept; k++)
-			n += t->kept[k]->nrows[mi];
-		bx_row_sum_clear(sum);
-		if (bx_row_sum_reserve(sum, n) != 0)
+		if (serve(t, mi) != 0)
 			return -1;
-		for (size_t k = 0; k < t->nsegs; k++)
-			for (size_t r = 0; t->segs[k].last && r < t->segs[k].last->nrows[mi]; r++)
-				bx_row_sum_add(sum, bs_row(t->segs[k].last, (int)mi, r));
-		for (size_t k = 0; k < t->nkept; k++)
-			for (size_t r = 0; r < t->kept[k]->nrows[mi]; r++)
-				bx_row_sum_add(sum, bs_row(t->kept[k], (int)mi, r));
-		for (size_t r = 0; r < t->gone[mi].count; r++)
-			bx_row_sum_add(sum, &t->gone[mi].rows[r]);
-		for (size_t r = 0; r < sum->count; r++)
-			if (add_row(ex, mi, &sum->rows[r], items, count, cap) != 0)
+		const served_t *sv = &t->served[mi];
+		for (size_t r = 0; r < sv->sets.count; r++)
+			if (sv->fed[r] && add_row(ex, mi, &sv->sets.rows[r], items, count, cap) != 0)
 				return -1;
 	}
 	return 0;
@@ -883,11 +967,14 @@ void bx_stats_free(bx_exporter_t *ex)
 			free(t->kept[k]);
 		}
 		free(t->kept);
-		for (int m = 0; m < BX_MAP_COUNT; m++)
+		for (int m = 0; m < BX_MAP_COUNT; m++) {
 			bx_row_sum_free(&t->gone[m]);
+			bx_row_sum_free(&t->served[m].sets);
+			free(t->served[m].gone_at);
+			free(t->served[m].fed);
+		}
 	}
 	bs_segment_free(&ex->stats->scratch);
-	bx_row_sum_free(&ex->stats->sum);
 	free(ex->stats->targets);
 	free(ex->stats->named);
 	free(ex->stats);
