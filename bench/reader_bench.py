@@ -197,6 +197,12 @@ def publish(source, result):
     subprocess.run([sys.executable, os.path.join(source, "docs", "figures.py"), "--write"], check=False)
 
 
+def machine_cpu():
+    with open("/proc/cpuinfo") as f:
+        m = re.search(r"^model name\s*:\s*(.+)$", f.read(), re.M)
+    return m.group(1).strip() if m else "unknown"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build-dir", required=True)
@@ -204,6 +210,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer segments and scrapes: a smoke run")
     ap.add_argument("--reps", type=int, default=20, help="scrapes per exporter and count (default 20)")
     ap.add_argument("--baseline", help="another build's billing-exporter, scraped beside this one")
+    ap.add_argument("--baseline-label", default="baseline", help="what the baseline is, in the table")
     ap.add_argument("--publish", action="store_true", help="write the result into SOURCE/bench/results")
     a = ap.parse_args()
     build, source = os.path.abspath(a.build_dir), os.path.abspath(a.source_dir)
@@ -216,9 +223,12 @@ def main():
         return 2
     exes = {"this build": exe}
     if a.baseline:
-        exes["baseline"] = os.path.abspath(a.baseline)
+        exes[a.baseline_label] = os.path.abspath(a.baseline)
     counts = (0, 1, 64) if a.quick else (0, 1, 64, 1000)
-    res = measure(build, exes, counts, 3 if a.quick else a.reps, (1,) if a.quick else (1, 64))
+    started = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+               "machine": {"kernel": os.uname().release, "cpu": machine_cpu(), "cores": os.cpu_count(),
+                           "load_average_at_start": os.getloadavg()[0]}}
+    res = dict(started, **measure(build, exes, counts, 3 if a.quick else a.reps, (1,) if a.quick else (1, 64)))
     res["summary"] = summary(res)
     res["targets"] = TARGETS
     print(markdown(res))
