@@ -36,25 +36,30 @@ typedef struct file_key {
 	struct timespec mtime, ctime;
 } file_key_t;
 
-/* One segment file followed: its last good reading stays in the sums. */
+/* Where each row of a reading is among the target's label sets
+ * (served_t), per map: a writer only appends rows within a generation, so
+ * a row's place is looked up once. */
+typedef struct seg_places {
+	uint32_t *at[BX_MAP_COUNT];
+	size_t nat[BX_MAP_COUNT];
+} seg_places_t;
+
+/* One segment file followed: its last good reading stays in the sums.
+ * A name that is no segment costs this entry and its path. */
 typedef struct seg {
 	char *path;         /* "DIR/NAME" (a --pid target's own path) */
 	const char *name;   /* within path: NAME */
 	bs_segment_t *last; /* NULL until read once */
 	uid_t owner;        /* of the file at its last reading */
-	int said;           /* its problem was reported (once per segment) */
-	int inside;         /* --cgroup: its writer, still running, was in the subtree at the last look */
-	int skipped;        /* BX_SKIP_*: why its last reading was not taken, 0 when it was */
-	int elsewhere;      /* a --pid or a --binary counts its writer: never summed here */
-	int binary_known;   /* whether a --binary counts its writer is known (it does not) */
-	int early;          /* first seen before any probe was attached */
-	int refused;        /* refused for what the file is (refused_key): not opened again until it changes */
+	seg_places_t *places; /* of its last reading's rows, NULL until served */
+	signed char skipped;  /* BX_SKIP_*: why its last reading was not taken, 0 when it was */
+	char said;            /* its problem was reported (once per segment) */
+	char inside;          /* --cgroup: its writer, still running, was in the subtree at the last look */
+	char elsewhere;       /* a --pid or a --binary counts its writer: never summed here */
+	char binary_known;    /* whether a --binary counts its writer is known (it does not) */
+	char early;           /* first seen before any probe was attached */
+	char refused;         /* refused for what the file is (refused_key): not opened again until it changes */
 	file_key_t refused_key;
-	/* Where each row of its last reading is among the target's label sets
-	 * (served_t), per map: a writer only appends rows within a generation,
-	 * so a row's place is looked up once. */
-	uint32_t *at[BX_MAP_COUNT];
-	size_t nat[BX_MAP_COUNT];
 } seg_t;
 
 /* A target's rows of one map as served: every label set its readings have
@@ -79,7 +84,7 @@ typedef struct stats_target {
 	ino_t ino;
 	long only_uid;             /* --uid, -1 none */
 	const bx_cgroup_t *cgroup; /* --cgroup, NULL none */
-	seg_t *segs;               /* a directory's: sorted by name */
+	seg_t **segs;              /* a directory's: sorted by name */
 	size_t nsegs;
 	/* The final readings of segments that are gone (file removed, or its
 	 * path taken by a later process), summed per label set: what they
@@ -335,28 +340,30 @@ void bx_stats_start(bx_exporter_t *ex)
 
 /* --- reading ------------------------------------------------------------------ */
 
-/* A new entry for the segment at path (its name after the last '/'). */
-static int seg_init(const bx_exporter_t *ex, seg_t *s, const char *path)
+/* A new entry for the segment at path (its name after the last '/'), or NULL. */
+static seg_t *seg_new(const bx_exporter_t *ex, const char *path)
 {
-	memset(s, 0, sizeof *s);
-	if (!(s->path = strdup(path)))
-		return -1;
+	seg_t *s = calloc(1, sizeof *s);
+	if (!s || !(s->path = strdup(path))) {
+		free(s);
+		return NULL;
+	}
 	const char *slash = strrchr(s->path, '/');
 	s->name = slash ? slash + 1 : s->path;
 	s->early = !ex->stats->started;
-	return 0;
+	return s;
 }
 
 /* Its last reading's rows lose their places (a reading of another generation, or none, follows). */
 static void seg_forget_places(seg_t *s)
 {
-	for (int m = 0; m < BX_MAP_COUNT; m++) {
-		free(s->at[m]);
-		s->at[m] = NULL;
-		s->nat[m] = 0;
-	}
+	for (int m = 0; s->places && m < BX_MAP_COUNT; m++)
+		free(s->places->at[m]);
+	free(s->places);
+	s->places = NULL;
 }
 
+/* The entry, and its last reading if the caller has not retired it. */
 static void seg_free(seg_t *s)
 {
 	if (s->last)
@@ -364,6 +371,7 @@ static void seg_free(seg_t *s)
 	free(s->last);
 	free(s->path);
 	seg_forget_places(s);
+	free(s);
 }
 
 /* A segment's final reading joins the target's gone rows (its label sets
@@ -592,18 +600,16 @@ static int read_seg(const bx_exporter_t *ex, stats_target_t *t, seg_t *s, int df
 		}
 		return 0;
 	}
-	if (s->last && s->last->generation != buf->generation) {
+	if (s->last && s->last->generation != buf->generation) { /* a new file at this path: a new entry */
 		retire_reading(t, s->last);
 		s->last = NULL;
+		seg_forget_places(s);
 		char *path = s->path;
-		s->path = NULL;
-		seg_free(s);
-		if (seg_init(ex, s, path) != 0) {
-			s->path = path; /* out of memory: read again as new next time */
-			s->name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-			return 0;
-		}
-		free(path);
+		const char *name = s->name;
+		memset(s, 0, sizeof *s);
+		s->path = path;
+		s->name = name;
+		s->early = !ex->stats->started;
 	}
 	s->owner = st.st_uid;
 	if (t->pid < 0 && counted_elsewhere(ex, t, s, buf))
@@ -639,43 +645,64 @@ static int still_refused(seg_t *s, int dfd)
 
 static int by_name(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The "*.stats" names in directory dfd, sorted; NULL when out of memory. */
-static char **list_names(int dfd, size_t *n)
+/* The "*.stats" names of a directory, sorted: one block of text. */
+typedef struct names {
+	char *text;
+	const char **name;
+	size_t n;
+} names_t;
+
+/* The names in directory dfd; 0, or -1 when out of memory. */
+static int list_names(int dfd, names_t *out)
 {
 	int listing = dup(dfd);
 	DIR *d = listing >= 0 ? fdopendir(listing) : NULL;
-	char **names = NULL;
-	size_t cap = 0;
+	size_t *at = NULL, cap = 0, used = 0, room = 0;
 	struct dirent *e;
-	*n = 0;
+	int rc = 0;
+	memset(out, 0, sizeof *out);
 	if (!d) {
 		if (listing >= 0)
 			close(listing);
-		return calloc(1, sizeof *names);
+		return 0;
 	}
-	while ((e = readdir(d))) {
+	while (rc == 0 && (e = readdir(d))) {
 		size_t len = strlen(e->d_name);
 		if (len < 7 || strcmp(e->d_name + len - 6, ".stats") != 0)
 			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			char **more = realloc(names, cap * sizeof *names);
-			if (!more)
-				break;
-			names = more;
+		if (out->n == cap) {
+			size_t *more = realloc(at, (cap = cap ? cap * 2 : 64) * sizeof *more);
+			rc = more ? 0 : -1;
+			at = more ? more : at;
 		}
-		if (!(names[*n] = strdup(e->d_name)))
-			break;
-		++*n;
+		if (rc == 0 && used + len + 1 > room) {
+			char *more = realloc(out->text, room = (room + len + 1) * 2);
+			rc = more ? 0 : -1;
+			out->text = more ? more : out->text;
+		}
+		if (rc == 0) {
+			memcpy(out->text + used, e->d_name, len + 1);
+			at[out->n++] = used;
+			used += len + 1;
+		}
 	}
 	closedir(d);
-	if (!names)
-		return calloc(1, sizeof *names);
-	qsort(names, *n, sizeof *names, by_name);
-	return names;
+	if (rc == 0 && out->n && !(out->name = malloc(out->n * sizeof *out->name)))
+		rc = -1;
+	for (size_t k = 0; rc == 0 && k < out->n; k++)
+		out->name[k] = out->text + at[k];
+	free(at);
+	if (rc != 0) {
+		free(out->text);
+		free(out->name);
+		memset(out, 0, sizeof *out);
+		return -1;
+	}
+	qsort(out->name, out->n, sizeof *out->name, by_name);
+	return 0;
 }
 
 /* Every segment of a --stats-dir, its directory checked again first (a
@@ -688,7 +715,8 @@ static void read_dir(const bx_exporter_t *ex, stats_target_t *t, bs_segment_t *b
 	char why[256], path[PATH_MAX];
 	int dfd;
 	uid_t user;
-	size_t nnames, i = 0, j = 0, kept = 0;
+	size_t i = 0, j = 0, kept = 0;
+	names_t names;
 	if (bx_stats_dir_open(t->dir, (long)t->user, BX_OWNER_OR_ROOT, &dfd, &user, why, sizeof why) != 0) {
 		if (!t->dir_said)
 			bx_error("--stats-dir %s: %s: not read", t->dir, why);
@@ -696,28 +724,29 @@ static void read_dir(const bx_exporter_t *ex, stats_target_t *t, bs_segment_t *b
 		return;
 	}
 	t->dir_said = 0;
-	char **names = list_names(dfd, &nnames);
-	seg_t *next = names ? malloc((t->nsegs + nnames + 1) * sizeof *next) : NULL;
+	seg_t **next = list_names(dfd, &names) == 0 ? malloc((t->nsegs + names.n + 1) * sizeof *next) : NULL;
 	if (!next) {
 		close(dfd);
-		free(names);
+		free(names.text);
+		free(names.name);
 		return; /* out of memory: this refresh reads nothing new, every reading kept */
 	}
+	size_t nnames = names.n;
 	while (i < t->nsegs || j < nnames) {
-		int c = i == t->nsegs ? 1 : j == nnames ? -1 : strcmp(t->segs[i].name, names[j]);
-		seg_t *s = &next[kept];
+		int c = i == t->nsegs ? 1 : j == nnames ? -1 : strcmp(t->segs[i]->name, names.name[j]);
+		seg_t *s;
 		if (c < 0) { /* its file is gone */
-			retire_reading(t, t->segs[i].last);
-			t->segs[i].last = NULL;
-			seg_free(&t->segs[i++]);
+			retire_reading(t, t->segs[i]->last);
+			t->segs[i]->last = NULL;
+			seg_free(t->segs[i++]);
 			continue;
 		}
 		if (c > 0) {
-			if (snprintf(path, sizeof path, "%s/%s", t->dir, names[j++]) >= (int)sizeof path ||
-			    seg_init(ex, s, path) != 0)
+			if (snprintf(path, sizeof path, "%s/%s", t->dir, names.name[j++]) >= (int)sizeof path ||
+			    !(s = seg_new(ex, path)))
 				continue;
 		} else {
-			*s = t->segs[i++];
+			s = t->segs[i++];
 			j++;
 		}
 		int r = still_refused(s, dfd);
@@ -729,14 +758,13 @@ static void read_dir(const bx_exporter_t *ex, stats_target_t *t, bs_segment_t *b
 			seg_free(s);
 			continue;
 		}
-		kept++;
+		next[kept++] = s;
 	}
 	free(t->segs);
 	t->segs = next;
 	t->nsegs = kept;
-	for (j = 0; j < nnames; j++)
-		free(names[j]);
-	free(names);
+	free(names.text);
+	free(names.name);
 	close(dfd);
 }
 
@@ -752,17 +780,17 @@ void bx_stats_refresh(bx_exporter_t *ex)
 			continue;
 		}
 		if (t->nsegs == 0) {
-			if (!(t->segs = calloc(1, sizeof *t->segs)) || seg_init(ex, t->segs, t->path) != 0) {
+			if (!(t->segs = calloc(1, sizeof *t->segs)) || !(t->segs[0] = seg_new(ex, t->path))) {
 				free(t->segs);
 				t->segs = NULL;
 				continue;
 			}
 			t->nsegs = 1;
 		}
-		if (read_seg(ex, t, t->segs, -1, buf)) {
-			retire_reading(t, t->segs->last);
-			t->segs->last = NULL;
-			seg_free(t->segs);
+		if (read_seg(ex, t, t->segs[0], -1, buf)) {
+			retire_reading(t, t->segs[0]->last);
+			t->segs[0]->last = NULL;
+			seg_free(t->segs[0]);
 			free(t->segs);
 			t->segs = NULL;
 			t->nsegs = 0;
@@ -857,8 +885,11 @@ static int serve(stats_target_t *t, size_t mi)
 	if (place_rows(sv, &sv->gone_at, &sv->ngone_at, g->rows, g->count) != 0)
 		return -1;
 	for (size_t k = 0; k < t->nsegs; k++) {
-		seg_t *s = &t->segs[k];
-		if (s->last && place_rows(sv, &s->at[mi], &s->nat[mi], bs_row(s->last, (int)mi, 0), s->last->nrows[mi]) != 0)
+		seg_t *s = t->segs[k];
+		if (s->last && !s->places && !(s->places = calloc(1, sizeof *s->places)))
+			return -1;
+		if (s->last && place_rows(sv, &s->places->at[mi], &s->places->nat[mi], bs_row(s->last, (int)mi, 0),
+		                          s->last->nrows[mi]) != 0)
 			return -1;
 	}
 	for (size_t k = 0; k < t->nkept; k++)
@@ -879,8 +910,9 @@ static int serve(stats_target_t *t, size_t mi)
 		memset(sv->sets.rows[i].cells, 0, cells * sizeof sv->sets.rows[i].cells[0]);
 	feed(sv, sv->gone_at, g->rows, g->count, cells);
 	for (size_t k = 0; k < t->nsegs; k++)
-		if (t->segs[k].last)
-			feed(sv, t->segs[k].at[mi], bs_row(t->segs[k].last, (int)mi, 0), t->segs[k].last->nrows[mi], cells);
+		if (t->segs[k]->last)
+			feed(sv, t->segs[k]->places->at[mi], bs_row(t->segs[k]->last, (int)mi, 0), t->segs[k]->last->nrows[mi],
+			     cells);
 	for (size_t k = 0; k < t->nkept; k++) {
 		for (size_t r = 0; r < t->kept[k]->nrows[mi]; r++) {
 			size_t at = bx_row_sum_place(&sv->sets, bs_row(t->kept[k], (int)mi, r));
@@ -914,7 +946,7 @@ size_t bx_stats_skipped(const bx_exporter_t *ex, int reason)
 	size_t n = 0;
 	for (size_t i = 0; ex->stats && i < ex->stats->count; i++)
 		for (size_t k = 0; k < ex->stats->targets[i].nsegs; k++)
-			n += ex->stats->targets[i].segs[k].skipped == reason;
+			n += ex->stats->targets[i].segs[k]->skipped == reason;
 	return n;
 }
 
@@ -937,12 +969,12 @@ int bx_stats_target_up(const bx_exporter_t *ex, size_t i)
 {
 	const stats_target_t *t = &ex->stats->targets[i];
 	for (size_t k = 0; k < t->nsegs; k++) {
-		const bs_segment_t *s = t->segs[k].last;
+		const bs_segment_t *s = t->segs[k]->last;
 		bx_proc_t now;
 		if (!s || s->state != BS_RUNNING)
 			continue;
 		if (t->pid > 0 ? bx_proc_read(t->pid, &now) == 0 && now.start_time == t->proc.start_time
-		               : bx_proc_wrote((pid_t)s->pid, s->start_time, t->segs[k].owner, &now))
+		               : bx_proc_wrote((pid_t)s->pid, s->start_time, t->segs[k]->owner, &now))
 			return 1;
 	}
 	return 0;
@@ -960,7 +992,7 @@ void bx_stats_free(bx_exporter_t *ex)
 	for (size_t i = 0; i < ex->stats->count; i++) {
 		stats_target_t *t = &ex->stats->targets[i];
 		for (size_t k = 0; k < t->nsegs; k++)
-			seg_free(&t->segs[k]);
+			seg_free(t->segs[k]);
 		free(t->segs);
 		for (size_t k = 0; k < t->nkept; k++) {
 			bs_segment_free(t->kept[k]);
