@@ -17,7 +17,7 @@ typedef struct src {
 	int fd; /* or -1: mem */
 	const unsigned char *mem;
 	uint64_t size;
-	uint64_t backed;       /* bytes the file holds in memory or on disk (st_blocks), 0: unknown */
+	uint64_t backed;      /* bytes the file holds in memory or on disk (st_blocks), 0: unknown */
 	bs_read_work_t *work; /* what the reading costs, counted as it goes */
 } src_t;
 

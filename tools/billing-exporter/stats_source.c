@@ -47,10 +47,10 @@ typedef struct seg_places {
 /* One segment file followed: its last good reading stays in the sums.
  * A name that is no segment costs this entry and its path. */
 typedef struct seg {
-	char *path;         /* "DIR/NAME" (a --pid target's own path) */
-	const char *name;   /* within path: NAME */
-	bs_segment_t *last; /* NULL until read once */
-	uid_t owner;        /* of the file at its last reading */
+	char *path;           /* "DIR/NAME" (a --pid target's own path) */
+	const char *name;     /* within path: NAME */
+	bs_segment_t *last;   /* NULL until read once */
+	uid_t owner;          /* of the file at its last reading */
 	seg_places_t *places; /* of its last reading's rows, NULL until served */
 	signed char skipped;  /* BX_SKIP_*: why its last reading was not taken, 0 when it was */
 	char said;            /* its problem was reported (once per segment) */
@@ -101,7 +101,7 @@ struct bx_stats {
 	size_t count;
 	bx_proc_t *named; /* the process of every --pid, whichever source serves it */
 	size_t nnamed;
-	int started; /* set up: probes may be attached from now on */
+	int started;          /* set up: probes may be attached from now on */
 	bs_segment_t scratch; /* the reading in progress: swapped with a segment's last one when taken */
 };
 
@@ -733,7 +733,8 @@ static void read_dir(const bx_exporter_t *ex, stats_target_t *t, bs_segment_t *b
 	}
 	size_t nnames = names.n;
 	while (i < t->nsegs || j < nnames) {
-		int c = i == t->nsegs ? 1 : j == nnames ? -1 : strcmp(t->segs[i]->name, names.name[j]);
+		int c = i == t->nsegs ? 1 : j == nnames ? -1
+		                                        : strcmp(t->segs[i]->name, names.name[j]);
 		seg_t *s;
 		if (c < 0) { /* its file is gone */
 			retire_reading(t, t->segs[i]->last);
