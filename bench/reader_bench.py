@@ -155,7 +155,11 @@ def measure(build, exes, counts, scrapes, cg_counts):
 
 def markdown(res):
     labels = list(res["rows"][0]["exporters"])
-    o = [f"Segments with full label sets (tests/stats/stats_workload {res['fill']['workload']}: "
+    m = res["machine"]
+    o = [f"Measured {res['date']} on Linux {m['kernel']}, {m['cpu']}, {m['cores']} cores (load average "
+         f"{m['load_average_at_start']:.2f} at start; other work shares the cores: the CPU column is the "
+         "exporter's own).", "",
+         f"Segments with full label sets (tests/stats/stats_workload {res['fill']['workload']}: "
          f"{res['fill']['segment_bytes_in_memory']:,} bytes in memory each), one "
          f"--stats-dir, `--metrics all`; {res['scrapes']} scrapes over HTTP each, "
          + ("the exporters scraped in turn." if len(labels) > 1 else "median (min..max)."), "",

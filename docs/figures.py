@@ -101,10 +101,7 @@ def stats_reading(res):
         why = (rd or {}).get("skipped") or (rd or {}).get("error") or "it has no reading part"
         return (f"Not measured in the latest published run ({run_line(res)}): {why}. "
                 "`python3 bench/reader_bench.py --build-dir build --source-dir .` measures it on your machine.")
-    j = rd["json"]
-    return "\n".join([f"`bench/reader_bench.py`, {j['date']} on Linux {j['machine']['kernel']}, {j['machine']['cpu']}, "
-                      f"{j['machine']['cores']} cores (load average {j['machine']['load_average_at_start']:.2f} at start):",
-                      "", rd["markdown"]])
+    return rd["markdown"]
 
 
 def untraced_table(res):
