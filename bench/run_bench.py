@@ -19,6 +19,7 @@ Parts (all in one run, on one machine, one build: -O2 -g), named as in
                 untraced, traced by the shipped scripts (billingd_bench.py)
   exporter      bench/exporter_bench.py, when present (see run_exporter)
   stats         bench/stats_bench.py: stats-fed probes per event, scaling, /metrics from stats, billingd
+  reading       bench/reader_bench.py: /metrics time, instructions and RSS against stats segment count
 Prints a Markdown table and writes BUILD/bench/results.md and .json;
 --publish also writes SOURCE/bench/results/latest.{md,json} and the figures
 section of SOURCE/bench/README.md.  Traced rows need what
@@ -350,6 +351,10 @@ def markdown(res, command):
     if st is not None:
         o += ["### stats: in-process counting, read without root (bench/stats_bench.py)", ""]
         o += [st["markdown"], ""] if "markdown" in st else [f"Not measured: {st.get('skipped') or st.get('error')}.", ""]
+    rd = res.get("reading")
+    if rd is not None:
+        o += ["### Reading stats segments: /metrics against segment count (bench/reader_bench.py)", ""]
+        o += [rd["markdown"], ""] if "markdown" in rd else [f"Not measured: {rd.get('skipped') or rd.get('error')}.", ""]
     return "\n".join(o) + "\n"
 
 
@@ -396,6 +401,9 @@ def summary_rows(res):
                 rows += [tuple(r) for r in ex["json"].get("summary", [])]
             else:
                 rows.append((name, "not measured: " + (ex.get("skipped") or ex.get("error")), ""))
+    rd = res.get("reading")
+    if rd is not None and "json" in rd:
+        rows += [tuple(r) for r in rd["json"].get("summary", [])]
     return rows
 
 
@@ -427,7 +435,7 @@ def publish_readme(path, res):
         f.write(head + readme_figures(res) + (("\n" + tail) if tail else ""))
 
 
-PARTS = ("untraced", "traced", "alternatives", "billingd", "exporter", "stats")
+PARTS = ("untraced", "traced", "alternatives", "billingd", "exporter", "stats", "reading")
 
 
 def main():
@@ -477,6 +485,9 @@ def main():
     stats = run_exporter(build_dir, source_dir, a.quick, "stats_bench.py") if "stats" in parts else None
     if stats is not None:
         res["stats"] = stats
+    reading = run_exporter(build_dir, source_dir, a.quick, "reader_bench.py") if "reading" in parts else None
+    if reading is not None:
+        res["reading"] = reading
     md = markdown(res, command)
     print("\n" + md)
     outs = [(bench_dir, "results")]

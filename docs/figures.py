@@ -98,6 +98,15 @@ def stats_cost(res):
                       "[bench/results/latest.md](../bench/results/latest.md).", "", st["markdown"]])
 
 
+def stats_reading(res):
+    rd = res.get("reading")
+    if rd is None or "markdown" not in rd:
+        why = (rd or {}).get("skipped") or (rd or {}).get("error") or "it has no reading part"
+        return (f"Not measured in the latest published run ({run_line(res)}): {why}. "
+                "`python3 bench/reader_bench.py --build-dir build --source-dir .` measures it on your machine.")
+    return rd["markdown"]
+
+
 def untraced_table(res):
     rows = [("standard 1-byte site", "scalar", "compare the semaphore, branch"),
             ("function site, literal and scalar arguments", "function",
@@ -186,6 +195,7 @@ INLINE = {
 BLOCKS = {
     "exporter-cost": (RESULTS, exporter_cost),
     "stats-cost": (RESULTS, stats_cost),
+    "stats-reading": (RESULTS, stats_reading),
     "untraced-function-sites": (RESULTS, untraced_table),
     "alerts": ("monitoring/rules/billing.rules.yml", alert_table),
 }
@@ -214,6 +224,8 @@ FROM_SOURCE = [
     ("docs/tool.md", "5 s", "tools/billing-probes/cmd_trace.c",
      r"i - ready_at >= 250\)\)[\s\S]{0,80}pass_output\(out, 20\)"),
     ("docs/tool.md", "15 s", "tests/fuzz/meson.build", r"corpus, '15'\]"),
+    ("docs/stats.md", "32 MiB", "lib/stats_read.h", r"#define BS_READ_BUDGET \(32ull << 20\)"),
+    ("docs/stats.md", "2 s", "tools/billing-exporter/stats_source.c", r"#define BX_SETTLE_S 2\n"),
 ]
 
 # --- markers ------------------------------------------------------------------

@@ -17,6 +17,8 @@ typedef struct src {
 	int fd; /* or -1: mem */
 	const unsigned char *mem;
 	uint64_t size;
+	uint64_t backed;      /* bytes the file holds in memory or on disk (st_blocks), 0: unknown */
+	bs_read_work_t *work; /* what the reading costs, counted as it goes */
 } src_t;
 
 /* n bytes at off into dst; -1 when the range is not wholly in the file. */
@@ -24,6 +26,8 @@ static int get(const src_t *s, uint64_t off, void *dst, uint64_t n)
 {
 	if (off > s->size || n > s->size - off)
 		return -1;
+	s->work->bytes += n;
+	s->work->reads++;
 	if (s->fd < 0) {
 		memcpy(dst, s->mem + off, n);
 		return 0;
@@ -48,6 +52,30 @@ static int get(const src_t *s, uint64_t off, void *dst, uint64_t n)
     snprintf(err, errlen, __VA_ARGS__); \
     return -1; \
   } while (0)
+
+/* A label's text: at most BS_VALUE_BYTES bytes of s, terminated. */
+static void set_text(char *dst, const char *s)
+{
+	size_t len = strnlen(s, BS_VALUE_BYTES);
+	memcpy(dst, s, len);
+	dst[len] = '\0';
+}
+
+/* An int label's text, in decimal. */
+static void set_int_text(char *dst, int32_t v)
+{
+	char digits[12];
+	size_t n = 0;
+	uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+	do
+		digits[n++] = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*dst++ = '-';
+	while (n)
+		*dst++ = digits[--n];
+	*dst = '\0';
+}
 
 /* The cells of map m in this build, and where they start in a slot, as
  * the writer lays them out (stats.c create_segment). */
@@ -77,7 +105,55 @@ static int check_layout(const struct bs_header *h, uint64_t size, char *err, siz
 
 static bs_read_row_t *bs_row_mut(bs_segment_t *s, int m, size_t r)
 {
-	return &s->all_rows[billing_stats_maps_[m].row_base + r];
+	return &s->rows[s->first_row[m] + r];
+}
+
+/* What the segment's published counts ask the reader to do, checked
+ * before any of it is done: rows within each map's room, claimed slots
+ * backed by the file's real size (each claimed slot's header line is
+ * written, so it holds a page), and the bytes to read within
+ * BS_READ_BUDGET.  The rows' memory is sized to the rows in use. */
+static int plan(const src_t *s, const struct bs_header *h, bs_segment_t *out, char *err, size_t errlen)
+{
+	uint64_t cells = 0, rows = 0, values = 0;
+	for (int m = 0; m < BX_MAP_COUNT; m++) {
+		uint32_t nrows = h->row_count[m];
+		if (nrows > billing_stats_maps_[m].rows)
+			FAIL("map %d claims %u rows (at most %zu)", m, nrows, billing_stats_maps_[m].rows);
+		for (int f = 0; f < BX_MAX_FIELDS; f++) {
+			if (h->dict_count[m][f] > BS_LABEL_VALUES)
+				FAIL("map %d label %d claims %u values (at most %d)", m, f, h->dict_count[m][f], BS_LABEL_VALUES);
+			values += h->dict_count[m][f];
+		}
+		out->nrows[m] = nrows;
+		out->first_row[m] = (size_t)rows;
+		rows += nrows;
+		cells += (uint64_t)nrows * h->map_cells[m];
+	}
+	uint64_t slots = h->slots_used + (h->overflow_used && h->slots_used < h->nslots), backed = s->backed;
+	struct stat st;
+	/* A thread claiming a slot writes it before publishing the count: a
+	 * look at the file after the header was read sees every claimed page. */
+	if (backed && slots > backed / 4096 && s->fd >= 0 && fstat(s->fd, &st) == 0)
+		backed = (uint64_t)st.st_blocks * 512;
+	if (backed && slots > backed / 4096)
+		FAIL("claims %llu threads' slots, but the file holds only %llu kB", (unsigned long long)slots,
+		     (unsigned long long)(backed >> 10));
+	uint64_t bytes = values * BS_VALUE_BYTES + rows * sizeof(struct bs_row) + slots * cells * 8;
+	if (bytes > BS_READ_BUDGET)
+		FAIL("its counts ask for %llu bytes of reading (%llu slots, %llu rows), over the reader's budget of %llu MiB",
+		     (unsigned long long)bytes, (unsigned long long)slots, (unsigned long long)rows,
+		     (unsigned long long)(BS_READ_BUDGET >> 20));
+	if (rows > out->rows_cap || rows < out->rows_cap / 4) {
+		bs_read_row_t *n = realloc(out->rows, (rows ? rows : 1) * sizeof *n);
+		if (!n)
+			FAIL("out of memory");
+		out->rows = n;
+		out->rows_cap = rows ? rows : 1;
+	}
+	if (rows)
+		memset(out->rows, 0, rows * sizeof *out->rows);
+	return 0;
 }
 
 typedef unsigned char dict_t[BS_MAX_FIELDS][BS_LABEL_VALUES][BS_VALUE_BYTES];
@@ -85,22 +161,18 @@ typedef unsigned char dict_t[BS_MAX_FIELDS][BS_LABEL_VALUES][BS_VALUE_BYTES];
 static int read_dicts_rows(const src_t *s, const struct bs_header *h, bs_segment_t *out, dict_t *dict, char *err,
                            size_t errlen)
 {
-	/* The writer publishes a count after what it covers; read counts first. */
+	/* The writer publishes a count after what it covers; counts were read first (plan). */
 	for (int m = 0; m < BX_MAP_COUNT; m++) {
-		uint32_t nrows = h->row_count[m];
-		if (nrows > billing_stats_maps_[m].rows)
-			FAIL("map %d claims %u rows (at most %zu)", m, nrows, billing_stats_maps_[m].rows);
+		size_t nrows = out->nrows[m];
 		for (int f = 0; f < BX_MAX_FIELDS; f++) {
 			uint32_t n = h->dict_count[m][f];
-			if (n > BS_LABEL_VALUES)
-				FAIL("map %d label %d claims %u values (at most %d)", m, f, n, BS_LABEL_VALUES);
 			if (n && get(s, BS_DICT_ENTRY(h, m, f, 0), dict[m][f], (uint64_t)n * BS_VALUE_BYTES) != 0)
 				FAIL("truncated in the label values");
 		}
 		struct bs_row rows[BS_ROWS_MAX];
 		if (nrows && get(s, BS_ROW_ENTRY(h, m, 0), rows, (uint64_t)nrows * sizeof rows[0]) != 0)
 			FAIL("truncated in the rows");
-		out->nrows[m] = nrows;
+		out->work.rows += nrows;
 		for (uint32_t r = 0; r < nrows; r++) {
 			bs_read_row_t *row = bs_row_mut(out, m, r);
 			for (int f = 0; f < BX_MAX_FIELDS; f++) {
@@ -108,7 +180,7 @@ static int read_dicts_rows(const src_t *s, const struct bs_header *h, bs_segment
 				row->state[f] = BS_FIELD_VALUE;
 				if (idx == BS_IDX_FOLDED || idx == BS_IDX_OVERFLOW) {
 					row->state[f] = idx == BS_IDX_FOLDED ? BS_FIELD_FOLDED : BS_FIELD_OVERFLOW;
-					snprintf(row->text[f], sizeof row->text[f], "other");
+					set_text(row->text[f], "other");
 					row->ints[f] = 1;
 					continue;
 				}
@@ -117,7 +189,7 @@ static int read_dicts_rows(const src_t *s, const struct bs_header *h, bs_segment
 					if (idx - BS_IDX_KNOWN >= mi->fields[f].nknown)
 						FAIL("map %d row %u names known value %u of %zu", m, r, idx - BS_IDX_KNOWN,
 						     mi->fields[f].nknown);
-					snprintf(row->text[f], sizeof row->text[f], "%s", mi->fields[f].known[idx - BS_IDX_KNOWN]);
+					set_text(row->text[f], mi->fields[f].known[idx - BS_IDX_KNOWN]);
 					continue;
 				}
 				if (idx >= h->dict_count[m][f]) {
@@ -130,11 +202,9 @@ static int read_dicts_rows(const src_t *s, const struct bs_header *h, bs_segment
 					int32_t iv;
 					memcpy(&iv, v, sizeof iv);
 					row->ints[f] = iv;
-					snprintf(row->text[f], sizeof row->text[f], "%d", (int)iv);
+					set_int_text(row->text[f], iv);
 				} else {
-					size_t len = strnlen((const char *)v, BS_VALUE_BYTES);
-					memcpy(row->text[f], v, len);
-					row->text[f][len] = '\0';
+					set_text(row->text[f], (const char *)v);
 				}
 			}
 		}
@@ -142,31 +212,47 @@ static int read_dicts_rows(const src_t *s, const struct bs_header *h, bs_segment
 	return 0;
 }
 
+/* Slot i's cells of the rows in use, map by map, added to the rows. */
+static int add_slot(const src_t *s, const struct bs_header *h, uint32_t i, bs_segment_t *out, uint64_t *buf,
+                    char *err, size_t errlen)
+{
+	uint64_t base = h->slots_offset + (uint64_t)i * h->slot_size + BS_SLOT_HEADER;
+	out->work.slots++;
+	for (int m = 0; m < BX_MAP_COUNT; m++) {
+		uint64_t n = out->nrows[m], c = h->map_cells[m];
+		if (n == 0)
+			continue;
+		if (get(s, base + h->map_cells_offset[m], buf, n * c * 8) != 0)
+			FAIL("truncated in slot %u", i);
+		bs_read_row_t *rows = bs_row_mut(out, m, 0);
+		for (uint64_t r = 0; r < n; r++)
+			for (uint64_t k = 0; k < c; k++)
+				rows[r].cells[k] += buf[r * c + k];
+	}
+	return 0;
+}
+
+/* The slots ever claimed, [0, slots_used), and the overflow slot (the
+ * last) once a thread found no free one. */
 static int read_slots(const src_t *s, const struct bs_header *h, bs_segment_t *out, char *err, size_t errlen)
 {
+	int rc = 0;
 	uint64_t *buf = malloc((uint64_t)BS_ROWS_MAX * BX_MAX_CELLS * 8);
 	if (!buf)
 		FAIL("out of memory");
-	/* Slots [0, slots_used) were ever claimed, and the overflow slot when used. */
-	for (uint32_t i = 0; i < h->nslots; i++) {
-		if (i >= h->slots_used && !(i == h->nslots - 1 && h->overflow_used))
-			continue;
-		uint64_t base = h->slots_offset + (uint64_t)i * h->slot_size + BS_SLOT_HEADER;
-		for (int m = 0; m < BX_MAP_COUNT; m++) {
-			uint64_t n = out->nrows[m], c = h->map_cells[m];
-			if (n == 0)
-				continue;
-			if (get(s, base + h->map_cells_offset[m], buf, n * c * 8) != 0) {
-				free(buf);
-				FAIL("truncated in slot %u", i);
-			}
-			for (uint64_t r = 0; r < n; r++)
-				for (uint64_t k = 0; k < c; k++)
-					bs_row_mut(out, m, r)->cells[k] += buf[r * c + k];
-		}
-	}
+	for (uint32_t i = 0; rc == 0 && i < h->slots_used; i++)
+		rc = add_slot(s, h, i, out, buf, err, errlen);
+	if (rc == 0 && h->overflow_used && h->slots_used < h->nslots)
+		rc = add_slot(s, h, h->nslots - 1, out, buf, err, errlen);
 	free(buf);
-	return 0;
+	return rc;
+}
+
+/* Every reading starts empty, and counts its work from zero. */
+static void begin(bs_segment_t *out)
+{
+	memset(out->nrows, 0, sizeof out->nrows);
+	memset(&out->work, 0, sizeof out->work);
 }
 
 static int read_src(const src_t *s, bs_segment_t *out, char *err, size_t errlen)
@@ -175,7 +261,6 @@ static int read_src(const src_t *s, bs_segment_t *out, char *err, size_t errlen)
 	size_t desc_len = strlen(billing_stats_desc_);
 	char desc[8192];
 
-	memset(out, 0, sizeof *out);
 	if (get(s, 0, &h, sizeof h) != 0)
 		FAIL("too short for a stats segment header (%llu bytes)", (unsigned long long)s->size);
 	if (memcmp(h.magic.text, BS_MAGIC, 8) != 0)
@@ -191,11 +276,13 @@ static int read_src(const src_t *s, bs_segment_t *out, char *err, size_t errlen)
 	dict_t *dict = malloc(BX_MAP_COUNT * sizeof *dict);
 	if (!dict)
 		FAIL("out of memory");
-	int rc = check_layout(&h, s->size, err, errlen) != 0 || read_dicts_rows(s, &h, out, dict, err, errlen) != 0 ||
-	         read_slots(s, &h, out, err, errlen) != 0;
+	int rc = check_layout(&h, s->size, err, errlen) != 0 || plan(s, &h, out, err, errlen) != 0 ||
+	         read_dicts_rows(s, &h, out, dict, err, errlen) != 0 || read_slots(s, &h, out, err, errlen) != 0;
 	free(dict);
-	if (rc)
+	if (rc) {
+		memset(out->nrows, 0, sizeof out->nrows); /* no partial result */
 		return -1;
+	}
 	out->pid = h.pid;
 	out->state = h.state;
 	out->generation = h.generation;
@@ -209,22 +296,31 @@ static int read_src(const src_t *s, bs_segment_t *out, char *err, size_t errlen)
 int bs_read_fd(int fd, bs_segment_t *out, char *err, size_t errlen)
 {
 	struct stat st;
+	begin(out);
 	if (fstat(fd, &st) != 0)
 		FAIL("%s", strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		FAIL("not a regular file");
-	src_t s = { fd, NULL, (uint64_t)st.st_size };
+	src_t s = { fd, NULL, (uint64_t)st.st_size, (uint64_t)st.st_blocks * 512, &out->work };
 	return read_src(&s, out, err, errlen);
 }
 
 int bs_read_mem(const unsigned char *data, size_t size, bs_segment_t *out, char *err, size_t errlen)
 {
-	src_t s = { -1, data, size };
+	src_t s = { -1, data, size, 0, &out->work };
+	begin(out);
 	return read_src(&s, out, err, errlen);
+}
+
+void bs_segment_free(bs_segment_t *s)
+{
+	free(s->rows);
+	memset(s, 0, sizeof *s);
 }
 
 int bs_read_path(const char *path, bs_segment_t *out, char *err, size_t errlen)
 {
+	begin(out);
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		FAIL("%s: %s", path, strerror(errno));

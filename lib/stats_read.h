@@ -9,7 +9,9 @@
  * and this build's own layout before it is used; the reader uses pread(),
  * never a mapping (a writer that shrinks its file would SIGBUS a mapping
  * reader).  A segment that fails a check is refused with a one-line
- * reason; no partial result is returned.
+ * reason; no partial result is returned.  The reader's memory and work
+ * follow what the segment uses: the rows its writer published and the
+ * slots its threads claimed (docs/stats.md, "Reading").
  */
 #ifndef BILLING_STATS_READ_H
 #define BILLING_STATS_READ_H
@@ -28,24 +30,48 @@ enum { BS_FIELD_VALUE,    /* a dictionary value */
 
 typedef struct bs_read_row {
 	int state[BX_MAX_FIELDS];
-	char text[BX_MAX_FIELDS][BS_VALUE_BYTES + 1]; /* strings as written (bounded), ints in decimal, "other" */
+	char text[BX_MAX_FIELDS][BS_VALUE_BYTES + 1]; /* strings as written (bounded), ints in decimal, "other";
+	                                               * zero-padded: two label sets compare as bytes */
 	int32_t ints[BX_MAX_FIELDS];                  /* int fields' values (FOLDED: 1) */
 	uint64_t cells[BX_MAX_CELLS];
 } bs_read_row_t;
+
+/* What reading one segment cost: a reader's work is bounded by what the
+ * segment uses (its published row counts and claimed slots), checked
+ * against the file and BS_READ_BUDGET before any of it is read. */
+typedef struct bs_read_work {
+	uint64_t bytes; /* read from the file (or memory) */
+	uint64_t reads; /* pread() calls (or copies) */
+	uint64_t rows;  /* rows decoded */
+	uint64_t slots; /* thread slots summed */
+} bs_read_work_t;
+
+/* The most bytes one reading of one segment reads: a segment whose row
+ * counts and claimed slots ask for more is refused before any of it is
+ * read.  32 MiB covers every slot of a segment of the default 64 threads
+ * (BILLING_STATS_THREADS) with every row of every map in use. */
+#define BS_READ_BUDGET (32ull << 20)
 
 typedef struct bs_segment {
 	uint32_t pid, state; /* BS_RUNNING, BS_EXITED */
 	uint64_t generation, start_time;
 	uint32_t slots_used, nslots, overflow_used;
 	size_t nrows[BX_MAP_COUNT];
-	bs_read_row_t all_rows[BS_ROWS_TOTAL]; /* each map's rows in turn: read them with bs_row() */
+	size_t first_row[BX_MAP_COUNT]; /* map m's rows are rows[first_row[m] ...]: read them with bs_row() */
+	bs_read_row_t *rows;            /* the rows in use, map after map; owned (bs_segment_free) */
+	size_t rows_cap;
+	bs_read_work_t work; /* of the last reading, refused or not */
 } bs_segment_t;
 
 /* Row r (< nrows[m]) of map m. */
 static inline const bs_read_row_t *bs_row(const bs_segment_t *s, int m, size_t r)
 {
-	return &s->all_rows[billing_stats_maps_[m].row_base + r];
+	return &s->rows[s->first_row[m] + r];
 }
+
+/* A zeroed bs_segment_t is empty and ready to read into; a reading reuses
+ * its rows' memory.  This frees it (and leaves it empty). */
+void bs_segment_free(bs_segment_t *s);
 
 /* Read the segment in file descriptor fd.  0, or -1 with a one-line
  * reason in err (truncated, another layout, corrupt, ...). */

@@ -1,9 +1,10 @@
 /*
  * stats_dump.c -- print stats segments as JSON lines, for the tests:
  *   stats_dump FILE...   one line per file: {"file", "pid", "state", "slots_used",
- *                        "overflow_used", "rows": {map: [{"labels": [...], "cells": [...]}]}}
- * or one line {"file", "error"} for a segment the reader refuses; exit 1
- * then.  Labels are printed as \u00XX-escaped bytes so any value survives.
+ *                        "overflow_used", "rows": {map: [{"labels": [...], "cells": [...]}]},
+ *                        "work": {"bytes", "reads", "rows", "slots"}}
+ * or one line {"file", "error", "work"} for a segment the reader refuses;
+ * exit 1 then.  "work" is what the reading cost (bs_read_work_t).  Labels are printed as \u00XX-escaped bytes so any value survives.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,12 +24,19 @@ static void put_string(const char *s)
 	putchar('"');
 }
 
+static void put_work(const bs_read_work_t *w)
+{
+	printf(",\"work\":{\"bytes\":%llu,\"reads\":%llu,\"rows\":%llu,\"slots\":%llu}}\n",
+	       (unsigned long long)w->bytes, (unsigned long long)w->reads, (unsigned long long)w->rows,
+	       (unsigned long long)w->slots);
+}
+
 static const char *const map_names[BX_MAP_COUNT] = { BX_MAP_NAME_LIST };
 
 int main(int argc, char **argv)
 {
 	int rc = 0;
-	bs_segment_t *seg = malloc(sizeof *seg);
+	bs_segment_t *seg = calloc(1, sizeof *seg);
 	char err[256];
 
 	if (!seg)
@@ -39,7 +47,7 @@ int main(int argc, char **argv)
 		if (bs_read_path(argv[i], seg, err, sizeof err) != 0) {
 			printf(",\"error\":");
 			put_string(err);
-			printf("}\n");
+			put_work(&seg->work);
 			rc = 1;
 			continue;
 		}
@@ -67,8 +75,10 @@ int main(int argc, char **argv)
 			}
 			printf("]");
 		}
-		printf("}}\n");
+		printf("}");
+		put_work(&seg->work);
 	}
+	bs_segment_free(seg);
 	free(seg);
 	fflush(stdout);
 	return rc;

@@ -14,36 +14,63 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cgroup_filter.h"
 #include "proc_identity.h"
+#include "row_sum.h"
 #include "snapshot.h"
 #include "stats_read.h"
 #include "stats_trust.h"
 
-/* One segment file followed: its last good reading stays in the sums. */
+/* A file's identity and state as fstat shows them: a refusal that
+ * depends only on these stands until one of them changes. */
+typedef struct file_key {
+	dev_t dev;
+	ino_t ino;
+	uid_t uid;
+	mode_t mode;
+	off_t size;
+	blkcnt_t blocks;
+	struct timespec mtime, ctime;
+} file_key_t;
+
+/* Where each row of a reading is among the target's label sets
+ * (served_t), per map: a writer only appends rows within a generation, so
+ * a row's place is looked up once. */
+typedef struct seg_places {
+	uint32_t *at[BX_MAP_COUNT];
+	size_t nat[BX_MAP_COUNT];
+} seg_places_t;
+
+/* One segment file followed: its last good reading stays in the sums.
+ * A name that is no segment costs this entry and its path. */
 typedef struct seg {
-	char path[PATH_MAX];
-	bs_segment_t *last; /* NULL until read once */
-	uid_t owner;        /* of the file at its last reading */
-	int said;           /* its problem was reported (once per segment) */
-	int departed;       /* its reading could not be merged (out of memory): kept whole */
-	int inside;         /* --cgroup: its writer, still running, was in the subtree at the last look */
-	int skipped;        /* BX_SKIP_*: why its last reading was not taken, 0 when it was */
-	int elsewhere;      /* a --pid or a --binary counts its writer: never summed here */
-	int binary_known;   /* whether a --binary counts its writer is known (it does not) */
-	int early;          /* first seen before any probe was attached */
+	char *path;           /* "DIR/NAME" (a --pid target's own path) */
+	const char *name;     /* within path: NAME */
+	bs_segment_t *last;   /* NULL until read once */
+	uid_t owner;          /* of the file at its last reading */
+	seg_places_t *places; /* of its last reading's rows, NULL until served */
+	signed char skipped;  /* BX_SKIP_*: why its last reading was not taken, 0 when it was */
+	char said;            /* its problem was reported (once per segment) */
+	char inside;          /* --cgroup: its writer, still running, was in the subtree at the last look */
+	char elsewhere;       /* a --pid or a --binary counts its writer: never summed here */
+	char binary_known;    /* whether a --binary counts its writer is known (it does not) */
+	char early;           /* first seen before any probe was attached */
+	char refused;         /* refused for what the file is (refused_key): not opened again until it changes */
+	file_key_t refused_key;
 } seg_t;
 
-/* The final readings of segments that are gone (file removed, or its path
- * taken by a later process), summed per label set: what they counted stays
- * in the service's totals, in memory that grows with label sets, not with
- * the number of processes that came and went. */
-typedef struct gone_rows {
-	bs_read_row_t *rows;
-	size_t count, cap;
-} gone_rows_t;
+/* A target's rows of one map as served: every label set its readings have
+ * had, summed afresh at each snapshot from the readings' rows. */
+typedef struct served {
+	bx_row_sum_t sets;
+	uint32_t *gone_at; /* the gone rows' places in sets */
+	size_t ngone_at;
+	unsigned char *fed; /* per set: some reading has it now (only those are served) */
+	size_t fed_cap;
+} served_t;
 
 typedef struct stats_target {
 	char label[PATH_MAX + 8]; /* "stats:DIR" or "pid:N" */
@@ -57,9 +84,16 @@ typedef struct stats_target {
 	ino_t ino;
 	long only_uid;             /* --uid, -1 none */
 	const bx_cgroup_t *cgroup; /* --cgroup, NULL none */
-	seg_t *segs;
+	seg_t **segs;              /* a directory's: sorted by name */
 	size_t nsegs;
-	gone_rows_t gone[BX_MAP_COUNT];
+	/* The final readings of segments that are gone (file removed, or its
+	 * path taken by a later process), summed per label set: what they
+	 * counted stays in the service's totals, in memory that grows with
+	 * label sets, not with the number of processes that came and went. */
+	bx_row_sum_t gone[BX_MAP_COUNT];
+	bs_segment_t **kept; /* final readings that could not be summed (out of memory): kept whole */
+	size_t nkept;
+	served_t served[BX_MAP_COUNT];
 } stats_target_t;
 
 struct bx_stats {
@@ -67,7 +101,8 @@ struct bx_stats {
 	size_t count;
 	bx_proc_t *named; /* the process of every --pid, whichever source serves it */
 	size_t nnamed;
-	int started; /* set up: probes may be attached from now on */
+	int started;          /* set up: probes may be attached from now on */
+	bs_segment_t scratch; /* the reading in progress: swapped with a segment's last one when taken */
 };
 
 int bx_source_by_name(const char *name)
@@ -117,11 +152,10 @@ static int segment_at(stats_target_t *t, const char *dir, const char *name, unsi
 	int dfd = -1, fd = -1, skip, rc = -1;
 	uid_t user;
 	struct stat st;
-	bs_segment_t *seg = malloc(sizeof *seg);
+	bs_segment_t seg_, *seg = &seg_;
 
-	if (!seg)
-		snprintf(err, errlen, "out of memory");
-	else if (bx_stats_dir_open(dir, (long)t->user, BX_OWNER_ONLY, &dfd, &user, why, sizeof why) != 0)
+	memset(seg, 0, sizeof *seg);
+	if (bx_stats_dir_open(dir, (long)t->user, BX_OWNER_ONLY, &dfd, &user, why, sizeof why) != 0)
 		snprintf(err, errlen, "%s: %s", dir, why);
 	else if ((fd = bx_stats_file_open(dfd, name, t->user, &st, &skip, why, sizeof why)) < 0)
 		snprintf(err, errlen, "%s/%s: %s", dir, name, why);
@@ -142,7 +176,7 @@ static int segment_at(stats_target_t *t, const char *dir, const char *name, unsi
 		close(fd);
 	if (dfd >= 0)
 		close(dfd);
-	free(seg);
+	bs_segment_free(seg);
 	return rc;
 }
 
@@ -306,74 +340,63 @@ void bx_stats_start(bx_exporter_t *ex)
 
 /* --- reading ------------------------------------------------------------------ */
 
-/* The entry of path (a new one on first sight); departed entries are
- * never found again. */
-static seg_t *seg_of(const bx_exporter_t *ex, stats_target_t *t, const char *path)
+/* A new entry for the segment at path (its name after the last '/'), or NULL. */
+static seg_t *seg_new(const bx_exporter_t *ex, const char *path)
 {
-	for (size_t i = 0; i < t->nsegs; i++)
-		if (!t->segs[i].departed && strcmp(t->segs[i].path, path) == 0)
-			return &t->segs[i];
-	seg_t *s = realloc(t->segs, (t->nsegs + 1) * sizeof *s);
-	if (!s)
+	seg_t *s = calloc(1, sizeof *s);
+	if (!s || !(s->path = strdup(path))) {
+		free(s);
 		return NULL;
-	t->segs = s;
-	s = &s[t->nsegs++];
-	memset(s, 0, sizeof *s);
-	snprintf(s->path, sizeof s->path, "%s", path);
+	}
+	const char *slash = strrchr(s->path, '/');
+	s->name = slash ? slash + 1 : s->path;
 	s->early = !ex->stats->started;
 	return s;
 }
 
-static int same_labels(const bs_read_row_t *a, const bs_read_row_t *b)
+/* Its last reading's rows lose their places (a reading of another generation, or none, follows). */
+static void seg_forget_places(seg_t *s)
 {
-	for (int f = 0; f < BX_MAX_FIELDS; f++)
-		if (a->state[f] != b->state[f] || strcmp(a->text[f], b->text[f]) != 0)
-			return 0;
-	return 1;
+	for (int m = 0; s->places && m < BX_MAP_COUNT; m++)
+		free(s->places->at[m]);
+	free(s->places);
+	s->places = NULL;
 }
 
-/* Add a gone segment's last reading to the target's gone rows; 0, or -1
- * (out of memory: the caller keeps the reading whole instead). */
-static int merge_gone(stats_target_t *t, const bs_segment_t *old)
+/* The entry, and its last reading if the caller has not retired it. */
+static void seg_free(seg_t *s)
 {
-	for (int m = 0; m < BX_MAP_COUNT; m++) {
-		gone_rows_t *g = &t->gone[m];
-		for (size_t r = 0; r < old->nrows[m]; r++) {
-			const bs_read_row_t *src = bs_row(old, m, r);
-			size_t i = 0;
-			while (i < g->count && !same_labels(&g->rows[i], src))
-				i++;
-			if (i == g->count) {
-				if (g->count == g->cap) {
-					size_t cap = g->cap ? g->cap * 2 : 16;
-					bs_read_row_t *n = realloc(g->rows, cap * sizeof *n);
-					if (!n)
-						return -1;
-					g->rows = n;
-					g->cap = cap;
-				}
-				g->rows[g->count] = *src;
-				memset(g->rows[g->count].cells, 0, sizeof src->cells);
-				g->count++;
-			}
-			for (size_t c = 0; c < BX_MAX_CELLS; c++)
-				g->rows[i].cells[c] += src->cells[c];
+	if (s->last)
+		bs_segment_free(s->last);
+	free(s->last);
+	free(s->path);
+	seg_forget_places(s);
+	free(s);
+}
+
+/* A segment's final reading joins the target's gone rows (its label sets
+ * summed with theirs); when there is no memory for that, it is kept whole. */
+static void retire_reading(stats_target_t *t, bs_segment_t *old)
+{
+	int m;
+	if (!old)
+		return;
+	for (m = 0; m < BX_MAP_COUNT && bx_row_sum_reserve(&t->gone[m], old->nrows[m]) == 0; m++)
+		;
+	if (m == BX_MAP_COUNT) {
+		for (m = 0; m < BX_MAP_COUNT; m++)
+			for (size_t r = 0; r < old->nrows[m]; r++)
+				bx_row_sum_add(&t->gone[m], bs_row(old, m, r));
+	} else {
+		bs_segment_t **k = realloc(t->kept, (t->nkept + 1) * sizeof *k);
+		if (k) {
+			t->kept = k;
+			t->kept[t->nkept++] = old;
+			return;
 		}
 	}
-	return 0;
-}
-
-/* The segment at entry idx has gone: its last reading joins the gone rows
- * and the entry goes (entries are found by path, never kept by index). */
-static void retire(stats_target_t *t, size_t idx)
-{
-	seg_t *s = &t->segs[idx];
-	if (s->last && merge_gone(t, s->last) != 0) {
-		s->departed = 1; /* kept whole, found by no path again */
-		return;
-	}
-	free(s->last);
-	t->segs[idx] = t->segs[--t->nsegs];
+	bs_segment_free(old);
+	free(old);
 }
 
 /* One line per segment and problem, until the segment reads cleanly again. */
@@ -457,8 +480,11 @@ static int counted_elsewhere(const bx_exporter_t *ex, const stats_target_t *t, s
 		}
 	}
 	if (s->elsewhere && !decided) {
-		free(s->last); /* a reading from before any probe was attached: never shown */
+		if (s->last) /* a reading from before any probe was attached: never shown */
+			bs_segment_free(s->last);
+		free(s->last);
 		s->last = NULL;
+		seg_forget_places(s);
 		bx_error("%s: %s", s->path, why);
 	}
 	return s->elsewhere;
@@ -493,30 +519,70 @@ static int open_pid_segment(const stats_target_t *t, struct stat *st, int *why, 
 	return fd;
 }
 
-/* Read the segment at entry idx (dfd: its directory, for a --stats-dir).
- * A file that is gone, or a new file at a known path (its PID reused by a
- * later process), retires the old reading into the gone rows; a segment
- * that cannot be read, or is not the service's (--uid, --cgroup), is one
- * line, once, and keeps whatever it had counted before. */
-static void read_seg(const bx_exporter_t *ex, stats_target_t *t, size_t idx, int dfd, const char *name,
-                     bs_segment_t *buf)
+/* What refusing a file says about it: 1 when the refusal stands until
+ * the file changes (its owner, mode, type, size: what fstat shows; or its
+ * content once its writer had time to initialise it), 0 when it must be
+ * looked at again next time.  A writer makes its file, sizes it, then
+ * writes the header through a mapping (which need not change mtime), so
+ * a header read before its magic is trusted to stay only once the file
+ * has not changed for BX_SETTLE_S. */
+#define BX_SETTLE_S 2
+static int refusal_stands(int content, const struct stat *st)
+{
+	struct timespec now;
+	if (!content || st->st_size < (off_t)sizeof(struct bs_header))
+		return 1;
+	clock_gettime(CLOCK_REALTIME, &now);
+	return now.tv_sec - st->st_mtim.tv_sec > BX_SETTLE_S && now.tv_sec - st->st_ctim.tv_sec > BX_SETTLE_S;
+}
+
+static void key_of(const struct stat *st, file_key_t *k)
+{
+	memset(k, 0, sizeof *k);
+	k->dev = st->st_dev;
+	k->ino = st->st_ino;
+	k->uid = st->st_uid;
+	k->mode = st->st_mode;
+	k->size = st->st_size;
+	k->blocks = st->st_blocks;
+	k->mtime = st->st_mtim;
+	k->ctime = st->st_ctim;
+}
+
+static int same_key(const file_key_t *a, const struct stat *st)
+{
+	file_key_t b;
+	key_of(st, &b);
+	return a->dev == b.dev && a->ino == b.ino && a->uid == b.uid && a->mode == b.mode && a->size == b.size &&
+	       a->blocks == b.blocks && a->mtime.tv_sec == b.mtime.tv_sec && a->mtime.tv_nsec == b.mtime.tv_nsec &&
+	       a->ctime.tv_sec == b.ctime.tv_sec && a->ctime.tv_nsec == b.ctime.tv_nsec;
+}
+
+/* Read the segment of entry s (dfd: its directory, for a --stats-dir)
+ * into buf, and take it.  1 when its file is gone (the caller retires the
+ * entry), else 0.  A new file at a known path (its PID reused by a later
+ * process) retires the old reading into the gone rows; a segment that
+ * cannot be read, or is not the service's (--uid, --cgroup), is one line,
+ * once, and keeps whatever it had counted before; a refusal for what the
+ * file is stands, without opening it again, until the file changes. */
+static int read_seg(const bx_exporter_t *ex, stats_target_t *t, seg_t *s, int dfd, bs_segment_t *buf)
 {
 	char err[PATH_MAX + 256];
-	seg_t *s = &t->segs[idx];
 	struct stat st;
-	int why, rc = -1;
+	int why, rc = -1, content = 0;
 	int fd = t->pid > 0 ? open_pid_segment(t, &st, &why, err, sizeof err)
-	                    : bx_stats_file_open(dfd, name, t->user, &st, &why, err, sizeof err);
-	if (fd < 0 && errno == ENOENT) {
-		retire(t, idx);
-		return;
-	}
+	                    : bx_stats_file_open(dfd, s->name, t->user, &st, &why, err, sizeof err);
+	if (fd < 0 && errno == ENOENT)
+		return 1;
+	if (fd < 0 && t->pid < 0 && fstatat(dfd, s->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		memset(&st, 0, sizeof st); /* a key no file has: looked at again */
 	if (fd >= 0 && t->only_uid >= 0 && st.st_uid != (uid_t)t->only_uid) {
 		snprintf(err, sizeof err, "not owned by uid %ld (--uid)", t->only_uid);
 		why = BX_SKIP_UID;
 	} else if (fd >= 0) {
 		why = BX_SKIP_UNREADABLE;
 		rc = bs_read_fd(fd, buf, err, sizeof err);
+		content = 1;
 	}
 	if (fd >= 0)
 		close(fd);
@@ -528,37 +594,129 @@ static void read_seg(const bx_exporter_t *ex, stats_target_t *t, size_t idx, int
 	if (rc != 0) {
 		s->skipped = why;
 		say_skipped(s, err);
-		return;
+		if (t->pid < 0 && st.st_ino && refusal_stands(content, &st)) {
+			s->refused = 1;
+			key_of(&st, &s->refused_key);
+		}
+		return 0;
 	}
-	if (s->last && s->last->generation != buf->generation) {
-		char path[PATH_MAX];
-		snprintf(path, sizeof path, "%s", s->path);
-		retire(t, idx);
-		if (!(s = seg_of(ex, t, path)))
-			return;
+	if (s->last && s->last->generation != buf->generation) { /* a new file at this path: a new entry */
+		retire_reading(t, s->last);
+		s->last = NULL;
+		seg_forget_places(s);
+		char *path = s->path;
+		const char *name = s->name;
+		memset(s, 0, sizeof *s);
+		s->path = path;
+		s->name = name;
+		s->early = !ex->stats->started;
 	}
 	s->owner = st.st_uid;
 	if (t->pid < 0 && counted_elsewhere(ex, t, s, buf))
-		return;
+		return 0;
 	if (t->cgroup && cgroup_allows(t, s, buf, err, sizeof err) != 0) {
 		say_skipped(s, err);
-		return;
+		return 0;
 	}
-	if (!s->last && !(s->last = malloc(sizeof *s->last)))
-		return;
-	memcpy(s->last, buf, sizeof *buf);
+	if (!s->last && !(s->last = calloc(1, sizeof *s->last)))
+		return 0;
+	bs_segment_t taken = *s->last; /* the reading taken, and the old one's memory for the next */
+	*s->last = *buf;
+	*buf = taken;
 	s->said = 0;
 	s->skipped = 0;
+	return 0;
+}
+
+/* A refused entry whose file is as it was refused: 1, nothing more to
+ * do; else 0 (read it), or -1 when the file is gone. */
+static int still_refused(seg_t *s, int dfd)
+{
+	struct stat st;
+	if (!s->refused)
+		return 0;
+	if (fstatat(dfd, s->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return errno == ENOENT ? -1 : 0;
+	if (same_key(&s->refused_key, &st))
+		return 1;
+	s->refused = 0;
+	return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The "*.stats" names of a directory, sorted: one block of text. */
+typedef struct names {
+	char *text;
+	const char **name;
+	size_t n;
+} names_t;
+
+/* The names in directory dfd; 0, or -1 when out of memory. */
+static int list_names(int dfd, names_t *out)
+{
+	int listing = dup(dfd);
+	DIR *d = listing >= 0 ? fdopendir(listing) : NULL;
+	size_t *at = NULL, cap = 0, used = 0, room = 0;
+	struct dirent *e;
+	int rc = 0;
+	memset(out, 0, sizeof *out);
+	if (!d) {
+		if (listing >= 0)
+			close(listing);
+		return 0;
+	}
+	while (rc == 0 && (e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len < 7 || strcmp(e->d_name + len - 6, ".stats") != 0)
+			continue;
+		if (out->n == cap) {
+			size_t *more = realloc(at, (cap = cap ? cap * 2 : 64) * sizeof *more);
+			rc = more ? 0 : -1;
+			at = more ? more : at;
+		}
+		if (rc == 0 && used + len + 1 > room) {
+			char *more = realloc(out->text, room = (room + len + 1) * 2);
+			rc = more ? 0 : -1;
+			out->text = more ? more : out->text;
+		}
+		if (rc == 0) {
+			memcpy(out->text + used, e->d_name, len + 1);
+			at[out->n++] = used;
+			used += len + 1;
+		}
+	}
+	closedir(d);
+	if (rc == 0 && out->n && !(out->name = malloc(out->n * sizeof *out->name)))
+		rc = -1;
+	for (size_t k = 0; rc == 0 && k < out->n; k++)
+		out->name[k] = out->text + at[k];
+	free(at);
+	if (rc != 0) {
+		free(out->text);
+		free(out->name);
+		memset(out, 0, sizeof *out);
+		return -1;
+	}
+	qsort(out->name, out->n, sizeof *out->name, by_name);
+	return 0;
 }
 
 /* Every segment of a --stats-dir, its directory checked again first (a
  * directory that no longer passes is said once and not read, its readings
- * kept). */
+ * kept).  The sorted listing is walked beside the entries (sorted by
+ * name): a name new here is a new entry, an entry whose name is gone is
+ * retired, a refused name unchanged since is not opened. */
 static void read_dir(const bx_exporter_t *ex, stats_target_t *t, bs_segment_t *buf)
 {
-	char why[256];
+	char why[256], path[PATH_MAX];
 	int dfd;
 	uid_t user;
+	size_t i = 0, j = 0, kept = 0;
+	names_t names;
 	if (bx_stats_dir_open(t->dir, (long)t->user, BX_OWNER_OR_ROOT, &dfd, &user, why, sizeof why) != 0) {
 		if (!t->dir_said)
 			bx_error("--stats-dir %s: %s: not read", t->dir, why);
@@ -566,42 +724,79 @@ static void read_dir(const bx_exporter_t *ex, stats_target_t *t, bs_segment_t *b
 		return;
 	}
 	t->dir_said = 0;
-	int listing = dup(dfd);
-	DIR *d = listing >= 0 ? fdopendir(listing) : NULL;
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		size_t n = strlen(e->d_name);
-		char path[PATH_MAX];
-		if (n < 7 || strcmp(e->d_name + n - 6, ".stats") != 0 ||
-		    snprintf(path, sizeof path, "%s/%s", t->dir, e->d_name) >= (int)sizeof path)
-			continue;
-		seg_t *s = seg_of(ex, t, path);
-		if (s)
-			read_seg(ex, t, (size_t)(s - t->segs), dfd, e->d_name, buf);
+	seg_t **next = list_names(dfd, &names) == 0 ? malloc((t->nsegs + names.n + 1) * sizeof *next) : NULL;
+	if (!next) {
+		close(dfd);
+		free(names.text);
+		free(names.name);
+		return; /* out of memory: this refresh reads nothing new, every reading kept */
 	}
-	if (d)
-		closedir(d);
-	else if (listing >= 0)
-		close(listing);
+	size_t nnames = names.n;
+	while (i < t->nsegs || j < nnames) {
+		int c = i == t->nsegs ? 1 : j == nnames ? -1
+		                                        : strcmp(t->segs[i]->name, names.name[j]);
+		seg_t *s;
+		if (c < 0) { /* its file is gone */
+			retire_reading(t, t->segs[i]->last);
+			t->segs[i]->last = NULL;
+			seg_free(t->segs[i++]);
+			continue;
+		}
+		if (c > 0) {
+			if (snprintf(path, sizeof path, "%s/%s", t->dir, names.name[j++]) >= (int)sizeof path ||
+			    !(s = seg_new(ex, path)))
+				continue;
+		} else {
+			s = t->segs[i++];
+			j++;
+		}
+		int r = still_refused(s, dfd);
+		if (r == 0)
+			r = read_seg(ex, t, s, dfd, buf) ? -1 : 0;
+		if (r < 0) {
+			retire_reading(t, s->last);
+			s->last = NULL;
+			seg_free(s);
+			continue;
+		}
+		next[kept++] = s;
+	}
+	free(t->segs);
+	t->segs = next;
+	t->nsegs = kept;
+	free(names.text);
+	free(names.name);
 	close(dfd);
 }
 
 void bx_stats_refresh(bx_exporter_t *ex)
 {
-	bs_segment_t *buf;
-	if (!ex->stats || !(buf = malloc(sizeof *buf)))
+	if (!ex->stats)
 		return;
+	bs_segment_t *buf = &ex->stats->scratch;
 	for (size_t i = 0; i < ex->stats->count; i++) {
 		stats_target_t *t = &ex->stats->targets[i];
 		if (t->pid < 0) {
 			read_dir(ex, t, buf);
 			continue;
 		}
-		seg_t *s = seg_of(ex, t, t->path);
-		if (s)
-			read_seg(ex, t, (size_t)(s - t->segs), -1, NULL, buf);
+		if (t->nsegs == 0) {
+			if (!(t->segs = calloc(1, sizeof *t->segs)) || !(t->segs[0] = seg_new(ex, t->path))) {
+				free(t->segs);
+				t->segs = NULL;
+				continue;
+			}
+			t->nsegs = 1;
+		}
+		if (read_seg(ex, t, t->segs[0], -1, buf)) {
+			retire_reading(t, t->segs[0]->last);
+			t->segs[0]->last = NULL;
+			seg_free(t->segs[0]);
+			free(t->segs);
+			t->segs = NULL;
+			t->nsegs = 0;
+		}
 	}
-	free(buf);
 }
 
 /* Histograms: the count is the sum of the buckets.  A writer adds a
@@ -654,18 +849,92 @@ static int add_row(bx_exporter_t *ex, size_t mi, const bs_read_row_t *sr, struct
 	return 0;
 }
 
+/* The places in sv of rows [*nat, n) of a reading; 0, or -1 when out of memory. */
+static int place_rows(served_t *sv, uint32_t **at, size_t *nat, const bs_read_row_t *rows, size_t n)
+{
+	if (n <= *nat)
+		return 0;
+	uint32_t *more = realloc(*at, n * sizeof *more);
+	if (!more)
+		return -1;
+	*at = more;
+	if (bx_row_sum_reserve(&sv->sets, n - *nat) != 0)
+		return -1;
+	for (; *nat < n; ++*nat)
+		more[*nat] = (uint32_t)bx_row_sum_place(&sv->sets, &rows[*nat]);
+	return 0;
+}
+
+/* The n rows at their places: their first cells cells added. */
+static void feed(served_t *sv, const uint32_t *at, const bs_read_row_t *rows, size_t n, size_t cells)
+{
+	for (size_t r = 0; r < n; r++) {
+		bx_row_cells_add(&sv->sets.rows[at[r]], &rows[r], cells);
+		sv->fed[at[r]] = 1;
+	}
+}
+
+/* Target t's rows of map mi now: its label sets' cells summed afresh from
+ * every reading (its segments', its kept and gone ones'); 0, or -1 when
+ * out of memory.  Only the cells of this build's map (what the snapshot
+ * reads) are summed; the rest stay zero. */
+static int serve(stats_target_t *t, size_t mi)
+{
+	served_t *sv = &t->served[mi];
+	size_t cells = billing_stats_maps_[mi].cells;
+	bx_row_sum_t *g = &t->gone[mi];
+	if (place_rows(sv, &sv->gone_at, &sv->ngone_at, g->rows, g->count) != 0)
+		return -1;
+	for (size_t k = 0; k < t->nsegs; k++) {
+		seg_t *s = t->segs[k];
+		if (s->last && !s->places && !(s->places = calloc(1, sizeof *s->places)))
+			return -1;
+		if (s->last && place_rows(sv, &s->places->at[mi], &s->places->nat[mi], bs_row(s->last, (int)mi, 0),
+		                          s->last->nrows[mi]) != 0)
+			return -1;
+	}
+	for (size_t k = 0; k < t->nkept; k++)
+		if (bx_row_sum_reserve(&sv->sets, t->kept[k]->nrows[mi]) != 0)
+			return -1;
+	for (size_t k = 0; k < t->nkept; k++)
+		for (size_t r = 0; r < t->kept[k]->nrows[mi]; r++)
+			(void)bx_row_sum_place(&sv->sets, bs_row(t->kept[k], (int)mi, r));
+	if (sv->fed_cap < sv->sets.count) {
+		unsigned char *f = realloc(sv->fed, sv->sets.cap);
+		if (!f)
+			return -1;
+		sv->fed = f;
+		sv->fed_cap = sv->sets.cap;
+	}
+	memset(sv->fed, 0, sv->sets.count);
+	for (size_t i = 0; i < sv->sets.count; i++)
+		memset(sv->sets.rows[i].cells, 0, cells * sizeof sv->sets.rows[i].cells[0]);
+	feed(sv, sv->gone_at, g->rows, g->count, cells);
+	for (size_t k = 0; k < t->nsegs; k++)
+		if (t->segs[k]->last)
+			feed(sv, t->segs[k]->places->at[mi], bs_row(t->segs[k]->last, (int)mi, 0), t->segs[k]->last->nrows[mi],
+			     cells);
+	for (size_t k = 0; k < t->nkept; k++) {
+		for (size_t r = 0; r < t->kept[k]->nrows[mi]; r++) {
+			size_t at = bx_row_sum_place(&sv->sets, bs_row(t->kept[k], (int)mi, r));
+			bx_row_cells_add(&sv->sets.rows[at], bs_row(t->kept[k], (int)mi, r), cells);
+			sv->fed[at] = 1;
+		}
+	}
+	return 0;
+}
+
+/* Map mi's rows of every stats target, each target's readings summed per
+ * label set first: the snapshot's work follows label sets, not segments. */
 int bx_stats_rows(bx_exporter_t *ex, size_t mi, struct bx_row **items, size_t *count, size_t *cap)
 {
 	for (size_t i = 0; ex->stats && i < ex->stats->count; i++) {
 		stats_target_t *t = &ex->stats->targets[i];
-		for (size_t k = 0; k < t->nsegs; k++) {
-			const bs_segment_t *s = t->segs[k].last;
-			for (size_t r = 0; s && r < s->nrows[mi]; r++)
-				if (add_row(ex, mi, bs_row(s, (int)mi, r), items, count, cap) != 0)
-					return -1;
-		}
-		for (size_t r = 0; r < t->gone[mi].count; r++)
-			if (add_row(ex, mi, &t->gone[mi].rows[r], items, count, cap) != 0)
+		if (serve(t, mi) != 0)
+			return -1;
+		const served_t *sv = &t->served[mi];
+		for (size_t r = 0; r < sv->sets.count; r++)
+			if (sv->fed[r] && add_row(ex, mi, &sv->sets.rows[r], items, count, cap) != 0)
 				return -1;
 	}
 	return 0;
@@ -678,7 +947,7 @@ size_t bx_stats_skipped(const bx_exporter_t *ex, int reason)
 	size_t n = 0;
 	for (size_t i = 0; ex->stats && i < ex->stats->count; i++)
 		for (size_t k = 0; k < ex->stats->targets[i].nsegs; k++)
-			n += ex->stats->targets[i].segs[k].skipped == reason;
+			n += ex->stats->targets[i].segs[k]->skipped == reason;
 	return n;
 }
 
@@ -701,12 +970,12 @@ int bx_stats_target_up(const bx_exporter_t *ex, size_t i)
 {
 	const stats_target_t *t = &ex->stats->targets[i];
 	for (size_t k = 0; k < t->nsegs; k++) {
-		const bs_segment_t *s = t->segs[k].last;
+		const bs_segment_t *s = t->segs[k]->last;
 		bx_proc_t now;
-		if (!s || s->state != BS_RUNNING || t->segs[k].departed)
+		if (!s || s->state != BS_RUNNING)
 			continue;
 		if (t->pid > 0 ? bx_proc_read(t->pid, &now) == 0 && now.start_time == t->proc.start_time
-		               : bx_proc_wrote((pid_t)s->pid, s->start_time, t->segs[k].owner, &now))
+		               : bx_proc_wrote((pid_t)s->pid, s->start_time, t->segs[k]->owner, &now))
 			return 1;
 	}
 	return 0;
@@ -722,12 +991,23 @@ void bx_stats_free(bx_exporter_t *ex)
 	if (!ex->stats)
 		return;
 	for (size_t i = 0; i < ex->stats->count; i++) {
-		for (size_t k = 0; k < ex->stats->targets[i].nsegs; k++)
-			free(ex->stats->targets[i].segs[k].last);
-		free(ex->stats->targets[i].segs);
-		for (int m = 0; m < BX_MAP_COUNT; m++)
-			free(ex->stats->targets[i].gone[m].rows);
+		stats_target_t *t = &ex->stats->targets[i];
+		for (size_t k = 0; k < t->nsegs; k++)
+			seg_free(t->segs[k]);
+		free(t->segs);
+		for (size_t k = 0; k < t->nkept; k++) {
+			bs_segment_free(t->kept[k]);
+			free(t->kept[k]);
+		}
+		free(t->kept);
+		for (int m = 0; m < BX_MAP_COUNT; m++) {
+			bx_row_sum_free(&t->gone[m]);
+			bx_row_sum_free(&t->served[m].sets);
+			free(t->served[m].gone_at);
+			free(t->served[m].fed);
+		}
 	}
+	bs_segment_free(&ex->stats->scratch);
 	free(ex->stats->targets);
 	free(ex->stats->named);
 	free(ex->stats);
