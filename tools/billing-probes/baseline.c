@@ -52,16 +52,6 @@ static int compare_entries(const void *a, const void *b)
 	return c ? c : strcmp(x->signature, y->signature);
 }
 
-static char *copy_n(const char *s, size_t n)
-{
-	char *d = malloc(n + 1);
-	if (d) {
-		memcpy(d, s, n);
-		d[n] = '\0';
-	}
-	return d;
-}
-
 /* Takes key and signature (freed when out of memory). */
 static int append(bp_baseline_t *b, char *key, char *signature, int line)
 {
@@ -161,7 +151,7 @@ int bp_baseline_from_sets(const bp_catalogue_t *cat, const bp_probe_set_t *sets,
 			char *key = malloc(n);
 			if (key)
 				snprintf(key, n, "%s:%s", p->provider, p->name);
-			if (append(out, key, copy_n(sig, strlen(sig)), 0) != 0) {
+			if (append(out, key, strdup(sig), 0) != 0) {
 				snprintf(err, errlen, "out of memory");
 				bp_baseline_free(out);
 				return -1;
@@ -227,7 +217,7 @@ static int parse_line(const char *s, size_t n, bp_baseline_t *out, int line, cha
 		         nargs == 1 ? "" : "s");
 		return -1;
 	}
-	if (append(out, copy_n(s, (size_t)(space - s)), copy_n(space + 1, (size_t)(end - space - 1)), line) != 0) {
+	if (append(out, strndup(s, (size_t)(space - s)), strndup(space + 1, (size_t)(end - space - 1)), line) != 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}

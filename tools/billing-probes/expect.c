@@ -14,19 +14,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static char *copy_n(const char *s, size_t n)
-{
-	char *d = malloc(n + 1);
-	if (d) {
-		memcpy(d, s, n);
-		d[n] = '\0';
-	}
-	return d;
-}
-
 static int add(bp_expect_t *e, const char *text, size_t len, const bp_catalogue_t *cat, char *err, size_t errlen)
 {
-	char *written = copy_n(text, len);
+	char *written = strndup(text, len);
 	char **p = realloc(e->provider, (e->count + 1) * sizeof *p);
 	if (p)
 		e->provider = p;
@@ -42,7 +32,7 @@ static int add(bp_expect_t *e, const char *text, size_t len, const bp_catalogue_
 		return -1;
 	}
 	const char *colon = strchr(written, ':');
-	char *provider = colon ? copy_n(written, (size_t)(colon - written)) : copy_n("*", 1);
+	char *provider = colon ? strndup(written, (size_t)(colon - written)) : strdup("*");
 	const char *name = colon ? colon + 1 : written;
 	size_t cap = 2 * strlen(name) + 1;
 	char *elf = malloc(cap);
