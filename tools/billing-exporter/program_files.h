@@ -14,6 +14,7 @@
 #define BX_PROGRAM_FILES_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 typedef struct bx_program_file {
@@ -31,5 +32,19 @@ int bx_program_file_read(int fd, pid_t pid, bx_program_file_t *out, char *err, s
  * or -1 with errno (a kernel thread, gone, or another user's without
  * CAP_SYS_PTRACE). */
 int bx_process_program(pid_t pid, unsigned long long *dev, unsigned long long *ino);
+
+/* --binary PATH counts the service, not whoever can name a file PATH in
+ * a root of his own (docs/security.md): a file at PATH in the root of
+ * process pid, other than the file here, counts only when it (st, its
+ * stat through that root) is owned by root or by owner (the owner of the
+ * file at PATH here; -1 none), is writable by neither group nor others,
+ * and pid's mount namespace belongs to a user namespace root made, or to
+ * one the user only_uid (--uid; -1 none) made.  1 when it counts; 0 with
+ * a one-line reason in why. */
+int bx_foreign_file_trusted(pid_t pid, const struct stat *st, long owner, long only_uid, char *why, size_t whylen);
+
+/* At most this many files per --binary PATH are attached: the file at
+ * PATH here (the service's own rollout) always counts beyond it. */
+#define BX_FILES_PER_PATH 32
 
 #endif /* BX_PROGRAM_FILES_H */

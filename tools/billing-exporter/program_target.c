@@ -19,7 +19,9 @@
  * a later process started from the same file, counts from its first fire
  * with nothing to find first; a new file at PATH (a new image, a
  * rollout) counts once a look through /proc has found a process running
- * it.
+ * it, and only when bx_target_admits() admits it: any user can give a
+ * process a root of his own in which PATH is his file (unshare -Urm and
+ * a bind mount).
  */
 #include "program_target.h"
 
@@ -230,6 +232,8 @@ static int new_program_file(bx_target_t *t, int pid, unsigned long long dev, uns
 	    stat(root_path, &seen) != 0 || !S_ISREG(seen.st_mode) || (unsigned long long)seen.st_dev != dev ||
 	    (unsigned long long)seen.st_ino != ino)
 		return 0;
+	if (!bx_target_admits(t, (pid_t)pid, &seen, dev, ino, t->program_count))
+		return 0;
 	snprintf(exe, sizeof exe, "/proc/%d/exe", pid);
 	int fd = open(exe, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -275,7 +279,8 @@ int bx_program_target_discover(bx_target_t *t)
 		unsigned long long dev, ino;
 		if (*end || pid <= 0 || pid == (long)getpid() || bx_process_program((pid_t)pid, &dev, &ino) != 0)
 			continue;
-		if (!program_of(t, dev, ino) && (rc = new_program_file(t, (int)pid, dev, ino)) <= 0)
+		if (!program_of(t, dev, ino) &&
+		    (bx_target_refused(t, dev, ino) || (rc = new_program_file(t, (int)pid, dev, ino)) <= 0))
 			continue;
 		rc = 0;
 		processes++;
