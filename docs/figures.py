@@ -211,6 +211,12 @@ FROM_SOURCE = [
     ("docs/tool.md", "5 s", "tools/billing-probes/cmd_trace.c",
      r"i - ready_at >= 250\)\)[\s\S]{0,80}pass_output\(out, 20\)"),
     ("docs/tool.md", "15 s", "tests/fuzz/meson.build", r"corpus, '15'\]"),
+    ("docs/exporter.md", "10 s", "tests/security/exporter/test_binary_watch_cost.py",
+     r"CEILING = 30  # ticks per 10 s: 3% of one CPU"),
+    ("docs/exporter.md", "3%", "tests/security/exporter/test_binary_watch_cost.py",
+     r"CEILING = 30  # ticks per 10 s: 3% of one CPU"),
+    ("docs/security.md", "10 s", "tests/security/exporter/test_binary_watch_cost.py",
+     r"CEILING = 30  # ticks per 10 s: 3% of one CPU"),
 ]
 
 # --- markers ------------------------------------------------------------------
