@@ -123,7 +123,10 @@ int bx_foreign_file_trusted(pid_t pid, const struct stat *st, long owner, long o
 		snprintf(why, whylen, "writable by %s", st->st_mode & S_IWOTH ? "anyone" : "its group");
 		return 0;
 	}
-	if (st->st_uid != 0 && (owner < 0 || st->st_uid != (uid_t)owner)) {
+	/* the --uid user's own file: his processes are the only ones counted */
+	int owners = st->st_uid == 0 || (owner >= 0 && st->st_uid == (uid_t)owner) ||
+	             (only_uid >= 0 && st->st_uid == (uid_t)only_uid);
+	if (!owners) {
 		snprintf(why, whylen, "owned by uid %u, neither root nor the owner of the file at that path here",
 		         (unsigned)st->st_uid);
 		return 0;

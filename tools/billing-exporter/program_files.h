@@ -36,8 +36,9 @@ int bx_process_program(pid_t pid, unsigned long long *dev, unsigned long long *i
 /* --binary PATH counts the service, not whoever can name a file PATH in
  * a root of his own (docs/security.md): a file at PATH in the root of
  * process pid, other than the file here, counts only when it (st, its
- * stat through that root) is owned by root or by owner (the owner of the
- * file at PATH here; -1 none), is writable by neither group nor others,
+ * stat through that root) is owned by root, by owner (the owner of the
+ * file at PATH here; -1 none) or by only_uid, is writable by neither
+ * group nor others,
  * and pid's mount namespace belongs to a user namespace root made, or to
  * one the user only_uid (--uid; -1 none) made.  1 when it counts; 0 with
  * a one-line reason in why. */
