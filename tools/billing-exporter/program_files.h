@@ -22,6 +22,7 @@ typedef struct bx_program_file {
 	unsigned long long kdev, kino; /* its inode's super block device (MKDEV) and number: the BPF filter's key */
 	uid_t uid;                     /* its owner */
 	int filed;                     /* 1 in the BPF map; -1 refused there (said once) */
+	long long run_at;              /* when a look through /proc last found a process running it (s) */
 } bx_program_file_t;
 
 /* The program file open on fd, reached through the root of process pid
@@ -47,5 +48,12 @@ int bx_foreign_file_trusted(pid_t pid, const struct stat *st, long owner, long o
 /* At most this many files per --binary PATH are attached: the file at
  * PATH here (the service's own rollout) always counts beyond it. */
 #define BX_FILES_PER_PATH 32
+
+/* A program file that no look through /proc has found a process running
+ * for this long (seconds), but the one at PATH here, is detached. */
+#define BX_IDLE_DETACH_S 30
+
+/* Seconds on the monotonic clock. */
+long long bx_now_s(void);
 
 #endif /* BX_PROGRAM_FILES_H */

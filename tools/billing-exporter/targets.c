@@ -360,17 +360,32 @@ int bx_target_alive(const bx_target_t *t)
 	return t->start_time && bp_process_start_time((pid_t)t->pid) == t->start_time;
 }
 
+static void free_module(bx_module_t *m)
+{
+	for (size_t j = 0; j < m->probe_count; j++)
+		free(m->probes[j]);
+	free(m->probes);
+	for (size_t j = 0; j < m->site_count; j++)
+		free(m->sites[j].args);
+	free(m->sites);
+	free(m->path);
+}
+
+void bx_module_remove(bx_target_t *t, unsigned long long dev, unsigned long long ino)
+{
+	bx_module_t *m = bx_module_of_file(t, dev, ino);
+	if (!m)
+		return;
+	free_module(m);
+	size_t i = (size_t)(m - t->modules);
+	memmove(m, m + 1, (t->module_count - i - 1) * sizeof *m);
+	t->module_count--;
+}
+
 void bx_target_free(bx_target_t *t)
 {
-	for (size_t i = 0; i < t->module_count; i++) {
-		for (size_t j = 0; j < t->modules[i].probe_count; j++)
-			free(t->modules[i].probes[j]);
-		free(t->modules[i].probes);
-		for (size_t j = 0; j < t->modules[i].site_count; j++)
-			free(t->modules[i].sites[j].args);
-		free(t->modules[i].sites);
-		free(t->modules[i].path);
-	}
+	for (size_t i = 0; i < t->module_count; i++)
+		free_module(&t->modules[i]);
 	free(t->modules);
 	free(t->binary);
 	free(t->programs);

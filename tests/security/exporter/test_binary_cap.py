@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Files per --binary PATH are bounded, and the service's own rollout
-always counts (issue 34, finding 2).  Replayed: root-made mount
-namespaces (containers of root: files the --binary rule admits) each run
-their own copy of the program at PATH, more than the cap; then the
-service is rolled out (a new inode at PATH here).
+"""Files per --binary PATH are bounded and released, and the service's
+own rollout always counts (issue 34, finding 2).  Replayed: root-made
+mount namespaces (containers of root: files the --binary rule admits)
+each run their own copy of the program at PATH, more than the cap; then
+the service is rolled out (a new inode at PATH here); then the
+containers stop.
 
-Wanted: the cap's line once, the copies beyond it not attached, and the
-rollout counted exactly.  On the code before there was no cap: every
-file was attached, and with them their descriptors, for good.  Needs
-root (BPF; mount namespaces)."""
+Wanted: the cap's line once, the copies beyond it not attached, the
+rollout counted exactly; once no process has run them for
+BX_IDLE_DETACH_S, every file but the rollout's detached (one line each)
+and their descriptors released.  On the code before there was no cap and
+no detach: every file was attached, and with them their descriptors, for
+good.  Needs root (BPF; mount namespaces)."""
 import os
 import re
 import shutil
@@ -22,10 +25,13 @@ from sectest import bt, h  # noqa: E402
 h.require_exporter_can_run()
 exe, fire = h.env_path("BX_EXPORTER"), h.env_path("BX_FIRE_STATIC")
 unshare = bt.require_program("unshare", "util-linux")
-# BX_FILES_PER_PATH, from the header that sets it
+# BX_FILES_PER_PATH and BX_IDLE_DETACH_S, from the header that sets them
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools", "billing-exporter",
                        "program_files.h")) as f:
-    CAP = int(re.search(r"#define BX_FILES_PER_PATH (\d+)", f.read()).group(1))
+    HEADER = f.read()
+CAP = int(re.search(r"#define BX_FILES_PER_PATH (\d+)", HEADER).group(1))
+IDLE = int(re.search(r"#define BX_IDLE_DETACH_S (\d+)", HEADER).group(1))
+DETACHED = "no process has run it for %d s: detached" % IDLE
 EXTRA, ROLLED = 4, 40
 CAPPED = "(the cap)"
 # each container: a mount namespace of root's, its own file at PATH
@@ -84,6 +90,20 @@ try:
     bt.check(len(capped) == 1, "the cap said once: %d lines (%s)" % (len(capped), (capped or [""])[0][:300]))
     bt.check(rollout == "fired", "the rollout's program saw the exporter attached (%s)" % rollout)
     bt.check(got == ROLLED, "billing_requests_total: %s, want the rollout's %d exactly" % (got, ROLLED))
+
+    # the containers stop: their files, and the file the rollout replaced, are idle
+    held = len(os.listdir("/proc/%d/fd" % ex.proc.pid))
+    for c in containers:
+        c.proc.kill()
+        c.proc.wait()
+    gone = wait_for(lambda: ex.output().count(DETACHED) >= CAP, timeout=IDLE + 15)
+    detached = [x for x in ex.output().splitlines() if DETACHED in x]
+    fds = len(os.listdir("/proc/%d/fd" % ex.proc.pid))
+    bt.check(gone and len(detached) == CAP, "idle files detached, one line each: %d, want the %d containers' "
+             "attached and the one the rollout replaced" % (len(detached), CAP - 1))
+    bt.check(fds < held, "descriptors released: %d held before, %d after" % (held, fds))
+    got = h.total(ex.samples(), "billing_requests_total", handler="threads.same")
+    bt.check(got == ROLLED, "after the detaches billing_requests_total is still the rollout's %d: %s" % (ROLLED, got))
 finally:
     for p in procs:
         p.release()
