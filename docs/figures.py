@@ -217,6 +217,7 @@ FROM_SOURCE = [
      r"CEILING = 30  # ticks per 10 s: 3% of one CPU"),
     ("docs/security.md", "10 s", "tests/security/exporter/test_binary_watch_cost.py",
      r"CEILING = 30  # ticks per 10 s: 3% of one CPU"),
+    ("docs/exporter.md", "30 s", "tools/billing-exporter/program_files.h", r"#define BX_IDLE_DETACH_S 30\b"),
 ]
 
 # --- markers ------------------------------------------------------------------
