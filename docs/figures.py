@@ -226,6 +226,13 @@ FROM_SOURCE = [
     ("docs/tool.md", "15 s", "tests/fuzz/meson.build", r"corpus, '15'\]"),
     ("docs/stats.md", "32 MiB", "lib/stats_read.h", r"#define BS_READ_BUDGET \(32ull << 20\)"),
     ("docs/stats.md", "2 s", "tools/billing-exporter/stats_source.c", r"#define BX_SETTLE_S 2\n"),
+    ("docs/exporter.md", "10 s", "tests/security/exporter/test_binary_watch_cost.py",
+     r"CEILING = 30  # ticks per 10 s: 3% of one CPU"),
+    ("docs/exporter.md", "3%", "tests/security/exporter/test_binary_watch_cost.py",
+     r"CEILING = 30  # ticks per 10 s: 3% of one CPU"),
+    ("docs/security.md", "10 s", "tests/security/exporter/test_binary_watch_cost.py",
+     r"CEILING = 30  # ticks per 10 s: 3% of one CPU"),
+    ("docs/exporter.md", "30 s", "tools/billing-exporter/program_files.h", r"#define BX_IDLE_DETACH_S 30\b"),
 ]
 
 # --- markers ------------------------------------------------------------------

@@ -32,6 +32,7 @@
 
 #include "billing_exporter.h" /* bx_program_key */
 #include "cgroup_filter.h"
+#include "program_target.h" /* idle program files */
 #include "stats_source.h"
 #include "term_text.h"
 #include "ticker.h"
@@ -185,15 +186,46 @@ static void unlink_one(const bx_link_t *l)
 		close(l->fd);
 }
 
-static int add_link(bx_exporter_t *ex, struct bpf_link *link, int fd, size_t map)
+/* The file each of ex->links attaches (its target, device and inode),
+ * parallel to ex->links: what detaching an idle file looks for.  One
+ * exporter per process, as the watcher's state. */
+typedef struct link_file {
+	const bx_target_t *target;
+	unsigned long long dev, ino;
+} link_file_t;
+static link_file_t *link_files;
+
+static int add_link(bx_exporter_t *ex, struct bpf_link *link, int fd, size_t map, const bx_target_t *tg,
+                    const bx_module_t *mod)
 {
+	link_file_t *files = realloc(link_files, (ex->link_count + 1) * sizeof *files);
+	if (!files)
+		return -1;
+	link_files = files;
 	bx_link_t *links = realloc(ex->links, (ex->link_count + 1) * sizeof *links);
 	if (!links)
 		return -1;
 	ex->links = links;
+	files[ex->link_count] = (link_file_t){ tg, mod->dev, mod->ino };
 	links[ex->link_count++] = (bx_link_t){ link, fd, map };
 	ex->attached[map]++;
 	return 0;
+}
+
+/* Detach every link of tg on the file (dev, ino). */
+static void drop_file_links(bx_exporter_t *ex, const bx_target_t *tg, unsigned long long dev, unsigned long long ino)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < ex->link_count; i++) {
+		if (link_files[i].target == tg && link_files[i].dev == dev && link_files[i].ino == ino) {
+			unlink_one(&ex->links[i]);
+			ex->attached[ex->links[i].map]--;
+			continue;
+		}
+		link_files[kept] = link_files[i];
+		ex->links[kept++] = ex->links[i];
+	}
+	ex->link_count = kept;
 }
 
 /* Detach the links made since ex->link_count was `mark`. */
@@ -285,7 +317,7 @@ static int attach_module(bx_exporter_t *ex, const bx_target_t *tg, bx_module_t *
 			drop_links(ex, mark);
 			return -1;
 		}
-		if (add_link(ex, link, fd, i) != 0) {
+		if (add_link(ex, link, fd, i, tg, mod) != 0) {
 			unlink_one(&(bx_link_t){ link, fd, i });
 			drop_links(ex, mark);
 			snprintf(err, errlen, "out of memory");
@@ -333,11 +365,33 @@ static const bx_target_t *counted_by_another(const bx_exporter_t *ex, const bx_t
 	return NULL;
 }
 
+/* tg's program files no process has run for a while (an old image, the
+ * file a rollout replaced) detached, their descriptors released and their
+ * inodes out of the BPF filter; a process that runs one later finds it
+ * as a file not seen before. */
+static void detach_idle(bx_exporter_t *ex, bx_target_t *tg)
+{
+	bx_program_file_t gone;
+	char path[4200];
+	int fd = bpf_map__fd(ex->skel->maps.bx_programs);
+	while (tg->program && bx_program_target_take_idle(tg, &gone, path, sizeof path)) {
+		struct bx_program_key key = { gone.kdev, gone.kino };
+		drop_file_links(ex, tg, gone.dev, gone.ino);
+		if (gone.filed == 1)
+			bpf_map_delete_elem(fd, &key);
+		bx_error("%s: %s: no process has run it for %d s: detached", tg->label, path, BX_IDLE_DETACH_S);
+	}
+}
+
 static void discover_and_attach(bx_exporter_t *ex)
 {
 	for (size_t t = 0; t < ex->target_count; t++) {
 		bx_target_t *tg = &ex->targets[t];
-		if (!tg->binary || tg->skipped || bx_target_discover(tg) <= 0)
+		if (!tg->binary || tg->skipped)
+			continue;
+		int found = bx_target_discover(tg);
+		detach_idle(ex, tg);
+		if (found <= 0)
 			continue;
 		file_programs(ex, tg);
 		for (size_t j = 0; j < tg->module_count; j++) {
@@ -442,6 +496,8 @@ void bx_bpf_close(bx_exporter_t *ex)
 		unlink_one(&ex->links[i]);
 	free(ex->links);
 	ex->links = NULL;
+	free(link_files);
+	link_files = NULL;
 	bx_usdt_specs_free(&ex->specs);
 	ex->link_count = 0;
 	if (ex->skel)

@@ -344,7 +344,7 @@ static int read_targets(const opts_t *o, bx_exporter_t *ex)
 			bx_error("--pid %s: not a process ID", o->pids[i]);
 			return BX_EXIT_USAGE;
 		}
-		if (bx_target_read(&ex->targets[i], pid, binary, err, sizeof err) != 0) {
+		if (bx_target_read(&ex->targets[i], pid, binary, ex->only_uid, err, sizeof err) != 0) {
 			if (binary)
 				bx_error("--binary %s: %s", binary, err);
 			else

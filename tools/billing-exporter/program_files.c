@@ -5,11 +5,16 @@
 #include "program_files.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/nsfs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "text_file.h" /* tools/billing-probes */
 
@@ -92,4 +97,56 @@ int bx_process_program(pid_t pid, unsigned long long *dev, unsigned long long *i
 	*dev = (unsigned long long)st.st_dev;
 	*ino = (unsigned long long)st.st_ino;
 	return 0;
+}
+
+/* Who made the user namespace that owns pid's mount namespace, as this
+ * host numbers users (NS_GET_USERNS, NS_GET_OWNER_UID).  0, or -1. */
+static int mount_namespace_owner(pid_t pid, uid_t *owner)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
+	int mnt = open(path, O_RDONLY | O_CLOEXEC);
+	if (mnt < 0)
+		return -1;
+	int userns = ioctl(mnt, NS_GET_USERNS);
+	close(mnt);
+	if (userns < 0)
+		return -1;
+	int rc = ioctl(userns, NS_GET_OWNER_UID, owner);
+	close(userns);
+	return rc == 0 ? 0 : -1;
+}
+
+int bx_foreign_file_trusted(pid_t pid, const struct stat *st, long owner, long only_uid, char *why, size_t whylen)
+{
+	uid_t ns_owner;
+	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(why, whylen, "writable by %s", st->st_mode & S_IWOTH ? "anyone" : "its group");
+		return 0;
+	}
+	/* the --uid user's own file: his processes are the only ones counted */
+	int owners = st->st_uid == 0 || (owner >= 0 && st->st_uid == (uid_t)owner) ||
+	             (only_uid >= 0 && st->st_uid == (uid_t)only_uid);
+	if (!owners) {
+		snprintf(why, whylen, "owned by uid %u, neither root nor the owner of the file at that path here",
+		         (unsigned)st->st_uid);
+		return 0;
+	}
+	if (mount_namespace_owner(pid, &ns_owner) != 0) {
+		snprintf(why, whylen, "whose mount namespace cannot be told (%s)", strerror(errno));
+		return 0;
+	}
+	if (ns_owner != 0 && (only_uid < 0 || ns_owner != (uid_t)only_uid)) {
+		snprintf(why, whylen, "in a mount namespace uid %u made (--uid %u counts it)", (unsigned)ns_owner,
+		         (unsigned)ns_owner);
+		return 0;
+	}
+	return 1;
+}
+
+long long bx_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec;
 }

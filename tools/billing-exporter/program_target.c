@@ -19,7 +19,9 @@
  * a later process started from the same file, counts from its first fire
  * with nothing to find first; a new file at PATH (a new image, a
  * rollout) counts once a look through /proc has found a process running
- * it.
+ * it, and only when bx_target_admits() admits it: any user can give a
+ * process a root of his own in which PATH is his file (unshare -Urm and
+ * a bind mount).
  */
 #include "program_target.h"
 
@@ -50,7 +52,29 @@ static int add_program(bx_target_t *t, const bx_program_file_t *pf)
 	if (!grown)
 		return -1;
 	t->programs = grown;
-	grown[t->program_count++] = *pf;
+	grown[t->program_count] = *pf;
+	grown[t->program_count++].run_at = bx_now_s();
+	return 0;
+}
+
+int bx_program_target_take_idle(bx_target_t *t, bx_program_file_t *gone, char *path, size_t pathlen)
+{
+	long long now = bx_now_s();
+	struct stat here;
+	int have_here = t->on_host && stat(t->binary, &here) == 0;
+	for (size_t i = 0; i < t->program_count; i++) {
+		bx_program_file_t *pf = &t->programs[i];
+		if (now - pf->run_at < BX_IDLE_DETACH_S ||
+		    (have_here && (unsigned long long)here.st_dev == pf->dev && (unsigned long long)here.st_ino == pf->ino))
+			continue;
+		*gone = *pf;
+		const bx_module_t *m = bx_module_of_file(t, pf->dev, pf->ino);
+		snprintf(path, pathlen, "%s", m ? m->path : "a program file");
+		bx_module_remove(t, pf->dev, pf->ino);
+		memmove(pf, pf + 1, (t->program_count - i - 1) * sizeof *pf);
+		t->program_count--;
+		return 1;
+	}
 	return 0;
 }
 
@@ -230,6 +254,8 @@ static int new_program_file(bx_target_t *t, int pid, unsigned long long dev, uns
 	    stat(root_path, &seen) != 0 || !S_ISREG(seen.st_mode) || (unsigned long long)seen.st_dev != dev ||
 	    (unsigned long long)seen.st_ino != ino)
 		return 0;
+	if (!bx_target_admits(t, (pid_t)pid, &seen, dev, ino, t->program_count))
+		return 0;
 	snprintf(exe, sizeof exe, "/proc/%d/exe", pid);
 	int fd = open(exe, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -275,7 +301,10 @@ int bx_program_target_discover(bx_target_t *t)
 		unsigned long long dev, ino;
 		if (*end || pid <= 0 || pid == (long)getpid() || bx_process_program((pid_t)pid, &dev, &ino) != 0)
 			continue;
-		if (!program_of(t, dev, ino) && (rc = new_program_file(t, (int)pid, dev, ino)) <= 0)
+		bx_program_file_t *known = program_of(t, dev, ino);
+		if (known)
+			known->run_at = bx_now_s();
+		else if (bx_target_refused(t, dev, ino) || (rc = new_program_file(t, (int)pid, dev, ino)) <= 0)
 			continue;
 		rc = 0;
 		processes++;

@@ -1,7 +1,7 @@
 /*
  * program_target.h -- a --binary target whose PATH is a program: the
  * processes running it, with the libraries they load (targets.h).
- * Private to targets.c.
+ * Private to targets.c, and to attach.c for the idle files it detaches.
  */
 #ifndef BX_PROGRAM_TARGET_H
 #define BX_PROGRAM_TARGET_H
@@ -31,5 +31,11 @@ int bx_program_target_discover(bx_target_t *t);
 /* 1 when process pid runs a program file of t, 0 when not, -1 when its
  * executable cannot be looked at. */
 int bx_program_target_runs(const bx_target_t *t, pid_t pid);
+
+/* A program file of t that no process has run for BX_IDLE_DETACH_S
+ * seconds, other than the file at PATH here: taken out of t with its
+ * module, into *gone and (its module's path) path, for the caller to
+ * detach and take out of the BPF filter.  1, or 0 when there is none. */
+int bx_program_target_take_idle(bx_target_t *t, bx_program_file_t *gone, char *path, size_t pathlen);
 
 #endif /* BX_PROGRAM_TARGET_H */

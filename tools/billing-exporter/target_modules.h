@@ -30,4 +30,8 @@ int bx_module_add_probe(bx_module_t *m, const bp_probe_t *p);
  * path, or NULL. */
 bx_module_t *bx_module_of_file(const bx_target_t *t, unsigned long long dev, unsigned long long ino);
 
+/* t's module for the file (dev, ino) taken out and freed, if it has one.
+ * Pointers to t's modules taken before are stale. */
+void bx_module_remove(bx_target_t *t, unsigned long long dev, unsigned long long ino);
+
 #endif /* BX_TARGET_MODULES_H */

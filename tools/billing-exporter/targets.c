@@ -138,10 +138,66 @@ int bx_module_read(bx_module_t *m, const char *path, char *err, size_t errlen)
 	return rc;
 }
 
-/* Has t a module for the file (dev, ino)?  (bp_binary_scan's question.) */
+/* Refused files remembered, each said once: past this many, a refused
+ * file is still refused, only not remembered (one line says so). */
+#define REFUSED_MAX 1024
+
+int bx_target_refused(const bx_target_t *t, unsigned long long dev, unsigned long long ino)
+{
+	for (size_t i = 0; i < t->refused_count; i++)
+		if (t->refused[i].dev == dev && t->refused[i].ino == ino)
+			return 1;
+	return 0;
+}
+
+static void refuse(bx_target_t *t, unsigned long long dev, unsigned long long ino, const char *path, const char *why)
+{
+	if (t->refused_count > REFUSED_MAX)
+		return;
+	if (t->refused_count == REFUSED_MAX) {
+		bx_error("%s: %d files at that path refused: further ones are refused without a line", t->label,
+		         REFUSED_MAX);
+		t->refused_count++;
+		return;
+	}
+	bx_mapped_t *grown = realloc(t->refused, (t->refused_count + 1) * sizeof *grown);
+	if (grown) {
+		t->refused = grown;
+		grown[t->refused_count++] = (bx_mapped_t){ dev, ino };
+	}
+	bx_error("%s: %s is %s: not counted, not attached", t->label, path, why);
+}
+
+int bx_target_admits(bx_target_t *t, pid_t pid, const struct stat *st, unsigned long long dev,
+                     unsigned long long ino, size_t have)
+{
+	char path[64], why[160];
+	struct stat here;
+	int at_path_here = t->on_host && stat(t->binary, &here) == 0 && (unsigned long long)here.st_dev == dev &&
+	                   (unsigned long long)here.st_ino == ino;
+	snprintf(path, sizeof path, "the file process %d runs or maps there", (int)pid);
+	if (at_path_here)
+		return 1; /* the service's own rollout, through our root */
+	if (!bx_foreign_file_trusted(pid, st, t->owner_uid, t->only_uid, why, sizeof why)) {
+		refuse(t, dev, ino, path, why);
+		return 0;
+	}
+	if (have >= BX_FILES_PER_PATH) {
+		if (!t->capped)
+			bx_error("%s: %d files at that path counted already (the cap): further files are not counted, "
+			         "but for the one at that path here",
+			         t->label, BX_FILES_PER_PATH);
+		t->capped = 1;
+		return 0;
+	}
+	return 1;
+}
+
+/* Has t a module for the file (dev, ino), or refused it?  (bp_binary_scan's
+ * question.) */
 static int known_file(unsigned long long dev, unsigned long long ino, void *ctx)
 {
-	return bx_module_of_file(ctx, dev, ino) != NULL;
+	return bx_module_of_file(ctx, dev, ino) != NULL || bx_target_refused(ctx, dev, ino);
 }
 
 /* A file not seen before: a module, with the probes read through the
@@ -150,6 +206,12 @@ static int known_file(unsigned long long dev, unsigned long long ino, void *ctx)
 static int new_file(const bp_binary_file_t *f, void *ctx)
 {
 	bx_target_t *t = ctx;
+	struct stat st;
+	if (stat(f->root_path, &st) != 0 || (unsigned long long)st.st_dev != f->path_dev ||
+	    (unsigned long long)st.st_ino != f->path_ino)
+		return 0; /* replaced meanwhile: the next look sees the new file */
+	if (!bx_target_admits(t, f->pid, &st, f->dev, f->ino, t->module_count))
+		return 0;
 	bx_module_t *m = bx_module_add(t, f->root_path, f->dev, f->ino, f->path_dev, f->path_ino);
 	if (!m)
 		return -1;
@@ -167,18 +229,22 @@ int bx_target_discover(bx_target_t *t)
 	if (t->program)
 		return bx_program_target_discover(t);
 	t->discovered = 0;
-	long processes = bp_binary_scan(t->binary, known_file, new_file, t);
+	if (!t->seen && !(t->seen = bp_binary_seen_new()))
+		return -1;
+	long processes = bp_binary_scan_seen(t->binary, t->seen, known_file, new_file, t);
 	if (processes < 0)
 		return -1;
 	t->processes = (size_t)processes;
 	return t->discovered;
 }
 
-int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_t errlen)
+int bx_target_read(bx_target_t *t, int pid, const char *binary, long only_uid, char *err, size_t errlen)
 {
 	bp_probe_set_t bp;
 
 	memset(t, 0, sizeof *t);
+	t->owner_uid = -1;
+	t->only_uid = only_uid;
 	t->pid = binary ? -1 : pid;
 	if (binary) {
 		snprintf(t->label, sizeof t->label, "binary:%s", binary);
@@ -192,6 +258,7 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_
 		int rc = 0;
 		if (stat(binary, &st) == 0) {
 			t->on_host = 1;
+			t->owner_uid = (long)st.st_uid;
 			bx_module_t *m = bx_module_add(t, binary, st.st_dev, st.st_ino, st.st_dev, st.st_ino);
 			rc = m ? bx_module_read(m, binary, err, errlen) : -1;
 			if (!m)
@@ -293,22 +360,39 @@ int bx_target_alive(const bx_target_t *t)
 	return t->start_time && bp_process_start_time((pid_t)t->pid) == t->start_time;
 }
 
+static void free_module(bx_module_t *m)
+{
+	for (size_t j = 0; j < m->probe_count; j++)
+		free(m->probes[j]);
+	free(m->probes);
+	for (size_t j = 0; j < m->site_count; j++)
+		free(m->sites[j].args);
+	free(m->sites);
+	free(m->path);
+}
+
+void bx_module_remove(bx_target_t *t, unsigned long long dev, unsigned long long ino)
+{
+	bx_module_t *m = bx_module_of_file(t, dev, ino);
+	if (!m)
+		return;
+	free_module(m);
+	size_t i = (size_t)(m - t->modules);
+	memmove(m, m + 1, (t->module_count - i - 1) * sizeof *m);
+	t->module_count--;
+}
+
 void bx_target_free(bx_target_t *t)
 {
-	for (size_t i = 0; i < t->module_count; i++) {
-		for (size_t j = 0; j < t->modules[i].probe_count; j++)
-			free(t->modules[i].probes[j]);
-		free(t->modules[i].probes);
-		for (size_t j = 0; j < t->modules[i].site_count; j++)
-			free(t->modules[i].sites[j].args);
-		free(t->modules[i].sites);
-		free(t->modules[i].path);
-	}
+	for (size_t i = 0; i < t->module_count; i++)
+		free_module(&t->modules[i]);
 	free(t->modules);
 	free(t->binary);
 	free(t->programs);
 	free(t->running);
 	free(t->mapped);
+	free(t->refused);
+	bp_binary_seen_free(t->seen);
 	memset(t, 0, sizeof *t);
 }
 

@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "program_files.h"
@@ -78,6 +79,15 @@ typedef struct bx_target {
 	size_t running_count;
 	bx_mapped_t *mapped; /* every file their maps showed, looked at already */
 	size_t mapped_count;
+	/* --binary: who may put a file at PATH (bx_foreign_file_trusted),
+	 * the files refused (each said once, none attached), and the
+	 * processes the scanner has looked at */
+	long owner_uid; /* of the file at PATH here; -1 none */
+	long only_uid;  /* --uid; -1 none */
+	bx_mapped_t *refused;
+	size_t refused_count;
+	int capped;                  /* the BX_FILES_PER_PATH line is said */
+	struct bp_binary_seen *seen; /* a --binary library's (probe_reader.h) */
 } bx_target_t;
 
 /* Read the billing probes of process pid (binary NULL) or of the ELF file
@@ -85,7 +95,17 @@ typedef struct bx_target {
  * running process that maps it).  0, or -1 with a one-line reason in err:
  * no such process, not an ELF file, no billing probes...; then t holds
  * nothing. */
-int bx_target_read(bx_target_t *t, int pid, const char *binary, char *err, size_t errlen);
+int bx_target_read(bx_target_t *t, int pid, const char *binary, long only_uid, char *err, size_t errlen);
+
+/* A file at PATH in the root of process pid (st: its stat there, dev and
+ * ino: what the process maps) that t has not counted: 1 when it may be
+ * added, 0 when refused (one line the first time, remembered: no
+ * attachment, not looked at again).  Refused: a file
+ * bx_foreign_file_trusted refuses, or one beyond BX_FILES_PER_PATH
+ * (counted files: have) that is not the file at PATH here. */
+int bx_target_admits(bx_target_t *t, pid_t pid, const struct stat *st, unsigned long long dev,
+                     unsigned long long ino, size_t have);
+int bx_target_refused(const bx_target_t *t, unsigned long long dev, unsigned long long ino);
 
 /* --binary targets: look through /proc for processes running PATH inside
  * their root from a file not yet among t's modules (and, for a program,

@@ -188,6 +188,22 @@ typedef int (*bp_binary_found_fn)(const bp_binary_file_t *file, void *ctx);
  * maps; paths read from /proc/PID/maps are only compared. */
 long bp_binary_scan(const char *path, bp_binary_known_fn known, bp_binary_found_fn found, void *ctx);
 
+/* The processes a repeated scan has looked at, so that it reads a
+ * process's maps only when something changed that could matter: a
+ * process not seen before, or one that runs another executable (the key:
+ * PID, start time, and the executable's device and inode).  A process
+ * is looked at on two scans (the dynamic loader maps its libraries after
+ * the first may have run), then counted as those looks found it.  NULL
+ * when out of memory. */
+typedef struct bp_binary_seen bp_binary_seen_t;
+bp_binary_seen_t *bp_binary_seen_new(void);
+void bp_binary_seen_free(bp_binary_seen_t *seen);
+
+/* bp_binary_scan, reading maps only as seen says (seen NULL: every
+ * process's, as bp_binary_scan). */
+long bp_binary_scan_seen(const char *path, bp_binary_seen_t *seen, bp_binary_known_fn known,
+                         bp_binary_found_fn found, void *ctx);
+
 /* 1 when PID has exited or is a zombie (its /proc/PID/stat says Z or X). */
 int bp_process_gone(pid_t pid);
 
