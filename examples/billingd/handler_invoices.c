@@ -3,6 +3,7 @@
  */
 #include "billing/probes.h"
 #include "billing/timing.h"
+#include "currency.h"
 #include "db.h"
 #include "handlers.h"
 #include "reply.h"
@@ -25,6 +26,7 @@ reply_t handle_invoice_create(const request_t *rq)
 	invoice_row_t inv;
 	int64_t customer_id, amount_minor;
 	char currency[4];
+	const char *currency_text;
 	const field_t fields[] = {
 		{ "customer_id", FIELD_ID, .number = &customer_id },
 		{ "amount_minor", FIELD_AMOUNT, .number = &amount_minor },
@@ -37,14 +39,15 @@ reply_t handle_invoice_create(const request_t *rq)
 	if (validate_request(rq, fields, COUNT_OF(fields), &err) != 0 ||
 	    (db = db_for_request(rq, &err)) == NULL)
 		return err;
-	billing_transaction_begin(&tx, next_transaction_id(), "invoice", amount_minor, currency);
+	currency_text = currency_label(currency);
+	billing_transaction_begin(&tx, next_transaction_id(), "invoice", amount_minor, currency_text);
 	s = db_invoice_insert(db, rq->id, customer_id, amount_minor, currency, &inv);
 	if (s != DB_OK) {
 		err = reply_db_refusal(rq, s, NULL, 0);
 		billing_transaction_end(&tx, (int32_t)err.status);
 		return err;
 	}
-	BILLING_INVOICE_CREATE((uint64_t)inv.id, (uint64_t)customer_id, amount_minor, currency);
+	BILLING_INVOICE_CREATE((uint64_t)inv.id, (uint64_t)customer_id, amount_minor, currency_text);
 	billing_transaction_end(&tx, 0);
 	return reply_json(201, invoice_json(&inv));
 }
