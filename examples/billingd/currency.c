@@ -196,8 +196,14 @@ int currency_minor_units(const char *code)
 	return c ? c->minor_units : -1;
 }
 
-const char *currency_label(const char *code)
+const char *currency_code(const char *code)
 {
 	const currency_t *c = find_currency(code);
-	return c ? c->code : code;
+	return c ? c->code : NULL;
+}
+
+const char *currency_label(const char *code)
+{
+	const char *canonical = currency_code(code);
+	return canonical ? canonical : code;
 }

@@ -3,7 +3,6 @@
  */
 #include "billing/probes.h"
 #include "billing/timing.h"
-#include "currency.h"
 #include "db.h"
 #include "handlers.h"
 #include "reply.h"
@@ -25,12 +24,11 @@ reply_t handle_invoice_create(const request_t *rq)
 	billing_transaction_t tx;
 	invoice_row_t inv;
 	int64_t customer_id, amount_minor;
-	char currency[4];
-	const char *currency_text;
+	const char *currency;
 	const field_t fields[] = {
 		{ "customer_id", FIELD_ID, .number = &customer_id },
 		{ "amount_minor", FIELD_AMOUNT, .number = &amount_minor },
-		{ "currency", FIELD_CURRENCY, .currency = currency },
+		{ "currency", FIELD_CURRENCY, .text = &currency },
 	};
 	reply_t err;
 	db_status_t s;
@@ -39,15 +37,14 @@ reply_t handle_invoice_create(const request_t *rq)
 	if (validate_request(rq, fields, COUNT_OF(fields), &err) != 0 ||
 	    (db = db_for_request(rq, &err)) == NULL)
 		return err;
-	currency_text = currency_label(currency);
-	billing_transaction_begin(&tx, next_transaction_id(), "invoice", amount_minor, currency_text);
+	billing_transaction_begin(&tx, next_transaction_id(), "invoice", amount_minor, currency);
 	s = db_invoice_insert(db, rq->id, customer_id, amount_minor, currency, &inv);
 	if (s != DB_OK) {
 		err = reply_db_refusal(rq, s, NULL, 0);
 		billing_transaction_end(&tx, (int32_t)err.status);
 		return err;
 	}
-	BILLING_INVOICE_CREATE((uint64_t)inv.id, (uint64_t)customer_id, amount_minor, currency_text);
+	BILLING_INVOICE_CREATE((uint64_t)inv.id, (uint64_t)customer_id, amount_minor, currency);
 	billing_transaction_end(&tx, 0);
 	return reply_json(201, invoice_json(&inv));
 }

@@ -11,7 +11,6 @@
 
 #include "billing/probes.h"
 #include "billing/timing.h"
-#include "currency.h"
 #include "db.h"
 #include "gateway.h"
 #include "handlers.h"
@@ -47,14 +46,13 @@ reply_t handle_payment_authorize(const request_t *rq)
 	invoice_row_t inv;
 	payment_row_t pay;
 	int64_t invoice_id, amount_minor;
-	char currency[4];
-	const char *currency_text, *gateway;
+	const char *currency, *gateway;
 	uint64_t auth_ns;
 	int result;
 	const field_t fields[] = {
 		{ "invoice_id", FIELD_ID, .number = &invoice_id },
 		{ "amount_minor", FIELD_AMOUNT, .number = &amount_minor },
-		{ "currency", FIELD_CURRENCY, .currency = currency },
+		{ "currency", FIELD_CURRENCY, .text = &currency },
 		{ "gateway", FIELD_ENUM, .text = &gateway, .allowed = gateway_names,
 		  .error_code = "unknown_gateway" },
 	};
@@ -70,10 +68,9 @@ reply_t handle_payment_authorize(const request_t *rq)
 	if (err.status != 0)
 		return err;
 
-	currency_text = currency_label(currency);
-	billing_transaction_begin(&tx, next_transaction_id(), "payment", amount_minor, currency_text);
+	billing_transaction_begin(&tx, next_transaction_id(), "payment", amount_minor, currency);
 	/* payment-auth times the gateway call: the same interval as gateway-call-done */
-	result = gateway_authorize(rq->id, gateway, amount_minor, currency_text,
+	result = gateway_authorize(rq->id, gateway, amount_minor, currency,
 	                           BILLING_PAYMENT_AUTH_ENABLED(), &auth_ns);
 
 	s = db_payment_record(db, rq->id, invoice_id, amount_minor, currency, gateway, result, &pay);
@@ -83,7 +80,7 @@ reply_t handle_payment_authorize(const request_t *rq)
 		return err;
 	}
 	/* Fired once the answer is stored, so the probe counts what the books hold. */
-	BILLING_PAYMENT_AUTH((uint64_t)pay.id, amount_minor, currency_text, gateway, result, auth_ns);
+	BILLING_PAYMENT_AUTH((uint64_t)pay.id, amount_minor, currency, gateway, result, auth_ns);
 	billing_transaction_end(&tx, 0);
 
 	return reply_json(201, json_pack("{s:I,s:I,s:I,s:s,s:s,s:s,s:i,s:s}",

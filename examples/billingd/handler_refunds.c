@@ -62,8 +62,9 @@ reply_t handle_refund_create(const request_t *rq)
 		billing_transaction_end(&tx, (int32_t)err.status);
 		return err;
 	}
-	BILLING_REFUND_PROCESS((uint64_t)ref.id, (uint64_t)payment_id, amount_minor,
-	                       currency_label(ref.currency), reason);
+	/* ref.currency is the payment's: the same label */
+	BILLING_REFUND_PROCESS((uint64_t)ref.id, (uint64_t)payment_id, amount_minor, currency_text,
+	                       reason);
 	billing_transaction_end(&tx, 0);
 
 	return reply_json(201, json_pack("{s:I,s:I,s:I,s:s,s:s,s:I}",
