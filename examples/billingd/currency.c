@@ -182,12 +182,28 @@ static int compare_code(const void *key, const void *element)
 	return strcmp((const char *)key, ((const currency_t *)element)->code);
 }
 
+static const currency_t *find_currency(const char *code)
+{
+	if (code == NULL || strlen(code) != 3)
+		return NULL;
+	return bsearch(code, currencies, sizeof(currencies) / sizeof(currencies[0]),
+	               sizeof(currencies[0]), compare_code);
+}
+
 int currency_minor_units(const char *code)
 {
-	const currency_t *c;
-	if (code == NULL || strlen(code) != 3)
-		return -1;
-	c = bsearch(code, currencies, sizeof(currencies) / sizeof(currencies[0]),
-	            sizeof(currencies[0]), compare_code);
+	const currency_t *c = find_currency(code);
 	return c ? c->minor_units : -1;
+}
+
+const char *currency_code(const char *code)
+{
+	const currency_t *c = find_currency(code);
+	return c ? c->code : NULL;
+}
+
+const char *currency_label(const char *code)
+{
+	const char *canonical = currency_code(code);
+	return canonical ? canonical : code;
 }

@@ -95,17 +95,33 @@ static int draw_decline(void)
 	return codes[rng_next() % (sizeof(codes) / sizeof(codes[0]))];
 }
 
+const char *gateway_label(const char *name)
+{
+	size_t i;
+	for (i = 0; gateway_names[i] != NULL; i++)
+		if (strcmp(gateway_names[i], name) == 0)
+			return gateway_names[i];
+	return name;
+}
+
 int gateway_authorize(uint64_t request_id, const char *gateway, int64_t amount_minor,
-                      const char *currency)
+                      const char *currency, int timed, uint64_t *duration_ns)
 {
 	billing_gateway_call_t call;
 	int result;
+	uint64_t ns;
 	(void)amount_minor;
 	(void)currency;
 	billing_gateway_call_begin(&call, request_id, gateway, "authorize");
+	/* One clock pair for both spans: begin clocks only while the pair is
+	 * enabled, so a caller's need alone starts the clock here. */
+	if (timed && call.start_ns == 0)
+		call.start_ns = billing_clock_ns();
 	wait_like_a_network();
 	result = draw_decline();
-	billing_gateway_call_end(&call, result);
+	ns = billing_gateway_call_end(&call, result);
+	/* end measures only while gateway-call-done is enabled */
+	*duration_ns = ns != 0 ? ns : billing_elapsed_ns(call.start_ns);
 	return result;
 }
 

@@ -40,10 +40,18 @@ void gateway_configure(const gateway_config_t *config, uint64_t seed);
 /* The gateways we are connected to, NULL-terminated: "stripe-sim", ... */
 extern const char *const gateway_names[];
 
+/* The gateway_names entry equal to name, or name itself when none is: a
+ * probe label into read-only memory is a pointer compare in the stats
+ * writer's cache, a copy (a database row) is compared byte by byte. */
+const char *gateway_label(const char *name);
+
 /* Authorise (and capture) a card payment.  Fires the gateway-call pair.
+ * *duration_ns gets the call's duration when timed is non-zero or the
+ * gateway-call pair is enabled, else 0 (not measured): a caller timing this
+ * same call (payment-auth) takes it instead of reading the clock itself.
  * Returns GATEWAY_APPROVED or a decline code. */
 int gateway_authorize(uint64_t request_id, const char *gateway, int64_t amount_minor,
-                      const char *currency);
+                      const char *currency, int timed, uint64_t *duration_ns);
 
 /* Send a refund to the gateway; the simulation always accepts it. */
 int gateway_refund(uint64_t request_id, const char *gateway, int64_t amount_minor,

@@ -24,11 +24,11 @@ reply_t handle_invoice_create(const request_t *rq)
 	billing_transaction_t tx;
 	invoice_row_t inv;
 	int64_t customer_id, amount_minor;
-	char currency[4];
+	const char *currency;
 	const field_t fields[] = {
 		{ "customer_id", FIELD_ID, .number = &customer_id },
 		{ "amount_minor", FIELD_AMOUNT, .number = &amount_minor },
-		{ "currency", FIELD_CURRENCY, .currency = currency },
+		{ "currency", FIELD_CURRENCY, .text = &currency },
 	};
 	reply_t err;
 	db_status_t s;

@@ -46,14 +46,13 @@ reply_t handle_payment_authorize(const request_t *rq)
 	invoice_row_t inv;
 	payment_row_t pay;
 	int64_t invoice_id, amount_minor;
-	char currency[4];
-	const char *gateway;
-	uint64_t auth_start, auth_ns;
+	const char *currency, *gateway;
+	uint64_t auth_ns;
 	int result;
 	const field_t fields[] = {
 		{ "invoice_id", FIELD_ID, .number = &invoice_id },
 		{ "amount_minor", FIELD_AMOUNT, .number = &amount_minor },
-		{ "currency", FIELD_CURRENCY, .currency = currency },
+		{ "currency", FIELD_CURRENCY, .text = &currency },
 		{ "gateway", FIELD_ENUM, .text = &gateway, .allowed = gateway_names,
 		  .error_code = "unknown_gateway" },
 	};
@@ -70,9 +69,9 @@ reply_t handle_payment_authorize(const request_t *rq)
 		return err;
 
 	billing_transaction_begin(&tx, next_transaction_id(), "payment", amount_minor, currency);
-	auth_start = billing_clock_if(BILLING_PAYMENT_AUTH_ENABLED());
-	result = gateway_authorize(rq->id, gateway, amount_minor, currency);
-	auth_ns = billing_elapsed_ns(auth_start);
+	/* payment-auth times the gateway call: the same interval as gateway-call-done */
+	result = gateway_authorize(rq->id, gateway, amount_minor, currency,
+	                           BILLING_PAYMENT_AUTH_ENABLED(), &auth_ns);
 
 	s = db_payment_record(db, rq->id, invoice_id, amount_minor, currency, gateway, result, &pay);
 	if (s != DB_OK) {

@@ -4,6 +4,7 @@
  */
 #include "billing/probes.h"
 #include "billing/timing.h"
+#include "currency.h"
 #include "db.h"
 #include "gateway.h"
 #include "handlers.h"
@@ -31,7 +32,7 @@ reply_t handle_refund_create(const request_t *rq)
 	payment_row_t pay;
 	refund_row_t ref;
 	int64_t payment_id, amount_minor;
-	const char *reason;
+	const char *reason, *currency_text;
 	const field_t fields[] = {
 		{ "payment_id", FIELD_ID, .number = &payment_id },
 		{ "amount_minor", FIELD_AMOUNT, .number = &amount_minor },
@@ -52,15 +53,17 @@ reply_t handle_refund_create(const request_t *rq)
 	if (s != DB_OK)
 		return reply_db_refusal(rq, s, refusals, COUNT_OF(refusals));
 
-	billing_transaction_begin(&tx, next_transaction_id(), "refund", amount_minor, pay.currency);
-	gateway_refund(rq->id, pay.gateway, amount_minor, pay.currency);
+	currency_text = currency_label(pay.currency);
+	billing_transaction_begin(&tx, next_transaction_id(), "refund", amount_minor, currency_text);
+	gateway_refund(rq->id, gateway_label(pay.gateway), amount_minor, currency_text);
 	s = db_refund_record(db, rq->id, payment_id, amount_minor, reason, &ref);
 	if (s != DB_OK) {
 		err = reply_db_refusal(rq, s, refusals, COUNT_OF(refusals));
 		billing_transaction_end(&tx, (int32_t)err.status);
 		return err;
 	}
-	BILLING_REFUND_PROCESS((uint64_t)ref.id, (uint64_t)payment_id, amount_minor, ref.currency,
+	/* ref.currency is the payment's: the same label */
+	BILLING_REFUND_PROCESS((uint64_t)ref.id, (uint64_t)payment_id, amount_minor, currency_text,
 	                       reason);
 	billing_transaction_end(&tx, 0);
 

@@ -81,7 +81,7 @@ static int amount_field(const request_t *rq, json_t *obj, const char *key, int64
 	return 0;
 }
 
-static int currency_field(const request_t *rq, json_t *obj, const char *key, char out[4],
+static int currency_field(const request_t *rq, json_t *obj, const char *key, const char **out,
                           reply_t *err)
 {
 	json_t *v = required(rq, obj, key, err);
@@ -91,10 +91,9 @@ static int currency_field(const request_t *rq, json_t *obj, const char *key, cha
 	if (!json_is_string(v))
 		return fail_field(rq, err, "invalid_field", key, "must be a string");
 	code = json_string_value(v);
-	if (json_string_length(v) != 3 || currency_minor_units(code) < 0)
+	if (json_string_length(v) != 3 || (*out = currency_code(code)) == NULL)
 		return fail_field(rq, err, "unknown_currency", key,
 		                  "must be an active ISO 4217 code such as \"EUR\"");
-	memcpy(out, code, 4);
 	return 0;
 }
 
@@ -145,7 +144,7 @@ static int validate_field(const request_t *rq, json_t *doc, const field_t *f, re
 	case FIELD_AMOUNT:
 		return amount_field(rq, doc, f->key, f->number, err);
 	case FIELD_CURRENCY:
-		return currency_field(rq, doc, f->key, f->currency, err);
+		return currency_field(rq, doc, f->key, f->text, err);
 	case FIELD_ENUM:
 		return enum_field(rq, doc, f->key, f->allowed, f->error_code, f->text, err);
 	}

@@ -29,9 +29,11 @@ typedef enum {
 typedef struct {
 	const char *key;
 	field_kind_t kind;
-	int64_t *number;            /* FIELD_ID, FIELD_AMOUNT */
-	char *currency;             /* FIELD_CURRENCY: 4 bytes */
-	const char **text;          /* FIELD_ENUM: the allowed[] entry, so it outlives the body */
+	int64_t *number; /* FIELD_ID, FIELD_AMOUNT */
+	/* FIELD_ENUM: the allowed[] entry; FIELD_CURRENCY: the currency table's
+	 * code.  Both outlive the body and are static (a stats label cached by
+	 * address). */
+	const char **text;
 	const char *const *allowed; /* FIELD_ENUM */
 	const char *error_code;     /* FIELD_ENUM: the code when the value is not allowed */
 } field_t;
