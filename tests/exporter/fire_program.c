@@ -86,7 +86,7 @@ static int run_hostile(void)
 		"\xc3\x28",
 		"\xe2\x82",
 		"ok-\xc3\xa9t\xc3\xa9",
-		"c1-\xc2\x9b" "2J",
+		"c1-\xc2\x9bJ", /* CSI J: erase the screen below */
 		"",
 		"other",
 	};
