@@ -5,7 +5,7 @@
  *   fire_program threads T N     T threads, each fires request-done N times
  *                                (same handler and status) and payment-auth N times
  *   fire_program hostile         payment-auth with hostile gateway names:
- *                                not UTF-8, quotes, backslashes, newlines,
+ *                                not UTF-8, quotes, backslashes, newlines, C1 CSI,
  *                                300 bytes; then, after a line on stdin,
  *                                10,000 distinct names
  *   fire_program spans N         N requests through the timing helpers
@@ -86,6 +86,7 @@ static int run_hostile(void)
 		"\xc3\x28",
 		"\xe2\x82",
 		"ok-\xc3\xa9t\xc3\xa9",
+		"c1-\xc2\x9bJ", /* CSI J: erase the screen below */
 		"",
 		"other",
 	};

@@ -11,7 +11,8 @@ one more worker forked while tracing).
   (bpftrace -p: the kernel filters its uprobes to that process);
 - resolution (--dry-run) and bad command lines; a module whose path a
   bpftrace program cannot carry safely is left out, never pasted in (refused,
-  exit 2, when no other module carries the probes).
+  exit 2, when no other module carries the probes); a -p process with no
+  USDT probes at all is refused (one line, exit 2), as list refuses it.
 
 Every wait is for a condition (a line printed, a semaphore raised) with a
 generous deadline; never a sleep standing for one.  Needs root and
@@ -103,6 +104,7 @@ START = {"biz_metrics": "Tracing billing business figures", "tps": "Tracing tran
 
 # --- resolution and bad command lines ------------------------------------------------
 svc = Service()
+plain = subprocess.Popen(["sleep", "600"])  # a process with no billing module
 try:
     rc, out, err = run(["trace", "biz_metrics", "--binary", SERVICE, "--dry-run"])
     check(rc == 0 and re.search(r"^usdt:%s:billing:invoice__create" % re.escape(os.path.realpath(SERVICE)), out,
@@ -124,6 +126,10 @@ try:
         rc, out, err = run(["trace", "tps"] + bad_args, timeout=60)
         check(rc == 2 and len(err.splitlines()) == 1 and why in err,
               "trace tps %s: exit 2, one line %r (%d %r)" % (" ".join(bad_args), why, rc, err))
+    # --dry-run: on a tool that took the plain process, the check fails rather than waits.
+    rc, out, err = run(["trace", "tps", "-p", str(svc.parent), "-p", str(plain.pid), "--dry-run"])
+    check(rc == 2 and len(err.splitlines()) == 1 and "%d: no USDT probes in the executable" % plain.pid in err,
+          "-p of a process with no USDT probes: exit 2, one line, as list says (%d %r)" % (rc, err))
 
     # --- one -p: semaphores raised in that process only ------------------------------
     w0, others = svc.workers[0], svc.workers[1:]
@@ -139,6 +145,8 @@ try:
     check(wait_traced(svc.pids(), "invoice__create", want=False), "every semaphore back to 0 after the trace")
 finally:
     svc.stop()
+    plain.kill()
+    plain.wait()
 
 # --- a module path a bpftrace program cannot carry safely: refused, said once ---------------
 LIB_ALL = os.environ.get("BP_LIB_ALL", "")

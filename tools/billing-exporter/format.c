@@ -5,6 +5,8 @@
  */
 #include "format.h"
 
+#include "term_text.h" /* tools/billing-probes */
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +100,21 @@ static void write_exposition(const bx_snapshot_t *s, int om, bp_buf_t *b)
 		bp_buf_printf(b, "# EOF\n");
 }
 
+/* The series name as a terminal may show it: label values are valid
+ * UTF-8 for the exposition, but a terminal acts on C1 controls in it
+ * (U+009B is CSI), so the row goes through the tools' one escaper. */
+static void put_table_name(bp_buf_t *b, const char *name)
+{
+	size_t n = bp_escaped_width(name) + 1;
+	char *shown = malloc(n);
+	if (!shown) {
+		bp_buf_printf(b, "%-100s ", "?");
+		return;
+	}
+	bp_buf_printf(b, "%-100s ", bp_escape_into(name, shown, n));
+	free(shown);
+}
+
 /* The table leaves buckets out: count and sum say enough on a terminal. */
 static void write_table(const bx_snapshot_t *s, bp_buf_t *b)
 {
@@ -108,7 +125,7 @@ static void write_table(const bx_snapshot_t *s, bp_buf_t *b)
 		bp_buf_t name = { 0 };
 		bp_buf_printf(&name, "%s%s", x->metric->name, x->suffix);
 		put_labels(&name, x);
-		bp_buf_printf(b, "%-100s ", name.failed ? "?" : name.data);
+		put_table_name(b, name.failed ? "?" : name.data);
 		put_value(b, x->value);
 		bp_buf_printf(b, "\n");
 		free(name.data);

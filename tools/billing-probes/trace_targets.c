@@ -101,6 +101,11 @@ int bp_trace_load_targets(const bp_options_t *opt, const char *pid_text, bp_prob
 		if (rc == 0 && !one.is_process) {
 			bp_error(opt->targets[k], "-p needs the PID of a running process");
 			rc = -1;
+		} else if (rc == 0 && one.probe_count == 0) {
+			/* Named but never counted: the operator's figures would
+			 * silently leave it out (list refuses it the same way). */
+			bp_error(opt->targets[k], "no USDT probes in the executable or any mapped library");
+			rc = -1;
 		}
 		if (rc != 0) {
 			bp_probe_set_free(&one);
