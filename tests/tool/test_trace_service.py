@@ -130,6 +130,9 @@ try:
     rc, out, err = run(["trace", "tps", "-p", str(svc.parent), "-p", str(plain.pid), "--dry-run"])
     check(rc == 2 and len(err.splitlines()) == 1 and "%d: no USDT probes in the executable" % plain.pid in err,
           "-p of a process with no USDT probes: exit 2, one line, as list says (%d %r)" % (rc, err))
+    rc, out, err = run(["trace", "cpu_profile", "-p", str(svc.parent), "-p", str(plain.pid), "--dry-run"])
+    check(rc == 0 and "no USDT probes" not in err,
+          "a script counting no USDT probe (cpu_profile) may name that process too (%d %r)" % (rc, err))
 
     # --- one -p: semaphores raised in that process only ------------------------------
     w0, others = svc.workers[0], svc.workers[1:]

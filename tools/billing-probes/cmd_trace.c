@@ -210,6 +210,24 @@ static int refuse_nothing_carried(const drop_ctx_t *dropped, const bp_probe_set_
 	return 1;
 }
 
+/* One of several -p carries no USDT probe while the script counts USDT
+ * probes: nothing of that process would be counted, and the figures would
+ * read as the whole service's.  A script without USDT probes (cpu_profile)
+ * may name any process. */
+static int refuse_bare_pid(int bare_pid, const drop_ctx_t *dropped, const bp_probe_set_t *set,
+                           const unsigned char *used)
+{
+	int counts_usdt = dropped->count > 0;
+	for (size_t i = 0; i < set->probe_count && !counts_usdt; i++)
+		counts_usdt = used[i] != BP_TRACE_UNUSED;
+	if (!bare_pid || !counts_usdt)
+		return 0;
+	char what[32];
+	snprintf(what, sizeof what, "%d", bare_pid);
+	bp_error(what, "no USDT probes in the executable or any mapped library: nothing of it would be counted");
+	return 1;
+}
+
 static volatile sig_atomic_t tracer_pid, forwarded_sigint;
 
 static void forward_signal(int sig)
@@ -570,11 +588,12 @@ int bp_cmd_trace(const bp_options_t *opt)
 		         opt->target_count > 1 ? " or the other PIDs" : "");
 	}
 	size_t npids = 0;
+	int bare_pid = 0;
 	if (!(pids = calloc((size_t)opt->target_count + 1, sizeof *pids))) {
 		bp_error("trace", "out of memory");
 		goto out;
 	}
-	if (bp_trace_load_targets(opt, opt->command_line ? pid_text : NULL, &set, pids, &npids) != 0)
+	if (bp_trace_load_targets(opt, opt->command_line ? pid_text : NULL, &set, pids, &npids, &bare_pid) != 0)
 		goto out;
 	if (!(used = calloc(set.probe_count + 1, 1))) {
 		bp_error("trace", "out of memory");
@@ -592,7 +611,8 @@ int bp_cmd_trace(const bp_options_t *opt)
 		bp_probe_set_free(&needed);
 	say.where = where;
 	say.needed = opt->binary_count ? &needed : NULL;
-	if (refuse_nothing_carried(&dropped, &set, used, &say) || report_left_out(&set, used, where))
+	if (refuse_nothing_carried(&dropped, &set, used, &say) || report_left_out(&set, used, where) ||
+	    refuse_bare_pid(bare_pid, &dropped, &set, used))
 		goto out;
 	each_dropped(&dropped, say_dropped, &say);
 	if (opt->dry_run) {

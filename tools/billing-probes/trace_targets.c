@@ -73,9 +73,10 @@ static int load_binary(const char *binary, bp_probe_set_t *set)
 }
 
 int bp_trace_load_targets(const bp_options_t *opt, const char *pid_text, bp_probe_set_t *set, int *pids,
-                          size_t *npids)
+                          size_t *npids, int *bare_pid)
 {
 	*npids = 0;
+	*bare_pid = 0;
 	memset(set, 0, sizeof *set);
 	if (opt->binary_count) {
 		set->spec = opt->binaries[0];
@@ -101,11 +102,8 @@ int bp_trace_load_targets(const bp_options_t *opt, const char *pid_text, bp_prob
 		if (rc == 0 && !one.is_process) {
 			bp_error(opt->targets[k], "-p needs the PID of a running process");
 			rc = -1;
-		} else if (rc == 0 && one.probe_count == 0) {
-			/* Named but never counted: the operator's figures would
-			 * silently leave it out (list refuses it the same way). */
-			bp_error(opt->targets[k], "no USDT probes in the executable or any mapped library");
-			rc = -1;
+		} else if (rc == 0 && one.probe_count == 0 && !*bare_pid) {
+			*bare_pid = one.pid;
 		}
 		if (rc != 0) {
 			bp_probe_set_free(&one);

@@ -15,9 +15,11 @@
  * or -p PID, several -p PIDs (merged: one service), or every --binary
  * PATH (merged: a program and the libraries it loads, one file once).
  * pids (room for opt->target_count + 1) gets the processes to keep to,
- * none for --binary.  0, or -1 after the one error line. */
+ * none for --binary; *bare_pid the first of several -p that carries no
+ * USDT probe at all (0: none), for the caller to refuse when the script
+ * counts USDT probes.  0, or -1 after the one error line. */
 int bp_trace_load_targets(const bp_options_t *opt, const char *pid_text, bp_probe_set_t *set, int *pids,
-                          size_t *npids);
+                          size_t *npids, int *bare_pid);
 
 /* The module of needed (the libraries the --binary files load:
  * bp_probe_set_load_needed) that carries the probe a dropped spec
