@@ -154,10 +154,10 @@ with tempfile.TemporaryDirectory() as tmp:
                 'usdt::billing:request__* { @all = count(); }\n'
                 'uprobe:/bin/true:main /pid > 0/ { }\n')
     rc, out, err = run(["trace", odd, "-c", TWO, "--dry-run"])
-    pid_filter = re.findall(r"/pid == (\d+)", out)
+    pid_filter = re.findall(r"/\(pid == (\d+) && curtask->group_leader->start_boottime / \d+ == \d+\)", out)
     check(rc == 0 and 'printf("{ not a block \\"/\\" }\\n")' in out and "// usdt::billing:error { }" in out
           and "{ @[str(arg1)] = count(); /* } */ }" in out, "string, comments and body pass through unchanged")
-    check(len(pid_filter) == 2 and re.search(r"/pid == \d+ && \(arg0 > 0\)/", out),
+    check(len(pid_filter) == 2 and re.search(r"/\(pid == \d+ && [^()]*\) && \(arg0 > 0\)/", out),
           "the pid predicate is anded with the clause's own (%s)" % pid_filter)
     glob = out.split("/* dropped")[1].split("{ @all")[0] if "/* dropped" in out else ""
     check(len(re.findall(r"^usdt:/", glob, flags=re.M)) == 4,
@@ -185,6 +185,57 @@ for how in ("-c", "-p"):
     check(rc == 0 and rows == {("invoices", 0): (ROUNDS, ROUNDS * 1250), ("approved", 0): (ROUNDS, ROUNDS * 1999),
                                ("declined", 51): (ROUNDS, ROUNDS * 250000), ("refunds", 0): (ROUNDS, ROUNDS * 500)},
           "biz_metrics %s on the subset service: exact counts and amounts (%d %s %r)" % (how, rc, rows, err[-300:]))
+
+# --- a traced PID is the process, not the number --------------------------------------
+# trace -p A -p B; B fires and exits; the next process made gets B's PID
+# (ns_last_pid set to B - 1 just before it forks) and fires too: only A's
+# and B's rounds count, and the trace ends when A ends.
+def subset_waiting():
+    p = subprocess.Popen([SUBSET, str(ROUNDS), "--wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    p.stdout.readline()
+    return p
+
+
+def fire(p):
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    p.wait(timeout=60)
+
+
+a, b, reused, tracer = subset_waiting(), subset_waiting(), None, None
+try:
+    tracer = subprocess.Popen([TOOL, "trace", "biz_metrics", "-p", str(a.pid), "-p", str(b.pid), "--", "1"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    head = ""
+    while True:
+        line = tracer.stdout.readline()
+        head += line
+        if not line or not line.startswith("Attaching "):
+            break
+    fire(b)
+    for _ in range(20):
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(b.pid - 1))
+        reused = subset_waiting()
+        if reused.pid == b.pid:
+            break
+        reused.kill()
+        reused.wait()
+        reused = None
+    check(reused is not None, "a process got the traced PID %d after its owner exited" % b.pid)
+    if reused:
+        fire(reused)
+    fire(a)
+    out, err = tracer.communicate(timeout=60)
+    rows = biz_total(head + out)
+    check(tracer.returncode == 0 and rows.get(("invoices", 0)) == (2 * ROUNDS, 2 * ROUNDS * 1250),
+          "trace -p A -p B: B's PID reused by another process, not counted: %d invoices of A and B (%d %s %r)"
+          % (2 * ROUNDS, tracer.returncode, rows.get(("invoices", 0)), err[-300:]))
+finally:
+    for p in (a, b, reused, tracer):
+        if p and p.poll() is None:
+            p.kill()
+            p.wait()
 
 # --- real runs: probes in two modules ------------------------------------------------
 # A round: a request through the helpers (library), one through the macros

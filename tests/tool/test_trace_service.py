@@ -114,8 +114,10 @@ try:
     for pid in svc.pids():
         args += ["-p", str(pid)]
     rc, out, err = run(["trace", "biz_metrics"] + args + ["--dry-run"])
-    preds = set(re.findall(r"/\((pid == \d+(?: \|\| pid == \d+)*)\)", out))
-    want = " || ".join("pid == %d" % p for p in svc.pids())
+    preds = set(re.findall(r"/\(((?:\(pid == \d+ && [^()]*\)(?: \|\| )?)+)\)", out))
+    want = " || ".join("(pid == %d && curtask->group_leader->start_boottime / %d == %s)"
+                       % (p, 10**9 // os.sysconf("SC_CLK_TCK"), open("/proc/%d/stat" % p).read().rsplit(")", 1)[1].split()[19])
+                       for p in svc.pids())
     check(rc == 0 and preds == {want} and len(re.findall(r"^usdt:[^\n]*:billing:invoice__create", out, flags=re.M)) == 1,
           "four -p: one spec per probe (one file, read four times), predicate %r (%d %s)" % (want, rc, preds))
     for bad_args, why in ((["--binary", "/nonexistent/svc"], "no such file"),

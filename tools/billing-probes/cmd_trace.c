@@ -298,11 +298,15 @@ static void pass_output(struct tracer_output *out, int timeout_ms)
 }
 
 /* 1 when every one of the npids processes has exited (never for none). */
-static int all_gone(const int *pids, size_t npids)
+/* Gone: no process has the PID, or the one that has it started after the
+ * process trace was given (starts[i], the start time read when it began). */
+static int all_gone(const int *pids, const unsigned long long *starts, size_t npids)
 {
-	for (size_t i = 0; i < npids; i++)
-		if (!bp_process_gone((pid_t)pids[i]))
+	for (size_t i = 0; i < npids; i++) {
+		unsigned long long now = bp_process_start_time((pid_t)pids[i]);
+		if (now != 0 && now == starts[i])
 			return 0;
+	}
 	return npids > 0;
 }
 
@@ -369,7 +373,8 @@ static int wait_attached(pid_t tracer, pid_t target, const bp_probe_set_t *set, 
 /* Until bpftrace exits, passing its output on: SIGINT to it (it prints
  * its END output) once the traced processes are all gone (--binary: only
  * on Ctrl-C or SIGTERM, forwarded).  bpftrace's wait status. */
-static int wait_done(pid_t tracer, const int *pids, size_t npids, pid_t command, struct tracer_output *out)
+static int wait_done(pid_t tracer, const int *pids, const unsigned long long *starts, size_t npids, pid_t command,
+                     struct tracer_output *out)
 {
 	int status = 0, interrupted = 0, target_gone = 0, gone_ticks = 0;
 	bp_sigint_watch_t watch = { 0 };
@@ -381,7 +386,7 @@ static int wait_done(pid_t tracer, const int *pids, size_t npids, pid_t command,
 			break;
 		if (done > 0 && done == command)
 			target_gone = 1;
-		else if (done == 0 && command < 0 && all_gone(pids, npids))
+		else if (done == 0 && command < 0 && all_gone(pids, starts, npids))
 			target_gone = 1;
 		gone_ticks += target_gone;
 		if (!interrupted && target_gone && bp_bpftrace_catches_sigint(tracer) &&
@@ -412,8 +417,8 @@ static int wait_done(pid_t tracer, const int *pids, size_t npids, pid_t command,
  * attached, or is killed if bpftrace ends first: either way *released.
  * bpftrace's exit status (128+N for a signal), or BP_EXIT_ERROR when it
  * could not be started. */
-static int run_tracer(char **argv, const int *pids, size_t npids, pid_t command, const bp_probe_set_t *set,
-                      const unsigned char *used, int *released)
+static int run_tracer(char **argv, const int *pids, const unsigned long long *starts, size_t npids, pid_t command,
+                      const bp_probe_set_t *set, const unsigned char *used, int *released)
 {
 	struct tracer_output out;
 	pid_t tracer = start_tracer(argv, &out);
@@ -434,7 +439,7 @@ static int run_tracer(char **argv, const int *pids, size_t npids, pid_t command,
 		*released = 1;
 	}
 	if (!tracer_done)
-		status = wait_done(tracer, pids, npids, command, &out);
+		status = wait_done(tracer, pids, starts, npids, command, &out);
 	pass_output(&out, 0); /* what bpftrace wrote before it exited */
 	if (out.fd >= 0)
 		close(out.fd);
@@ -567,6 +572,7 @@ int bp_cmd_trace(const bp_options_t *opt)
 	memset(&needed, 0, sizeof needed);
 	memset(&set, 0, sizeof set);
 	int *pids = NULL;
+	unsigned long long *starts = NULL;
 	unsigned char *used = NULL;
 	char *resolved = NULL, **argv = NULL;
 	char where[PATH_MAX + 32], pid_text[32];
@@ -589,12 +595,16 @@ int bp_cmd_trace(const bp_options_t *opt)
 	}
 	size_t npids = 0;
 	int bare_pid = 0;
-	if (!(pids = calloc((size_t)opt->target_count + 1, sizeof *pids))) {
+	if (!(pids = calloc((size_t)opt->target_count + 1, sizeof *pids)) ||
+	    !(starts = calloc((size_t)opt->target_count + 1, sizeof *starts))) {
 		bp_error("trace", "out of memory");
 		goto out;
 	}
 	if (bp_trace_load_targets(opt, opt->command_line ? pid_text : NULL, &set, pids, &npids, &bare_pid) != 0)
 		goto out;
+	/* each process as the kernel knows it now: its PID and start time */
+	for (size_t i = 0; i < npids; i++)
+		starts[i] = bp_process_start_time((pid_t)pids[i]);
 	if (!(used = calloc(set.probe_count + 1, 1))) {
 		bp_error("trace", "out of memory");
 		goto out;
@@ -642,7 +652,7 @@ int bp_cmd_trace(const bp_options_t *opt)
 		argv[argc++] = opt->script_args[i];
 	argv[argc] = NULL;
 	fflush(stdout);
-	rc = run_tracer(argv, pids, npids, command, &set, used, &released);
+	rc = run_tracer(argv, pids, starts, npids, command, &set, used, &released);
 
 out:
 	if (!released)
@@ -651,6 +661,7 @@ out:
 	free(argv);
 	free(used);
 	free(pids);
+	free(starts);
 	bp_probe_set_free(&set);
 	free(resolved);
 	free(dropped.specs.data);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Past a comment or string starting at p (which must start one), or p. */
 static const char *skip_lexical(const char *p, const char *end, int *bad)
@@ -211,14 +212,25 @@ static int rewrite_specs(const char *s, const char *e, const bp_probe_set_t *set
 	return made;
 }
 
-/* "pid == A" or "(pid == A || pid == B ...)" into out. */
+/* "pid == A" or "(pid == A || pid == B ...)" into out.  With the kernel's
+ * BTF, each PID also names its process's start time (the kernel's
+ * start_boottime in /proc/PID/stat's clock ticks), so a process that gets
+ * a traced PID after its owner exits is never counted. */
 static void put_pid_filter(bp_buf_t *out, const int *pids, size_t npids)
 {
-	char one[32];
+	char one[160];
+	long ticks = sysconf(_SC_CLK_TCK);
+	int btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0 && ticks > 0;
 	if (npids > 1)
 		bp_buf_puts(out, "(");
 	for (size_t i = 0; i < npids; i++) {
-		snprintf(one, sizeof one, "%spid == %d", i ? " || " : "", pids[i]);
+		unsigned long long start = btf ? bp_process_start_time((pid_t)pids[i]) : 0;
+		if (start)
+			snprintf(one, sizeof one,
+			         "%s(pid == %d && curtask->group_leader->start_boottime / %ld == %llu)", i ? " || " : "",
+			         pids[i], 1000000000L / ticks, start);
+		else
+			snprintf(one, sizeof one, "%spid == %d", i ? " || " : "", pids[i]);
 		bp_buf_puts(out, one);
 	}
 	if (npids > 1)
