@@ -47,7 +47,8 @@ CASES = {n[5:]: f for m in CASE_MODULES for n, f in vars(m).items() if n.startsw
 # script's maps: its docstring; the past_max_cpu cases cut the bpftrace
 # twins' per-CPU sums)
 ONLY = {"parse": ("bpftrace",), "cswitch_long": ("bpftrace",), "past_max_cpu": ("bpftrace",),
-        "request_latency_past_max_cpu": ("bpftrace",)}
+        "request_latency_past_max_cpu": ("bpftrace",),
+        "request_latency_lost_increments": ("bpftrace",)}
 # cases that run several scripts (the rest run the script their name starts with)
 COVERS = {"system": tuple(cases_system.SYSTEM_VIEWS), "past_max_cpu": ()}
 
