@@ -701,7 +701,8 @@ static int list_names(int dfd, names_t *out)
 		memset(out, 0, sizeof *out);
 		return -1;
 	}
-	qsort(out->name, out->n, sizeof *out->name, by_name);
+	if (out->n > 1) /* qsort takes no NULL array, even empty */
+		qsort(out->name, out->n, sizeof *out->name, by_name);
 	return 0;
 }
 
@@ -906,7 +907,8 @@ static int serve(stats_target_t *t, size_t mi)
 		sv->fed = f;
 		sv->fed_cap = sv->sets.cap;
 	}
-	memset(sv->fed, 0, sv->sets.count);
+	if (sv->fed)
+		memset(sv->fed, 0, sv->sets.count);
 	for (size_t i = 0; i < sv->sets.count; i++)
 		memset(sv->sets.rows[i].cells, 0, cells * sizeof sv->sets.rows[i].cells[0]);
 	feed(sv, sv->gone_at, g->rows, g->count, cells);
