@@ -130,3 +130,20 @@ def stats_only_args(tmpdir):
     d = os.path.join(tmpdir, "no-segments")
     os.makedirs(d, exist_ok=True)
     return ["--stats-dir", d]
+
+
+def roll_out(fire, service, fires, procs):
+    """The service's rollout: a copy of FIRE renamed over SERVICE (a new
+    inode at PATH, started by root) firing FIRES requests; appended to
+    PROCS.  "fired", or "not counted: WHY" when it never saw the exporter."""
+    new = service + ".new"
+    shutil.copy(fire, new)
+    os.chmod(new, 0o755)
+    os.rename(new, service)
+    try:
+        rolled = h.FireProgram(service, "threads", "1", str(fires))
+        procs.append(rolled)
+        rolled.fired(timeout=40)
+        return "fired"
+    except RuntimeError as e:
+        return "not counted: " + str(e).strip().splitlines()[0][:200]

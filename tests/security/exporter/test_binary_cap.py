@@ -20,6 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sectest as st  # noqa: E402
 from sectest import bt, h  # noqa: E402
 
 h.require_exporter_can_run()
@@ -71,17 +72,7 @@ try:
     bt.check(looked, "the exporter looked at %d containers' files within 30 s" % len(containers))
     attached = ex.output().count("a file not seen before")
 
-    new = service + ".new"
-    shutil.copy(fire, new)
-    os.chmod(new, 0o755)
-    os.rename(new, service)
-    try:
-        rolled = h.FireProgram(service, "threads", "1", str(ROLLED))
-        procs.append(rolled)
-        rolled.fired(timeout=40)
-        rollout = "fired"
-    except RuntimeError as e:
-        rollout = "not counted: " + str(e).strip().splitlines()[0][:200]
+    rollout = st.roll_out(fire, service, ROLLED, procs)
     got = h.total(ex.samples(), "billing_requests_total", handler="threads.same")
     out = ex.output()
     capped = [x for x in out.splitlines() if CAPPED in x]

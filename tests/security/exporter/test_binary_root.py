@@ -19,6 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sectest as st  # noqa: E402
 from sectest import bt, h  # noqa: E402
 
 h.require_exporter_can_run()
@@ -89,17 +90,7 @@ try:
             bt.check(False, "attacker process %d fired: %s" % (a.pid, str(e)[:200]))
 
     # the service's rollout: a new inode at PATH, started by root
-    new = service + ".new"
-    shutil.copy(fire, new)
-    os.chmod(new, 0o755)
-    os.rename(new, service)
-    try:
-        rolled = h.FireProgram(service, "threads", "1", str(ROLLED))
-        procs.append(rolled)
-        rolled.fired(timeout=40)
-        rollout = "fired"
-    except RuntimeError as e:
-        rollout = "not counted: " + str(e).strip().splitlines()[0][:200]
+    rollout = st.roll_out(fire, service, ROLLED, procs)
     got = h.total(ex.samples(), "billing_requests_total", handler="threads.same")
     out = ex.output()
     refused = [x for x in out.splitlines() if REFUSED in x]
