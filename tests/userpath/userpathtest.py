@@ -33,6 +33,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 import billingtest as bt  # noqa: E402
 
 SOURCE_ROOT = os.environ.get("UP_SOURCE_ROOT", bt.SOURCE_ROOT)
+# The kit's tool finds the kit's scripts, not the source tree's the test
+# set-up names for a build tree's tool (meson.build: BILLING_PROBES_SCRIPTS).
+os.environ.pop("BILLING_PROBES_SCRIPTS", None)
 WORK = os.environ.get("UP_WORK", "")
 SERVICE_C = os.path.join(HERE, "service.c")
 sys.path.insert(0, os.path.join(SOURCE_ROOT, "provider"))
