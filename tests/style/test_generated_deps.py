@@ -1,7 +1,8 @@
 """Every file generated from billing.d is rebuilt when any part of its
 generator changes: each ninja edge whose command runs a generator script
-lists, as inputs, every provider/*.py that script imports (transitively)
-and billing.d.  A generator module missing from an edge's inputs leaves
+lists, as inputs, every provider/*.py that script imports (transitively),
+billing.d, and for generate.py every other file of provider/ (what its
+modules read: known values, templates).  A generator module missing from an edge's inputs leaves
 that file stale after an edit, with no error.
 
     test_generated_deps.py SOURCE_ROOT BUILD_ROOT
@@ -38,6 +39,8 @@ def edges(text):
 
 def main():
     needed = {g: imports(os.path.join(SOURCE, g), set()) | {os.path.join(PROVIDER, "billing.d")} for g in GENERATORS}
+    needed["provider/generate.py"] |= {os.path.join(PROVIDER, n) for n in os.listdir(PROVIDER)
+                                       if not n.startswith(".") and n != "__pycache__"}
     failures, checked = [], 0
     for outputs, inputs, command in edges(open(os.path.join(BUILD, "build.ninja")).read()):
         have = {os.path.realpath(os.path.join(BUILD, i)) for i in inputs}
