@@ -100,6 +100,21 @@ def latency_total(text):
 DEADLINE = 120  # seconds for any one condition: ten times what a slow machine needs
 
 
+def waiting_program(program, rounds):
+    """PROGRAM (tests/tool's subset_program or a copy) started with --wait:
+    it has said "ready" and fires ROUNDS rounds at fire_waiting()."""
+    p = subprocess.Popen([program, str(rounds), "--wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    p.stdout.readline()
+    return p
+
+
+def fire_waiting(p):
+    """Lets a waiting_program() fire, and waits for it to end."""
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    p.wait(timeout=60)
+
+
 def Lines(stream):
     """The child's output, line by line (billingtest.Lines), DEADLINE per wait."""
     return bt.Lines(stream, DEADLINE)
