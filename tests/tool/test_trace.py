@@ -29,7 +29,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import billingtest as bt  # noqa: E402
 from tooltest import (TOOL, biz_total, check, finish, fire_waiting, latency_total, need_probes,  # noqa: E402
-                      readelf_names, run, tps_seconds, waiting_program)
+                      readelf_names, run, tps_seconds, trace_attached, waiting_program)
 
 need_probes()
 bt.require_tracing()
@@ -197,14 +197,7 @@ def subset_waiting():
 
 a, b, reused, tracer = subset_waiting(), subset_waiting(), None, None
 try:
-    tracer = subprocess.Popen([TOOL, "trace", "biz_metrics", "-p", str(a.pid), "-p", str(b.pid), "--", "1"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    head = ""
-    while True:
-        line = tracer.stdout.readline()
-        head += line
-        if not line or not line.startswith("Attaching "):
-            break
+    tracer, head = trace_attached(["biz_metrics", "-p", str(a.pid), "-p", str(b.pid), "--", "1"])
     fire_waiting(b)
     for _ in range(20):
         with open("/proc/sys/kernel/ns_last_pid", "w") as f:

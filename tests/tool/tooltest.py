@@ -126,6 +126,18 @@ def start_trace(script, target_args, script_args):
     return tracer, Lines(tracer.stdout)
 
 
+def trace_attached(args):
+    """billing-probes trace ARGS started, read until bpftrace's "Attaching"
+    lines are over: (the process, what it printed so far)."""
+    tracer = subprocess.Popen([TOOL, "trace"] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    head = ""
+    while True:
+        line = tracer.stdout.readline()
+        head += line
+        if not line or not line.startswith("Attaching "):
+            return tracer, head
+
+
 def stop_trace(tracer, lines):
     """SIGINT to trace (passed on to bpftrace: it prints END), as Ctrl-C."""
     tracer.send_signal(signal.SIGINT)

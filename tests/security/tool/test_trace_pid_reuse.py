@@ -21,7 +21,7 @@ from sectest import SUBSET, check, finish, kill_all, lines, need_probes, remove,
 import billingtest as bt
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tool"))
-from tooltest import biz_total, fire_waiting, waiting_program  # noqa: E402
+from tooltest import biz_total, fire_waiting, trace_attached, waiting_program  # noqa: E402
 
 need_probes()
 bt.require_tracing()
@@ -52,15 +52,8 @@ try:
     # --- a traced PID reused by the attacker --------------------------------------------
     a, b = waiting_program(program, ROUNDS), waiting_program(program, ROUNDS)
     procs += [a, b]
-    tracer = subprocess.Popen([os.environ["BP_TOOL"], "trace", "biz_metrics", "-p", str(a.pid), "-p", str(b.pid), "--", "1"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    tracer, head = trace_attached(["biz_metrics", "-p", str(a.pid), "-p", str(b.pid), "--", "1"])
     procs.append(tracer)
-    head = ""
-    while True:
-        line = tracer.stdout.readline()
-        head += line
-        if not line or not line.startswith("Attaching "):
-            break
     check(head.startswith("Attaching "), "the trace attached (%r)" % head[-300:])
     fire_waiting(b)
     cyc = subprocess.run(prefix + [cycler, str(b.pid), str(MAX_FORKS), program, str(ROUNDS)],
