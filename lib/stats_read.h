@@ -6,12 +6,14 @@
  *
  * The file belongs to another process, maybe another user: nothing in it
  * is trusted.  Every offset, count and index is checked against the file
- * and this build's own layout before it is used; the reader uses pread(),
+ * and the segment's own description (stats_layout.h, parsed within a
+ * small budget) before it is used; the reader uses pread(),
  * never a mapping (a writer that shrinks its file would SIGBUS a mapping
  * reader).  A segment that fails a check is refused with a one-line
  * reason; no partial result is returned.  The reader's memory and work
  * follow what the segment uses: the rows its writer published and the
- * slots its threads claimed (docs/stats.md, "Reading").
+ * slots its threads claimed (docs/stats.md, "Reading").  Parsed
+ * descriptions are cached process-wide: one thread reads at a time.
  */
 #ifndef BILLING_STATS_READ_H
 #define BILLING_STATS_READ_H

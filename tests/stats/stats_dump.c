@@ -41,7 +41,7 @@ static void put_described(const bs_segment_t *seg)
 	printf(",\"described\":{");
 	for (size_t m = 0; m < l->nmaps; m++) {
 		const bs_lmap_t *mi = &l->maps[m];
-		printf("%s\"%s\":{\"build_map\":%d,\"rows\":[", m ? "," : "", mi->probe, mi->build_map);
+		printf("%s\"%s\":{\"build_map\":%d,\"rows\":[", m ? "," : "", mi->name, mi->build_map);
 		for (size_t r = 0; r < seg->map_rows[m]; r++) {
 			const bs_read_row_t *row = bs_map_row(seg, m, r);
 			printf("%s{\"labels\":[", r ? "," : "");
@@ -60,7 +60,7 @@ static void put_described(const bs_segment_t *seg)
 	for (size_t i = 0; i < l->nfamilies; i++) {
 		const bs_lfamily_t *f = &l->families[i];
 		printf("%s{\"name\":\"%s\",\"type\":%d,\"map\":\"%s\",\"labels\":[", i ? "," : "", f->name, f->type,
-		       l->maps[f->map].probe);
+		       l->maps[f->map].name);
 		for (size_t k = 0; k < f->nlabels; k++)
 			printf("%s\"%s\"", k ? "," : "", f->labels[k].name);
 		printf("]}");

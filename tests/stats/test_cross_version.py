@@ -24,13 +24,13 @@ def check(cond, what, detail=""):
     bt.check(cond, what if cond or not detail else f"{what}: {str(detail)[:600]}")
 
 
-def described_rows(seg, probe):
-    return [(r["labels"], r["cells"]) for r in seg["described"][probe]["rows"]]
+def described_rows(seg, map_name):
+    return [(r["labels"], r["cells"]) for r in seg["described"][map_name]["rows"]]
 
 
 def check_exact(seg, ms, rows, what):
     for f in ms.feeds:
-        got = described_rows(seg, f.probe.d_name)
+        got = described_rows(seg, f.map_name)
         want = [(labels, cells) for labels, cells in rows[f.probe.d_name]]
         check(got == want, f"{what}: map {f.map_name}: its {len(want)} rows read back exactly by its description",
                  f"got {got}, want {want}")
@@ -57,13 +57,13 @@ with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
         check(got == want, f"this billing.d: this build's map {f.map_name} is the segment's", f"{got} vs {want}")
 
     families = {(x["name"], x["map"]) for x in new["families"]}
-    check(("billing_coupons_applied_total", "coupon__apply") in families,
+    check(("billing_coupons_applied_total", "m_coupon_apply") in families,
              "the new counter is among the other segment's families, fed by its new probe")
     check(len(new["families"]) == len(new_ms.metrics), "every family entry of the other billing.d is described",
              f"{len(new['families'])} vs {len(new_ms.metrics)}")
     changed = {f.probe.d_name for f in new_ms.feeds if "amount_minor" in f.quantities} | {"coupon__apply"}
     for f in new_ms.feeds:
-        build = new["described"][f.probe.d_name]["build_map"]
+        build = new["described"][f.map_name]["build_map"]
         if f.probe.d_name in changed:
             check(build == -1 and not new["maps"].get(f.map_name),
                   f"the other billing.d: map {f.map_name} (new, or other buckets) has no rows as this build's map")
