@@ -12,12 +12,17 @@ the segment holds them in this build's shape (never a changed map through
 this build's tables), and refuse hostile descriptions with one line, each
 after reading no more than the header and its description."""
 import os
+import sys
 import tempfile
 
 import statstest as st
 from statstest import bt
 
+sys.path.insert(0, os.path.join(st.HERE, "..", "exporter"))
+import exportertest as et  # noqa: E402
+
 st.require_built()
+EXPORTER = os.environ.get("BX_EXPORTER", "")
 
 
 def check(cond, what, detail=""):
@@ -100,5 +105,35 @@ with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
         err = seg.get("error", "")
         read = seg.get("work", {}).get("bytes", 0)
         check(err and "\n" not in err and read <= st.HEADER.size + min(len(text) + 1, 65537),
-                 f"a description with {what}: refused in one line, after {read} bytes", err or "read")
+              f"a description with {what}: refused in one line, after {read} bytes", err or "read")
+
+    # The exporter beside both: the maps of this build's shape summed over
+    # the two segments, the others served from the old segment alone, one
+    # line for the new one.
+    if not EXPORTER or not os.path.exists(EXPORTER):
+        print("the exporter part not run: BX_EXPORTER not built (-Dexporter)")
+        bt.finish()
+    d = os.path.join(tmp, "dir")
+    os.mkdir(d, 0o700)
+    for name, ms, rows in (("1001.stats", old_ms, old_rows), ("1002.stats", new_ms, new_rows)):
+        st.write_segment(os.path.join(d, name), ms, rows)
+    ex = et.Exporter(EXPORTER, "--stats-dir", d, "--metrics", "all", timeout=120)
+    try:
+        samples = ex.samples()
+    finally:
+        _, log = ex.stop()
+    for m in old_ms.metrics:
+        if m.source != "count" or m.where:
+            continue
+        fed = [f for f in old_ms.feeds if f.probe is m.probe][0]
+        want = sum(c[0] for _, c in old_rows[fed.probe.d_name])
+        if fed.probe.d_name not in changed:
+            want += sum(c[0] for _, c in new_rows[fed.probe.d_name])
+        got = et.total(samples, m.name)
+        whose = ("the old segment's alone (the new one's map has another shape)" if fed.probe.d_name in changed
+                 else "both segments' summed")
+        check(got == want, f"{m.name}: {got:.0f} served, {whose}", f"want {want}")
+    said = [line for line in log.splitlines() if "1002.stats" in line and "not served" in line]
+    check(len(said) == 1 and "m_payment_auth" in said[0] and "m_coupon_apply" in said[0],
+          "the new segment's maps of another shape: one line", said or log[-600:])
 bt.finish()
