@@ -156,6 +156,10 @@ static int line_quantity(parser_t *p, char **w, int nw)
 	if (!q->unit || !q->divide || flag(opt(w[4], "unmeasured_zero"), &q->unmeasured_zero) != 0 ||
 	    flag(opt(w[5], "signed"), &q->is_signed) != 0 || !le)
 		return fail(p, "quantity %s: unit=, divide=, unmeasured_zero=0|1, signed=0|1, le= in that order", q->name);
+	char *end;
+	double divide = strtod(q->divide, &end);
+	if (end == q->divide || *end || !isfinite(divide) || !(divide > 0) || !is_name(q->unit))
+		return fail(p, "quantity %s: divide= a positive number, unit= a name", q->name);
 	if (split_list(le, q->le, BS_LAYOUT_BOUNDS, &q->nbounds) != 0)
 		return fail(p, "quantity %s: more than %d bucket bounds", q->name, BS_LAYOUT_BOUNDS);
 	double prev = -INFINITY;

@@ -117,9 +117,20 @@ with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
     os.mkdir(d, 0o700)
     for name, ms, rows in (("1001.stats", old_ms, old_rows), ("1002.stats", new_ms, new_rows)):
         st.write_segment(os.path.join(d, name), ms, rows)
+    # a third, whose description says the new counter with another help: not summed with the second's
+    third = bytearray(open(os.path.join(d, "1002.stats"), "rb").read())
+    h3 = st.header(third)
+    text = bytes(third[h3["desc_offset"]:h3["desc_offset"] + h3["desc_size"] - 1])
+    other = text.replace(b"Coupons applied, by campaign.", b"Coupons applied; by campaign.")
+    third[h3["desc_offset"]:h3["desc_offset"] + len(other)] = other
+    h3["desc_hash"] = st.fnv1a(other)
+    st.HEADER.pack_into(third, 0, *[h3[k] for k in st.FIELDS], *st.HEADER.unpack_from(third)[len(st.FIELDS):])
+    with open(os.path.join(d, "1003.stats"), "wb") as f:
+        f.write(third)
     ex = et.Exporter(EXPORTER, "--stats-dir", d, "--metrics", "all", timeout=120)
     try:
         samples = ex.samples()
+        text = ex.metrics()
     finally:
         _, log = ex.stop()
     for m in old_ms.metrics:
@@ -128,11 +139,22 @@ with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
         fed = [f for f in old_ms.feeds if f.probe is m.probe][0]
         want = sum(c[0] for _, c in old_rows[fed.probe.d_name])
         if fed.probe.d_name not in changed:
-            want += sum(c[0] for _, c in new_rows[fed.probe.d_name])
+            want += 2 * sum(c[0] for _, c in new_rows[fed.probe.d_name])
         got = et.total(samples, m.name)
-        whose = ("the old segment's alone (the new one's map has another shape)" if fed.probe.d_name in changed
-                 else "both segments' summed")
+        whose = ("the old segment's alone (the new ones' map has another shape)" if fed.probe.d_name in changed
+                 else "the three segments' summed")
         check(got == want, f"{m.name}: {got:.0f} served, {whose}", f"want {want}")
+    coupons = sum(c[0] for _, c in new_rows["coupon__apply"])
+    got = et.total(samples, "billing_coupons_applied_total")
+    check(got == coupons, f"the new counter, which this exporter was not built with: {got:.0f} served, the first "
+          "new segment's", f"want {coupons}")
+    check("# HELP billing_coupons_applied_total Coupons applied, by campaign.\n"
+          "# TYPE billing_coupons_applied_total counter\n" in text, "... with its help and type from the description")
+    per_campaign = {labels[0]: c[0] for labels, c in new_rows["coupon__apply"]}
+    check(all(et.total(samples, "billing_coupons_applied_total", campaign=k) == v for k, v in per_campaign.items()),
+          f"... per campaign label: {per_campaign}")
+    conflict = [line for line in log.splitlines() if "1003.stats" in line and "billing_coupons_applied_total" in line]
+    check(len(conflict) == 1, "the third segment's other description of it: one line, not summed", conflict or log[-600:])
     said = [line for line in log.splitlines() if "1002.stats" in line and "not served" in line]
     check(len(said) == 1 and "m_payment_auth" in said[0] and "m_coupon_apply" in said[0],
           "the new segment's maps of another shape: one line", said or log[-600:])

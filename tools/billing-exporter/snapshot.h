@@ -39,11 +39,24 @@ typedef struct bx_snapshot {
 	char **owned; /* strings the snapshot allocated (le, target labels) */
 	size_t owned_count, owned_cap;
 	bx_u64 folded_fires[BX_MAX_MAPS][BX_MAX_FIELDS]; /* fires shown under "other", per label */
+	bx_metric_t **foreign; /* families only stats segments describe (foreign_families.c) */
+	size_t nforeign;
 } bx_snapshot_t;
 
 /* Read the maps and build the samples.  Call with ex->lock held: the
  * label slots change.  0, or -1 when out of memory. */
 int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *snap);
 void bx_snapshot_free(bx_snapshot_t *snap);
+
+/* For the snapshot's builders (snapshot.c, foreign_families.c): a copy
+ * of text the snapshot frees; a new sample of family m; a label on it.
+ * NULL or -1 when out of memory (or out of label room). */
+char *bx_snapshot_own(bx_snapshot_t *s, const char *text);
+bx_sample_t *bx_snapshot_add(bx_snapshot_t *s, const bx_metric_t *m, const char *suffix, double value);
+int bx_sample_label(bx_sample_t *x, const char *name, const char *value);
+
+/* The families that stats segments describe and this exporter's tables
+ * do not hold (foreign_families.c), appended to the snapshot. */
+int bx_foreign_families(bx_exporter_t *ex, bx_snapshot_t *s);
 
 #endif /* BX_SNAPSHOT_H */

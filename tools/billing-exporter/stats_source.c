@@ -60,6 +60,7 @@ typedef struct seg {
 	char early;           /* first seen before any probe was attached */
 	char refused;         /* refused for what the file is (refused_key): not opened again until it changes */
 	uint64_t unserved_said; /* desc_hash of the description whose unserved maps were said, 0: none */
+	uint64_t families_said[BS_LAYOUT_FAMILIES / 64]; /* families refused from its reading, said (one bit each) */
 	file_key_t refused_key;
 } seg_t;
 
@@ -978,6 +979,23 @@ size_t bx_stats_skipped(const bx_exporter_t *ex, int reason)
 		for (size_t k = 0; k < ex->stats->targets[i].nsegs; k++)
 			n += ex->stats->targets[i].segs[k]->skipped == reason;
 	return n;
+}
+
+int bx_stats_each_reading(bx_exporter_t *ex, bx_reading_fn fn, void *ctx)
+{
+	uint64_t kept_said[BS_LAYOUT_FAMILIES / 64];
+	int rc = 0;
+	for (size_t i = 0; ex->stats && rc == 0 && i < ex->stats->count; i++) {
+		stats_target_t *t = &ex->stats->targets[i];
+		for (size_t k = 0; rc == 0 && k < t->nsegs; k++)
+			if (t->segs[k]->last)
+				rc = fn(ctx, t->segs[k]->path, t->segs[k]->last, t->segs[k]->families_said);
+		for (size_t k = 0; rc == 0 && k < t->nkept; k++) {
+			memset(kept_said, 0xff, sizeof kept_said); /* said while it was present */
+			rc = fn(ctx, t->label, t->kept[k], kept_said);
+		}
+	}
+	return rc;
 }
 
 size_t bx_stats_target_count(const bx_exporter_t *ex)
