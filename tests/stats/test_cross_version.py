@@ -130,7 +130,7 @@ with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
     ex = et.Exporter(EXPORTER, "--stats-dir", d, "--metrics", "all", timeout=120)
     try:
         samples = ex.samples()
-        text = ex.metrics()
+        _, text = ex.metrics()
     finally:
         _, log = ex.stop()
     for m in old_ms.metrics:
