@@ -29,6 +29,17 @@ def check(cond, what, detail=""):
     bt.check(cond, what if cond or not detail else f"{what}: {str(detail)[:600]}")
 
 
+def value_cell(ms, probe, quantity):
+    """The first cell (its count) of a quantity in a map's row."""
+    feed = next(f for f in ms.feeds if f.probe.d_name == probe)
+    cell = 1
+    for q in feed.quantities:
+        if q == quantity:
+            return cell
+        cell += 3 + len(ms.quantities[q].bounds_raw)
+    raise KeyError(quantity)
+
+
 def described_rows(seg, map_name):
     return [(r["labels"], r["cells"]) for r in seg["described"][map_name]["rows"]]
 
@@ -137,13 +148,28 @@ with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
         if m.source != "count" or m.where:
             continue
         fed = [f for f in old_ms.feeds if f.probe is m.probe][0]
-        want = sum(c[0] for _, c in old_rows[fed.probe.d_name])
-        if fed.probe.d_name not in changed:
-            want += 2 * sum(c[0] for _, c in new_rows[fed.probe.d_name])
+        want = sum(c[0] for _, c in old_rows[fed.probe.d_name]) + 2 * sum(c[0] for _, c in new_rows[fed.probe.d_name])
         got = et.total(samples, m.name)
-        whose = ("the old segment's alone (the new ones' map has another shape)" if fed.probe.d_name in changed
-                 else "the three segments' summed")
-        check(got == want, f"{m.name}: {got:.0f} served, {whose}", f"want {want}")
+        shape = "another shape there" if fed.probe.d_name in changed else "the same shape"
+        check(got == want, f"{m.name}: {got:.0f} served, the three segments' summed (its map: {shape})",
+              f"want {want}")
+    amount = "billing_payment_amount_minor_total"  # a sum of the quantity with one more bucket
+    want = sum(c[value_cell(old_ms, "payment__auth", "amount_minor") + 1] for _, c in old_rows["payment__auth"])
+    want += 2 * sum(c[value_cell(new_ms, "payment__auth", "amount_minor") + 1] for _, c in new_rows["payment__auth"])
+    got = et.total(samples, amount)
+    check(got == want, f"{amount} (a sum of that quantity): {got:.0f}, the three segments' summed", f"want {want}")
+    dur = "billing_payment_auth_duration_seconds"  # a histogram of an unchanged quantity in a changed map
+    want = sum(c[value_cell(old_ms, "payment__auth", "duration_ns")] for _, c in old_rows["payment__auth"])
+    want += 2 * sum(c[value_cell(new_ms, "payment__auth", "duration_ns")] for _, c in new_rows["payment__auth"])
+    got = et.total(samples, dur + "_count")
+    check(got == want, f"{dur} (unchanged buckets, in a changed map): {got:.0f} observations, the three segments' "
+          "summed", f"want {want}")
+    hist = "billing_transaction_amount_minor"
+    count = et.total(samples, hist + "_count")
+    old_count = sum(c[st.cells_layout(f.map_name)["amount_minor"][0]] for f in old_ms.feeds
+                    if "amount_minor" in f.quantities for _, c in old_rows[f.probe.d_name])
+    check(count == old_count, f"{hist} (one more bucket in the new billing.d): {count:.0f} observations served, "
+          "the old segment's alone", f"want {old_count}")
     coupons = sum(c[0] for _, c in new_rows["coupon__apply"])
     got = et.total(samples, "billing_coupons_applied_total")
     check(got == coupons, f"the new counter, which this exporter was not built with: {got:.0f} served, the first "
@@ -156,6 +182,6 @@ with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
     conflict = [line for line in log.splitlines() if "1003.stats" in line and "billing_coupons_applied_total" in line]
     check(len(conflict) == 1, "the third segment's other description of it: one line, not summed", conflict or log[-600:])
     said = [line for line in log.splitlines() if "1002.stats" in line and "not served" in line]
-    check(len(said) == 1 and "m_payment_auth" in said[0] and "m_coupon_apply" in said[0],
-          "the new segment's maps of another shape: one line", said or log[-600:])
+    check(len(said) == 1 and hist + " " in said[0],
+          f"the new segment's {hist} (fed by 3 of its maps): one line", said or log[-600:])
 bt.finish()

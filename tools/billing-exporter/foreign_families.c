@@ -19,12 +19,7 @@
 #include "stats_read.h"
 #include "stats_source.h"
 
-#define CELLS_MAX (BS_LAYOUT_BOUNDS + 3) /* count, sum, buckets */
-
-typedef struct fagg {
-	const char *values[BX_MAX_FIELDS];
-	uint64_t cells[CELLS_MAX];
-} fagg_t;
+typedef bx_part_t fagg_t;
 
 typedef struct fam {
 	bx_metric_t *metric; /* in the snapshot's foreign list */
@@ -35,25 +30,50 @@ typedef struct fam {
 	size_t n, cap;
 } fam_t;
 
-typedef struct ctx {
-	bx_exporter_t *ex;
-	bx_snapshot_t *s;
-	fam_t *fams;
-	size_t n, cap;
-} ctx_t;
-
-static int in_tables(const char *name)
-{
-	for (size_t i = 0; i < bx_metric_count; i++)
-		if (strcmp(bx_metrics[i].name, name) == 0)
-			return 1;
-	return 0;
-}
-
 static const bs_lquantity_t *quantity_of(const bs_layout_t *l, const bs_lfamily_t *f)
 {
 	return f->value < 0 ? NULL : &l->quantities[l->maps[f->map].values[f->value].quantity];
 }
+
+struct bx_foreign {
+	bx_exporter_t *ex;
+	bx_snapshot_t *s;
+	fam_t *fams;
+	size_t n, cap;
+	bx_parts_t *own; /* per table metric: its rows from maps of another shape */
+};
+typedef struct bx_foreign ctx_t;
+
+/* The table's metric of that name, or -1. */
+static int in_tables(const char *name)
+{
+	for (size_t i = 0; i < bx_metric_count; i++)
+		if (strcmp(bx_metrics[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Is family f, of a map this exporter's tables do not hold in its shape,
+ * the table's metric m: the same type, source, label names and, for a
+ * sum or histogram, the same quantity conversion, and for a histogram
+ * the same buckets? */
+static int same_as_table(const bx_metric_t *m, const bs_layout_t *l, const bs_lfamily_t *f)
+{
+	const bs_lquantity_t *q = quantity_of(l, f);
+	int src = f->source == BS_SRC_COUNT ? BX_SRC_COUNT : f->source == BS_SRC_SUM ? BX_SRC_SUM : BX_SRC_HIST;
+	int same = (int)m->source == src && m->nlabels == f->nlabels;
+	for (size_t i = 0; same && i < f->nlabels; i++)
+		same = strcmp(m->labels[i].name, f->labels[i].name) == 0;
+	if (same && q) {
+		const bx_quantity_t *mq = &bx_quantities[bx_maps[m->map].quantities[m->quantity].quantity];
+		same = mq->is_signed == q->is_signed && mq->divide == strtod(q->divide, NULL) &&
+		       (src != BX_SRC_HIST || mq->nbounds == q->nbounds);
+		for (size_t b = 0; same && src == BX_SRC_HIST && b < q->nbounds; b++)
+			same = strcmp(mq->le[b], q->le[b]) == 0;
+	}
+	return same;
+}
+
 
 /* The family as this description says it, kept for the snapshot. */
 static fam_t *fam_new(ctx_t *c, const bs_layout_t *l, const bs_lfamily_t *f)
@@ -121,8 +141,10 @@ static int same_family(const fam_t *x, const bs_layout_t *l, const bs_lfamily_t 
 	for (size_t i = 0; same && i < f->nlabels; i++)
 		same = strcmp(m->labels[i].name, f->labels[i].name) == 0;
 	if (same && q) {
-		same = x->q.nbounds == q->nbounds && x->q.is_signed == q->is_signed && strcmp(x->divide, q->divide) == 0;
-		for (size_t b = 0; same && b < q->nbounds; b++)
+		int hist = f->source == BS_SRC_OBSERVE;
+		same = x->q.is_signed == q->is_signed && strcmp(x->divide, q->divide) == 0 &&
+		       (!hist || x->q.nbounds == q->nbounds);
+		for (size_t b = 0; same && hist && b < q->nbounds; b++)
 			same = strcmp(x->q.le[b], q->le[b]) == 0;
 	}
 	return same;
@@ -148,8 +170,9 @@ static const char *label_value(bx_snapshot_t *s, const bs_lmap_t *mi, const bs_l
 	return bx_snapshot_own(s, buf);
 }
 
-/* Family f's rows of one reading, as aggregates of x. */
-static int add_rows(ctx_t *c, fam_t *x, const bs_segment_t *seg, const bs_lfamily_t *f)
+/* Family f's rows of one reading, as parts of ncells cells (its count,
+ * or its quantity's count, sum and buckets). */
+static int add_rows(ctx_t *c, bx_parts_t *out, size_t ncells, const bs_segment_t *seg, const bs_lfamily_t *f)
 {
 	const bs_lmap_t *mi = &seg->layout->maps[f->map];
 	size_t first = f->value < 0 ? 0 : mi->values[f->value].cell;
@@ -157,25 +180,53 @@ static int add_rows(ctx_t *c, fam_t *x, const bs_segment_t *seg, const bs_lfamil
 		const bs_read_row_t *row = bs_map_row(seg, f->map, r);
 		if (f->where >= 0 && row->ints[f->where] == 0)
 			continue;
-		if (x->n == x->cap) {
-			fagg_t *more = realloc(x->aggs, (x->cap = x->cap ? x->cap * 2 : 64) * sizeof *more);
+		if (out->n == out->cap) {
+			fagg_t *more = realloc(out->items, (out->cap = out->cap ? out->cap * 2 : 64) * sizeof *more);
 			if (!more)
 				return -1;
-			x->aggs = more;
+			out->items = more;
 		}
-		fagg_t *a = &x->aggs[x->n++];
+		fagg_t *a = &out->items[out->n++];
 		memset(a, 0, sizeof *a);
 		for (size_t i = 0; i < f->nlabels; i++)
 			if (!(a->values[i] = label_value(c->s, mi, f, i, row)))
 				return -1;
-		memcpy(a->cells, row->cells + first, x->ncells * sizeof a->cells[0]);
+		memcpy(a->cells, row->cells + first, ncells * sizeof a->cells[0]);
 		if (f->source == BS_SRC_OBSERVE) { /* whole histograms: the count is the buckets' sum */
 			a->cells[0] = 0;
-			for (size_t b = 0; b <= x->q.nbounds; b++)
+			for (size_t b = 0; b + 3 <= ncells; b++)
 				a->cells[0] += a->cells[2 + b];
 		}
 	}
 	return 0;
+}
+
+/* One line per segment and family, however many of its maps feed it. */
+static void say(uint64_t *said, const bs_layout_t *l, size_t i, const char *path, const char *why)
+{
+	const char *name = l->families[i].name;
+	if (said[i / 64] >> (i % 64) & 1)
+		return;
+	bx_error("%s: family %s %s: not served from it", path, name, why);
+	for (size_t k = 0; k < l->nfamilies; k++)
+		if (strcmp(l->families[k].name, name) == 0)
+			said[k / 64] |= 1ull << (k % 64);
+}
+
+/* A table family fed by a map of another shape: its rows go with the
+ * table's own when the segment describes it alike, else one line. */
+static int table_family(ctx_t *c, int k, const char *path, const bs_segment_t *seg, size_t i, uint64_t *said)
+{
+	const bs_lfamily_t *f = &seg->layout->families[i];
+	const bx_metric_t *m = &bx_metrics[k];
+	if (!(bx_metric_group(m) & c->ex->groups))
+		return 0;
+	if (!same_as_table(m, seg->layout, f)) {
+		say(said, seg->layout, i, path, "is described otherwise than in this exporter's table (type, labels or buckets)");
+		return 0;
+	}
+	const bs_lquantity_t *q = quantity_of(seg->layout, f);
+	return add_rows(c, &c->own[k], q ? q->nbounds + 3 : 1, seg, f);
 }
 
 static int one_reading(void *arg, const char *path, const bs_segment_t *seg, uint64_t *said)
@@ -185,25 +236,36 @@ static int one_reading(void *arg, const char *path, const bs_segment_t *seg, uin
 	for (size_t i = 0; l && i < l->nfamilies; i++) {
 		const bs_lfamily_t *f = &l->families[i];
 		unsigned group = bx_group_by_name(l->maps[f->map].group);
-		if (in_tables(f->name) || (group && !(group & c->ex->groups)))
+		int k = in_tables(f->name);
+		if (k >= 0 && l->maps[f->map].build_map >= 0)
+			continue; /* the table's own rows (snapshot.c) */
+		if (k >= 0) {
+			if (table_family(c, k, path, seg, i, said) != 0)
+				return -1;
+			continue;
+		}
+		if (group && !(group & c->ex->groups))
 			continue;
 		fam_t *x = NULL;
-		for (size_t k = 0; k < c->n && !x; k++)
-			x = strcmp(c->fams[k].metric->name, f->name) == 0 ? &c->fams[k] : NULL;
+		for (size_t j = 0; j < c->n && !x; j++)
+			x = strcmp(c->fams[j].metric->name, f->name) == 0 ? &c->fams[j] : NULL;
 		const char *why = f->nlabels > BX_MAX_FIELDS || f->nlabels >= BX_SAMPLE_LABELS
-		                      ? "more labels than this exporter serves"
-		                  : x && !same_family(x, l, f) ? "described otherwise than by the segments read before it "
+		                      ? "has more labels than this exporter serves"
+		                  : x && !same_family(x, l, f) ? "is described otherwise than by the segments read before it "
 		                                                 "(type, labels, help or buckets): not summed with them"
 		                                               : NULL;
 		if (!why && !x && !(x = fam_new(c, l, f)))
 			return -1;
 		if (why) {
-			if (!(said[i / 64] >> (i % 64) & 1))
-				bx_error("%s: family %s %s: not served from it", path, f->name, why);
-			said[i / 64] |= 1ull << (i % 64);
+			say(said, l, i, path, why);
 			continue;
 		}
-		if (add_rows(c, x, seg, f) != 0)
+		bx_parts_t parts = { x->aggs, x->n, x->cap };
+		int rc = add_rows(c, &parts, x->ncells, seg, f);
+		x->aggs = parts.items;
+		x->n = parts.n;
+		x->cap = parts.cap;
+		if (rc != 0)
 			return -1;
 	}
 	return 0;
@@ -281,14 +343,44 @@ static int emit_family(bx_snapshot_t *s, fam_t *x)
 	return rc;
 }
 
-int bx_foreign_families(bx_exporter_t *ex, bx_snapshot_t *s)
+bx_foreign_t *bx_foreign_collect(bx_exporter_t *ex, bx_snapshot_t *s)
 {
-	ctx_t c = { ex, s, NULL, 0, 0 };
-	int rc = bx_stats_each_reading(ex, one_reading, &c);
-	for (size_t i = 0; rc == 0 && i < c.n; i++)
-		rc = emit_family(s, &c.fams[i]);
-	for (size_t i = 0; i < c.n; i++)
-		free(c.fams[i].aggs);
-	free(c.fams);
+	ctx_t *c = calloc(1, sizeof *c);
+	if (!c || !(c->own = calloc(bx_metric_count, sizeof *c->own))) {
+		free(c);
+		return NULL;
+	}
+	c->ex = ex;
+	c->s = s;
+	if (bx_stats_each_reading(ex, one_reading, c) != 0) {
+		bx_foreign_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+const bx_parts_t *bx_foreign_table_parts(const bx_foreign_t *c, const bx_metric_t *m)
+{
+	return &c->own[m - bx_metrics];
+}
+
+int bx_foreign_emit(bx_foreign_t *c)
+{
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < c->n; i++)
+		rc = emit_family(c->s, &c->fams[i]);
 	return rc;
+}
+
+void bx_foreign_free(bx_foreign_t *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		free(c->fams[i].aggs);
+	for (size_t i = 0; c->own && i < bx_metric_count; i++)
+		free(c->own[i].items);
+	free(c->own);
+	free(c->fams);
+	free(c);
 }

@@ -223,14 +223,26 @@ static int emit_series(bx_snapshot_t *s, const bx_metric_t *m, const agg_t *a)
 #undef LABELS
 }
 
-static int derive(bx_snapshot_t *s, const bx_metric_t *m, const rows_t *rows)
+/* Metric m's series: its map's rows, and the rows of segments whose map
+ * of another shape describes m alike (parts), summed per label set. */
+static int derive(bx_snapshot_t *s, const bx_metric_t *m, const rows_t *rows, const bx_parts_t *parts)
 {
-	agg_t *aggs = calloc(rows->count ? rows->count : 1, sizeof *aggs);
+	agg_t *aggs = calloc(rows->count + parts->n + 1, sizeof *aggs);
 	size_t n = 0;
 	int rc = 0;
 
 	if (!aggs)
 		return -1;
+	size_t first = m->source == BX_SRC_COUNT ? 0 : bx_maps[m->map].quantities[m->quantity].cell;
+	for (size_t i = 0; i < parts->n; i++) {
+		agg_t *a = &aggs[n++];
+		a->n = m->nlabels;
+		memcpy(a->values, parts->items[i].values, sizeof a->values);
+		size_t ncells = m->source == BX_SRC_COUNT
+		                    ? 1
+		                    : bx_quantities[bx_maps[m->map].quantities[m->quantity].quantity].nbounds + 3;
+		memcpy(a->cells + first, parts->items[i].cells, ncells * sizeof a->cells[0]);
+	}
 	for (size_t i = 0; i < rows->count; i++) {
 		const row_t *r = &rows->items[i];
 		if (m->where_nonzero != BX_WHERE_ALL && r->ints[m->where_nonzero] == 0)
@@ -375,6 +387,9 @@ int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *s)
 		if (rc == 0)
 			rc = bx_stats_rows(ex, i, &rows[i].items, &rows[i].count, &cap);
 	}
+	bx_foreign_t *foreign = rc == 0 ? bx_foreign_collect(ex, s) : NULL;
+	if (!foreign)
+		rc = -1;
 	/* Fires under "other", per label: past the label's cap (labels.c),
 	 * folded in the kernel (fold maps) or in a segment. */
 	for (size_t i = 0; i < bx_map_count; i++)
@@ -386,12 +401,14 @@ int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *s)
 		const bx_metric_t *m = &bx_metrics[k];
 		if (!(bx_metric_group(m) & ex->groups))
 			continue;
-		rc = m->source == BX_SRC_SELF ? self_metric(ex, s, m) : derive(s, m, &rows[m->map]);
+		rc = m->source == BX_SRC_SELF ? self_metric(ex, s, m)
+		                               : derive(s, m, &rows[m->map], bx_foreign_table_parts(foreign, m));
 	}
 	for (size_t i = 0; i < bx_map_count; i++)
 		free(rows[i].items);
 	if (rc == 0)
-		rc = bx_foreign_families(ex, s);
+		rc = bx_foreign_emit(foreign);
+	bx_foreign_free(foreign);
 	return rc;
 }
 

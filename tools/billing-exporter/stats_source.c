@@ -59,7 +59,6 @@ typedef struct seg {
 	char binary_known;    /* whether a --binary counts its writer is known (it does not) */
 	char early;           /* first seen before any probe was attached */
 	char refused;         /* refused for what the file is (refused_key): not opened again until it changes */
-	uint64_t unserved_said; /* desc_hash of the description whose unserved maps were said, 0: none */
 	uint64_t families_said[BS_LAYOUT_FAMILIES / 64]; /* families refused from its reading, said (one bit each) */
 	file_key_t refused_key;
 } seg_t;
@@ -560,31 +559,6 @@ static int same_key(const file_key_t *a, const struct stat *st)
 	       a->ctime.tv_sec == b.ctime.tv_sec && a->ctime.tv_nsec == b.ctime.tv_nsec;
 }
 
-/* The maps of a segment's description that this exporter's tables do
- * not hold in that shape (a probe its billing.d lacks, other fields,
- * known values or buckets): their rows are not served, never read through
- * another map's table.  One line per segment and description. */
-static void say_unserved(seg_t *s)
-{
-	const bs_layout_t *l = s->last->layout;
-	char list[512];
-	size_t n = 0, count = 0;
-	if (!l || s->unserved_said == l->hash)
-		return;
-	for (size_t m = 0; m < l->nmaps; m++) {
-		if (l->maps[m].build_map >= 0)
-			continue;
-		if (n < sizeof list)
-			n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", count ? ", " : "", l->maps[m].name);
-		count++;
-	}
-	s->unserved_said = l->hash;
-	if (count)
-		bx_error("%s: written from another billing.d: %zu map(s) not served, new or of another shape here "
-		         "(label fields, known values or buckets): %s",
-		         s->path, count, list);
-}
-
 /* Read the segment of entry s (dfd: its directory, for a --stats-dir)
  * into buf, and take it.  1 when its file is gone (the caller retires the
  * entry), else 0.  A new file at a known path (its PID reused by a later
@@ -652,7 +626,6 @@ static int read_seg(const bx_exporter_t *ex, stats_target_t *t, seg_t *s, int df
 	*buf = taken;
 	s->said = 0;
 	s->skipped = 0;
-	say_unserved(s);
 	return 0;
 }
 
