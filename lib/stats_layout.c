@@ -284,10 +284,11 @@ static int line_family(parser_t *p, char **w, int nw)
 	bs_lfamily_t *f = &l->families[l->nfamilies++];
 	f->name = w[1];
 	f->map = l->nmaps - 1;
-	f->type = strcmp(w[2], "histogram") == 0 ? BS_TYPE_HISTOGRAM : strcmp(w[2], "counter") == 0 ? BS_TYPE_COUNTER : -1;
-	f->source = strcmp(w[3], "count") == 0 ? BS_SRC_COUNT : strcmp(w[3], "sum") == 0 ? BS_SRC_SUM
-	                                                  : strcmp(w[3], "observe") == 0 ? BS_SRC_OBSERVE
-	                                                                                 : -1;
+	f->type = strcmp(w[2], "histogram") == 0 ? BS_TYPE_HISTOGRAM : strcmp(w[2], "counter") == 0 ? BS_TYPE_COUNTER
+	                                                                                            : -1;
+	f->source = strcmp(w[3], "count") == 0 ? BS_SRC_COUNT : strcmp(w[3], "sum") == 0   ? BS_SRC_SUM
+	                                                    : strcmp(w[3], "observe") == 0 ? BS_SRC_OBSERVE
+	                                                                                   : -1;
 	if (f->type < 0 || f->source < 0 || (f->type == BS_TYPE_HISTOGRAM) != (f->source == BS_SRC_OBSERVE))
 		return fail(p, "family %s: counter of count or sum, or histogram of observe", f->name);
 	f->value = -1;

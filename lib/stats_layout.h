@@ -32,11 +32,11 @@
 
 enum { BS_TYPE_COUNTER,
        BS_TYPE_HISTOGRAM };
-enum { BS_SRC_COUNT,    /* fires: cell 0 */
-       BS_SRC_SUM,      /* a quantity's sum */
-       BS_SRC_OBSERVE }; /* a quantity's buckets */
-enum { BS_LABEL_VALUE,    /* the field's value */
-       BS_LABEL_NONZERO,  /* an int field: zero -> `zero`, else `nonzero` */
+enum { BS_SRC_COUNT,        /* fires: cell 0 */
+       BS_SRC_SUM,          /* a quantity's sum */
+       BS_SRC_OBSERVE };    /* a quantity's buckets */
+enum { BS_LABEL_VALUE,      /* the field's value */
+       BS_LABEL_NONZERO,    /* an int field: zero -> `zero`, else `nonzero` */
        BS_LABEL_CONSTANT }; /* `constant` on every row */
 
 typedef struct bs_lknown {

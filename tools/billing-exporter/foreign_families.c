@@ -60,7 +60,8 @@ static int in_tables(const char *name)
 static int same_as_table(const bx_metric_t *m, const bs_layout_t *l, const bs_lfamily_t *f)
 {
 	const bs_lquantity_t *q = quantity_of(l, f);
-	int src = f->source == BS_SRC_COUNT ? BX_SRC_COUNT : f->source == BS_SRC_SUM ? BX_SRC_SUM : BX_SRC_HIST;
+	int src = f->source == BS_SRC_COUNT ? BX_SRC_COUNT : f->source == BS_SRC_SUM ? BX_SRC_SUM
+	                                                                             : BX_SRC_HIST;
 	int same = (int)m->source == src && m->nlabels == f->nlabels;
 	for (size_t i = 0; same && i < f->nlabels; i++)
 		same = strcmp(m->labels[i].name, f->labels[i].name) == 0;
@@ -73,7 +74,6 @@ static int same_as_table(const bx_metric_t *m, const bs_layout_t *l, const bs_lf
 	}
 	return same;
 }
-
 
 /* The family as this description says it, kept for the snapshot. */
 static fam_t *fam_new(ctx_t *c, const bs_layout_t *l, const bs_lfamily_t *f)
@@ -105,7 +105,8 @@ static fam_t *fam_new(ctx_t *c, const bs_layout_t *l, const bs_lfamily_t *f)
 	m->help = bx_snapshot_own(s, f->help);
 	m->unit = bx_snapshot_own(s, unit);
 	m->type = f->type == BS_TYPE_HISTOGRAM ? BX_HISTOGRAM : BX_COUNTER;
-	m->source = f->source == BS_SRC_COUNT ? BX_SRC_COUNT : f->source == BS_SRC_SUM ? BX_SRC_SUM : BX_SRC_HIST;
+	m->source = f->source == BS_SRC_COUNT ? BX_SRC_COUNT : f->source == BS_SRC_SUM ? BX_SRC_SUM
+	                                                                               : BX_SRC_HIST;
 	m->map = -1;
 	m->quantity = -1;
 	m->where_nonzero = BX_WHERE_ALL;

@@ -402,7 +402,7 @@ int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *s)
 		if (!(bx_metric_group(m) & ex->groups))
 			continue;
 		rc = m->source == BX_SRC_SELF ? self_metric(ex, s, m)
-		                               : derive(s, m, &rows[m->map], bx_foreign_table_parts(foreign, m));
+		                              : derive(s, m, &rows[m->map], bx_foreign_table_parts(foreign, m));
 	}
 	for (size_t i = 0; i < bx_map_count; i++)
 		free(rows[i].items);

@@ -47,18 +47,18 @@ typedef struct seg_places {
 /* One segment file followed: its last good reading stays in the sums.
  * A name that is no segment costs this entry and its path. */
 typedef struct seg {
-	char *path;           /* "DIR/NAME" (a --pid target's own path) */
-	const char *name;     /* within path: NAME */
-	bs_segment_t *last;   /* NULL until read once */
-	uid_t owner;          /* of the file at its last reading */
-	seg_places_t *places; /* of its last reading's rows, NULL until served */
-	signed char skipped;  /* BX_SKIP_*: why its last reading was not taken, 0 when it was */
-	char said;            /* its problem was reported (once per segment) */
-	char inside;          /* --cgroup: its writer, still running, was in the subtree at the last look */
-	char elsewhere;       /* a --pid or a --binary counts its writer: never summed here */
-	char binary_known;    /* whether a --binary counts its writer is known (it does not) */
-	char early;           /* first seen before any probe was attached */
-	char refused;         /* refused for what the file is (refused_key): not opened again until it changes */
+	char *path;                                      /* "DIR/NAME" (a --pid target's own path) */
+	const char *name;                                /* within path: NAME */
+	bs_segment_t *last;                              /* NULL until read once */
+	uid_t owner;                                     /* of the file at its last reading */
+	seg_places_t *places;                            /* of its last reading's rows, NULL until served */
+	signed char skipped;                             /* BX_SKIP_*: why its last reading was not taken, 0 when it was */
+	char said;                                       /* its problem was reported (once per segment) */
+	char inside;                                     /* --cgroup: its writer, still running, was in the subtree at the last look */
+	char elsewhere;                                  /* a --pid or a --binary counts its writer: never summed here */
+	char binary_known;                               /* whether a --binary counts its writer is known (it does not) */
+	char early;                                      /* first seen before any probe was attached */
+	char refused;                                    /* refused for what the file is (refused_key): not opened again until it changes */
 	uint64_t families_said[BS_LAYOUT_FAMILIES / 64]; /* families refused from its reading, said (one bit each) */
 	file_key_t refused_key;
 } seg_t;
