@@ -142,6 +142,8 @@ with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
     try:
         samples = ex.samples()
         _, text = ex.metrics()
+        os.remove(os.path.join(d, "1002.stats"))  # its process gone: what it counted stays served
+        after = ex.samples()
     finally:
         _, log = ex.stop()
     for m in old_ms.metrics:
@@ -176,6 +178,10 @@ with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
           "new segment's", f"want {coupons}")
     check("# HELP billing_coupons_applied_total Coupons applied, by campaign.\n"
           "# TYPE billing_coupons_applied_total counter\n" in text, "... with its help and type from the description")
+    gone = ("billing_coupons_applied_total", "billing_payments_total", "billing_payment_auth_duration_seconds_count")
+    check(all(et.total(after, n) == et.total(samples, n) for n in gone),
+          "the new segment's file removed: its families stay as they were (" + ", ".join(gone) + ")",
+          {n: (et.total(samples, n), et.total(after, n)) for n in gone})
     per_campaign = {labels[0]: c[0] for labels, c in new_rows["coupon__apply"]}
     check(all(et.total(samples, "billing_coupons_applied_total", campaign=k) == v for k, v in per_campaign.items()),
           f"... per campaign label: {per_campaign}")

@@ -376,15 +376,20 @@ static void seg_free(seg_t *s)
 }
 
 /* A segment's final reading joins the target's gone rows (its label sets
- * summed with theirs); when there is no memory for that, it is kept whole. */
+ * summed with theirs); when there is no memory for that, or it has rows
+ * of maps of another shape (another billing.d), it is kept whole. */
 static void retire_reading(stats_target_t *t, bs_segment_t *old)
 {
-	int m;
+	int m = 0, described = 0;
 	if (!old)
 		return;
-	for (m = 0; m < BX_MAP_COUNT && bx_row_sum_reserve(&t->gone[m], old->nrows[m]) == 0; m++)
+	/* rows of maps only its description lays out: the gone sums (this
+	 * build's maps) cannot hold them, so the reading is kept whole */
+	for (size_t sm = 0; old->layout && sm < old->layout->nmaps; sm++)
+		described |= old->layout->maps[sm].build_map < 0 && old->map_rows[sm] > 0;
+	for (; !described && m < BX_MAP_COUNT && bx_row_sum_reserve(&t->gone[m], old->nrows[m]) == 0; m++)
 		;
-	if (m == BX_MAP_COUNT) {
+	if (!described && m == BX_MAP_COUNT) {
 		for (m = 0; m < BX_MAP_COUNT; m++)
 			for (size_t r = 0; r < old->nrows[m]; r++)
 				bx_row_sum_add(&t->gone[m], bs_row(old, m, r));
