@@ -166,8 +166,9 @@ static int line_quantity(parser_t *p, char **w, int nw)
 	for (size_t i = 0; i < q->nbounds; i++) {
 		char *end;
 		double v = strtod(q->le[i], &end);
-		if (end == q->le[i] || *end || !isfinite(v) || v <= prev || strlen(q->le[i]) > 32)
-			return fail(p, "quantity %s: bound %zu is not a number above the one before", q->name, i + 1);
+		if (end == q->le[i] || *end || !isfinite(v) || v <= prev || strlen(q->le[i]) > 32 ||
+		    strspn(q->le[i], "0123456789.eE+-") != strlen(q->le[i]))
+			return fail(p, "quantity %s: bound %zu is not a decimal number above the one before", q->name, i + 1);
 		prev = v;
 	}
 	for (size_t i = 0; i + 1 < l->nquantities; i++)
@@ -326,9 +327,9 @@ static int line_help(parser_t *p, char *text)
 static int line_label(parser_t *p, char **w, int nw)
 {
 	bs_lfamily_t *f = current_family(p, "label");
-	const bs_lmap_t *m = &p->l->maps[p->l->nmaps - 1];
 	if (!f)
 		return -1;
+	const bs_lmap_t *m = &p->l->maps[p->l->nmaps - 1];
 	if (!f->help || nw < 4 || !is_name(w[1]) || strncmp(w[1], "__", 2) == 0 || strcmp(w[1], "le") == 0 ||
 	    f->nlabels == BS_LAYOUT_LABELS)
 		return fail(p, "a label line is: label NAME value|nonzero|constant ..., after its family's help");
