@@ -230,16 +230,26 @@ static int table_family(ctx_t *c, int k, const char *path, const bs_segment_t *s
 	return add_rows(c, &c->own[k], q ? q->nbounds + 3 : 1, seg, f);
 }
 
+/* The description last found to say nothing but the table's families
+ * in the table's maps (the usual case: segments of this build): the
+ * segments that share it are passed over at the cost of a compare. */
+static uint64_t only_table_hash;
+static size_t only_table_len;
+
 static int one_reading(void *arg, const char *path, const bs_segment_t *seg, uint64_t *said)
 {
 	ctx_t *c = arg;
 	const bs_layout_t *l = seg->layout;
-	for (size_t i = 0; l && i < l->nfamilies; i++) {
+	int foreign = 0;
+	if (!l || (l->hash == only_table_hash && l->len == only_table_len))
+		return 0;
+	for (size_t i = 0; i < l->nfamilies; i++) {
 		const bs_lfamily_t *f = &l->families[i];
 		unsigned group = bx_group_by_name(l->maps[f->map].group);
 		int k = in_tables(f->name);
 		if (k >= 0 && l->maps[f->map].build_map >= 0)
 			continue; /* the table's own rows (snapshot.c) */
+		foreign = 1;
 		if (k >= 0) {
 			if (table_family(c, k, path, seg, i, said) != 0)
 				return -1;
@@ -268,6 +278,10 @@ static int one_reading(void *arg, const char *path, const bs_segment_t *seg, uin
 		x->cap = parts.cap;
 		if (rc != 0)
 			return -1;
+	}
+	if (!foreign) {
+		only_table_hash = l->hash;
+		only_table_len = l->len;
 	}
 	return 0;
 }
