@@ -205,8 +205,8 @@ def stats_gen_c(provider, ms):
 
 
 def stats_desc_c(provider, ms):
-    """The description alone: the writer puts it in each segment, the
-    reader compares a segment's with it."""
+    """The description alone: the writer puts it in each segment; the
+    reader finds this build's maps among a segment's by it."""
     text = description(ms).encode()
     # As bytes: C99 compilers need not take a string literal this long.
     o = [BANNER + '#include <stddef.h>\n\n#include "stats_segment.h"\n\n/*\n'
