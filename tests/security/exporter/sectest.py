@@ -6,16 +6,19 @@ without credentials.
 Everything is made in a private temporary directory (mkdtemp, mode 0700)
 removed by cleanup()."""
 import base64
+import json
 import ctypes
 import ctypes.util
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "exporter"))
@@ -158,8 +161,6 @@ class AsAttacker:
     which pred holds.  Fork before starting threads."""
 
     def __init__(self, fn, *args):
-        import json
-        import traceback
         uid, gid, _ = bt.attacker()
         r, w = os.pipe()
         self.pid = os.fork()
@@ -167,10 +168,9 @@ class AsAttacker:
             code = 1
             try:
                 os.close(r)
-                # what the child imports lazily, while the interpreter's
-                # files are still readable (they may sit in root's home)
-                import encodings.idna  # noqa: F401
-                import json  # noqa: F401
+                # the codec getaddrinfo loads lazily, while the
+                # interpreter's files are readable (they may be in root's home)
+                "localhost".encode("idna")
                 os.setgroups([])
                 os.setgid(gid)
                 os.setuid(uid)
@@ -185,12 +185,10 @@ class AsAttacker:
         self.lines = bt.Lines(os.fdopen(r))
 
     def wait(self, what, pred, timeout=60):
-        import json
         return json.loads(self.lines.wait_for(lambda line: pred(json.loads(line)), what, timeout))
 
     def stop(self):
         """Ends the child (SIGTERM: fn's process goes with all its sockets)."""
-        import signal
         if self.pid:
             try:
                 os.kill(self.pid, signal.SIGTERM)
