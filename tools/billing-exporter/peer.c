@@ -86,30 +86,32 @@ int bx_peer_of(int fd, bx_peer_t *p)
 	memset(p, 0, sizeof *p);
 	if (getpeername(fd, (struct sockaddr *)&peer, &pl) != 0 || getsockname(fd, (struct sockaddr *)&local, &ll) != 0)
 		return -1;
+	/* A client on this host is its socket's owner, whichever of the
+	 * host's addresses it connects from: the kernel finds its end of the
+	 * connection only then. */
+	p->kind = BX_PEER_LOCAL_USER;
 	struct in_addr pv4, lv4;
 	uint16_t pport, lport;
-	if (as_v4(&peer, &pv4, &pport)) {
-		if ((ntohl(pv4.s_addr) >> 24) != 127) {
-			p->kind = BX_PEER_V4;
-			memcpy(p->addr, &pv4.s_addr, 4);
+	if (as_v4(&peer, &pv4, &pport) && as_v4(&local, &lv4, &lport)) {
+		if (owner_uid(AF_INET, &pv4.s_addr, pport, &lv4.s_addr, lport, 4, &p->uid) == 0)
 			return 0;
-		}
-		if (!as_v4(&local, &lv4, &lport))
+		if ((ntohl(pv4.s_addr) >> 24) == 127)
 			return -1;
-		p->kind = BX_PEER_LOCAL_USER;
-		return owner_uid(AF_INET, &pv4.s_addr, pport, &lv4.s_addr, lport, 4, &p->uid);
+		p->kind = BX_PEER_V4;
+		memcpy(p->addr, &pv4.s_addr, 4);
+		return 0;
 	}
 	if (peer.ss_family != AF_INET6 || local.ss_family != AF_INET6)
 		return -1;
 	const struct sockaddr_in6 *p6 = (const struct sockaddr_in6 *)&peer, *l6 = (const struct sockaddr_in6 *)&local;
-	if (!IN6_IS_ADDR_LOOPBACK(&p6->sin6_addr)) {
-		p->kind = BX_PEER_V6;
-		memcpy(p->addr, p6->sin6_addr.s6_addr, 8);
+	if (owner_uid(AF_INET6, p6->sin6_addr.s6_addr, p6->sin6_port, l6->sin6_addr.s6_addr, l6->sin6_port, 16,
+	              &p->uid) == 0)
 		return 0;
-	}
-	p->kind = BX_PEER_LOCAL_USER;
-	return owner_uid(AF_INET6, p6->sin6_addr.s6_addr, p6->sin6_port, l6->sin6_addr.s6_addr, l6->sin6_port, 16,
-	                 &p->uid);
+	if (IN6_IS_ADDR_LOOPBACK(&p6->sin6_addr))
+		return -1;
+	p->kind = BX_PEER_V6;
+	memcpy(p->addr, p6->sin6_addr.s6_addr, 8);
+	return 0;
 }
 
 int bx_peer_same(const bx_peer_t *a, const bx_peer_t *b)

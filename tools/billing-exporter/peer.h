@@ -1,10 +1,10 @@
 /*
  * peer.h -- who is on the other end of an HTTP connection, as the kernel
- * says: a remote client is its address (an IPv6 client its /64, which one
- * host is usually given whole); a loopback client is the local user that
- * owns its socket (the kernel's record of the socket, asked over
- * NETLINK_SOCK_DIAG: SO_PEERCRED knows nothing of TCP), whatever loopback
- * address it connects from.  The connection limits and the budget of
+ * says: a client on this host (loopback or any of the host's addresses) is
+ * the local user that owns its socket (the kernel's record of the socket,
+ * asked over NETLINK_SOCK_DIAG: SO_PEERCRED knows nothing of TCP), whatever
+ * address it connects from; a remote client is its address (an IPv6
+ * client its /64, which one host is usually given whole).  The connection limits and the budget of
  * failed logins count per peer.
  */
 #ifndef BX_PEER_H
@@ -24,7 +24,7 @@ enum { BX_PEER_UNKNOWN = 0,
        BX_PEER_LOCAL_USER };
 
 /* The peer of connected TCP socket fd.  0, or -1 when the kernel cannot
- * say (the client already gone, or a loopback socket whose owner is not
+ * say (the client already gone, or a loopback client whose socket is not
  * found): such a connection is refused rather than counted as nobody. */
 int bx_peer_of(int fd, bx_peer_t *p);
 
