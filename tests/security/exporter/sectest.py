@@ -280,3 +280,18 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def check_documented(names):
+    """docs/security.md states each #define NAME of the exporter's headers
+    as `NAME VALUE`, with the header's value (one source: the code)."""
+    import glob
+    import re
+    root = os.path.join(HERE, "..", "..", "..")
+    headers = "".join(open(p).read() for p in glob.glob(os.path.join(root, "tools", "billing-exporter", "*.[ch]")))
+    with open(os.path.join(root, "docs", "security.md")) as f:
+        doc = f.read()
+    for name in names:
+        m = re.search(r"(?m)^#define %s (\d+)" % name, headers)
+        bt.check(m and ("`%s %s`" % (name, m.group(1))) in doc,
+                 "docs/security.md states %s as in the code (%s)" % (name, m.group(1) if m else "not defined"))

@@ -50,6 +50,7 @@ def probe(port):
     return health, metrics, slowest
 
 
+st.check_documented(["BX_CONN_RESERVE_DIVISOR", "BX_CONN_QUIET_PEER"])
 tmp = tempfile.mkdtemp(prefix="bx-classes-")
 ex = h.Exporter(exe, *st.stats_only_args(tmp))
 attacker = None
