@@ -36,6 +36,7 @@ struct bx_auth_cache {
 	unsigned char (*digest)[DIGEST_LEN];
 	double *expires;
 	bcrypt_slot_t clean, suspect;
+	int clean_waiting; /* a check waits for the clean slot (under lock) */
 	bx_auth_budget_t *budget;
 };
 
@@ -371,15 +372,28 @@ static int pair_digest(const struct bx_auth_cache *a, const char *user, const ch
 	return rc < 0 ? -1 : 0;
 }
 
-/* The slot for this check, locked; NULL when it stays busy. */
+/* The slot for this check, locked; NULL when it stays busy.  One check
+ * at most waits for the clean slot: each waiter holds a server thread. */
 static bcrypt_slot_t *lock_slot(struct bx_auth_cache *a, int budget)
 {
 	if (budget == BX_BUDGET_SUSPECT)
 		return pthread_mutex_trylock(&a->suspect.lock) == 0 ? &a->suspect : NULL;
+	if (pthread_mutex_trylock(&a->clean.lock) == 0)
+		return &a->clean;
+	pthread_mutex_lock(&a->lock);
+	int wait = !a->clean_waiting;
+	a->clean_waiting = 1;
+	pthread_mutex_unlock(&a->lock);
+	if (!wait)
+		return NULL;
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += CLEAN_WAIT_SECONDS;
-	return pthread_mutex_timedlock(&a->clean.lock, &until) == 0 ? &a->clean : NULL;
+	int locked = pthread_mutex_timedlock(&a->clean.lock, &until) == 0;
+	pthread_mutex_lock(&a->lock);
+	a->clean_waiting = 0;
+	pthread_mutex_unlock(&a->lock);
+	return locked ? &a->clean : NULL;
 }
 
 int bx_web_auth(bx_web_config_t *c, const bx_peer_t *peer, const char *user, const char *password)
