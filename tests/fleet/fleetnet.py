@@ -179,7 +179,3 @@ class Prom:
         if len(res) != 1:
             raise RuntimeError("%s: %d series" % (expr, len(res)))
         return [(float(t), float(v)) for t, v in res[0]["values"]]
-
-
-def exact_time():
-    return time.time()
