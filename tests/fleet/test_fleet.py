@@ -37,7 +37,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 import billingtest as bt  # noqa: E402
-import fleetnet as fn  # noqa: E402
+import fleettest as fn  # noqa: E402
 
 for var in ("BX_EXPORTER", "BS_BILLINGD", "BX_BILLING_LOAD"):
     if not os.environ.get(var):
