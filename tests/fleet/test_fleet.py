@@ -37,7 +37,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 import billingtest as bt  # noqa: E402
-import fleettest as fn  # noqa: E402
+import fleettest as ft  # noqa: E402
 
 for var in ("BX_EXPORTER", "BS_BILLINGD", "BX_BILLING_LOAD"):
     if not os.environ.get(var):
@@ -136,7 +136,7 @@ class Host:
                       "--storage.agent.path", os.path.join(self.dir, "agent"),
                       "--web.listen-address", "127.0.0.1:9090"],
             os.path.join(self.dir, "agent.log"), dict(os.environ, BILLING_HOST=self.name))
-        self.agent_api = fn.Prom(self.ns, "http://127.0.0.1:9090")
+        self.agent_api = ft.Prom(self.ns, "http://127.0.0.1:9090")
 
     def load(self, *args):
         return self.fleet.net.start(self.ns, [LOAD, "--url", "http://127.0.0.1:8080", "--json", *args],
@@ -145,7 +145,7 @@ class Host:
     def remote_write_counts(self):
         """(bytes, samples) the agent has remote-written: the bytes
         compressed, as on the wire."""
-        _, body = fn.http_get(self.ns, "http://127.0.0.1:9090/metrics")
+        _, body = ft.http_get(self.ns, "http://127.0.0.1:9090/metrics")
         text = body.decode()
 
         def counter(name):
@@ -164,12 +164,12 @@ class Fleet:
         self.start_central()
         self.hosts = [Host(self, i) for i in range(1, HOSTS + 1)]
         for h in self.hosts:
-            bt.wait_for(h.name + " agent ready", lambda: fn.answers(h.ns, "http://127.0.0.1:9090/-/ready"), 60)
+            bt.wait_for(h.name + " agent ready", lambda: ft.answers(h.ns, "http://127.0.0.1:9090/-/ready"), 60)
         bt.wait_for("the central Prometheus to hear every host's agent",
                     lambda: len(self.central.by('up{billing_probes="exporter"} == 1', "host")) == HOSTS, 60)
 
     def start_receiver(self):
-        self.hook = fn.in_netns(self.central_ns, lambda: http.server.ThreadingHTTPServer(
+        self.hook = ft.in_netns(self.central_ns, lambda: http.server.ThreadingHTTPServer(
             (self.central_addr, 0), Receiver))
         threading.Thread(target=self.hook.serve_forever, daemon=True).start()
 
@@ -183,7 +183,7 @@ class Fleet:
         self.ams = []
         for n, octet in enumerate(AM_OCTETS):
             ns, addr, _ = self.net.add("am%d" % n, octet)
-            peer = fn.SUBNET + "%d:9094" % AM_OCTETS[1 - n]
+            peer = ft.SUBNET + "%d:9094" % AM_OCTETS[1 - n]
             self.net.start(ns, ["prometheus-alertmanager", "--config.file", path,
                                 "--storage.path", os.path.join(self.base, "am%d" % n),
                                 "--web.listen-address", addr + ":9093", "--cluster.listen-address", addr + ":9094",
@@ -193,7 +193,7 @@ class Fleet:
 
         def clustered(ns, url):
             try:
-                _, body = fn.http_get(ns, url + "/api/v2/status", timeout=3)
+                _, body = ft.http_get(ns, url + "/api/v2/status", timeout=3)
             except OSError:
                 return False
             c = json.loads(body).get("cluster", {})
@@ -220,8 +220,8 @@ class Fleet:
                                          "--storage.tsdb.path", os.path.join(self.base, "central"),
                                          "--web.listen-address", self.central_addr + ":9090"],
                        os.path.join(self.base, "central.log"))
-        self.central = fn.Prom(self.central_ns, url)
-        bt.wait_for("central Prometheus ready", lambda: fn.answers(self.central_ns, url + "/-/ready"), 60)
+        self.central = ft.Prom(self.central_ns, url)
+        bt.wait_for("central Prometheus ready", lambda: ft.answers(self.central_ns, url + "/-/ready"), 60)
         bt.wait_for("the central Prometheus to know both Alertmanagers",
                     lambda: len(self.central.api("/api/v1/alertmanagers")["activeAlertmanagers"]) == 2, 60)
 
@@ -316,7 +316,7 @@ def stage_cut(fleet, want, results):
     bt.wait_for(host.name + "'s load to be seen centrally",
                 lambda: fleet.central.by("sum by (host) (billing_requests_total)", "host").get(host.name, 0)
                 > want[("responses", host.name)], 30)
-    fn.ip("link", "set", host.veth, "down")
+    ft.ip("link", "set", host.veth, "down")
     cut_at = time.time()
     try:
         # The cut lasts CUT_S seconds whatever happens meanwhile: the
@@ -326,7 +326,7 @@ def stage_cut(fleet, want, results):
         check(last < cut_at + 3, "the cut holds: the central Prometheus's last sample of %s is %.0f s old"
               % (host.name, time.time() - last))
     finally:
-        fn.ip("link", "set", host.veth, "up")
+        ft.ip("link", "set", host.veth, "up")
     back_at = time.time()
     summary = finished_load(proc, host.name + " through the cut")
     for key, _ in BOOKS:
@@ -362,7 +362,7 @@ def stage_exporter_down(fleet, results):
     # Both Alertmanagers hold the alert; the second notifies, if it does,
     # PEER_TIMEOUT_S after the first and a group interval later at most.
     for ns, url in fleet.ams:
-        bt.wait_for("%s to hold the alert" % url, lambda: json.loads(fn.http_get(ns, url + "/api/v2/alerts")[1]), 30)
+        bt.wait_for("%s to hold the alert" % url, lambda: json.loads(ft.http_get(ns, url + "/api/v2/alerts")[1]), 30)
     quiet_until = first + 3 * PEER_TIMEOUT_S + 3 * 2
     while time.monotonic() < quiet_until:
         time.sleep(0.5)
@@ -380,7 +380,7 @@ def main():
     prev = signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped by SIGTERM"))  # meson's timeout: clean up
     try:
         t0 = time.monotonic()
-        net = fn.Net()
+        net = ft.Net()
         fleet = Fleet(base, net)
         results = {"hosts": HOSTS, "setup_s": round(time.monotonic() - t0, 1)}
         want = {}
