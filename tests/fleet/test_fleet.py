@@ -13,12 +13,13 @@ One set-up, stages in order (each a function taking the fleet):
   2. one host's network cut while it serves: after it returns, the central
      view holds every scrape of the cut (from the agent's WAL), the totals
      are exact again (nothing counted twice), and no alert was sent;
-  3. one host's exporter killed: its BillingExporterDown, and nothing
+  3. host by host, billingd and its exporter restarted (Host.swap_kit()
+     with this build; a rolling upgrade passes another build's kit):
+     counters never decrease, totals stay exact, no alert;
+  4. one host's exporter killed: its BillingExporterDown, and nothing
      else, reaches the receiver exactly once though two Alertmanagers run.
-A rolling upgrade is one more stage: Host.swap_kit() replaces a host's
-billingd and exporter by other builds.
 
-Writes what it measured (series per host, remote-write bytes/s) to
+Writes what it measured (series per host, remote-write bytes per sample) to
 $FLEET_RESULTS (docs/deploy.md, "Scale"; bench/results/fleet.json is a
 copy of one run's)."""
 import http.server
@@ -349,6 +350,28 @@ def stage_cut(fleet, want, results):
     results.update(cut_s=CUT_S, scrapes_delivered_after_cut=len(during))
 
 
+def stage_rolling_restart(fleet, want, kit=(BILLINGD, EXPORTER)):
+    """Host by host, billingd and its exporter replaced by KIT (this
+    build's: a restart; a rolling upgrade passes another build's): every
+    host's counters never decrease, the totals stay exact, no alert."""
+    sent_before = len(Receiver.notifications())
+    started = time.time()
+    for h in fleet.hosts:
+        h.swap_kit(*kit)
+        swapped = time.time()
+        bt.wait_for(h.name + " scraped again after its swap", lambda: fleet.central.by(
+            'up{host="%s"} == 1 and timestamp(up{host="%s"}) > %f' % (h.name, h.name, swapped),
+            "host").get(h.name) == 1, 30)
+    wait_exact(fleet, want, "after the rolling restart")
+    window = int(time.time() - started) + 5
+    for h in fleet.hosts:
+        reqs = fleet.central.samples('sum by (host) (billing_requests_total{host="%s"})[%ds:1s]' % (h.name, window))
+        check(all(b[1] >= a[1] for a, b in zip(reqs, reqs[1:])), "%s's requests never decrease across its swap"
+              % h.name)
+    check(len(Receiver.notifications()) == sent_before, "no notification about the rolling restart (%s)"
+          % Receiver.notifications()[sent_before:])
+
+
 def stage_exporter_down(fleet, results):
     """One exporter killed: its down alert reaches the receiver once."""
     host = fleet.hosts[1]
@@ -392,6 +415,7 @@ def main():
         # (their totals are exact): the wire's bytes per sample, each host.
         results["remote_write_bytes_per_sample"] = {
             n: round((sent1[n][0] - sent0[n][0]) / (sent1[n][1] - sent0[n][1]), 2) for n in sent0}
+        stage_rolling_restart(fleet, want)
         stage_exporter_down(fleet, results)
         results["total_s"] = round(time.monotonic() - t0, 1)
         print(json.dumps(results, indent=1, sort_keys=True))
