@@ -366,8 +366,11 @@ def stage_rolling_restart(fleet, want, kit=(BILLINGD, EXPORTER)):
     window = int(time.time() - started) + 5
     for h in fleet.hosts:
         reqs = fleet.central.samples('sum by (host) (billing_requests_total{host="%s"})[%ds:1s]' % (h.name, window))
-        check(all(b[1] >= a[1] for a, b in zip(reqs, reqs[1:])), "%s's requests never decrease across its swap"
-              % h.name)
+        last = reqs[-1] if reqs else (0, None)
+        check(all(b[1] >= a[1] for a, b in zip(reqs, reqs[1:])) and last[0] > time.time() - 5
+              and last[1] == want[("responses", h.name)],
+              "%s's requests never decrease across its swap and end at its loads' %d (last %s, %.0f s ago)"
+              % (h.name, want[("responses", h.name)], last[1], time.time() - last[0]))
     check(len(Receiver.notifications()) == sent_before, "no notification about the rolling restart (%s)"
           % Receiver.notifications()[sent_before:])
 
