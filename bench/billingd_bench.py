@@ -12,9 +12,9 @@ callgrind over a fixed schedule of requests (SCHEDULE_FLOWS customer flows
 on one connection, one at a time): instructions and clock reads per
 request, exact where throughput is noise.
 
-  python3 bench/billingd_bench.py --build-dir BUILD --source-dir SOURCE --instructions
+run_bench.py runs the end-to-end part; stats_bench.py --billingd-instructions
+runs instructions() alone.
 """
-import argparse
 import http.client
 import json
 import os
@@ -510,58 +510,3 @@ def instructions_markdown(res):
                   f"{out['instructions_per_request']:,.0f} compiled out), {st['clock_reads_per_request']:.2f} "
                   "clock reads per request."]
     return o
-
-
-def publish(source_dir, res):
-    """Puts res in the stats part of SOURCE/bench/results/latest.json as that
-    part's billingd instructions, and rewrites what is generated from it:
-    the stats markdown and summary, latest.md, bench/README.md's figures and
-    the docs' figures."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import run_bench  # noqa: E402
-    import stats_bench  # noqa: E402
-    path = os.path.join(source_dir, "bench", "results", "latest.json")
-    with open(path) as f:
-        latest = json.load(f)
-    stats = latest["stats"]["json"]
-    stats["billingd"]["instructions"] = res
-    stats["summary"] = stats_bench.summary(stats)
-    latest["stats"]["markdown"] = stats_bench.markdown(stats)
-    with open(path, "w") as f:
-        json.dump(latest, f, indent=2)
-    with open(os.path.join(source_dir, "bench", "results", "latest.md"), "w") as f:
-        f.write(run_bench.markdown(latest, latest["command"]))
-    run_bench.publish_readme(os.path.join(source_dir, "bench", "README.md"), latest)
-    subprocess.run([sys.executable, os.path.join(source_dir, "docs", "figures.py"), "--write"], check=True)
-
-
-def main():
-    ap = argparse.ArgumentParser(description="billingd's instructions per request under callgrind")
-    ap.add_argument("--build-dir", required=True)
-    ap.add_argument("--source-dir", required=True)
-    ap.add_argument("--instructions", action="store_true", required=True)
-    ap.add_argument("--before-build-dir", help="also measure this build (e.g. the parent commit's), reported as before")
-    ap.add_argument("--before-source-dir", help="its source tree (for its compiled-out build)")
-    ap.add_argument("--before-label", help="what the before build is, e.g. \"parent 63d1c71\"")
-    ap.add_argument("--publish", action="store_true",
-                    help="write the result into SOURCE/bench/results/latest.json's stats part and what it generates")
-    a = ap.parse_args()
-    if bool(a.before_build_dir) != bool(a.before_source_dir):
-        print("billingd_bench.py: --before-build-dir and --before-source-dir go together", file=sys.stderr)
-        return 2
-    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    res = instructions(os.path.abspath(a.build_dir), os.path.abspath(a.source_dir))
-    res["date"] = date
-    if a.before_build_dir:
-        before_source = os.path.abspath(a.before_source_dir)
-        res["before"] = instructions(os.path.abspath(a.before_build_dir), before_source)
-        res["before"]["source"] = a.before_label or before_source
-    if a.publish:
-        publish(os.path.abspath(a.source_dir), res)
-    print("\n".join(instructions_markdown(res)))
-    print(json.dumps(res, indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

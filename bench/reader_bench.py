@@ -209,20 +209,9 @@ def summary(res):
 
 
 def publish(source, result):
-    """result as latest.json's "reading" part; latest.md, bench/README.md and
-    the docs' figures rewritten from it."""
-    sys.path.insert(0, BENCH_DIR)
-    import run_bench as rb
-    path = os.path.join(source, "bench", "results", "latest.json")
-    with open(path) as f:
-        res = json.load(f)
-    res["reading"] = result
-    with open(path, "w") as f:
-        json.dump(res, f, indent=2)
-    with open(os.path.join(source, "bench", "results", "latest.md"), "w") as f:
-        f.write(rb.markdown(res, res["command"]))
-    rb.publish_readme(os.path.join(source, "bench", "README.md"), res)
-    subprocess.run([sys.executable, os.path.join(source, "docs", "figures.py"), "--write"], check=False)
+    """result as latest.json's "reading" part, and what is generated from it."""
+    import run_bench
+    run_bench.publish_part(source, lambda res: res.update(reading=result))
 
 
 def machine_cpu():

@@ -438,6 +438,23 @@ def publish_readme(path, res):
 PARTS = ("untraced", "traced", "alternatives", "billingd", "exporter", "stats", "reading")
 
 
+def publish_part(source_dir, update):
+    """A part measured alone into SOURCE/bench/results/latest.json: update
+    (a function) changes the loaded results in place; then latest.md,
+    bench/README.md's figures and the docs' figures are written anew from
+    them, as a full --publish run writes them."""
+    path = os.path.join(source_dir, "bench", "results", "latest.json")
+    with open(path) as f:
+        res = json.load(f)
+    update(res)
+    with open(path, "w") as f:
+        json.dump(res, f, indent=2)
+    with open(os.path.join(source_dir, "bench", "results", "latest.md"), "w") as f:
+        f.write(markdown(res, res["command"]))
+    publish_readme(os.path.join(source_dir, "bench", "README.md"), res)
+    subprocess.run([sys.executable, os.path.join(source_dir, "docs", "figures.py"), "--write"], check=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build-dir", required=True)

@@ -2,6 +2,8 @@
 """The stats path's benchmark: what always-on in-process counting costs.
 
   stats_bench.py --build-dir BUILD --source-dir SOURCE [--quick] [--reps N]
+  stats_bench.py --build-dir BUILD --source-dir SOURCE --billingd-instructions
+                 [--before-build-dir B --before-source-dir S [--before-label L]] [--publish]
 
 1. Per event of each stats-fed probe (bench/stats_loop.c, untraced, one
    thread), beside the same loop in a stats build with BILLING_STATS=off,
@@ -23,6 +25,10 @@
    build), which on a shared machine is mostly noise.
 
 Prints a Markdown table, then one JSON object (run_bench.py reads both).
+--billingd-instructions measures 4's instructions alone (and another
+build's beside them, as "before"); --publish puts them in
+SOURCE/bench/results/latest.json's stats part and rewrites what is
+generated from it.
 """
 import argparse
 import json
@@ -256,14 +262,52 @@ def summary(res):
     return rows
 
 
+def billingd_instructions(a, build, source):
+    """--billingd-instructions: billingd's instructions per request alone."""
+    if bool(a.before_build_dir) != bool(a.before_source_dir):
+        print("stats_bench.py: --before-build-dir and --before-source-dir go together", file=sys.stderr)
+        return 2
+    res = billingd_bench.instructions(build, source)
+    res["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    if a.before_build_dir:
+        before_source = os.path.abspath(a.before_source_dir)
+        res["before"] = billingd_bench.instructions(os.path.abspath(a.before_build_dir), before_source)
+        res["before"]["source"] = a.before_label or before_source
+    if a.publish:
+        import run_bench
+
+        def update(latest):
+            stats = latest["stats"]["json"]
+            stats["billingd"]["instructions"] = res
+            stats["summary"] = summary(stats)
+            latest["stats"]["markdown"] = markdown(stats)
+        run_bench.publish_part(source, update)
+    print("\n".join(billingd_bench.instructions_markdown(res)))
+    print(json.dumps(res, indent=1))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build-dir", required=True)
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--billingd-instructions", action="store_true",
+                    help="only billingd's instructions per request under callgrind (part 4)")
+    ap.add_argument("--before-build-dir", help="also measure this build (e.g. the parent commit's), reported as before")
+    ap.add_argument("--before-source-dir", help="its source tree (for its compiled-out build)")
+    ap.add_argument("--before-label", help="what the before build is, e.g. \"parent 63d1c71\"")
+    ap.add_argument("--publish", action="store_true",
+                    help="with --billingd-instructions: write the result into SOURCE/bench/results/latest.json")
     a = ap.parse_args()
     build, source = os.path.abspath(a.build_dir), os.path.abspath(a.source_dir)
+    if a.publish and not a.billingd_instructions:
+        print("stats_bench.py: --publish goes with --billingd-instructions (a whole run publishes through "
+              "run_bench.py --publish)", file=sys.stderr)
+        return 2
+    if a.billingd_instructions:
+        return billingd_instructions(a, build, source)
     if not os.path.exists(os.path.join(build, "bench", "stats_loop")):
         print("stats_loop not built: the stats writer is for Linux (docs/stats.md)")
         return 77

@@ -22,6 +22,7 @@ metric needs from one description:
 import os
 import re
 import shlex
+import string
 from decimal import Decimal, InvalidOperation
 
 TYPES_OK_FOR_LABELS = {"char *": "string", "int": "int32"}
@@ -447,47 +448,52 @@ def known_ref(ms, arg):
     return f"bx_known_{arg}, BX_KNOWN_{arg.upper()}_COUNT" if arg in ms.known else "NULL, 0"
 
 
+PROGRAMS_TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exporter_programs.bpf.in")
+
+
+def template_fragments(path):
+    """The "%% name" fragments of a template file, as string.Templates; a
+    fragment named statement-* is one C statement without its indent, ";"
+    or newline (count_fire() adds them)."""
+    frags, name = {}, None
+    for line in open(path).read().splitlines(keepends=True):
+        if line.startswith("%% "):
+            name = line[3:].strip()
+            frags[name] = ""
+        elif name is not None:
+            frags[name] += line
+    return {n: string.Template(t.rstrip("\n") if n.startswith("statement-") else t) for n, t in frags.items()}
+
+
 def exporter_programs_h(provider, ms):
-    """Included by billing_exporter.bpf.c after its helpers arg(), arg_str(),
-    counted(ctx), row(), fold_str() and dropped()."""
-    o = [HEADER_BANNER,
-         "/* billing-exporter's BPF maps and programs: one per probe that feeds\n"
-         " * metrics, reading only the arguments its metrics need.  Each map has a\n"
-         " * fold map beside it for the fires whose new key finds it full: there\n"
-         " * the key keeps its known values and folds the rest (fold_<probe>), so\n"
-         " * its keys are few (BX_FOLD_KEYS_*) and a known value is never lost. */\n"]
-    for arg, values in ms.known.items():
-        o.append(f"struct bx_known_key_{arg} {{\n\tchar v[{ms.field_bytes(arg)}];\n}};\n"
-                 f"BX_KNOWN(k_{arg}, bx_known_key_{arg}, BX_KNOWN_{arg.upper()}_COUNT);\n")
+    """Included by billing_exporter.bpf.c: its maps and programs, from the
+    fragments of exporter_programs.bpf.in."""
+    frag = template_fragments(PROGRAMS_TEMPLATE)
+    o = [HEADER_BANNER, frag["banner"].substitute()]
+    for arg in ms.known:
+        o.append(frag["known-values"].substitute(arg=arg, ARG=arg.upper(), bytes=ms.field_bytes(arg)))
     for f in ms.feeds:
-        o.append(f"BX_HASH({f.map_name}, bx_key_{f.probe.func}, bx_value_{f.probe.func});\n")
-        o.append(f"BX_FOLD_HASH({f.fold_map_name}, bx_key_{f.probe.func}, bx_value_{f.probe.func}, "
-                 f"BX_FOLD_KEYS_{f.probe.macro});\n")
-    o.append("\n")
+        o.append(frag["maps"].substitute(map=f.map_name, fold_map=f.fold_map_name, func=f.probe.func,
+                                      MACRO=f.probe.macro))
+    o.append(frag["maps-end"].substitute())
     for f in ms.feeds:
         types = {n: t for n, t, _ in f.probe.args}
-        o.append(f"static __always_inline void\nfold_{f.probe.func}(struct bx_key_{f.probe.func} *k)\n{{\n")
+        o.append(frag["fold-begin"].substitute(func=f.probe.func))
         for arg in f.fields:
-            if types[arg] != "char *":
-                o.append(f"\tk->{arg} = k->{arg} != 0;\n")
-            elif arg in ms.known:
-                o.append(f"\tif (!bpf_map_lookup_elem(&k_{arg}, k->{arg}))\n"
-                         f"\t\tfold_str(k->{arg}, sizeof k->{arg});\n")
-            else:
-                o.append(f"\tfold_str(k->{arg}, sizeof k->{arg});\n")
-        o.append("}\n\n")
+            kind = "fold-int" if types[arg] != "char *" else "fold-known" if arg in ms.known else "fold-string"
+            o.append(frag[kind].substitute(arg=arg))
+        o.append(frag["fold-end"].substitute())
     for f in ms.feeds:
         pos = {n: i for i, (n, _, _) in enumerate(f.probe.args)}
-        o.append(f'SEC("usdt")\nint {f.probe.d_name}(struct pt_regs *ctx)\n{{\n'
-                 f"\tstruct bx_key_{f.probe.func} k = {{}};\n\tstruct bx_value_{f.probe.func} *v;\n\n"
-                 "\tif (!counted(ctx))\n\t\treturn 0;\n")
-        o += count_fire(f, lambda a: f"arg_str(ctx, {pos[a]}, k.{a}, sizeof k.{a})",
-                        lambda a: f"k.{a} = (__s32)arg(ctx, {pos[a]})",
-                        f"v = row(&{f.map_name}, &k);\n\tif (!v) {{\n\t\tfold_{f.probe.func}(&k);\n"
-                        f"\t\tv = row(&{f.fold_map_name}, &k);\n\t}}\n"
-                        f"\tif (!v)\n\t\treturn dropped(BX_MAP_{f.probe.macro});\n\tv->count += 1",
-                        lambda q: f"bx_observe_{q}(&v->{q}, ({ms.quantities[q].c_type})arg(ctx, {pos[q]}), 0)")
-        o.append("\treturn 0;\n}\n\n")
+        names = dict(func=f.probe.func, d_name=f.probe.d_name, map=f.map_name, fold_map=f.fold_map_name,
+                     MACRO=f.probe.macro)
+        o.append(frag["program-begin"].substitute(names))
+        o += count_fire(f, lambda a: frag["statement-string-field"].substitute(arg=a, pos=pos[a]),
+                        lambda a: frag["statement-int-field"].substitute(arg=a, pos=pos[a]),
+                        frag["statement-row"].substitute(names),
+                        lambda q: frag["statement-observe"].substitute(quantity=q, pos=pos[q],
+                                                                    c_type=ms.quantities[q].c_type))
+        o.append(frag["program-end"].substitute())
     return "".join(o)
 
 

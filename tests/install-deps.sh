@@ -7,6 +7,8 @@ set -euo pipefail
 packages=(
   # build
   meson ninja-build gcc g++ clang clang-format pkg-config python3 binutils
+  # the style suite: every Python file clean under pyflakes
+  pyflakes3
   # probes: sys/sdt.h and systemtap's dtrace -h/-G wrapper
   systemtap-sdt-dev
   # tests and the billing-probes tool

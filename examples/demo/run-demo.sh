@@ -113,6 +113,8 @@ ninja -C "$build_dir" examples/billingd/billingd-stats examples/billing-load/bil
 billingd="$build_dir/examples/billingd/billingd-stats"
 load="$build_dir/examples/billing-load/billing-load"
 tool="$build_dir/tools/billing-probes/billing-probes"
+# a tool run from a build tree finds the shipped scripts through this
+export BILLING_PROBES_SCRIPTS="$repo/d-scripts/bpftrace"
 
 # --- 3. billingd --------------------------------------------------------------
 say "starting billingd (stats segment in $work/stats)"

@@ -25,7 +25,6 @@ objects compiled for it (not this build's).
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 

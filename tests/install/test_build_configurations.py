@@ -121,18 +121,25 @@ def installed_build(source, work):
               f"{lang}: the program carries its own probe; the helpers' stay in the library")
     lib_notes = run(["readelf", "-n", os.path.join(libdir, "libbillingprobes.so")]).stdout
     check("Name: request__start" in lib_notes, "the installed library carries the helpers' probes")
-    installed_trace(prefix, libdir, os.path.join(work, "minimal-C"))
+    installed_trace(prefix, libdir, os.path.join(work, "minimal-C"), source, build)
     downstream_project(source, work, prefix, env)
 
 
-def installed_trace(prefix, libdir, program):
+def installed_trace(prefix, libdir, program, source, build):
     """The installed tool finds a script by its bare name in the installed
-    share folder, and resolves it for the program and the library it loads."""
+    share folder (no BILLING_PROBES_SCRIPTS, which names a build tree's),
+    resolves it for the program and the library it loads, and carries no
+    path of the machine that built it (its data, not its debug info)."""
     tool = os.path.join(prefix, "bin", "billing-probes")
     if not os.path.exists(program):
         check(False, "installed trace: the out-of-tree program was built")
         return
-    r = run([tool, "trace", "tps", "-c", program, "--dry-run"], cwd="/")
+    data = subprocess.run(["readelf", "-p", ".rodata", "-p", ".data", tool], capture_output=True).stdout
+    data = data.replace(os.path.realpath(prefix).encode(), b"PREFIX")  # the install's own place may sit anywhere
+    baked = [p for p in (os.path.realpath(source), os.path.realpath(build)) if p.encode() in data]
+    check(not baked, "the installed tool carries no build-machine path in its data (%s)" % baked)
+    env = {k: v for k, v in os.environ.items() if k != "BILLING_PROBES_SCRIPTS"}
+    r = run([tool, "trace", "tps", "-c", program, "--dry-run"], cwd="/", env=env)
     lib = os.path.realpath(os.path.join(libdir, "libbillingprobes.so"))
     check(r.returncode == 0 and f"usdt:{lib}:billing:transaction__done" in r.stdout,
           "installed `billing-probes trace tps -c PROGRAM --dry-run`: the installed script, "

@@ -19,7 +19,6 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-import billingtest as bt  # noqa: E402
 from tooltest import check, finish, run, skip  # noqa: E402
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cross_forms.c")

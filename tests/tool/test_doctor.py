@@ -7,7 +7,6 @@ import subprocess
 
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-import billingtest as bt  # noqa: E402,F401
 from tooltest import PROBES, PROGRAM, PROGRAM_DISABLED, PROVIDER, catalogue, check, finish, run  # noqa: E402
 
 N = len(catalogue())

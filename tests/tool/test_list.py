@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-import billingtest as bt  # noqa: E402,F401
 from tooltest import LIB_ALL, LIB_HELPERS, PROGRAM, catalogue, check, finish, need_probes, run  # noqa: E402
 
 need_probes()

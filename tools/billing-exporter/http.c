@@ -12,7 +12,7 @@
  * Fit to leave the host: TLS and basic auth from --web-config
  * (web_config.c), an epoll loop per thread so thousands of idle clients
  * cost descriptors rather than a select() set, a cap on clients overall
- * and per address, and a deadline on each request that a client sending
+ * and per peer (conn_limits.h), and a deadline on each request that a client sending
  * one byte at a time cannot push back (libmicrohttpd's own timeout counts
  * from the last byte received): a reaper thread shuts such a connection's
  * socket down, and libmicrohttpd closes it.
@@ -35,7 +35,9 @@
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
+#include "conn_limits.h"
 #include "format.h"
+#include "peer.h"
 #include "snapshot.h"
 #include "ticker.h"
 
@@ -46,6 +48,8 @@ typedef struct conn {
 	struct conn *prev, *next;
 	int fd;
 	int cut;      /* its socket was shut down */
+	int admitted; /* counted in the limits until closed */
+	bx_peer_t peer;
 	double since; /* accepted, or its last response sent */
 } conn_t;
 
@@ -58,6 +62,7 @@ struct bx_http {
 	unsigned request_seconds;
 	pthread_mutex_t lock; /* conns */
 	conn_t *conns;
+	bx_conn_limits_t *limits;
 	pthread_t reaper;
 	int reaper_running;
 	bx_ticker_t reaper_ticks;
@@ -123,7 +128,7 @@ static int client_verified(struct MHD_Connection *c)
 
 /* 1 with *ret set when c may not have what it asks for: no verified
  * client certificate (403), no or wrong credentials (401), or a new
- * password arriving while another is being checked (429). */
+ * password its peer may not have checked now (429, bx_web_auth). */
 static int refuse(bx_http_t *h, struct MHD_Connection *c, enum MHD_Result *ret)
 {
 	if (h->web->client_ca_pem && !client_verified(c)) {
@@ -133,9 +138,12 @@ static int refuse(bx_http_t *h, struct MHD_Connection *c, enum MHD_Result *ret)
 	}
 	if (h->web->user_count == 0)
 		return 0;
+	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const conn_t *n = info ? info->socket_context : NULL;
+	bx_peer_t nobody = { 0 }; /* untracked connections share one budget */
 	char *password = NULL;
 	char *user = MHD_basic_auth_get_username_password(c, &password);
-	int auth = user && password ? bx_web_auth(h->web, user, password) : BX_AUTH_DENIED;
+	int auth = user && password ? bx_web_auth(h->web, n ? &n->peer : &nobody, user, password) : BX_AUTH_DENIED;
 	if (password) {
 		memset(password, 0, strlen(password));
 		free(password);
@@ -272,10 +280,21 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 	conn_t *n = *socket_context;
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-		if (!info || !(n = calloc(1, sizeof *n)))
+		if (!info)
 			return; /* not reaped: libmicrohttpd's idle timeout still applies */
+		if (!(n = calloc(1, sizeof *n))) {
+			shutdown(info->connect_fd, SHUT_RDWR);
+			return;
+		}
 		n->fd = info->connect_fd;
 		n->since = since_boot();
+		/* over its peer's limit, or a peer the kernel cannot name: cut
+		 * before a byte is read, and libmicrohttpd closes it */
+		n->admitted = bx_peer_of(n->fd, &n->peer) == 0 && bx_conn_limits_admit(h->limits, &n->peer);
+		if (!n->admitted) {
+			shutdown(n->fd, SHUT_RDWR);
+			n->cut = 1;
+		}
 		pthread_mutex_lock(&h->lock);
 		n->next = h->conns;
 		if (h->conns)
@@ -294,6 +313,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		if (n->next)
 			n->next->prev = n->prev;
 		pthread_mutex_unlock(&h->lock);
+		if (n->admitted)
+			bx_conn_limits_release(h->limits, &n->peer);
 		free(n);
 		*socket_context = NULL;
 	}
@@ -366,6 +387,13 @@ int bx_http_serve(bx_http_t *h, bx_exporter_t *ex, const bx_http_limits_t *lim, 
 		return -1;
 	}
 	*max_connections = limit;
+	/* libmicrohttpd holds up to limit, the policy a sixteenth fewer: room
+	 * for connections refused and being closed, so the listening socket
+	 * keeps being accepted from while a flood is cut */
+	if (!(h->limits = bx_conn_limits_new(limit - limit / 16, lim->max_per_ip))) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 
 	if (listen(h->fd, 1024) != 0) {
 		/* another process bound the port with SO_REUSEADDR too, and listened first */
@@ -396,7 +424,8 @@ int bx_http_serve(bx_http_t *h, bx_exporter_t *ex, const bx_http_limits_t *lim, 
 	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, h->fd, NULL };
 	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, SERVER_THREADS, NULL };
 	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, (intptr_t)limit, NULL };
-	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)lim->max_per_ip, NULL };
+	/* the per-peer limits are conn_limits.c's; libmicrohttpd's counts
+	 * addresses, which one local user has millions of */
 	/* idle between bytes; the reaper bounds the whole request */
 	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)lim->request_seconds, NULL };
 	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h };
@@ -435,5 +464,6 @@ void bx_http_stop(bx_http_t *h)
 		bx_ticker_destroy(&h->reaper_ticks);
 		pthread_mutex_destroy(&h->lock);
 	}
+	bx_conn_limits_free(h->limits);
 	free(h);
 }

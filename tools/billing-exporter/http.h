@@ -18,7 +18,7 @@ typedef struct bx_http bx_http_t;
 typedef struct bx_http_limits {
 	bx_web_config_t *web;     /* TLS and basic auth; NULL: plain HTTP, no auth */
 	unsigned max_connections; /* all clients together */
-	unsigned max_per_ip;      /* one client address */
+	unsigned max_per_ip;      /* one peer (peer.h): a remote address, or a local user */
 	unsigned request_seconds; /* from connection (or the previous response) to the response */
 } bx_http_limits_t;
 
@@ -40,7 +40,9 @@ bx_http_t *bx_http_bind(const char *addr, int port, int *bound_port, char *err, 
  * probe is attached.  One epoll loop per thread (no select(): no limit at
  * 1,024 descriptors), at most lim->max_connections clients (fewer when
  * the open-files limit leaves less room: *max_connections says how many),
- * lim->max_per_ip from one address, and each request answered or cut
+ * lim->max_per_ip from one peer (a remote address, or a local user on
+ * loopback: conn_limits.h, which also keeps a reserve for quiet peers
+ * such as a health check), and each request answered or cut
  * lim->request_seconds after its connection was accepted or its previous
  * response sent, however slowly the client trickles bytes.  /healthz
  * answers without authentication (it says "ok" and nothing else, for

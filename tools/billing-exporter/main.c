@@ -65,7 +65,7 @@ static void usage(FILE *out)
 	        "  --web-config FILE   TLS and basic auth, exporter-toolkit's web config YAML (docs/security.md)\n"
 	        "  --listen-insecure   allow a non-loopback --listen without TLS (anyone reaching it reads /metrics)\n"
 	        "  --web-max-connections N         HTTP clients at once (default %d)\n"
-	        "  --web-max-connections-per-ip N  from one address (default %d)\n"
+	        "  --web-max-connections-per-ip N  from one remote address or local user (default %d)\n"
 	        "  --web-request-timeout N         seconds a request may take (default %d)\n"
 	        "  --once              print one snapshot after --interval seconds (default 5) and exit\n"
 	        "  --interval N        print a snapshot every N seconds\n"

@@ -11,21 +11,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <yaml.h>
 
+#include "auth_budget.h"
+
 #define PEM_MAX (1024 * 1024)
-#define DIGEST_LEN 32 /* SHA-256 */
+#define DIGEST_LEN 32        /* HMAC-SHA-256 */
+#define CLEAN_WAIT_SECONDS 2 /* a clean peer waits this long for its slot */
+
+/* One bcrypt evaluation at a time in each slot (auth_budget.h). */
+typedef struct bcrypt_slot {
+	pthread_mutex_t lock;
+	struct crypt_data *crypt; /* crypt_rn's scratch, under lock */
+} bcrypt_slot_t;
 
 struct bx_auth_cache {
-	pthread_mutex_t lock;        /* the digests */
-	pthread_mutex_t bcrypt_lock; /* one bcrypt evaluation at a time */
-	struct crypt_data *crypt;    /* crypt_rn's scratch, under bcrypt_lock */
-	/* per user: the digest of the last password verified, valid when set */
+	pthread_mutex_t lock;          /* the digests */
+	unsigned char key[DIGEST_LEN]; /* the digests' HMAC key, random per process */
+	/* per user: the digest of the last password verified, valid until expires */
 	unsigned char (*digest)[DIGEST_LEN];
-	unsigned char *valid;
+	double *expires;
+	bcrypt_slot_t clean, suspect;
+	int clean_waiting; /* a check waits for the clean slot (under lock) */
+	bx_auth_budget_t *budget;
 };
 
 typedef struct reader {
@@ -228,6 +240,19 @@ out:
 	return c->user_count == n ? 0 : -1;
 }
 
+static int make_slot(bcrypt_slot_t *s)
+{
+	pthread_mutex_init(&s->lock, NULL);
+	s->crypt = calloc(1, sizeof *s->crypt);
+	return s->crypt ? 0 : -1;
+}
+
+static void free_slot(bcrypt_slot_t *s)
+{
+	pthread_mutex_destroy(&s->lock);
+	free(s->crypt);
+}
+
 static int make_cache(bx_web_config_t *c)
 {
 	struct bx_auth_cache *a = calloc(1, sizeof *a);
@@ -235,11 +260,14 @@ static int make_cache(bx_web_config_t *c)
 		return -1;
 	c->cache = a;
 	pthread_mutex_init(&a->lock, NULL);
-	pthread_mutex_init(&a->bcrypt_lock, NULL);
-	a->crypt = calloc(1, sizeof *a->crypt);
+	int slots = make_slot(&a->clean) | make_slot(&a->suspect);
 	a->digest = calloc(c->user_count ? c->user_count : 1, sizeof *a->digest);
-	a->valid = calloc(c->user_count ? c->user_count : 1, 1);
-	return a->crypt && a->digest && a->valid ? 0 : -1;
+	a->expires = calloc(c->user_count ? c->user_count : 1, sizeof *a->expires);
+	a->budget = bx_auth_budget_new();
+	return slots == 0 && a->digest && a->expires && a->budget &&
+	               gnutls_rnd(GNUTLS_RND_KEY, a->key, sizeof a->key) == 0
+	           ? 0
+	           : -1;
 }
 
 int bx_web_config_read(const char *path, bx_web_config_t *c, char *err, size_t errlen)
@@ -301,10 +329,12 @@ void bx_web_config_free(bx_web_config_t *c)
 	free(c->client_ca_pem);
 	if (c->cache) {
 		pthread_mutex_destroy(&c->cache->lock);
-		pthread_mutex_destroy(&c->cache->bcrypt_lock);
-		free(c->cache->crypt);
+		free_slot(&c->cache->clean);
+		free_slot(&c->cache->suspect);
+		bx_auth_budget_free(c->cache->budget);
+		memset(c->cache->key, 0, sizeof c->cache->key);
 		free(c->cache->digest);
-		free(c->cache->valid);
+		free(c->cache->expires);
 		free(c->cache);
 	}
 	memset(c, 0, sizeof *c);
@@ -319,7 +349,54 @@ static int same_bytes(const void *a, const void *b, size_t n)
 	return d == 0;
 }
 
-int bx_web_auth(bx_web_config_t *c, const char *user, const char *password)
+static double monotonic_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The keyed digest of user NUL password into digest: 0, or -1. */
+static int pair_digest(const struct bx_auth_cache *a, const char *user, const char *password,
+                       unsigned char *digest)
+{
+	size_t ul = strlen(user), pl = strlen(password);
+	char *both = malloc(ul + pl + 2);
+	if (!both)
+		return -1;
+	memcpy(both, user, ul + 1);
+	memcpy(both + ul + 1, password, pl + 1);
+	int rc = gnutls_hmac_fast(GNUTLS_MAC_SHA256, a->key, sizeof a->key, both, ul + pl + 2, digest);
+	memset(both, 0, ul + pl + 2);
+	free(both);
+	return rc < 0 ? -1 : 0;
+}
+
+/* The slot for this check, locked; NULL when it stays busy.  One check
+ * at most waits for the clean slot: each waiter holds a server thread. */
+static bcrypt_slot_t *lock_slot(struct bx_auth_cache *a, int budget)
+{
+	if (budget == BX_BUDGET_SUSPECT)
+		return pthread_mutex_trylock(&a->suspect.lock) == 0 ? &a->suspect : NULL;
+	if (pthread_mutex_trylock(&a->clean.lock) == 0)
+		return &a->clean;
+	pthread_mutex_lock(&a->lock);
+	int wait = !a->clean_waiting;
+	a->clean_waiting = 1;
+	pthread_mutex_unlock(&a->lock);
+	if (!wait)
+		return NULL;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += CLEAN_WAIT_SECONDS;
+	int locked = pthread_mutex_timedlock(&a->clean.lock, &until) == 0;
+	pthread_mutex_lock(&a->lock);
+	a->clean_waiting = 0;
+	pthread_mutex_unlock(&a->lock);
+	return locked ? &a->clean : NULL;
+}
+
+int bx_web_auth(bx_web_config_t *c, const bx_peer_t *peer, const char *user, const char *password)
 {
 	struct bx_auth_cache *a = c->cache;
 	if (c->user_count == 0 || !a)
@@ -329,43 +406,42 @@ int bx_web_auth(bx_web_config_t *c, const char *user, const char *password)
 		if (strcmp(c->users[i].name, user) == 0)
 			u = i;
 
-	/* The digest binds name and password: a cached entry says this very
-	 * pair passed bcrypt before. */
+	/* The digest binds name and password under a key no one else has: a
+	 * cached entry says this very pair passed bcrypt, and a copy of the
+	 * cache says nothing about the password. */
 	unsigned char digest[DIGEST_LEN];
-	size_t ul = strlen(user), pl = strlen(password);
-	char *both = malloc(ul + pl + 2);
-	if (!both)
+	if (pair_digest(a, user, password, digest) != 0)
 		return BX_AUTH_DENIED;
-	memcpy(both, user, ul + 1);
-	memcpy(both + ul + 1, password, pl + 1);
-	int hashed = gnutls_hash_fast(GNUTLS_DIG_SHA256, both, ul + pl + 2, digest);
-	memset(both, 0, ul + pl + 2);
-	free(both);
-	if (hashed < 0)
-		return BX_AUTH_DENIED;
+	double now = monotonic_seconds();
 	if (u < c->user_count) {
 		pthread_mutex_lock(&a->lock);
-		int hit = a->valid[u] && same_bytes(a->digest[u], digest, DIGEST_LEN);
+		int hit = a->expires[u] > now && same_bytes(a->digest[u], digest, DIGEST_LEN);
 		pthread_mutex_unlock(&a->lock);
 		if (hit)
 			return BX_AUTH_OK;
 	}
 
-	if (pthread_mutex_trylock(&a->bcrypt_lock) != 0)
+	int budget = bx_auth_budget_take(a->budget, peer, now);
+	bcrypt_slot_t *slot = budget == BX_BUDGET_SPENT ? NULL : lock_slot(a, budget);
+	if (!slot) {
+		if (budget != BX_BUDGET_SPENT)
+			bx_auth_budget_done(a->budget, peer, 1); /* not checked: nothing to charge */
 		return BX_AUTH_BUSY;
+	}
 	/* An unknown name is hashed against a real user's setting, so it
 	 * takes as long as a wrong password. */
 	const char *hash = c->users[u < c->user_count ? u : 0].hash;
-	const char *got = crypt_rn(password, hash, a->crypt, (int)sizeof *a->crypt);
+	const char *got = crypt_rn(password, hash, slot->crypt, (int)sizeof *slot->crypt);
 	size_t hl = strlen(hash);
 	int ok = u < c->user_count && got && strlen(got) == hl && same_bytes(got, hash, hl);
-	memset(a->crypt, 0, sizeof *a->crypt);
-	pthread_mutex_unlock(&a->bcrypt_lock);
+	memset(slot->crypt, 0, sizeof *slot->crypt);
+	pthread_mutex_unlock(&slot->lock);
+	bx_auth_budget_done(a->budget, peer, ok);
 	if (!ok)
 		return BX_AUTH_DENIED;
 	pthread_mutex_lock(&a->lock);
 	memcpy(a->digest[u], digest, DIGEST_LEN);
-	a->valid[u] = 1;
+	a->expires[u] = now + BX_AUTH_CACHE_SECONDS;
 	pthread_mutex_unlock(&a->lock);
 	return BX_AUTH_OK;
 }

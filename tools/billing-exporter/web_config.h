@@ -20,6 +20,8 @@
 
 #include <stddef.h>
 
+#include "peer.h"
+
 typedef struct bx_web_user {
 	char *name;
 	char *hash; /* bcrypt: $2a$, $2b$ or $2y$ */
@@ -40,14 +42,19 @@ void bx_web_config_free(bx_web_config_t *c);
 
 enum { BX_AUTH_OK = 0,
        BX_AUTH_DENIED = -1,
-       BX_AUTH_BUSY = -2 }; /* another unknown password is being hashed */
+       BX_AUTH_BUSY = -2 }; /* the peer's budget is spent, or its bcrypt slot busy */
 
-/* Basic authentication of user:password against basic_auth_users.  A pair
- * verified before is recognised by its digest without bcrypt; a new one
- * costs a bcrypt evaluation, one at a time across the server's threads
- * (BX_AUTH_BUSY for the others), so a flood of wrong passwords costs one
- * core at most.  Unknown names cost the same as known ones; hashes are
- * compared in constant time. */
-int bx_web_auth(bx_web_config_t *c, const char *user, const char *password);
+#define BX_AUTH_CACHE_SECONDS 600 /* a verified pair is recognised this long */
+
+/* Basic authentication of user:password from peer against
+ * basic_auth_users.  A pair verified in the last BX_AUTH_CACHE_SECONDS
+ * is recognised by its keyed digest without bcrypt; a new one costs a
+ * bcrypt evaluation, charged to peer's budget of failures
+ * (auth_budget.h): a peer that spent it gets BX_AUTH_BUSY at once, a
+ * peer with recent failures checks in a slot of its own (BX_AUTH_BUSY
+ * while it is taken), a peer without waits briefly for the other slot.
+ * Unknown names cost the same as known ones; hashes are compared in
+ * constant time. */
+int bx_web_auth(bx_web_config_t *c, const bx_peer_t *peer, const char *user, const char *password);
 
 #endif /* BX_WEB_CONFIG_H */

@@ -62,19 +62,18 @@
 #ifndef BP_DATADIR
 #  define BP_DATADIR "/usr/local/share"
 #endif
-#ifndef BP_SOURCE_ROOT
-#  define BP_SOURCE_ROOT ""
-#endif
-#ifndef BP_BUILD_ROOT
-#  define BP_BUILD_ROOT ""
-#endif
+/* The environment variable that names a directory of scripts ahead of
+ * the installed ones: a build tree's tests and `meson devenv` set it to
+ * the source tree's d-scripts/bpftrace (meson.build), so the tool never
+ * carries the paths of the machine that built it. */
+#define BP_SCRIPTS_ENV "BILLING_PROBES_SCRIPTS"
 
 /* The script to run, open: with a '/' in SCRIPT, the file the operator
- * names; a bare name (tps, tps.bt) only among the shipped scripts (the
- * source tree's for a tool run from its build tree, else the installed
- * share folder beside the executable, then the configured one), never
- * the current directory, where anyone may have left a file of that name.
- * Either way the file must pass bp_open_trusted() (trusted_file.h).  The
+ * names; a bare name (tps, tps.bt) only among the shipped scripts
+ * ($BILLING_PROBES_SCRIPTS when set, else the installed share folder
+ * beside the executable, then the configured one), never the current
+ * directory, where anyone may have left a file of that name.  Either
+ * way the file must pass bp_open_trusted() (trusted_file.h).  The
  * descriptor, with the path in out; -1 after the one error line. */
 static int open_script(const char *script, char *out, size_t n)
 {
@@ -85,6 +84,18 @@ static int open_script(const char *script, char *out, size_t n)
 			bp_error(script, why);
 		return fd;
 	}
+	const char *dirs[3];
+	size_t ndirs = 0;
+	const char *env_dir = getenv(BP_SCRIPTS_ENV);
+	if (env_dir && env_dir[0]) {
+		/* a relative directory would depend on where root happens to stand */
+		if (env_dir[0] != '/') {
+			bp_error(BP_SCRIPTS_ENV, "must be an absolute directory (the shipped scripts of a source tree: "
+			                         "SOURCE/d-scripts/bpftrace)");
+			return -1;
+		}
+		dirs[ndirs++] = env_dir;
+	}
 	char exe[PATH_MAX] = "", exe_share[PATH_MAX + 64] = "";
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (len > 0) {
@@ -93,19 +104,9 @@ static int open_script(const char *script, char *out, size_t n)
 		if (slash) {
 			*slash = '\0';
 			snprintf(exe_share, sizeof exe_share, "%s/../share/billing-probes/d-scripts/bpftrace", exe);
-			*slash = '/';
+			dirs[ndirs++] = exe_share;
 		}
 	}
-	/* Arrays, not literals: a test of a literal's first byte is a
-	 * constant operand to clang's -Wconstant-logical-operand. */
-	static const char build_root[] = BP_BUILD_ROOT, source_root[] = BP_SOURCE_ROOT;
-	int in_build_tree = build_root[0] && strncmp(exe, BP_BUILD_ROOT "/", strlen(build_root) + 1) == 0;
-	const char *dirs[3];
-	size_t ndirs = 0;
-	if (in_build_tree && source_root[0])
-		dirs[ndirs++] = BP_SOURCE_ROOT "/d-scripts/bpftrace";
-	if (exe_share[0])
-		dirs[ndirs++] = exe_share;
 	dirs[ndirs++] = BP_DATADIR "/billing-probes/d-scripts/bpftrace";
 	for (size_t d = 0; d < ndirs; d++) {
 		static const char *const suffixes[] = { "", ".bt" };
@@ -121,8 +122,9 @@ static int open_script(const char *script, char *out, size_t n)
 			return fd;
 		}
 	}
-	bp_error(script, "no such script (a name such as tps names a shipped script: looked in the source tree and in "
-	                 "share/billing-probes/d-scripts/bpftrace; a file of yours is named by a path, ./tps)");
+	bp_error(script, "no such script (a name such as tps names a shipped script: looked in $" BP_SCRIPTS_ENV
+	                 " when set and in share/billing-probes/d-scripts/bpftrace; a file of yours is named by "
+	                 "a path, ./tps)");
 	return -1;
 }
 

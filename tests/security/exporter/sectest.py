@@ -6,15 +6,19 @@ without credentials.
 Everything is made in a private temporary directory (mkdtemp, mode 0700)
 removed by cleanup()."""
 import base64
+import json
 import ctypes
 import ctypes.util
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
 import sys
 import tempfile
+import time
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "exporter"))
@@ -147,3 +151,147 @@ def roll_out(fire, service, fires, procs):
         return "fired"
     except RuntimeError as e:
         return "not counted: " + str(e).strip().splitlines()[0][:200]
+
+
+class AsAttacker:
+    """fn(report, *args) run in a forked child as billingtest.attacker()'s
+    user (its own uid and group, no other groups), with the test's limits
+    (a raised open-files limit stays raised).  report(obj) sends obj as
+    one JSON line to the test; wait(what, pred) takes the first one for
+    which pred holds.  Fork before starting threads."""
+
+    def __init__(self, fn, *args):
+        uid, gid, _ = bt.attacker()
+        r, w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            code = 1
+            try:
+                os.close(r)
+                # the codec getaddrinfo loads lazily, while the
+                # interpreter's files are readable (they may be in root's home)
+                "localhost".encode("idna")
+                os.setgroups([])
+                os.setgid(gid)
+                os.setuid(uid)
+                out = os.fdopen(w, "w", buffering=1)
+                fn(lambda obj: out.write(json.dumps(obj) + "\n"), *args)
+                code = 0
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        os.close(w)
+        self.lines = bt.Lines(os.fdopen(r))
+
+    def wait(self, what, pred, timeout=60):
+        return json.loads(self.lines.wait_for(lambda line: pred(json.loads(line)), what, timeout))
+
+    def stop(self):
+        """Ends the child (SIGTERM: fn's process goes with all its sockets)."""
+        if self.pid:
+            try:
+                os.kill(self.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            os.waitpid(self.pid, 0)
+            self.pid = 0
+
+
+class Slow:
+    """One slow client connection to 127.0.0.1:port from source: one byte
+    of a long request per poke()."""
+    REQUEST = b"GET /metrics HTTP/1.1\r\nHost: x\r\nUser-Agent: " + b"s" * 4096 + b"\r\n\r\n"
+
+    def __init__(self, port, source):
+        self.sock = socket.socket()
+        self.sock.settimeout(5)
+        try:
+            self.sock.bind((source, 0))
+            self.opened = time.monotonic()
+            self.sock.connect(("127.0.0.1", port))
+        except OSError:
+            self.sock.close()
+            raise
+        self.sock.setblocking(False)
+        self.sent = 0
+
+    def poke(self):
+        """Send the next byte; False once the server has closed it."""
+        try:
+            if self.sock.recv(4096) == b"":
+                return False  # EOF: closed by the server
+        except BlockingIOError:
+            pass
+        except OSError:
+            return False
+        try:
+            self.sock.send(self.REQUEST[self.sent % len(self.REQUEST):][:1])
+            self.sent += 1
+            return True
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+
+
+def slow_clients(report, port, count, sources, seconds, gap=3.0):
+    """The slow-client attack: count connections from sources (in turn),
+    one byte every gap seconds on each, each one the server closes opened
+    again, for seconds.  Reports {"held": N, "refused": R} once the first
+    count connections are made, and at the end {"done": True, "peak": P,
+    "lifetimes": [...]}: how long each of the first count lasted before
+    the server closed it (None: still open at the end)."""
+    t_start = time.monotonic()
+    first, clients, refused = [], [], 0
+    for i in range(count):
+        try:
+            c = Slow(port, sources[i % len(sources)])
+            first.append(c)
+            clients.append(c)
+        except OSError:
+            refused += 1
+    report({"held": len(clients), "refused": refused})
+    closed, peak = {}, 0
+    while time.monotonic() - t_start < seconds:
+        t_round = time.monotonic()
+        alive = []
+        for c in clients:
+            if c.poke():
+                alive.append(c)
+            else:
+                closed[id(c)] = time.monotonic() - c.opened
+                c.sock.close()
+        peak = max(peak, len(alive))
+        for i in range(count - len(alive)):
+            try:
+                alive.append(Slow(port, sources[i % len(sources)]))
+            except OSError:
+                pass
+        clients = alive
+        time.sleep(max(0.0, gap - (time.monotonic() - t_round)))
+    report({"done": True, "peak": peak, "lifetimes": [closed.get(id(c)) for c in first]})
+    for c in clients:
+        c.sock.close()
+
+
+def free_port():
+    """A loopback port free now, for a server started later."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def check_documented(names):
+    """docs/security.md states each #define NAME of the exporter's headers
+    as `NAME VALUE`, with the header's value (one source: the code)."""
+    import glob
+    import re
+    root = os.path.join(HERE, "..", "..", "..")
+    headers = "".join(open(p).read() for p in glob.glob(os.path.join(root, "tools", "billing-exporter", "*.[ch]")))
+    with open(os.path.join(root, "docs", "security.md")) as f:
+        doc = f.read()
+    for name in names:
+        m = re.search(r"(?m)^#define %s (\d+)" % name, headers)
+        bt.check(m and ("`%s %s`" % (name, m.group(1))) in doc,
+                 "docs/security.md states %s as in the code (%s)" % (name, m.group(1) if m else "not defined"))

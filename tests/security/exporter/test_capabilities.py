@@ -20,7 +20,6 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sectest as st  # noqa: E402
 from sectest import bt, h  # noqa: E402
 
 h.require_exporter_can_run()

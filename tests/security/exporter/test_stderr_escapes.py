@@ -22,7 +22,6 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sectest as st  # noqa: E402,F401
 from sectest import bt, h  # noqa: E402
 
 h.require_exporter_can_run()

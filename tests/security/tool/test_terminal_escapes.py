@@ -12,7 +12,7 @@ through (newlines and tabs kept).
 import os
 import subprocess
 
-from sectest import (PYTHON, LIB_ALL, LOADER_ENV, attacker_dir, check, finish, kill_all, lines, need_probes, remove, tool)
+from sectest import (PYTHON, LIB_ALL, LOADER_ENV, attacker_dir, check, finish, kill_all, need_probes, remove, tool)
 import billingtest as bt
 
 need_probes()

@@ -16,7 +16,6 @@ import os
 import subprocess
 
 from sectest import SUBSET, attacker_dir, check, finish, lines, need_probes, remove, root_dir, tool
-import billingtest as bt
 
 need_probes()
 
