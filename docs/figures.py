@@ -31,6 +31,7 @@ import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 RESULTS = "bench/results/latest.json"
+FLEET_RESULTS = "bench/results/fleet.json"
 PAGES = ("README.md", "docs/*.md", "bench/README.md", "monitoring/README.md")
 
 
@@ -178,6 +179,34 @@ def alert_table(_):
     return "\n".join(o)
 
 
+def fleet_scale(_):
+    """The fleet test's figures (tests/fleet/test_fleet.py writes them; bench/results/fleet.json is one run's)."""
+    f = json.loads(read(FLEET_RESULTS))
+    series = sorted(f["series_per_host"].values())
+    per_sample = sorted(f["remote_write_bytes_per_sample"].values())
+    mean = lambda xs: sum(xs) / len(xs)
+    per_1000 = lambda interval: 1000 * mean(series) * mean(per_sample) / interval
+    import yaml
+    recipe = yaml.safe_load(read("deploy/fleet/agent.yml"))["global"]["scrape_interval"]
+    recipe_s = int(recipe.rstrip("s"))  # the recipe states whole seconds
+    return "\n".join([
+        f"Measured {f['date']} by `{f['command']}`: {f['hosts']} hosts, billing-load at "
+        f"{f['load_requests_per_s_per_host']} requests/s on each.", "",
+        "| figure | measured | how |", "|---|---:|---|",
+        f"| series per service and host | {series[0]:.0f}–{series[-1]:.0f} | `count by (host)` of every series "
+        "at the central Prometheus: one billingd, its exporter, the agent's `up` and `scrape_*` |",
+        f"| remote-write bytes per sample | {per_sample[0]:.2f}–{per_sample[-1]:.2f} | each agent's bytes sent over "
+        "samples sent, while the stages ran |",
+        f"| remote-write bytes/s per 1,000 services, {f['scrape_interval_s']} s scrape (the test's) | "
+        f"{per_1000(f['scrape_interval_s']):,.0f} | 1,000 × series × bytes per sample ÷ interval |",
+        f"| remote-write bytes/s per 1,000 services, {recipe_s} s scrape (deploy/fleet/agent.yml) | "
+        f"{per_1000(recipe_s):,.0f} | the same |",
+        f"| scrapes of a {f['cut_s']} s cut at the central Prometheus after it | {f['scrapes_delivered_after_cut']} | "
+        "from the agent's WAL |",
+        f"| exporter killed → notification at the receiver | {f['exporter_down_to_receiver_s']} s | `for:` and group "
+        "wait shortened in the test |"])
+
+
 INLINE = {
     "untraced-site-instructions":
         lambda r: f"{2 * untraced_row(r, 'scalar')['semaphore_checks_on_hot_path'] // r['untraced']['sites_per_call']}"
@@ -198,6 +227,7 @@ BLOCKS = {
     "stats-reading": (RESULTS, stats_reading),
     "untraced-function-sites": (RESULTS, untraced_table),
     "alerts": ("monitoring/rules/billing.rules.yml", alert_table),
+    "fleet-scale": ("bench/results/fleet.json", fleet_scale),
 }
 
 # Figures that state what the code or a test is set to: the page's text,

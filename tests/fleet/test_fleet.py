@@ -1,0 +1,448 @@
+#!/usr/bin/env python3
+"""The fleet recipe of docs/deploy.md (deploy/fleet/) on four hosts, each a
+network namespace on a bridge: billingd (stats build), billing-exporter as
+nobody reading its segments, Prometheus in agent mode remote-writing to a
+central Prometheus in its own namespace, which sends alerts to two
+clustered Alertmanagers (a namespace each) that notify a webhook receiver
+here.  The shipped configs and rules are used with only what a test must
+change: addresses, 1 s intervals, short `for:` and group waits.
+
+One set-up, stages in order (each a function taking the fleet):
+  1. billing-load against every host: the central Prometheus's fleet totals
+     equal the sum of the loads exactly; the fleet rules record every host;
+  2. one host's network cut while it serves: after it returns, the central
+     view holds every scrape of the cut (from the agent's WAL), the totals
+     are exact again (nothing counted twice), and no alert was sent;
+  3. host by host, billingd and its exporter restarted (Host.swap_kit()
+     with this build; a rolling upgrade passes another build's kit):
+     counters never decrease, totals stay exact, no alert;
+  4. one host's exporter killed: its BillingExporterDown, and nothing
+     else, reaches the receiver exactly once though two Alertmanagers run.
+
+Writes what it measured (series per host, remote-write bytes per sample) to
+$FLEET_RESULTS (docs/deploy.md, "Scale"; bench/results/fleet.json is a
+copy of one run's)."""
+import http.server
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+import billingtest as bt  # noqa: E402
+import fleettest as ft  # noqa: E402
+
+for var in ("BX_EXPORTER", "BS_BILLINGD", "BX_BILLING_LOAD"):
+    if not os.environ.get(var):
+        bt.skip("%s is not set: run through meson test" % var)
+EXPORTER, BILLINGD, LOAD = (os.environ[v] for v in ("BX_EXPORTER", "BS_BILLINGD", "BX_BILLING_LOAD"))
+bt.require_root("namespaces, a bridge and the exporter as nobody")
+for prog, pkg in (("prometheus", "prometheus"), ("prometheus-alertmanager", "prometheus-alertmanager"),
+                  ("ip", "iproute2"), ("setpriv", "util-linux")):
+    bt.require_program(prog, pkg)
+try:
+    import yaml
+except ImportError:
+    bt.skip("PyYAML is not installed (python3-yaml; tests/install-deps.sh installs it)")
+
+FLEET = os.path.join(ROOT, "deploy", "fleet")
+RULES = [os.path.join(ROOT, "monitoring", "rules", f) for f in ("billing.rules.yml", "fleet.rules.yml")]
+HOSTS = 4
+SHORT_FOR = "3s"
+CUT_S = 30
+PEER_TIMEOUT_S = 3
+CENTRAL, AM_OCTETS = 1, (2, 3)
+checks = bt.Checks()
+check = checks.check
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    """The webhook receiver: every notification, as (time, [(alertname, host, status)])."""
+    got = []
+    lock = threading.Lock()
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        alerts = [(a["labels"].get("alertname"), a["labels"].get("host"), a.get("status"))
+                  for a in body.get("alerts", [])]
+        with Receiver.lock:
+            Receiver.got.append((time.monotonic(), alerts))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+    @classmethod
+    def notifications(cls):
+        with cls.lock:
+            return list(cls.got)
+
+
+def write_yaml(path, doc):
+    with open(path, "w") as f:
+        yaml.safe_dump(doc, f)
+    return path
+
+
+class Host:
+    """One host: billingd, its exporter as nobody, a Prometheus agent."""
+
+    def __init__(self, fleet, i):
+        self.fleet, self.name = fleet, "h%d" % i
+        self.ns, self.addr, self.veth = fleet.net.add(self.name, 10 + i)
+        self.dir = os.path.join(fleet.base, self.name)
+        os.makedirs(self.dir)
+        self.stats = os.path.join(self.dir, "stats")
+        self.start_service(BILLINGD, EXPORTER)
+        self.start_agent()
+
+    def start_service(self, billingd, exporter):
+        env = dict(os.environ, BILLING_STATS_DIR=self.stats, BILLING_STATS_GROUP="nogroup")
+        # Each namespace has its own ports: every host serves the recipe's.
+        self.billingd = self.fleet.net.start(
+            self.ns, [billingd, "--port", "8080", "--threads", "2", "--db", os.path.join(self.dir, "billing.db")],
+            os.path.join(self.dir, "billingd.log"), env)
+        self.billingd.wait_output(r"listening on http://127\.0\.0\.1:8080/", self.name + " billingd listening", 30)
+        self.exporter = self.fleet.net.start(
+            self.ns, ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", exporter,
+                      "--source", "stats", "--stats-dir", self.stats, "--listen", "127.0.0.1:9477"],
+            os.path.join(self.dir, "exporter.log"))
+        self.exporter.wait_output(r"serving http", self.name + " exporter serving", 60)
+
+    def swap_kit(self, billingd, exporter):
+        """A rolling upgrade's step on this host: the service and its
+        exporter stopped and started from other builds (the agent stays)."""
+        self.exporter.stop()
+        self.billingd.stop()
+        self.start_service(billingd, exporter)
+
+    def start_agent(self):
+        cfg = yaml.safe_load(open(os.path.join(FLEET, "agent.yml")))
+        cfg["global"]["scrape_interval"] = "1s"
+        rw = cfg["remote_write"][0]
+        rw["url"] = "http://%s:9090/api/v1/write" % self.fleet.central_addr
+        rw["queue_config"].update(batch_send_deadline="1s", max_backoff="1s")
+        path = write_yaml(os.path.join(self.dir, "agent.yml"), cfg)
+        self.agent = self.fleet.net.start(
+            self.ns, ["prometheus", "--enable-feature=agent,expand-external-labels", "--config.file", path,
+                      "--storage.agent.path", os.path.join(self.dir, "agent"),
+                      "--web.listen-address", "127.0.0.1:9090"],
+            os.path.join(self.dir, "agent.log"), dict(os.environ, BILLING_HOST=self.name))
+        self.agent_api = ft.Prom(self.ns, "http://127.0.0.1:9090")
+
+    def load(self, *args):
+        return self.fleet.net.start(self.ns, [LOAD, "--url", "http://127.0.0.1:8080", "--json", *args],
+                                    os.path.join(self.dir, "load-%d.json" % time.monotonic_ns()))
+
+    def remote_write_counts(self):
+        """(bytes, samples) the agent has remote-written: the bytes
+        compressed, as on the wire."""
+        _, body = ft.http_get(self.ns, "http://127.0.0.1:9090/metrics")
+        text = body.decode()
+
+        def counter(name):
+            m = re.search(r"(?m)^%s\{[^}]*\} (\S+)$" % name, text)
+            return float(m.group(1)) if m else None
+        return (counter("prometheus_remote_storage_bytes_total"),
+                counter("prometheus_remote_storage_samples_total"))
+
+
+class Fleet:
+    def __init__(self, base, net):
+        self.base, self.net, self.hook = base, net, None
+        self.central_ns, self.central_addr, _ = self.net.add("central", CENTRAL)
+        self.start_receiver()
+        self.start_alertmanagers()
+        self.start_central()
+        self.hosts = [Host(self, i) for i in range(1, HOSTS + 1)]
+        for h in self.hosts:
+            bt.wait_for(h.name + " agent ready", lambda: ft.answers(h.ns, "http://127.0.0.1:9090/-/ready"), 60)
+        bt.wait_for("the central Prometheus to hear every host's agent",
+                    lambda: len(self.central.by('up{billing_probes="exporter"} == 1', "host")) == HOSTS, 60)
+
+    def start_receiver(self):
+        self.hook = ft.in_netns(self.central_ns, lambda: http.server.ThreadingHTTPServer(
+            (self.central_addr, 0), Receiver))
+        threading.Thread(target=self.hook.serve_forever, daemon=True).start()
+
+    def start_alertmanagers(self):
+        cfg = yaml.safe_load(open(os.path.join(FLEET, "alertmanager.yml")))
+        cfg["route"].update(group_wait="1s", group_interval="2s")
+        for r in cfg["receivers"]:
+            for w in r["webhook_configs"]:
+                w["url"] = "http://%s:%d/%s" % (self.central_addr, self.hook.server_address[1], r["name"])
+        path = write_yaml(os.path.join(self.base, "alertmanager.yml"), cfg)
+        self.ams = []
+        for n, octet in enumerate(AM_OCTETS):
+            ns, addr, _ = self.net.add("am%d" % n, octet)
+            peer = ft.SUBNET + "%d:9094" % AM_OCTETS[1 - n]
+            self.net.start(ns, ["prometheus-alertmanager", "--config.file", path,
+                                "--storage.path", os.path.join(self.base, "am%d" % n),
+                                "--web.listen-address", addr + ":9093", "--cluster.listen-address", addr + ":9094",
+                                "--cluster.peer", peer, "--cluster.peer-timeout", "%ds" % PEER_TIMEOUT_S],
+                           os.path.join(self.base, "am%d.log" % n))
+            self.ams.append((ns, "http://%s:9093" % addr))
+
+        def clustered(ns, url):
+            try:
+                _, body = ft.http_get(ns, url + "/api/v2/status", timeout=3)
+            except OSError:
+                return False
+            c = json.loads(body).get("cluster", {})
+            return c.get("status") == "ready" and len(c.get("peers") or []) == 2
+        for ns, url in self.ams:
+            bt.wait_for("Alertmanager %s clustered with its peer" % url, lambda: clustered(ns, url), 90)
+
+    def start_central(self):
+        cfg = yaml.safe_load(open(os.path.join(FLEET, "central.yml")))
+        cfg["global"]["evaluation_interval"] = "1s"
+        cfg["rule_files"] = []
+        for rules in RULES:  # the test's copies: `for:` shortened, nothing else
+            text = open(rules).read()
+            short, n = re.subn(r"(?m)^(\s+for:\s*)\S+\s*$", r"\g<1>" + SHORT_FOR, text)
+            check(n >= 1, "%s: the test's copy shortens %d for: durations" % (os.path.basename(rules), n))
+            copy = os.path.join(self.base, os.path.basename(rules))
+            open(copy, "w").write(short)
+            cfg["rule_files"].append(copy)
+        cfg["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] = [
+            url.split("//")[1] for _, url in self.ams]
+        path = write_yaml(os.path.join(self.base, "central.yml"), cfg)
+        url = "http://%s:9090" % self.central_addr
+        self.net.start(self.central_ns, ["prometheus", "--web.enable-remote-write-receiver", "--config.file", path,
+                                         "--storage.tsdb.path", os.path.join(self.base, "central"),
+                                         "--web.listen-address", self.central_addr + ":9090"],
+                       os.path.join(self.base, "central.log"))
+        self.central = ft.Prom(self.central_ns, url)
+        bt.wait_for("central Prometheus ready", lambda: ft.answers(self.central_ns, url + "/-/ready"), 60)
+        bt.wait_for("the central Prometheus to know both Alertmanagers",
+                    lambda: len(self.central.api("/api/v1/alertmanagers")["activeAlertmanagers"]) == 2, 60)
+
+
+def finished_load(proc, what):
+    rc = proc.proc.wait(timeout=180)
+    out = proc.output()
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    summary = json.loads(lines[-1]) if lines else None
+    check(rc == 0 and summary and summary["transport_errors"] == 0,
+          "%s: billing-load ran (rc %d, %s)" % (what, rc, out.strip()[-200:]))
+    return summary or {}
+
+
+# What billing-load counts, and the exporter's series that must equal it.
+BOOKS = (("invoices_created", 'billing_invoices_total'),
+         ("payments_approved", 'billing_payments_total{outcome="approved"}'),
+         ("payments_declined", 'billing_payments_total{outcome="declined"}'),
+         ("refunds", 'billing_refunds_total'),
+         ("responses", 'billing_requests_total'))
+
+
+def central_totals(fleet):
+    """{(key, host): value} of the books at the central Prometheus."""
+    out = {}
+    for key, series in BOOKS:
+        for host, v in fleet.central.by("sum by (host) (%s)" % series, "host").items():
+            out[(key, host)] = v
+    return out
+
+
+def wait_exact(fleet, want, what):
+    """Waits until the central totals equal want ({(key, host): value}),
+    then checks them; returns the last totals read."""
+    got = {}
+
+    def equal():
+        got.update(central_totals(fleet))
+        return all(got.get(k) == v for k, v in want.items())
+    try:
+        bt.wait_for(what, equal, 60)
+    except RuntimeError:
+        pass
+    bad = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
+    check(not bad, "%s: every host's books exact at the central Prometheus (wrong: %s)" % (what, bad))
+    return got
+
+
+def stage_totals(fleet, want, results):
+    """billing-load on every host at once: exact fleet totals, the fleet view recorded."""
+    t0 = time.monotonic()
+    loads = [(h, h.load("--rate", "100", "--duration", "5", "--concurrency", "4", "--seed", str(i)))
+             for i, h in enumerate(fleet.hosts, 1)]
+    for h, proc in loads:
+        summary = finished_load(proc, h.name)
+        for key, _ in BOOKS:
+            want[(key, h.name)] = want.get((key, h.name), 0) + summary.get(key, 0)
+    got = wait_exact(fleet, want, "after the loads")
+    fleet_invoices = sum(v for (k, _), v in want.items() if k == "invoices_created")
+    total = fleet.central.by("sum(billing_invoices_total)", None).get(None)
+    check(total == fleet_invoices, "the fleet total of invoices %s == the loads' sum %d" % (total, fleet_invoices))
+    check(sum(v for (k, _), v in got.items() if k == "invoices_created") == fleet_invoices,
+          "the per-host invoices add up to the fleet's")
+    elapsed = time.monotonic() - t0
+
+    def recorded():
+        tps = fleet.central.by("service_host:billing_transactions:rate5m", "host")
+        return (len(tps) == HOSTS and all(v > 0 for v in tps.values())
+                and fleet.central.query("service:billing_transactions:rate5m")
+                and fleet.central.query("service:billing_payment_approval_ratio:rate5m")
+                and fleet.central.query("service_handler:billing_request_duration_seconds:p99_rate5m"))
+    try:
+        bt.wait_for("the fleet view recorded", recorded, 30)
+    except RuntimeError:
+        pass
+    check(bool(recorded()), "fleet rules record TPS for each of the %d hosts, the total, the approval ratio "
+          "and p99 per handler" % HOSTS)
+    ratio = fleet.central.by("service:billing_payment_approval_ratio:rate5m", "service").get("billingd")
+    check(ratio is not None and 0.5 < ratio < 1, "approval ratio %s for the fleet" % ratio)
+
+    series = fleet.central.by('count by (host) ({host=~"h.*"})', "host")
+    check(len(series) == HOSTS, "series counted per host at the central Prometheus: %s" % series)
+    results.update(series_per_host=series, scrape_interval_s=1, load_window_s=round(elapsed, 1),
+                   load_requests_per_s_per_host=100)
+
+
+def stage_cut(fleet, want, results):
+    """A host's network cut for CUT_S seconds while it serves."""
+    host = fleet.hosts[2]
+    sent_before = len(Receiver.notifications())
+    proc = host.load("--rate", "20", "--duration", str(CUT_S + 10), "--concurrency", "2", "--seed", "9")
+    bt.wait_for(host.name + "'s load to be seen centrally",
+                lambda: fleet.central.by("sum by (host) (billing_requests_total)", "host").get(host.name, 0)
+                > want[("responses", host.name)], 30)
+    ft.ip("link", "set", host.veth, "down")
+    cut_at = time.time()
+    try:
+        # The cut lasts CUT_S seconds whatever happens meanwhile: the
+        # scenario, not a wait for a condition.
+        time.sleep(CUT_S)
+        last = fleet.central.by('timestamp(up{host="%s"})' % host.name, "host").get(host.name, 0)
+        check(last < cut_at + 3, "the cut holds: the central Prometheus's last sample of %s is %.0f s old"
+              % (host.name, time.time() - last))
+    finally:
+        ft.ip("link", "set", host.veth, "up")
+    back_at = time.time()
+    summary = finished_load(proc, host.name + " through the cut")
+    for key, _ in BOOKS:
+        want[(key, host.name)] += summary.get(key, 0)
+    wait_exact(fleet, want, "after the cut")
+
+    # Every scrape of the cut arrived: no gap in the host's `up`, and its
+    # request counter never went down, from before the cut to after it.
+    window = int(time.time() - cut_at) + 10
+    up = fleet.central.samples('up{host="%s"}[%ds]' % (host.name, window))
+    during = [t for t, _ in up if cut_at <= t <= back_at]
+    gaps = [b[0] - a[0] for a, b in zip(up, up[1:])]
+    check(len(during) >= CUT_S - 3 and max(gaps) < 5,
+          "%s: %d scrapes of the %d s cut reached the central Prometheus after it, largest gap %.1f s"
+          % (host.name, len(during), CUT_S, max(gaps)))
+    reqs = fleet.central.samples('sum by (host) (billing_requests_total{host="%s"})[%ds:1s]' % (host.name, window))
+    check(all(b[1] >= a[1] for a, b in zip(reqs, reqs[1:])), "%s's requests never decrease across the cut" % host.name)
+    check(len(Receiver.notifications()) == sent_before, "no notification about the cut (%s)"
+          % Receiver.notifications()[sent_before:])
+    results.update(cut_s=CUT_S, scrapes_delivered_after_cut=len(during))
+
+
+def stage_rolling_restart(fleet, want, kit=(BILLINGD, EXPORTER)):
+    """Host by host, billingd and its exporter replaced by KIT (this
+    build's: a restart; a rolling upgrade passes another build's): every
+    host's counters never decrease, the totals stay exact, no alert."""
+    sent_before = len(Receiver.notifications())
+    started = time.time()
+    for h in fleet.hosts:
+        h.swap_kit(*kit)
+        swapped = time.time()
+        bt.wait_for(h.name + " scraped again after its swap", lambda: fleet.central.by(
+            'up{host="%s"} == 1 and timestamp(up{host="%s"}) > %f' % (h.name, h.name, swapped),
+            "host").get(h.name) == 1, 30)
+    wait_exact(fleet, want, "after the rolling restart")
+    window = int(time.time() - started) + 5
+    for h in fleet.hosts:
+        reqs = fleet.central.samples('sum by (host) (billing_requests_total{host="%s"})[%ds:1s]' % (h.name, window))
+        last = reqs[-1] if reqs else (0, None)
+        check(all(b[1] >= a[1] for a, b in zip(reqs, reqs[1:])) and last[0] > time.time() - 5
+              and last[1] == want[("responses", h.name)],
+              "%s's requests never decrease across its swap and end at its loads' %d (last %s, %.0f s ago)"
+              % (h.name, want[("responses", h.name)], last[1], time.time() - last[0]))
+    check(len(Receiver.notifications()) == sent_before, "no notification about the rolling restart (%s)"
+          % Receiver.notifications()[sent_before:])
+
+
+def stage_exporter_down(fleet, results):
+    """One exporter killed: its down alert reaches the receiver once."""
+    host = fleet.hosts[1]
+    host.exporter.stop(signal.SIGKILL)
+    killed = time.monotonic()
+
+    def down_alert_sent():
+        return [n for n in Receiver.notifications() if ("BillingExporterDown", host.name, "firing") in n[1]]
+    bt.wait_for("BillingExporterDown of %s at the receiver" % host.name, down_alert_sent, 90)
+    first = down_alert_sent()[0][0]
+    # Both Alertmanagers hold the alert; the second notifies, if it does,
+    # PEER_TIMEOUT_S after the first and a group interval later at most.
+    for ns, url in fleet.ams:
+        bt.wait_for("%s to hold the alert" % url, lambda: json.loads(ft.http_get(ns, url + "/api/v2/alerts")[1]), 30)
+    quiet_until = first + 3 * PEER_TIMEOUT_S + 3 * 2
+    while time.monotonic() < quiet_until:
+        time.sleep(0.5)
+    got = Receiver.notifications()
+    alerts = [a for _, n in got for a in n]
+    check(len(got) == 1 and alerts == [("BillingExporterDown", host.name, "firing")],
+          "exactly one notification, BillingExporterDown of %s, from two Alertmanagers (got %s)" % (host.name, got))
+    results.update(exporter_down_to_receiver_s=round(first - killed, 1))
+
+
+def main():
+    base = tempfile.mkdtemp(prefix="billing-fleet-")
+    os.chmod(base, 0o755)
+    net = fleet = None
+    prev = signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped by SIGTERM"))  # meson's timeout: clean up
+    try:
+        t0 = time.monotonic()
+        net = ft.Net()
+        fleet = Fleet(base, net)
+        results = {"hosts": HOSTS, "setup_s": round(time.monotonic() - t0, 1)}
+        want = {}
+        sent0 = {h.name: h.remote_write_counts() for h in fleet.hosts}
+        stage_totals(fleet, want, results)
+        stage_cut(fleet, want, results)
+        sent1 = {h.name: h.remote_write_counts() for h in fleet.hosts}
+        # Every sample of both stages is at the central Prometheus now
+        # (their totals are exact): the wire's bytes per sample, each host.
+        results["remote_write_bytes_per_sample"] = {
+            n: round((sent1[n][0] - sent0[n][0]) / (sent1[n][1] - sent0[n][1]), 2) for n in sent0}
+        stage_rolling_restart(fleet, want)
+        stage_exporter_down(fleet, results)
+        results["total_s"] = round(time.monotonic() - t0, 1)
+        print(json.dumps(results, indent=1, sort_keys=True))
+        out = os.environ.get("FLEET_RESULTS")
+        if out:
+            results["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            results["command"] = "meson test -C build fleet (tests/fleet/test_fleet.py)"
+            with open(out, "w") as f:
+                json.dump(results, f, indent=1, sort_keys=True)
+                f.write("\n")
+    except BaseException:
+        if net:
+            for p in net.procs:
+                print("--- %s (%s)\n%s" % (p.log_path, "running" if p.alive() else p.proc.returncode,
+                                          p.output()[-1500:]))
+        raise
+    finally:
+        if fleet and fleet.hook:
+            fleet.hook.shutdown()
+        if net:
+            net.cleanup()
+        signal.signal(signal.SIGTERM, prev)
+        shutil.rmtree(base, ignore_errors=True)
+    checks.finish()
+
+
+main()
