@@ -9,6 +9,7 @@
 #include "cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "term_text.h"
@@ -181,6 +182,17 @@ int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_opti
 			opt->binaries[opt->binary_count++] = v;
 		} else if (shape->trace && strcmp(a, "--dry-run") == 0) {
 			opt->dry_run = 1;
+		} else if (shape->top && (r = option_value(argc, argv, &i, "--stats-dir", &v)) != 0) {
+			if (r < 0 || !*v)
+				return bp_usage_error("--stats-dir needs a directory");
+			opt->stats_dir = v;
+		} else if (shape->top && strcmp(a, "--once") == 0) {
+			opt->once = 1;
+		} else if (shape->top && (r = option_value(argc, argv, &i, "--interval", &v)) != 0) {
+			char *end;
+			opt->interval = r < 0 ? 0 : strtod(v, &end);
+			if (r < 0 || end == v || *end || !(opt->interval >= 0.1 && opt->interval <= 3600))
+				return bp_usage_error("--interval needs SECONDS from 0.1 to 3600");
 		} else if (a[0] == '-' && a[1] != '\0') {
 			snprintf(why, sizeof why, "%s: unknown option '%.200s'", opt->command, a);
 			return bp_usage_error(why);
