@@ -113,6 +113,18 @@ try:
           "a segment that cannot be read refused, no figures (%d %r)" % (rc, err))
     os.unlink(junk)
 
+    # a segment replaced in the interval (its process gone, another in its
+    # place): the counters cannot be told apart, no figures
+    p = subprocess.Popen([TOOL, "top", "--once", "--interval", "2", "--stats-dir", tmp], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    p.stdout.readline()
+    w.end()
+    os.unlink(w.segment)
+    w = Workload(tmp)
+    out, err = p.communicate(timeout=60)
+    check(p.returncode == 2 and "segments changed" in err and "invoices" not in out,
+          "a segment replaced in the interval: refused, no figures (%d %r)" % (p.returncode, err))
+
     # a target that exits during the interval: refused, no figures
     gone = Workload(tmp)
     p = subprocess.Popen([TOOL, "top", "--once", "--interval", "2", str(gone.p.pid)], stdout=subprocess.PIPE,

@@ -23,7 +23,9 @@
 
 static unsigned long long payment_duration(int i)
 {
-	return i < 50 ? 3 * MS : i < 95 ? 80 * MS : i < 99 ? 200 * MS : 700 * MS;
+	return i < 50 ? 3 * MS : i < 95 ? 80 * MS
+	                     : i < 99   ? 200 * MS
+	                                : 700 * MS;
 }
 
 static void batch(void)

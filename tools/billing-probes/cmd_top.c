@@ -262,12 +262,16 @@ static int run_live(const top_target_t *t, double interval)
 	screen_enter();
 	int base = top_sample_read(t, &prev, err, sizeof err);
 	double t0 = now_s();
-	snprintf(state, sizeof state, "%s", base == 0 ? "first interval under way" : base == 1 ? "GONE: the process exited" : err);
 	gone = base == 1;
+	if (base == 0)
+		snprintf(state, sizeof state, "first interval under way");
+	else
+		snprintf(state, sizeof state, "%s", gone ? "GONE: the process exited" : err);
 	draw(name, state, &x, 0);
 	while (!stop_asked) {
 		double left = t0 + interval - now_s();
-		int key = key_within(paused || gone ? 1000 : left > 0 ? (int)(left * 1000) + 1 : 0);
+		int wait_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
+		int key = key_within(paused || gone ? 1000 : wait_ms);
 		if (key < 0 || key == 'q' || key == 'Q')
 			break;
 		if (key == 'p' || key == ' ') {

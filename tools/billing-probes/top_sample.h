@@ -15,7 +15,7 @@
 #include "stats_layout.h"
 #include "stats_segment.h"
 
-enum { TOP_HANDLERS = 64,   /* handlers shown; more are refused as a reading */
+enum { TOP_HANDLERS = 64,    /* handlers shown; more are refused as a reading */
        TOP_SEGMENTS = 256 }; /* segments of one directory */
 
 typedef struct top_handler {
@@ -38,12 +38,12 @@ typedef struct top_sample {
 } top_sample_t;
 
 typedef struct top_target {
-	pid_t pid;          /* a process, or -1 for a directory */
-	const char *dir;    /* --stats-dir */
-	uid_t user;         /* whose segments are read */
+	pid_t pid;       /* a process, or -1 for a directory */
+	const char *dir; /* --stats-dir */
+	uid_t user;      /* whose segments are read */
 	unsigned long long start_time;
 	pid_t ns_pid;
-	char path[4200];    /* the process's segment */
+	char path[4200]; /* the process's segment */
 } top_target_t;
 
 /* Find the target: PID's segment (the file it maps, else NSPID.stats in
