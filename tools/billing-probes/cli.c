@@ -41,6 +41,10 @@ const char bp_cli_help[] =
     "$BPFTRACE, if set, must be an absolute path to a bpftrace owned likewise.\n"
     "doctor --clear-stale lowers semaphores raised with no uprobe attached,\n"
     "and writes only inside its module's semaphore section.\n"
+    "top shows a process's stats segment (or a directory of them) per\n"
+    "interval: business rates and per handler requests/s with the duration\n"
+    "bucket p50/p95/p99 fall in; p or space pauses, q quits; --once prints one\n"
+    "interval as plain text (exit 1: the process exited in it).\n"
     "Exit status: 0 ok, 1 check/doctor found a problem or nothing matched,\n"
     "2 bad target, provider file or usage (trace: bpftrace's status).\n";
 
