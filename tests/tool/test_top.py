@@ -33,9 +33,12 @@ APPROVED = "80.0%"
 
 
 class Workload:
-    def __init__(self, stats_dir):
-        env = dict(os.environ, BILLING_STATS_DIR=stats_dir)
-        self.p = subprocess.Popen([WORKLOAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    def __init__(self, stats_dir, prefix=()):
+        env = dict(os.environ)
+        env.pop("BILLING_STATS_DIR", None)
+        if stats_dir:
+            env["BILLING_STATS_DIR"] = stats_dir
+        self.p = subprocess.Popen(list(prefix) + [WORKLOAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         self.out = bt.Lines(self.p.stdout)
         self.segment = self.out.wait_for(lambda s: s.startswith("segment "), "the segment line").split()[1]
         self.out.wait_for(lambda s: s == "ready", "ready")
@@ -55,9 +58,9 @@ def parse(text):
     return {line.split()[0]: line.split()[1:] for line in text.splitlines() if line and not line.startswith("#")}
 
 
-def once(args, batches, w):
+def once(args, batches, w, prefix=()):
     """top --once ARGS with `batches` batches fired inside its interval."""
-    p = subprocess.Popen([TOOL, "top", "--once", "--interval", "2"] + args, stdout=subprocess.PIPE,
+    p = subprocess.Popen(list(prefix) + [TOOL, "top", "--once", "--interval", "2"] + args, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     first = p.stdout.readline()
     for _ in range(batches):
@@ -94,6 +97,13 @@ try:
     check_figures("top PID --once, three batches", *once([str(w.p.pid)], 3, w), 3)
     check_figures("top PID --once, idle", *once([str(w.p.pid)], 0, w), 0)
     check_figures("top --stats-dir --once, two batches", *once(["--stats-dir", tmp], 2, w), 2)
+
+    # no root: a service user's process, read by that user from its own
+    # /dev/shm/billing-stats-UID (as root, a user of its own; else ourselves)
+    prefix = bt.system_user("bp-top-service")[2] if os.geteuid() == 0 else []
+    svc = Workload(None, prefix)
+    check_figures("top PID --once as the service's own user, not root", *once([str(svc.p.pid)], 1, svc, prefix), 1)
+    svc.end()
 
     # refusals: one stderr line, exit 2, no figures
     rc, out, err = run(["top", "--once", "999999999"])
