@@ -5,7 +5,7 @@
  *                    [--listen ADDR:PORT] [--web-config FILE] [--once | --interval N]
  *                    [--format table|json]
  *
- * Reads what each target carries (tools/billing-probes' reader), loads
+ * Reads what each target carries (the probe reader, tools/probe-reader), loads
  * the BPF programs of the enabled metric groups, attaches them to every
  * module that carries their probe, and serves /metrics until SIGINT or
  * SIGTERM; or prints snapshots for a terminal.  docs/exporter.md is the
