@@ -28,7 +28,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import billingtest as bt  # noqa: E402
-from tooltest import TOOL, biz_total, check, finish, latency_total, need_probes, readelf_names, run, tps_seconds  # noqa: E402
+from tooltest import (TOOL, biz_total, check, finish, fire_waiting, latency_total, need_probes,  # noqa: E402
+                      readelf_names, run, tps_seconds, trace_attached, waiting_program)
 
 need_probes()
 bt.require_tracing()
@@ -191,28 +192,13 @@ for how in ("-c", "-p"):
 # (ns_last_pid set to B - 1 just before it forks) and fires too: only A's
 # and B's rounds count, and the trace ends when A ends.
 def subset_waiting():
-    p = subprocess.Popen([SUBSET, str(ROUNDS), "--wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    p.stdout.readline()
-    return p
-
-
-def fire(p):
-    p.stdin.write("go\n")
-    p.stdin.flush()
-    p.wait(timeout=60)
+    return waiting_program(SUBSET, ROUNDS)
 
 
 a, b, reused, tracer = subset_waiting(), subset_waiting(), None, None
 try:
-    tracer = subprocess.Popen([TOOL, "trace", "biz_metrics", "-p", str(a.pid), "-p", str(b.pid), "--", "1"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    head = ""
-    while True:
-        line = tracer.stdout.readline()
-        head += line
-        if not line or not line.startswith("Attaching "):
-            break
-    fire(b)
+    tracer, head = trace_attached(["biz_metrics", "-p", str(a.pid), "-p", str(b.pid), "--", "1"])
+    fire_waiting(b)
     for _ in range(20):
         with open("/proc/sys/kernel/ns_last_pid", "w") as f:
             f.write(str(b.pid - 1))
@@ -224,8 +210,8 @@ try:
         reused = None
     check(reused is not None, "a process got the traced PID %d after its owner exited" % b.pid)
     if reused:
-        fire(reused)
-    fire(a)
+        fire_waiting(reused)
+    fire_waiting(a)
     out, err = tracer.communicate(timeout=60)
     rows = biz_total(head + out)
     check(tracer.returncode == 0 and rows.get(("invoices", 0)) == (2 * ROUNDS, 2 * ROUNDS * 1250),

@@ -100,6 +100,21 @@ def latency_total(text):
 DEADLINE = 120  # seconds for any one condition: ten times what a slow machine needs
 
 
+def waiting_program(program, rounds):
+    """PROGRAM (tests/tool's subset_program or a copy) started with --wait:
+    it has said "ready" and fires ROUNDS rounds at fire_waiting()."""
+    p = subprocess.Popen([program, str(rounds), "--wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    p.stdout.readline()
+    return p
+
+
+def fire_waiting(p):
+    """Lets a waiting_program() fire, and waits for it to end."""
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    p.wait(timeout=60)
+
+
 def Lines(stream):
     """The child's output, line by line (billingtest.Lines), DEADLINE per wait."""
     return bt.Lines(stream, DEADLINE)
@@ -109,6 +124,18 @@ def start_trace(script, target_args, script_args):
     tracer = subprocess.Popen([TOOL, "trace", script] + target_args + ["--"] + script_args,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return tracer, Lines(tracer.stdout)
+
+
+def trace_attached(args):
+    """billing-probes trace ARGS started, read until bpftrace's "Attaching"
+    lines are over: (the process, what it printed so far)."""
+    tracer = subprocess.Popen([TOOL, "trace"] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    head = ""
+    while True:
+        line = tracer.stdout.readline()
+        head += line
+        if not line or not line.startswith("Attaching "):
+            return tracer, head
 
 
 def stop_trace(tracer, lines):

@@ -21,7 +21,7 @@ from sectest import SUBSET, check, finish, kill_all, lines, need_probes, remove,
 import billingtest as bt
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tool"))
-from tooltest import biz_total  # noqa: E402
+from tooltest import biz_total, fire_waiting, trace_attached, waiting_program  # noqa: E402
 
 need_probes()
 bt.require_tracing()
@@ -40,18 +40,6 @@ for path in (program, cycler):
     os.chmod(path, 0o755)
 
 
-def waiting():
-    p = subprocess.Popen([program, str(ROUNDS), "--wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    p.stdout.readline()
-    return p
-
-
-def fire(p):
-    p.stdin.write("go\n")
-    p.stdin.flush()
-    p.wait(timeout=60)
-
-
 procs = []
 try:
     # --- a PID that maps no billing module: refused -------------------------------------
@@ -62,25 +50,18 @@ try:
           "trace -p <the attacker's sleep>: one line, exit 2, nothing traced (%d %r %r)" % (rc, err[-300:], out[-200:]))
 
     # --- a traced PID reused by the attacker --------------------------------------------
-    a, b = waiting(), waiting()
+    a, b = waiting_program(program, ROUNDS), waiting_program(program, ROUNDS)
     procs += [a, b]
-    tracer = subprocess.Popen([os.environ["BP_TOOL"], "trace", "biz_metrics", "-p", str(a.pid), "-p", str(b.pid), "--", "1"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    tracer, head = trace_attached(["biz_metrics", "-p", str(a.pid), "-p", str(b.pid), "--", "1"])
     procs.append(tracer)
-    head = ""
-    while True:
-        line = tracer.stdout.readline()
-        head += line
-        if not line or not line.startswith("Attaching "):
-            break
     check(head.startswith("Attaching "), "the trace attached (%r)" % head[-300:])
-    fire(b)
+    fire_waiting(b)
     cyc = subprocess.run(prefix + [cycler, str(b.pid), str(MAX_FORKS), program, str(ROUNDS)],
                          capture_output=True, text=True, timeout=240)
     print(cyc.stdout.strip())
     check(cyc.returncode == 0, "the attacker was given PID %d and fired %d rounds from it (%d %r)"
           % (b.pid, ROUNDS, cyc.returncode, (cyc.stdout + cyc.stderr)[-300:]))
-    fire(a)
+    fire_waiting(a)
     out, err = tracer.communicate(timeout=60)
     rows = biz_total(head + out)
     got = rows.get(("invoices", 0)) if rows else None
