@@ -77,35 +77,47 @@ static void set_int_text(char *dst, int32_t v)
 	*dst = '\0';
 }
 
-/* The cells of map m in this build, and where they start in a slot, as
- * the writer lays them out (stats.c create_segment). */
-static int check_layout(const struct bs_header *h, uint64_t size, char *err, size_t errlen)
+/* Where each map's rows start among all maps' rows (the writer lays them
+ * out one map after another), and how many there are in all. */
+typedef struct plan_rows {
+	uint64_t rows[BS_MAX_MAPS], base[BS_MAX_MAPS], total;
+} plan_rows_t;
+
+/* The header against the segment's own layout and the file's size: its
+ * maps and cells as described, its tables inside the file. */
+static int check_layout(const struct bs_header *h, const bs_layout_t *l, uint64_t size, plan_rows_t *pr, char *err,
+                        size_t errlen)
 {
 	uint64_t cells = 0;
 
-	if (h->nmaps != BX_MAP_COUNT || h->rows_per_map != BS_GENERAL_ROWS || h->label_values != BS_LABEL_VALUES)
-		FAIL("layout differs: %u maps, %u rows, %u values per label (this reader: %d, %d, %d)", h->nmaps,
-		     h->rows_per_map, h->label_values, BX_MAP_COUNT, BS_GENERAL_ROWS, BS_LABEL_VALUES);
-	for (int m = 0; m < BX_MAP_COUNT; m++) {
-		if (h->map_cells_offset[m] != cells * 8 || h->map_cells[m] == 0 || h->map_cells[m] > BX_MAX_CELLS)
-			FAIL("map %d's cells are not where this build puts them", m);
-		cells += (uint64_t)billing_stats_maps_[m].rows * h->map_cells[m];
+	if (h->nmaps != l->nmaps || h->rows_per_map == 0 || h->rows_per_map > 4096 || h->label_values != BS_LABEL_VALUES)
+		FAIL("layout differs: %u maps, %u rows, %u values per label (its description: %zu maps; this reader: "
+		     "1..4096 rows, %d values)",
+		     h->nmaps, h->rows_per_map, h->label_values, l->nmaps, BS_LABEL_VALUES);
+	pr->total = 0;
+	for (size_t m = 0; m < l->nmaps; m++) {
+		if (h->map_cells_offset[m] != cells * 8 || h->map_cells[m] != l->maps[m].cells)
+			FAIL("map %s's cells are not where its description puts them", l->maps[m].name);
+		pr->rows[m] = (uint64_t)h->rows_per_map + l->maps[m].folds + 1;
+		pr->base[m] = pr->total;
+		pr->total += pr->rows[m];
+		cells += pr->rows[m] * h->map_cells[m];
 	}
+	uint64_t dicts = BS_DICTS_SIZE(l->nmaps), rows = pr->total * sizeof(struct bs_row);
 	if (h->nslots < 1 || h->nslots > 65537 || h->slot_size < BS_SLOT_HEADER + cells * 8 ||
 	    h->slot_size > (1u << 30) || h->slots_used > h->nslots)
 		FAIL("slot table is corrupt (%u slots of %llu bytes)", h->nslots, (unsigned long long)h->slot_size);
-	if (h->dicts_offset < BS_HEADER_SIZE || h->dicts_offset > size ||
-	    BS_DICTS_SIZE(BX_MAP_COUNT) > size - h->dicts_offset || h->rows_offset < h->dicts_offset + BS_DICTS_SIZE(BX_MAP_COUNT) ||
-	    h->rows_offset > size || BS_ROWS_SIZE > size - h->rows_offset ||
-	    h->slots_offset < h->rows_offset + BS_ROWS_SIZE || h->slots_offset > size ||
+	if (h->dicts_offset < BS_HEADER_SIZE || h->dicts_offset > size || dicts > size - h->dicts_offset ||
+	    h->rows_offset < h->dicts_offset + dicts || h->rows_offset > size || rows > size - h->rows_offset ||
+	    h->slots_offset < h->rows_offset + rows || h->slots_offset > size ||
 	    (size - h->slots_offset) / h->slot_size < h->nslots)
 		FAIL("truncated or corrupt: its tables do not fit its %llu bytes", (unsigned long long)size);
 	return 0;
 }
 
-static bs_read_row_t *bs_row_mut(bs_segment_t *s, int m, size_t r)
+static bs_read_row_t *row_mut(bs_segment_t *s, size_t m, size_t r)
 {
-	return &s->rows[s->first_row[m] + r];
+	return &s->rows[s->map_first[m] + r];
 }
 
 /* What the segment's published counts ask the reader to do, checked
@@ -113,20 +125,22 @@ static bs_read_row_t *bs_row_mut(bs_segment_t *s, int m, size_t r)
  * backed by the file's real size (each claimed slot's header line is
  * written, so it holds a page), and the bytes to read within
  * BS_READ_BUDGET.  The rows' memory is sized to the rows in use. */
-static int plan(const src_t *s, const struct bs_header *h, bs_segment_t *out, char *err, size_t errlen)
+static int plan(const src_t *s, const struct bs_header *h, const bs_layout_t *l, const plan_rows_t *pr,
+                bs_segment_t *out, char *err, size_t errlen)
 {
 	uint64_t cells = 0, rows = 0, values = 0;
-	for (int m = 0; m < BX_MAP_COUNT; m++) {
+	for (size_t m = 0; m < l->nmaps; m++) {
 		uint32_t nrows = h->row_count[m];
-		if (nrows > billing_stats_maps_[m].rows)
-			FAIL("map %d claims %u rows (at most %zu)", m, nrows, billing_stats_maps_[m].rows);
-		for (int f = 0; f < BX_MAX_FIELDS; f++) {
+		if (nrows > pr->rows[m])
+			FAIL("map %s claims %u rows (at most %llu)", l->maps[m].name, nrows, (unsigned long long)pr->rows[m]);
+		for (int f = 0; f < BS_MAX_FIELDS; f++) {
 			if (h->dict_count[m][f] > BS_LABEL_VALUES)
-				FAIL("map %d label %d claims %u values (at most %d)", m, f, h->dict_count[m][f], BS_LABEL_VALUES);
+				FAIL("map %s label %d claims %u values (at most %d)", l->maps[m].name, f, h->dict_count[m][f],
+				     BS_LABEL_VALUES);
 			values += h->dict_count[m][f];
 		}
-		out->nrows[m] = nrows;
-		out->first_row[m] = (size_t)rows;
+		out->map_rows[m] = nrows;
+		out->map_first[m] = (size_t)rows;
 		rows += nrows;
 		cells += (uint64_t)nrows * h->map_cells[m];
 	}
@@ -158,73 +172,88 @@ static int plan(const src_t *s, const struct bs_header *h, bs_segment_t *out, ch
 
 typedef unsigned char dict_t[BS_MAX_FIELDS][BS_LABEL_VALUES][BS_VALUE_BYTES];
 
-static int read_dicts_rows(const src_t *s, const struct bs_header *h, bs_segment_t *out, dict_t *dict, char *err,
-                           size_t errlen)
+/* Field f of a row whose value index is idx: its text (and int). */
+static int decode_field(const bs_lmap_t *mi, int f, unsigned idx, uint32_t count, const unsigned char (*dict)[BS_VALUE_BYTES],
+                        bs_read_row_t *row, char *err, size_t errlen)
 {
-	/* The writer publishes a count after what it covers; counts were read first (plan). */
-	for (int m = 0; m < BX_MAP_COUNT; m++) {
-		size_t nrows = out->nrows[m];
-		for (int f = 0; f < BX_MAX_FIELDS; f++) {
-			uint32_t n = h->dict_count[m][f];
-			if (n && get(s, BS_DICT_ENTRY(h, m, f, 0), dict[m][f], (uint64_t)n * BS_VALUE_BYTES) != 0)
-				FAIL("truncated in the label values");
-		}
-		struct bs_row rows[BS_ROWS_MAX];
-		if (nrows && get(s, BS_ROW_ENTRY(h, m, 0), rows, (uint64_t)nrows * sizeof rows[0]) != 0)
-			FAIL("truncated in the rows");
-		out->work.rows += nrows;
-		for (uint32_t r = 0; r < nrows; r++) {
-			bs_read_row_t *row = bs_row_mut(out, m, r);
-			for (int f = 0; f < BX_MAX_FIELDS; f++) {
-				unsigned idx = rows[r].idx[f];
-				row->state[f] = BS_FIELD_VALUE;
-				if (idx == BS_IDX_FOLDED || idx == BS_IDX_OVERFLOW) {
-					row->state[f] = idx == BS_IDX_FOLDED ? BS_FIELD_FOLDED : BS_FIELD_OVERFLOW;
-					set_text(row->text[f], "other");
-					row->ints[f] = 1;
-					continue;
-				}
-				const bs_map_info_t *mi = &billing_stats_maps_[m];
-				if (idx >= BS_IDX_KNOWN && f < (int)mi->nfields && mi->fields[f].nknown) {
-					if (idx - BS_IDX_KNOWN >= mi->fields[f].nknown)
-						FAIL("map %d row %u names known value %u of %zu", m, r, idx - BS_IDX_KNOWN,
-						     mi->fields[f].nknown);
-					set_text(row->text[f], mi->fields[f].known[idx - BS_IDX_KNOWN]);
-					continue;
-				}
-				if (idx >= h->dict_count[m][f]) {
-					if (idx == 0)
-						continue; /* an unused field of this map */
-					FAIL("map %d row %u names label value %u of %u", m, r, idx, h->dict_count[m][f]);
-				}
-				const unsigned char *v = dict[m][f][idx];
-				if (f < (int)billing_stats_maps_[m].nfields && !billing_stats_maps_[m].fields[f].is_string) {
-					int32_t iv;
-					memcpy(&iv, v, sizeof iv);
-					row->ints[f] = iv;
-					set_int_text(row->text[f], iv);
-				} else {
-					set_text(row->text[f], (const char *)v);
-				}
-			}
-		}
+	row->state[f] = BS_FIELD_VALUE;
+	if (idx == BS_IDX_FOLDED || idx == BS_IDX_OVERFLOW) {
+		row->state[f] = idx == BS_IDX_FOLDED ? BS_FIELD_FOLDED : BS_FIELD_OVERFLOW;
+		set_text(row->text[f], "other");
+		row->ints[f] = 1;
+		return 0;
+	}
+	const bs_lknown_t *known = f < (int)mi->nfields ? mi->fields[f].known : NULL;
+	if (idx >= BS_IDX_KNOWN && known && known->n) {
+		if (idx - BS_IDX_KNOWN >= known->n)
+			FAIL("map %s names known value %u of %zu", mi->name, idx - BS_IDX_KNOWN, known->n);
+		set_text(row->text[f], known->values[idx - BS_IDX_KNOWN]);
+		return 0;
+	}
+	if (idx >= count) {
+		if (idx == 0)
+			return 0; /* an unused field of this map */
+		FAIL("map %s names label value %u of %u", mi->name, idx, count);
+	}
+	if (f < (int)mi->nfields && !mi->fields[f].is_string) {
+		int32_t iv;
+		memcpy(&iv, dict[idx], sizeof iv);
+		row->ints[f] = iv;
+		set_int_text(row->text[f], iv);
+	} else {
+		set_text(row->text[f], (const char *)dict[idx]);
 	}
 	return 0;
 }
 
+static int read_dicts_rows(const src_t *s, const struct bs_header *h, const bs_layout_t *l, const plan_rows_t *pr,
+                           bs_segment_t *out, dict_t *dict, char *err, size_t errlen)
+{
+	/* The writer publishes a count after what it covers; counts were read first (plan). */
+	size_t most = 1;
+	for (size_t m = 0; m < l->nmaps; m++)
+		most = out->map_rows[m] > most ? out->map_rows[m] : most;
+	struct bs_row *rows = malloc(most * sizeof *rows);
+	int rc = 0;
+	if (!rows)
+		FAIL("out of memory");
+	for (size_t m = 0; rc == 0 && m < l->nmaps; m++) {
+		size_t nrows = out->map_rows[m];
+		for (int f = 0; rc == 0 && f < BS_MAX_FIELDS; f++) {
+			uint32_t n = h->dict_count[m][f];
+			if (n && get(s, BS_DICT_ENTRY(h, m, f, 0), (*dict)[f], (uint64_t)n * BS_VALUE_BYTES) != 0) {
+				snprintf(err, errlen, "truncated in the label values");
+				rc = -1;
+			}
+		}
+		if (rc == 0 && nrows &&
+		    get(s, h->rows_offset + pr->base[m] * sizeof *rows, rows, (uint64_t)nrows * sizeof *rows) != 0) {
+			snprintf(err, errlen, "truncated in the rows");
+			rc = -1;
+		}
+		out->work.rows += nrows;
+		for (uint32_t r = 0; rc == 0 && r < nrows; r++)
+			for (int f = 0; rc == 0 && f < BS_MAX_FIELDS; f++)
+				rc = decode_field(&l->maps[m], f, rows[r].idx[f], h->dict_count[m][f],
+				                  (const unsigned char(*)[BS_VALUE_BYTES])(*dict)[f], row_mut(out, m, r), err, errlen);
+	}
+	free(rows);
+	return rc;
+}
+
 /* Slot i's cells of the rows in use, map by map, added to the rows. */
-static int add_slot(const src_t *s, const struct bs_header *h, uint32_t i, bs_segment_t *out, uint64_t *buf,
-                    char *err, size_t errlen)
+static int add_slot(const src_t *s, const struct bs_header *h, const bs_layout_t *l, uint32_t i, bs_segment_t *out,
+                    uint64_t *buf, char *err, size_t errlen)
 {
 	uint64_t base = h->slots_offset + (uint64_t)i * h->slot_size + BS_SLOT_HEADER;
 	out->work.slots++;
-	for (int m = 0; m < BX_MAP_COUNT; m++) {
-		uint64_t n = out->nrows[m], c = h->map_cells[m];
+	for (size_t m = 0; m < l->nmaps; m++) {
+		uint64_t n = out->map_rows[m], c = h->map_cells[m];
 		if (n == 0)
 			continue;
 		if (get(s, base + h->map_cells_offset[m], buf, n * c * 8) != 0)
 			FAIL("truncated in slot %u", i);
-		bs_read_row_t *rows = bs_row_mut(out, m, 0);
+		bs_read_row_t *rows = row_mut(out, m, 0);
 		for (uint64_t r = 0; r < n; r++)
 			for (uint64_t k = 0; k < c; k++)
 				rows[r].cells[k] += buf[r * c + k];
@@ -234,32 +263,80 @@ static int add_slot(const src_t *s, const struct bs_header *h, uint32_t i, bs_se
 
 /* The slots ever claimed, [0, slots_used), and the overflow slot (the
  * last) once a thread found no free one. */
-static int read_slots(const src_t *s, const struct bs_header *h, bs_segment_t *out, char *err, size_t errlen)
+static int read_slots(const src_t *s, const struct bs_header *h, const bs_layout_t *l, bs_segment_t *out, char *err,
+                      size_t errlen)
 {
 	int rc = 0;
-	uint64_t *buf = malloc((uint64_t)BS_ROWS_MAX * BX_MAX_CELLS * 8);
+	uint64_t most = 1;
+	for (size_t m = 0; m < l->nmaps; m++)
+		most = out->map_rows[m] * h->map_cells[m] > most ? out->map_rows[m] * h->map_cells[m] : most;
+	uint64_t *buf = malloc(most * 8);
 	if (!buf)
 		FAIL("out of memory");
 	for (uint32_t i = 0; rc == 0 && i < h->slots_used; i++)
-		rc = add_slot(s, h, i, out, buf, err, errlen);
+		rc = add_slot(s, h, l, i, out, buf, err, errlen);
 	if (rc == 0 && h->overflow_used && h->slots_used < h->nslots)
-		rc = add_slot(s, h, h->nslots - 1, out, buf, err, errlen);
+		rc = add_slot(s, h, l, h->nslots - 1, out, buf, err, errlen);
 	free(buf);
 	return rc;
+}
+
+/* This build's maps among the segment's: those it holds in this build's shape. */
+static void build_view(bs_segment_t *out)
+{
+	const bs_layout_t *l = out->layout;
+	for (size_t m = 0; m < l->nmaps; m++) {
+		int b = l->maps[m].build_map;
+		if (b >= 0) {
+			out->nrows[b] = out->map_rows[m];
+			out->first_row[b] = out->map_first[m];
+		}
+	}
+}
+
+/* No rows, no layout: before a reading, and after a refused one. */
+static void empty(bs_segment_t *out)
+{
+	memset(out->nrows, 0, sizeof out->nrows);
+	memset(out->map_rows, 0, sizeof out->map_rows);
+	bs_layout_release((bs_layout_t *)out->layout);
+	out->layout = NULL;
 }
 
 /* Every reading starts empty, and counts its work from zero. */
 static void begin(bs_segment_t *out)
 {
-	memset(out->nrows, 0, sizeof out->nrows);
+	empty(out);
 	memset(&out->work, 0, sizeof out->work);
+}
+
+/* The segment's description, read within its budget, parsed (or found
+ * among the layouts parsed before). */
+static bs_layout_t *read_layout(const src_t *s, const struct bs_header *h, char *err, size_t errlen)
+{
+	if (h->desc_size < 2 || h->desc_size > BS_DESC_MAX + 1 || h->desc_offset < sizeof *h) {
+		snprintf(err, errlen, "description of %llu bytes (a reader takes 2 to %u)", (unsigned long long)h->desc_size,
+		         BS_DESC_MAX + 1);
+		return NULL;
+	}
+	char *text = malloc(h->desc_size);
+	bs_layout_t *l = NULL;
+	if (!text)
+		snprintf(err, errlen, "out of memory");
+	else if (get(s, h->desc_offset, text, h->desc_size) != 0)
+		snprintf(err, errlen, "truncated in its description (%llu bytes)", (unsigned long long)s->size);
+	else if (text[h->desc_size - 1] != '\0' || memchr(text, '\0', h->desc_size - 1))
+		snprintf(err, errlen, "its description is not one text");
+	else
+		l = bs_layout_get(text, h->desc_size - 1, h->desc_hash, err, errlen);
+	free(text);
+	return l;
 }
 
 static int read_src(const src_t *s, bs_segment_t *out, char *err, size_t errlen)
 {
 	struct bs_header h;
-	size_t desc_len = strlen(billing_stats_desc_);
-	char desc[8192];
+	plan_rows_t pr;
 
 	if (get(s, 0, &h, sizeof h) != 0)
 		FAIL("too short for a stats segment header (%llu bytes)", (unsigned long long)s->size);
@@ -269,20 +346,23 @@ static int read_src(const src_t *s, bs_segment_t *out, char *err, size_t errlen)
 		FAIL("segment layout version %u; this reader reads %u", h.layout_version, BS_LAYOUT_VERSION);
 	if (h.endian != BS_ENDIAN)
 		FAIL("segment written with another byte order");
-	if (h.desc_size == desc_len + 1 && desc_len < sizeof desc && get(s, h.desc_offset, desc, desc_len) != 0)
-		FAIL("truncated in its description (%llu bytes)", (unsigned long long)s->size);
-	if (h.desc_size != desc_len + 1 || desc_len >= sizeof desc || memcmp(desc, billing_stats_desc_, desc_len) != 0)
-		FAIL("segment written from another billing.d (its metric description differs from this build's)");
-	dict_t *dict = malloc(BX_MAP_COUNT * sizeof *dict);
-	if (!dict)
+	bs_layout_t *l = read_layout(s, &h, err, errlen);
+	if (!l)
+		return -1;
+	out->layout = l;
+	dict_t *dict = malloc(sizeof *dict);
+	if (!dict) {
+		empty(out);
 		FAIL("out of memory");
-	int rc = check_layout(&h, s->size, err, errlen) != 0 || plan(s, &h, out, err, errlen) != 0 ||
-	         read_dicts_rows(s, &h, out, dict, err, errlen) != 0 || read_slots(s, &h, out, err, errlen) != 0;
+	}
+	int rc = check_layout(&h, l, s->size, &pr, err, errlen) != 0 || plan(s, &h, l, &pr, out, err, errlen) != 0 ||
+	         read_dicts_rows(s, &h, l, &pr, out, dict, err, errlen) != 0 || read_slots(s, &h, l, out, err, errlen) != 0;
 	free(dict);
 	if (rc) {
-		memset(out->nrows, 0, sizeof out->nrows); /* no partial result */
+		empty(out); /* no partial result */
 		return -1;
 	}
+	build_view(out);
 	out->pid = h.pid;
 	out->state = h.state;
 	out->generation = h.generation;
@@ -291,6 +371,14 @@ static int read_src(const src_t *s, bs_segment_t *out, char *err, size_t errlen)
 	out->nslots = h.nslots;
 	out->overflow_used = h.overflow_used;
 	return 0;
+}
+
+int bs_map_by_probe(const bs_segment_t *s, const char *probe)
+{
+	for (size_t m = 0; s->layout && m < s->layout->nmaps; m++)
+		if (strcmp(s->layout->maps[m].probe, probe) == 0)
+			return (int)m;
+	return -1;
 }
 
 int bs_read_fd(int fd, bs_segment_t *out, char *err, size_t errlen)
@@ -314,6 +402,7 @@ int bs_read_mem(const unsigned char *data, size_t size, bs_segment_t *out, char 
 
 void bs_segment_free(bs_segment_t *s)
 {
+	bs_layout_release((bs_layout_t *)s->layout);
 	free(s->rows);
 	memset(s, 0, sizeof *s);
 }

@@ -6,12 +6,14 @@
  *
  * The file belongs to another process, maybe another user: nothing in it
  * is trusted.  Every offset, count and index is checked against the file
- * and this build's own layout before it is used; the reader uses pread(),
+ * and the segment's own description (stats_layout.h, parsed within a
+ * small budget) before it is used; the reader uses pread(),
  * never a mapping (a writer that shrinks its file would SIGBUS a mapping
  * reader).  A segment that fails a check is refused with a one-line
  * reason; no partial result is returned.  The reader's memory and work
  * follow what the segment uses: the rows its writer published and the
- * slots its threads claimed (docs/stats.md, "Reading").
+ * slots its threads claimed (docs/stats.md, "Reading").  Parsed
+ * descriptions are cached process-wide: one thread reads at a time.
  */
 #ifndef BILLING_STATS_READ_H
 #define BILLING_STATS_READ_H
@@ -20,6 +22,7 @@
 #include <stdint.h>
 
 #include "billing_metrics_layout.h"
+#include "stats_layout.h"
 #include "stats_segment.h"
 
 /* How a row's label field was recorded. */
@@ -28,12 +31,14 @@ enum { BS_FIELD_VALUE,    /* a dictionary value */
        BS_FIELD_OVERFLOW, /* the overflow row: "other", value unknown */
 };
 
+/* A row as its segment's description lays it out: fields and cells of
+ * its map there (bs_lmap_t), which may be more than this build's. */
 typedef struct bs_read_row {
-	int state[BX_MAX_FIELDS];
-	char text[BX_MAX_FIELDS][BS_VALUE_BYTES + 1]; /* strings as written (bounded), ints in decimal, "other";
+	int state[BS_MAX_FIELDS];
+	char text[BS_MAX_FIELDS][BS_VALUE_BYTES + 1]; /* strings as written (bounded), ints in decimal, "other";
 	                                               * zero-padded: two label sets compare as bytes */
-	int32_t ints[BX_MAX_FIELDS];                  /* int fields' values (FOLDED: 1) */
-	uint64_t cells[BX_MAX_CELLS];
+	int32_t ints[BS_MAX_FIELDS];                  /* int fields' values (FOLDED: 1) */
+	uint64_t cells[BS_CELLS_MAX];
 } bs_read_row_t;
 
 /* What reading one segment cost: a reader's work is bounded by what the
@@ -56,18 +61,36 @@ typedef struct bs_segment {
 	uint32_t pid, state; /* BS_RUNNING, BS_EXITED */
 	uint64_t generation, start_time;
 	uint32_t slots_used, nslots, overflow_used;
+	/* The segment's own maps, as its description says (layout->maps[sm]):
+	 * map sm's rows are rows[map_first[sm] ...], read with bs_map_row(). */
+	const bs_layout_t *layout; /* a reference (bs_segment_free drops it) */
+	size_t map_rows[BS_MAX_MAPS], map_first[BS_MAX_MAPS];
+	/* The same rows by this build's maps (BX_MAP_*): a map of this build
+	 * that the segment holds in exactly this build's shape (same probe,
+	 * fields, known values, cells, buckets; bs_lmap_t.build_map), else no
+	 * rows.  Read them with bs_row(). */
 	size_t nrows[BX_MAP_COUNT];
-	size_t first_row[BX_MAP_COUNT]; /* map m's rows are rows[first_row[m] ...]: read them with bs_row() */
-	bs_read_row_t *rows;            /* the rows in use, map after map; owned (bs_segment_free) */
+	size_t first_row[BX_MAP_COUNT];
+	bs_read_row_t *rows; /* the rows in use, map after map; owned (bs_segment_free) */
 	size_t rows_cap;
 	bs_read_work_t work; /* of the last reading, refused or not */
 } bs_segment_t;
 
-/* Row r (< nrows[m]) of map m. */
+/* Row r (< nrows[m]) of this build's map m. */
 static inline const bs_read_row_t *bs_row(const bs_segment_t *s, int m, size_t r)
 {
 	return &s->rows[s->first_row[m] + r];
 }
+
+/* Row r (< map_rows[sm]) of the segment's own map sm. */
+static inline const bs_read_row_t *bs_map_row(const bs_segment_t *s, size_t sm, size_t r)
+{
+	return &s->rows[s->map_first[sm] + r];
+}
+
+/* The segment's own map fed by probe (billing.d's spelling, "payment__auth"),
+ * or -1. */
+int bs_map_by_probe(const bs_segment_t *s, const char *probe);
 
 /* A zeroed bs_segment_t is empty and ready to read into; a reading reuses
  * its rows' memory.  This frees it (and leaves it empty). */

@@ -5,8 +5,9 @@
  *
  *   header     one page: magic, layout version, generation, where the rest is
  *   desc       the self-description: text generated from billing.d
- *              (provider/metrics.py); a reader built from another billing.d
- *              refuses the segment instead of misreading it
+ *              (provider/stats_emit.py): maps, quantities, metric families;
+ *              a reader decodes the segment by it (stats_layout.h), whatever
+ *              billing.d the reader was built from
  *   dicts      per map and label field, up to BS_LABEL_VALUES values seen
  *              (a field's known values need no entry: their index says which)
  *   rows       per map, up to its bs_map_info_t.rows label sets, each as value indices
@@ -106,7 +107,7 @@ struct bs_row {
   ((h)->rows_offset + ((uint64_t)billing_stats_maps_[m].row_base + (r)) * sizeof(struct bs_row))
 #define BS_ROWS_SIZE ((uint64_t)BS_ROWS_TOTAL * sizeof(struct bs_row))
 
-/* The description this build writes and accepts, generated from billing.d. */
+/* The description this build writes, generated from billing.d. */
 extern const char billing_stats_desc_[];
 
 /* Each map's key as this build lays it out (generated): where each label

@@ -27,11 +27,29 @@ def params(feed):
     return ", ".join(f"{CTYPE[t]}{'' if t == 'char *' else ' '}{n}" for n, t in needed_args(feed)) or "void"
 
 
+DESCRIPTION_GRAMMAR = 3  # docs/stats.md, "The self-description": a new kind of line is a new grammar
+
+
+def family_lines(ms, feed, m):
+    """One metric family's entry fed by this map: what it reads from the
+    map's cells and how its labels decode from the map's fields."""
+    src = {"count": "count", "sum": "sum", "observe": "observe"}[m.source]
+    out = [f"family {m.name} {m.type} {src} {m.quantity or '-'} {m.where or '-'}", f"help {m.help}"]
+    for l in m.labels:
+        if l.kind == "constant":
+            out.append(f"label {l.name} constant {l.constant}")
+        elif l.kind == "ternary":
+            out.append(f"label {l.name} nonzero {l.arg} {l.zero} {l.nonzero}")
+        else:
+            out.append(f"label {l.name} value {l.arg}")
+    return out
+
+
 def description(ms):
     """The segment's self-description: everything a reader needs to decode
-    a segment, as text.  A reader accepts a segment only when it is exactly
-    its own (docs/stats.md)."""
-    lines = ["billing-stats layout 2"]
+    a segment and serve its metric families, as text (docs/stats.md).  A
+    reader decodes each segment by its own description."""
+    lines = [f"billing-stats description {DESCRIPTION_GRAMMAR}"]
     for arg, values in ms.known.items():
         lines.append(f"known {arg} {','.join(values)}")
     for q in ms.quantities.values():
@@ -42,10 +60,13 @@ def description(ms):
         fields, pad = metrics.key_layout(ms, f)
         cells = 1 + sum(3 + len(ms.quantities[q].bounds_raw) for q in f.quantities)
         lines.append(f"map {f.map_name} probe={f.probe.d_name} group={f.group} key={sum(n for *_, n in fields) + pad} "
-                     f"cells={cells}")
+                     f"cells={cells} folds={ms.fold_keys(f)}")
         lines += [f"field {arg} {'string' if kind == 'BX_KEY_STRING' else 'int32'} {size}"
                   for _, arg, kind, size in fields]
         lines += [f"value {q}" for q in f.quantities]
+        for m in ms.metrics:
+            if m.probe is f.probe:
+                lines += family_lines(ms, f, m)
     return "\n".join(lines) + "\n"
 
 
@@ -184,10 +205,15 @@ def stats_gen_c(provider, ms):
 
 
 def stats_desc_c(provider, ms):
-    """The description alone: the writer puts it in each segment, the
-    reader compares a segment's with it."""
-    o = [BANNER + '#include <stddef.h>\n\n#include "stats_segment.h"\n\nconst char billing_stats_desc_[] =\n'
-         + "".join(f"\t{metrics.c_string(l)[:-1]}\\n\"\n" for l in description(ms).splitlines()) + "\t;\n\n"]
+    """The description alone: the writer puts it in each segment; the
+    reader finds this build's maps among a segment's by it."""
+    text = description(ms).encode()
+    # As bytes: C99 compilers need not take a string literal this long.
+    o = [BANNER + '#include <stddef.h>\n\n#include "stats_segment.h"\n\n/*\n'
+         + "".join(f" * {l.replace('*/', '* /')}\n" for l in text.decode().splitlines())
+         + " */\nconst char billing_stats_desc_[] = {\n"
+         + "".join("\t" + ", ".join(f"0x{b:02x}" for b in text[i:i + 12]) + ",\n" for i in range(0, len(text), 12))
+         + "\t0\n};\n\n"]
     o.append(metrics.known_arrays_c(ms) + "\n")
     o.append("const bs_map_info_t billing_stats_maps_[BX_MAP_COUNT] = {\n")
     base = []

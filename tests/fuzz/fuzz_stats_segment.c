@@ -1,6 +1,7 @@
 /*
  * fuzz_stats_segment.c -- libFuzzer entry point for the stats segment
- * reader (lib/stats_read.c): billing-exporter reads segments other users
+ * reader (lib/stats_read.c) and its description parser (lib/stats_layout.c):
+ * billing-exporter reads segments other users
  * write.  Also run by replay_corpus.c in `meson test` (corpus-stats/).
  *
  * The input is the segment's beginning (header, description, label
@@ -35,6 +36,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (int m = 0; m < BX_MAP_COUNT; m++)
 			for (size_t r = 0; r < seg.nrows[m]; r++)
 				(void)strlen(bs_row(&seg, m, r)->text[0]);
+		/* the segment's own maps and families, as its description lays them out */
+		for (size_t m = 0; m < seg.layout->nmaps; m++)
+			for (size_t r = 0; r < seg.map_rows[m]; r++)
+				for (size_t f = 0; f < seg.layout->maps[m].nfields; f++)
+					(void)strlen(bs_map_row(&seg, m, r)->text[f]);
+		for (size_t i = 0; i < seg.layout->nfamilies; i++) {
+			const bs_lfamily_t *fam = &seg.layout->families[i];
+			(void)strlen(fam->help);
+			for (size_t k = 0; k < fam->nlabels; k++)
+				(void)strlen(fam->labels[k].name);
+		}
 	} else {
 		(void)strlen(err);
 	}

@@ -33,6 +33,41 @@ static void put_work(const bs_read_work_t *w)
 
 static const char *const map_names[BX_MAP_COUNT] = { BX_MAP_NAME_LIST };
 
+/* The segment's own maps, as its description lays them out: each row's
+ * fields and cells of that map alone; and its metric families. */
+static void put_described(const bs_segment_t *seg)
+{
+	const bs_layout_t *l = seg->layout;
+	printf(",\"described\":{");
+	for (size_t m = 0; m < l->nmaps; m++) {
+		const bs_lmap_t *mi = &l->maps[m];
+		printf("%s\"%s\":{\"build_map\":%d,\"rows\":[", m ? "," : "", mi->name, mi->build_map);
+		for (size_t r = 0; r < seg->map_rows[m]; r++) {
+			const bs_read_row_t *row = bs_map_row(seg, m, r);
+			printf("%s{\"labels\":[", r ? "," : "");
+			for (size_t f = 0; f < mi->nfields; f++) {
+				printf("%s", f ? "," : "");
+				put_string(row->text[f]);
+			}
+			printf("],\"cells\":[");
+			for (size_t c = 0; c < mi->cells; c++)
+				printf("%s%llu", c ? "," : "", (unsigned long long)row->cells[c]);
+			printf("]}");
+		}
+		printf("]}");
+	}
+	printf("},\"families\":[");
+	for (size_t i = 0; i < l->nfamilies; i++) {
+		const bs_lfamily_t *f = &l->families[i];
+		printf("%s{\"name\":\"%s\",\"type\":%d,\"map\":\"%s\",\"labels\":[", i ? "," : "", f->name, f->type,
+		       l->maps[f->map].name);
+		for (size_t k = 0; k < f->nlabels; k++)
+			printf("%s\"%s\"", k ? "," : "", f->labels[k].name);
+		printf("]}");
+	}
+	printf("]");
+}
+
 int main(int argc, char **argv)
 {
 	int rc = 0;
@@ -76,6 +111,7 @@ int main(int argc, char **argv)
 			printf("]");
 		}
 		printf("}");
+		put_described(seg);
 		put_work(&seg->work);
 	}
 	bs_segment_free(seg);

@@ -87,3 +87,127 @@ def u64_signed(v):
 
 def header(data):
     return dict(zip(FIELDS, HEADER.unpack_from(data)[:len(FIELDS)]))
+
+
+# --- another billing.d: a segment as a build from it writes one ----------------------------
+
+NEW_PROBE = """\t/**
+\t * coupon-apply: a coupon was applied to an invoice (a team's own probe).
+\t * @invoice_id the invoice
+\t * @campaign the campaign the coupon belongs to
+\t * @@group business
+\t * @@counter billing_coupons_applied_total count {campaign}
+\t *     Coupons applied, by campaign.
+\t */
+\tprobe coupon__apply(unsigned long long, char *);
+
+"""
+NEW_BOUND = "100000000"  # one more amount_minor bucket, above the others
+
+
+def variant_provider(directory):
+    """A copy of billing.d in directory with one new probe feeding a new
+    counter, and billing_transaction_amount_minor's quantity with one more
+    bucket; its path.  The files billing.d names (known values) come along."""
+    src = os.path.dirname(bt.PROVIDER_D)
+    text = open(bt.PROVIDER_D, encoding="utf-8").read()
+    anchor = "\t/**\n\t * error: "
+    bounds = "@@buckets amount_minor "
+    line = next(l for l in text.splitlines() if bounds in l)
+    if anchor not in text:
+        raise RuntimeError("billing.d has no error probe to put the new probe before")
+    text = text.replace(anchor, NEW_PROBE + anchor, 1).replace(line, line.rstrip() + " " + NEW_BOUND, 1)
+    for name in os.listdir(src):
+        if name.endswith(".txt"):
+            with open(os.path.join(src, name), "rb") as a, open(os.path.join(directory, name), "wb") as b:
+                b.write(a.read())
+    path = os.path.join(directory, "billing.d")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def fnv1a(data):
+    h = 1469598103934665603
+    for b in data:
+        h = ((h ^ b) * 1099511628211) & (2 ** 64 - 1)
+    return h
+
+
+def sample_rows(ms, seed):
+    """{probe: [(labels, cells)]}: a few label sets per map of metric set
+    ms, each with consistent cells (count, and per quantity count, sum and
+    buckets whose sum is the count)."""
+    out = {}
+    for i, f in enumerate(ms.feeds):
+        types = {n: t for n, t, _ in f.probe.args}
+        rows = []
+        for r in range(3):
+            labels = []
+            for a in f.fields:
+                if types[a] != "char *":
+                    labels.append(str((seed + r * 7) % 3))
+                elif ms.known.get(a):
+                    labels.append(ms.known[a][(seed + 5 * r) % len(ms.known[a])])
+                else:
+                    labels.append(f"{a[:4]}-{seed}-{r}")
+            fires = 10 + 3 * i + r + seed
+            cells = [fires]
+            for q in f.quantities:
+                n = len(ms.quantities[q].bounds_raw) + 1
+                buckets = [(fires * (b + 1) + seed) % 4 for b in range(n)]
+                cells += [sum(buckets), 1000 * fires + seed, *buckets]
+            rows.append((labels, cells))
+        out[f.probe.d_name] = rows
+    return out
+
+
+def write_segment(path, ms, rows):
+    """A segment of one thread slot, as a writer built from metric set ms
+    lays it out (lib/stats.c), holding rows ({probe: [(labels, cells)]});
+    the description is the generator's own (stats_emit.description)."""
+    import stats_emit  # the generator's half: provider/ is on the path
+    desc = stats_emit.description(ms).encode()
+    feeds = ms.feeds
+    nmaps, fields_max, values, entry = len(feeds), 4, 64, 32
+    cells = [1 + sum(3 + len(ms.quantities[q].bounds_raw) for q in f.quantities) for f in feeds]
+    nrows = [128 + ms.fold_keys(f) + 1 for f in feeds]
+    dicts = (4096 + len(desc) + 1 + 63) // 64 * 64
+    rows_off = dicts + nmaps * fields_max * values * entry
+    slots_off = (rows_off + sum(nrows) * 4 + 4095) // 4096 * 4096
+    slot_size = (64 + sum(n * c for n, c in zip(nrows, cells)) * 8 + 4095) // 4096 * 4096
+    data = bytearray(slots_off + slot_size)
+    data[4096:4096 + len(desc)] = desc
+    row_count, dict_count, cell_off = [0] * 32, [0] * 128, [0] * 32
+    base_row, base_cell = 0, 0
+    for m, f in enumerate(feeds):
+        types = {n: t for n, t, _ in f.probe.args}
+        cell_off[m] = base_cell * 8
+        dict_values = [[] for _ in range(fields_max)]
+        for r, (labels, cs) in enumerate(rows.get(f.probe.d_name, [])):
+            idx = []
+            for k, (a, v) in enumerate(zip(f.fields, labels)):
+                known = ms.known.get(a, []) if types[a] == "char *" else []
+                if v in known:
+                    idx.append(64 + known.index(v))
+                    continue
+                raw = v.encode() if types[a] == "char *" else struct.pack("<i", int(v))
+                if raw not in dict_values[k]:
+                    dict_values[k].append(raw)
+                idx.append(dict_values[k].index(raw))
+            data[rows_off + (base_row + r) * 4:rows_off + (base_row + r) * 4 + 4] = bytes(idx + [0] * (4 - len(idx)))
+            at = slots_off + 64 + (base_cell + r * cells[m]) * 8
+            struct.pack_into(f"<{cells[m]}Q", data, at, *[c % 2 ** 64 for c in cs])
+            row_count[m] = r + 1
+        for k, vs in enumerate(dict_values):
+            for i, raw in enumerate(vs):
+                at = dicts + ((m * fields_max + k) * values + i) * entry
+                data[at:at + len(raw)] = raw
+            dict_count[m * fields_max + k] = len(vs)
+        base_row += nrows[m]
+        base_cell += nrows[m] * cells[m]
+    head = [b"BILLSTAT", 2, 0x01020304, fnv1a(path.encode()) | 1, len(data), os.getpid(), 2, 0, nmaps, 1, 128,
+            values, 4096, len(desc) + 1, fnv1a(desc), dicts, rows_off, slots_off, slot_size, 1, 0]
+    HEADER.pack_into(data, 0, *head, *row_count, *dict_count, *cell_off, *(cells + [0] * (32 - nmaps)))
+    with open(path, "wb") as f:
+        f.write(data)

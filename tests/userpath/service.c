@@ -125,13 +125,28 @@ enum event {
 	EV_DB_QUERY_DONE,
 	EV_GATEWAY_CALL_START,
 	EV_GATEWAY_CALL_DONE,
+#ifdef BILLING_COUPON_APPLY /* a kit built from the copy of billing.d with a team's own probe */
+	EV_COUPON_APPLY,
+#endif
 	EV_COUNT
 };
 
 static const char *const event_names[EV_COUNT] = {
-	"request-start", "request-done", "transaction-start", "transaction-done",
-	"invoice-create", "payment-auth", "refund-process", "error",
-	"db-query-start", "db-query-done", "gateway-call-start", "gateway-call-done"
+	"request-start",
+	"request-done",
+	"transaction-start",
+	"transaction-done",
+	"invoice-create",
+	"payment-auth",
+	"refund-process",
+	"error",
+	"db-query-start",
+	"db-query-done",
+	"gateway-call-start",
+	"gateway-call-done",
+#ifdef BILLING_COUPON_APPLY
+	"coupon-apply",
+#endif
 };
 
 struct thread {
@@ -255,6 +270,13 @@ static int32_t create_invoice(struct thread *t, uint64_t rid, unsigned i)
 	BILLING_INVOICE_CREATE(invoice_id, customer_id, amount, currency);
 	record(t, EV_INVOICE_CREATE, rid, "%" PRIu64 ",%" PRIu64 ",%" PRId64 ",\"%s\"", invoice_id,
 	       customer_id, amount, currency);
+#ifdef BILLING_COUPON_APPLY
+	if (i % 3 != 2) {
+		const char *campaign = i % 3 ? "spring" : "welcome";
+		BILLING_COUPON_APPLY(invoice_id, campaign);
+		record(t, EV_COUPON_APPLY, rid, "%" PRIu64 ",\"%s\"", invoice_id, campaign);
+	}
+#endif
 	tx_end(t, &x, 0);
 	return 0;
 }

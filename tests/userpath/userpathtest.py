@@ -42,6 +42,8 @@ sys.path.insert(0, os.path.join(SOURCE_ROOT, "provider"))
 import billing_d  # noqa: E402  (the generator's own reader of billing.d)
 sys.path.insert(0, os.path.join(HERE, "..", "exporter"))
 import exportertest  # noqa: E402  (billing-exporter and Prometheus, run and read)
+sys.path.insert(0, os.path.join(HERE, "..", "stats"))
+import statstest  # noqa: E402  (the copy of billing.d another build is made from)
 
 PROVIDER = billing_d.parse(os.path.join(SOURCE_ROOT, "provider", "billing.d"))
 DEADLINE = 120  # seconds for any one condition: ten times what a slow machine needs
@@ -122,9 +124,9 @@ class Kit:
         return r.stdout.strip()
 
 
-def _build_kit(root, variant):
+def _build_kit(root, variant, source=SOURCE_ROOT):
     build, prefix, log = (os.path.join(root, n) for n in ("build", "prefix", "build.log"))
-    _step(["meson", "setup", build, SOURCE_ROOT, "--prefix", prefix] + KIT_OPTIONS[variant] + COMMON_OPTIONS,
+    _step(["meson", "setup", build, source, "--prefix", prefix] + KIT_OPTIONS[variant] + COMMON_OPTIONS,
           log)
     # only the targets meson install copies (the tests and benchmarks of the
     # nested tree are not the kit)
@@ -161,6 +163,33 @@ def kits():
                       flush=True)
             open(os.path.join(here, "ready"), "w").close()
     return {v: Kit(os.path.join(here, v), v) for v in KIT_OPTIONS}
+
+
+def other_kit():
+    """The stats kit built from a copy of this tree whose billing.d has a
+    team's own probe (coupon-apply feeding a new @@counter) and one more
+    amount_minor bucket (tests/stats/statstest.variant_provider): "a
+    service built from another billing.d".  Made once per state of the
+    stock kits, beside them, under their lock; (Kit, its metric set)."""
+    here = os.path.dirname(kits()["stats"].root)
+    root = os.path.join(here, "other-stats")
+    with open(os.path.join(WORK, ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(os.path.join(root, "ready")):
+            shutil.rmtree(root, ignore_errors=True)
+            source = os.path.join(root, "source")
+            shutil.copytree(SOURCE_ROOT, source, symlinks=True,
+                            ignore=lambda d, names: [n for n in names if d == SOURCE_ROOT and
+                                                     (n.startswith("build") or n == ".git")])
+            statstest.variant_provider(os.path.join(source, "provider"))
+            t0 = time.monotonic()
+            _build_kit(root, "stats", source)
+            shutil.copytree(os.path.join(source, "provider"), os.path.join(root, "provider"))
+            shutil.rmtree(source)
+            print("kit other-stats built and installed in %.0f s: %s" % (time.monotonic() - t0, root), flush=True)
+            open(os.path.join(root, "ready"), "w").close()
+    kit = Kit(root, "stats")
+    return kit, billing_d.parse(os.path.join(root, "provider", "billing.d")).metrics
 
 
 def check_each_kit(check):
@@ -249,7 +278,8 @@ class Books:
         for path in sorted(glob.glob(os.path.join(books_dir, "books-*.json"))):
             doc = json.load(open(path))
             workers.append((doc["slot"], doc["gen"], doc["pid"], doc["batches"]))
-            for probe, rows in doc["events"].items():
+            for probe, rows in doc["events"].items():  # a service of another billing.d has more
+                events.setdefault(probe, [])
                 events[probe] += [(doc["pid"], r[0], r[1], r[2:]) for r in rows]
         return cls(events, workers)
 
@@ -261,11 +291,12 @@ class Books:
 
     def plus(self, other):
         """These books and OTHER's events (of other batches or processes)."""
-        return Books({p: rows + other.events[p] for p, rows in self.events.items()}, self.workers)
+        probes = set(self.events) | set(other.events)
+        return Books({p: self.events.get(p, []) + other.events.get(p, []) for p in probes}, self.workers)
 
     def fires(self, probe):
         """[args] of every event of PROBE (D name)."""
-        return [e[3] for e in self.events[probe]]
+        return [e[3] for e in self.events.get(probe, [])]
 
     def count(self):
         return sum(len(rows) for rows in self.events.values())
@@ -273,13 +304,13 @@ class Books:
 
 # --- what the books say a consumer must show -----------------------------------------
 
-def expected_metrics(books):
+def expected_metrics(books, ms=None):
     """{(metric name, frozenset(labels)): value} of every metric billing.d
-    declares, from the books: the samples billing-exporter must serve
-    (counters; histograms as _bucket per le, _count and _sum), whatever
-    its source.  Read from billing.d's "@@" declarations, so no metric is
-    restated here."""
-    ms = PROVIDER.metrics
+    (or metric set ms: another billing.d's) declares, from the books: the
+    samples billing-exporter must serve (counters; histograms as _bucket
+    per le, _count and _sum), whatever its source.  Read from billing.d's
+    "@@" declarations, so no metric is restated here."""
+    ms = ms or PROVIDER.metrics
     out = {}
 
     def add(key, v):

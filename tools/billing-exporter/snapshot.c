@@ -104,7 +104,7 @@ static int read_map(bx_exporter_t *ex, size_t mi, const char *name, int folded, 
 
 /* --- samples ------------------------------------------------------------ */
 
-static char *own(bx_snapshot_t *s, const char *text)
+char *bx_snapshot_own(bx_snapshot_t *s, const char *text)
 {
 	if (s->owned_count == s->owned_cap) {
 		size_t cap = s->owned_cap ? s->owned_cap * 2 : 32;
@@ -120,7 +120,7 @@ static char *own(bx_snapshot_t *s, const char *text)
 	return copy;
 }
 
-static bx_sample_t *add_sample(bx_snapshot_t *s, const bx_metric_t *m, const char *suffix, double value)
+bx_sample_t *bx_snapshot_add(bx_snapshot_t *s, const bx_metric_t *m, const char *suffix, double value)
 {
 	if (s->count == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 256;
@@ -138,7 +138,7 @@ static bx_sample_t *add_sample(bx_snapshot_t *s, const bx_metric_t *m, const cha
 	return x;
 }
 
-static int add_label(bx_sample_t *x, const char *name, const char *value)
+int bx_sample_label(bx_sample_t *x, const char *name, const char *value)
 {
 	if (!x || !value || x->nlabels == BX_SAMPLE_LABELS)
 		return -1;
@@ -189,12 +189,12 @@ static int emit_series(bx_snapshot_t *s, const bx_metric_t *m, const agg_t *a)
   do { \
     if (!(x)) return -1; \
     for (size_t i_ = 0; i_ < m->nlabels; i_++) \
-      add_label((x), m->labels[i_].name, a->values[i_]); \
+      bx_sample_label((x), m->labels[i_].name, a->values[i_]); \
   } while (0)
 	bx_sample_t *x;
 
 	if (m->source == BX_SRC_COUNT) {
-		x = add_sample(s, m, "", (double)c[0]);
+		x = bx_snapshot_add(s, m, "", (double)c[0]);
 		LABELS(x);
 		return 0;
 	}
@@ -204,33 +204,45 @@ static int emit_series(bx_snapshot_t *s, const bx_metric_t *m, const agg_t *a)
 	const bx_quantity_t *q = &bx_quantities[mq->quantity];
 	const bx_u64 *qc = c + mq->cell; /* count, sum, buckets */
 	if (m->source == BX_SRC_SUM) {
-		x = add_sample(s, m, "", sum_value(q, qc[1]));
+		x = bx_snapshot_add(s, m, "", sum_value(q, qc[1]));
 		LABELS(x);
 		return 0;
 	}
 	double cumulative = 0;
 	for (size_t b = 0; b <= q->nbounds; b++) {
 		cumulative += (double)qc[2 + b];
-		x = add_sample(s, m, "_bucket", cumulative);
+		x = bx_snapshot_add(s, m, "_bucket", cumulative);
 		LABELS(x);
-		add_label(x, "le", b < q->nbounds ? q->le[b] : "+Inf");
+		bx_sample_label(x, "le", b < q->nbounds ? q->le[b] : "+Inf");
 	}
-	x = add_sample(s, m, "_sum", sum_value(q, qc[1]));
+	x = bx_snapshot_add(s, m, "_sum", sum_value(q, qc[1]));
 	LABELS(x);
-	x = add_sample(s, m, "_count", (double)qc[0]);
+	x = bx_snapshot_add(s, m, "_count", (double)qc[0]);
 	LABELS(x);
 	return 0;
 #undef LABELS
 }
 
-static int derive(bx_snapshot_t *s, const bx_metric_t *m, const rows_t *rows)
+/* Metric m's series: its map's rows, and the rows of segments whose map
+ * of another shape describes m alike (parts), summed per label set. */
+static int derive(bx_snapshot_t *s, const bx_metric_t *m, const rows_t *rows, const bx_parts_t *parts)
 {
-	agg_t *aggs = calloc(rows->count ? rows->count : 1, sizeof *aggs);
+	agg_t *aggs = calloc(rows->count + parts->n + 1, sizeof *aggs);
 	size_t n = 0;
 	int rc = 0;
 
 	if (!aggs)
 		return -1;
+	size_t first = m->source == BX_SRC_COUNT ? 0 : bx_maps[m->map].quantities[m->quantity].cell;
+	for (size_t i = 0; i < parts->n; i++) {
+		agg_t *a = &aggs[n++];
+		a->n = m->nlabels;
+		memcpy(a->values, parts->items[i].values, sizeof a->values);
+		size_t ncells = m->source == BX_SRC_COUNT
+		                    ? 1
+		                    : bx_quantities[bx_maps[m->map].quantities[m->quantity].quantity].nbounds + 3;
+		memcpy(a->cells + first, parts->items[i].cells, ncells * sizeof a->cells[0]);
+	}
 	for (size_t i = 0; i < rows->count; i++) {
 		const row_t *r = &rows->items[i];
 		if (m->where_nonzero != BX_WHERE_ALL && r->ints[m->where_nonzero] == 0)
@@ -265,16 +277,16 @@ static int self_metric(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m
 		for (size_t t = 0; t < ex->target_count; t++) {
 			char buf[4 * sizeof ex->targets[t].label + 1];
 			bx_label_sanitize(ex->targets[t].label, sizeof ex->targets[t].label, buf, sizeof buf);
-			x = add_sample(s, m, "", bx_target_alive(&ex->targets[t]));
-			if (add_label(x, "target", own(s, buf)) != 0)
+			x = bx_snapshot_add(s, m, "", bx_target_alive(&ex->targets[t]));
+			if (bx_sample_label(x, "target", bx_snapshot_own(s, buf)) != 0)
 				return -1;
 		}
 		for (size_t t = 0; t < bx_stats_target_count(ex); t++) {
 			char buf[4 * PATH_MAX + 1];
 			const char *label = bx_stats_target_label(ex, t);
 			bx_label_sanitize(label, strlen(label), buf, sizeof buf);
-			x = add_sample(s, m, "", bx_stats_target_up(ex, t));
-			if (add_label(x, "target", own(s, buf)) != 0)
+			x = bx_snapshot_add(s, m, "", bx_stats_target_up(ex, t));
+			if (bx_sample_label(x, "target", bx_snapshot_own(s, buf)) != 0)
 				return -1;
 		}
 		return 0;
@@ -286,22 +298,22 @@ static int self_metric(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m
 			const char *label = st ? bx_stats_target_label(ex, t - ex->target_count) : ex->targets[t].label;
 			char buf[4 * PATH_MAX + 1];
 			bx_label_sanitize(label, strlen(label), buf, sizeof buf);
-			x = add_sample(s, m, "", 1);
-			if (add_label(x, "target", own(s, buf)) != 0 || add_label(x, "source", st ? "stats" : "usdt") != 0)
+			x = bx_snapshot_add(s, m, "", 1);
+			if (bx_sample_label(x, "target", bx_snapshot_own(s, buf)) != 0 || bx_sample_label(x, "source", st ? "stats" : "usdt") != 0)
 				return -1;
 		}
 		return 0;
 	}
 	if (strcmp(n, "stats_segments_skipped") == 0) {
 		for (int r = BX_SKIP_NONE + 1; r < BX_SKIP_COUNT; r++) {
-			x = add_sample(s, m, "", (double)bx_stats_skipped(ex, r));
-			if (add_label(x, "reason", bx_skip_reasons[r]) != 0)
+			x = bx_snapshot_add(s, m, "", (double)bx_stats_skipped(ex, r));
+			if (bx_sample_label(x, "reason", bx_skip_reasons[r]) != 0)
 				return -1;
 		}
 		return 0;
 	}
 	if (strcmp(n, "scrape_duration_seconds") == 0)
-		return add_sample(s, m, "", ex->last_scrape_seconds) ? 0 : -1;
+		return bx_snapshot_add(s, m, "", ex->last_scrape_seconds) ? 0 : -1;
 
 	uint64_t dropped[BX_MAP_COUNT] = { 0 };
 	if (strcmp(n, "dropped_fires_total") == 0) {
@@ -318,24 +330,24 @@ static int self_metric(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m
 		if (!(md->group & ex->groups))
 			continue;
 		if (strcmp(n, "probes_attached") == 0) {
-			x = add_sample(s, m, "", (double)ex->attached[i]);
-			if (add_label(x, "probe", md->probe) != 0)
+			x = bx_snapshot_add(s, m, "", (double)ex->attached[i]);
+			if (bx_sample_label(x, "probe", md->probe) != 0)
 				return -1;
 		} else if (strcmp(n, "label_values_folded_total") == 0) {
 			for (size_t f = 0; f < md->nfields; f++) {
-				x = add_sample(s, m, "", (double)ex->slots[i][f].folded_count);
-				if (add_label(x, "map", md->map) != 0 || add_label(x, "label", md->fields[f].arg) != 0)
+				x = bx_snapshot_add(s, m, "", (double)ex->slots[i][f].folded_count);
+				if (bx_sample_label(x, "map", md->map) != 0 || bx_sample_label(x, "label", md->fields[f].arg) != 0)
 					return -1;
 			}
 		} else if (strcmp(n, "folded_fires_total") == 0) {
 			for (size_t f = 0; f < md->nfields; f++) {
-				x = add_sample(s, m, "", (double)s->folded_fires[i][f]);
-				if (add_label(x, "map", md->map) != 0 || add_label(x, "label", md->fields[f].arg) != 0)
+				x = bx_snapshot_add(s, m, "", (double)s->folded_fires[i][f]);
+				if (bx_sample_label(x, "map", md->map) != 0 || bx_sample_label(x, "label", md->fields[f].arg) != 0)
 					return -1;
 			}
 		} else if (strcmp(n, "dropped_fires_total") == 0) {
-			x = add_sample(s, m, "", (double)dropped[i]);
-			if (add_label(x, "map", md->map) != 0)
+			x = bx_snapshot_add(s, m, "", (double)dropped[i]);
+			if (bx_sample_label(x, "map", md->map) != 0)
 				return -1;
 		} else {
 			struct bpf_prog_info info;
@@ -347,8 +359,8 @@ static int self_metric(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m
 			double value = strcmp(n, "bpf_program_runs_total") == 0          ? (double)info.run_cnt
 			               : strcmp(n, "bpf_program_run_seconds_total") == 0 ? (double)info.run_time_ns / 1e9
 			                                                                 : (double)info.recursion_misses;
-			x = add_sample(s, m, "", value);
-			if (add_label(x, "program", md->probe) != 0)
+			x = bx_snapshot_add(s, m, "", value);
+			if (bx_sample_label(x, "program", md->probe) != 0)
 				return -1;
 		}
 	}
@@ -375,6 +387,9 @@ int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *s)
 		if (rc == 0)
 			rc = bx_stats_rows(ex, i, &rows[i].items, &rows[i].count, &cap);
 	}
+	bx_foreign_t *foreign = rc == 0 ? bx_foreign_collect(ex, s) : NULL;
+	if (!foreign)
+		rc = -1;
 	/* Fires under "other", per label: past the label's cap (labels.c),
 	 * folded in the kernel (fold maps) or in a segment. */
 	for (size_t i = 0; i < bx_map_count; i++)
@@ -386,10 +401,14 @@ int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *s)
 		const bx_metric_t *m = &bx_metrics[k];
 		if (!(bx_metric_group(m) & ex->groups))
 			continue;
-		rc = m->source == BX_SRC_SELF ? self_metric(ex, s, m) : derive(s, m, &rows[m->map]);
+		rc = m->source == BX_SRC_SELF ? self_metric(ex, s, m)
+		                              : derive(s, m, &rows[m->map], bx_foreign_table_parts(foreign, m));
 	}
 	for (size_t i = 0; i < bx_map_count; i++)
 		free(rows[i].items);
+	if (rc == 0)
+		rc = bx_foreign_emit(foreign);
+	bx_foreign_free(foreign);
 	return rc;
 }
 
@@ -398,6 +417,9 @@ void bx_snapshot_free(bx_snapshot_t *s)
 	for (size_t i = 0; i < s->owned_count; i++)
 		free(s->owned[i]);
 	free(s->owned);
+	for (size_t i = 0; i < s->nforeign; i++)
+		free(s->foreign[i]);
+	free(s->foreign);
 	free(s->samples);
 	memset(s, 0, sizeof *s);
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "exporter.h"
+#include "stats_layout.h"
 
 #define BX_SAMPLE_LABELS 4 /* the metric's labels + le */
 
@@ -39,11 +40,45 @@ typedef struct bx_snapshot {
 	char **owned; /* strings the snapshot allocated (le, target labels) */
 	size_t owned_count, owned_cap;
 	bx_u64 folded_fires[BX_MAX_MAPS][BX_MAX_FIELDS]; /* fires shown under "other", per label */
+	bx_metric_t **foreign;                           /* families only stats segments describe (foreign_families.c) */
+	size_t nforeign;
 } bx_snapshot_t;
 
 /* Read the maps and build the samples.  Call with ex->lock held: the
  * label slots change.  0, or -1 when out of memory. */
 int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *snap);
 void bx_snapshot_free(bx_snapshot_t *snap);
+
+/* For the snapshot's builders (snapshot.c, foreign_families.c): a copy
+ * of text the snapshot frees; a new sample of family m; a label on it.
+ * NULL or -1 when out of memory (or out of label room). */
+char *bx_snapshot_own(bx_snapshot_t *s, const char *text);
+bx_sample_t *bx_snapshot_add(bx_snapshot_t *s, const bx_metric_t *m, const char *suffix, double value);
+int bx_sample_label(bx_sample_t *x, const char *name, const char *value);
+
+/* Rows that stats segments describe by their own descriptions, where
+ * this exporter's tables do not hold their map in that shape
+ * (foreign_families.c): per label set, the label values of its family
+ * and the cells it reads (its count; or its quantity's count, sum and
+ * buckets). */
+#define BX_PART_CELLS (BS_LAYOUT_BOUNDS + 3)
+typedef struct bx_part {
+	const char *values[BX_MAX_FIELDS];
+	bx_u64 cells[BX_PART_CELLS];
+} bx_part_t;
+typedef struct bx_parts {
+	bx_part_t *items;
+	size_t n, cap;
+} bx_parts_t;
+
+/* Every stats reading's families looked at once per snapshot: a table
+ * family's rows from maps of another shape (summed with the table's when
+ * described alike, else one line), and the families the tables do not
+ * name (emitted after the table's).  NULL when out of memory. */
+typedef struct bx_foreign bx_foreign_t;
+bx_foreign_t *bx_foreign_collect(bx_exporter_t *ex, bx_snapshot_t *s);
+const bx_parts_t *bx_foreign_table_parts(const bx_foreign_t *f, const bx_metric_t *m);
+int bx_foreign_emit(bx_foreign_t *f);
+void bx_foreign_free(bx_foreign_t *f);
 
 #endif /* BX_SNAPSHOT_H */

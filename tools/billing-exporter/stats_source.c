@@ -47,18 +47,19 @@ typedef struct seg_places {
 /* One segment file followed: its last good reading stays in the sums.
  * A name that is no segment costs this entry and its path. */
 typedef struct seg {
-	char *path;           /* "DIR/NAME" (a --pid target's own path) */
-	const char *name;     /* within path: NAME */
-	bs_segment_t *last;   /* NULL until read once */
-	uid_t owner;          /* of the file at its last reading */
-	seg_places_t *places; /* of its last reading's rows, NULL until served */
-	signed char skipped;  /* BX_SKIP_*: why its last reading was not taken, 0 when it was */
-	char said;            /* its problem was reported (once per segment) */
-	char inside;          /* --cgroup: its writer, still running, was in the subtree at the last look */
-	char elsewhere;       /* a --pid or a --binary counts its writer: never summed here */
-	char binary_known;    /* whether a --binary counts its writer is known (it does not) */
-	char early;           /* first seen before any probe was attached */
-	char refused;         /* refused for what the file is (refused_key): not opened again until it changes */
+	char *path;                                      /* "DIR/NAME" (a --pid target's own path) */
+	const char *name;                                /* within path: NAME */
+	bs_segment_t *last;                              /* NULL until read once */
+	uid_t owner;                                     /* of the file at its last reading */
+	seg_places_t *places;                            /* of its last reading's rows, NULL until served */
+	signed char skipped;                             /* BX_SKIP_*: why its last reading was not taken, 0 when it was */
+	char said;                                       /* its problem was reported (once per segment) */
+	char inside;                                     /* --cgroup: its writer, still running, was in the subtree at the last look */
+	char elsewhere;                                  /* a --pid or a --binary counts its writer: never summed here */
+	char binary_known;                               /* whether a --binary counts its writer is known (it does not) */
+	char early;                                      /* first seen before any probe was attached */
+	char refused;                                    /* refused for what the file is (refused_key): not opened again until it changes */
+	uint64_t families_said[BS_LAYOUT_FAMILIES / 64]; /* families refused from its reading, said (one bit each) */
 	file_key_t refused_key;
 } seg_t;
 
@@ -375,15 +376,20 @@ static void seg_free(seg_t *s)
 }
 
 /* A segment's final reading joins the target's gone rows (its label sets
- * summed with theirs); when there is no memory for that, it is kept whole. */
+ * summed with theirs); when there is no memory for that, or it has rows
+ * of maps of another shape (another billing.d), it is kept whole. */
 static void retire_reading(stats_target_t *t, bs_segment_t *old)
 {
-	int m;
+	int m = 0, described = 0;
 	if (!old)
 		return;
-	for (m = 0; m < BX_MAP_COUNT && bx_row_sum_reserve(&t->gone[m], old->nrows[m]) == 0; m++)
+	/* rows of maps only its description lays out: the gone sums (this
+	 * build's maps) cannot hold them, so the reading is kept whole */
+	for (size_t sm = 0; old->layout && sm < old->layout->nmaps; sm++)
+		described |= old->layout->maps[sm].build_map < 0 && old->map_rows[sm] > 0;
+	for (; !described && m < BX_MAP_COUNT && bx_row_sum_reserve(&t->gone[m], old->nrows[m]) == 0; m++)
 		;
-	if (m == BX_MAP_COUNT) {
+	if (!described && m == BX_MAP_COUNT) {
 		for (m = 0; m < BX_MAP_COUNT; m++)
 			for (size_t r = 0; r < old->nrows[m]; r++)
 				bx_row_sum_add(&t->gone[m], bs_row(old, m, r));
@@ -951,6 +957,23 @@ size_t bx_stats_skipped(const bx_exporter_t *ex, int reason)
 		for (size_t k = 0; k < ex->stats->targets[i].nsegs; k++)
 			n += ex->stats->targets[i].segs[k]->skipped == reason;
 	return n;
+}
+
+int bx_stats_each_reading(bx_exporter_t *ex, bx_reading_fn fn, void *ctx)
+{
+	uint64_t kept_said[BS_LAYOUT_FAMILIES / 64];
+	int rc = 0;
+	for (size_t i = 0; ex->stats && rc == 0 && i < ex->stats->count; i++) {
+		stats_target_t *t = &ex->stats->targets[i];
+		for (size_t k = 0; rc == 0 && k < t->nsegs; k++)
+			if (t->segs[k]->last)
+				rc = fn(ctx, t->segs[k]->path, t->segs[k]->last, t->segs[k]->families_said);
+		for (size_t k = 0; rc == 0 && k < t->nkept; k++) {
+			memset(kept_said, 0xff, sizeof kept_said); /* said while it was present */
+			rc = fn(ctx, t->label, t->kept[k], kept_said);
+		}
+	}
+	return rc;
 }
 
 size_t bx_stats_target_count(const bx_exporter_t *ex)

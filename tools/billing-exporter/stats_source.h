@@ -16,6 +16,7 @@
 #define BX_STATS_SOURCE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "exporter.h"
 
@@ -65,6 +66,15 @@ enum { BX_SKIP_NONE,
 extern const char *const bx_skip_reasons[BX_SKIP_COUNT]; /* label values: "unreadable", ... */
 /* Segments whose latest reading was left out for reason, now. */
 size_t bx_stats_skipped(const bx_exporter_t *ex, int reason);
+
+/* Every reading the stats targets serve now (each present segment's
+ * last one, and final ones kept whole), for the families only segments
+ * describe (foreign_families.c): fn(ctx, path, reading, said) where said
+ * is the segment's record of family lines said (one bit per family of
+ * its description, BS_LAYOUT_FAMILIES).  Stops at fn's first non-zero. */
+struct bs_segment;
+typedef int (*bx_reading_fn)(void *ctx, const char *path, const struct bs_segment *seg, uint64_t *said);
+int bx_stats_each_reading(bx_exporter_t *ex, bx_reading_fn fn, void *ctx);
 
 size_t bx_stats_target_count(const bx_exporter_t *ex);
 const char *bx_stats_target_label(const bx_exporter_t *ex, size_t i);

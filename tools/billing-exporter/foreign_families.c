@@ -1,0 +1,401 @@
+/*
+ * foreign_families.c -- the metric families that stats segments describe
+ * and this exporter's tables do not hold (a probe or an "@@" line its
+ * billing.d lacks): served from each segment's own description
+ * (stats_layout.h), with the exposition and escaping of the table's
+ * families.  A family from several segments is summed only when every
+ * description of it agrees (type, source, labels, help, buckets, unit
+ * conversion); a segment whose description of it differs is one line and
+ * its rows of that family are left out, never summed wrongly.  A family
+ * this exporter's tables name is served by the tables alone (snapshot.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "labels.h"
+#include "metric_table.h"
+#include "snapshot.h"
+#include "stats_read.h"
+#include "stats_source.h"
+
+typedef bx_part_t fagg_t;
+
+typedef struct fam {
+	bx_metric_t *metric; /* in the snapshot's foreign list */
+	bx_quantity_t q;     /* SUM, HIST: the quantity as its description says */
+	const char *divide;  /* as written, to compare */
+	size_t ncells;
+	fagg_t *aggs;
+	size_t n, cap;
+} fam_t;
+
+static const bs_lquantity_t *quantity_of(const bs_layout_t *l, const bs_lfamily_t *f)
+{
+	return f->value < 0 ? NULL : &l->quantities[l->maps[f->map].values[f->value].quantity];
+}
+
+struct bx_foreign {
+	bx_exporter_t *ex;
+	bx_snapshot_t *s;
+	fam_t *fams;
+	size_t n, cap;
+	bx_parts_t *own; /* per table metric: its rows from maps of another shape */
+};
+typedef struct bx_foreign ctx_t;
+
+/* The table's metric of that name, or -1. */
+static int in_tables(const char *name)
+{
+	for (size_t i = 0; i < bx_metric_count; i++)
+		if (strcmp(bx_metrics[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Is family f, of a map this exporter's tables do not hold in its shape,
+ * the table's metric m: the same type, source, label names and, for a
+ * sum or histogram, the same quantity conversion, and for a histogram
+ * the same buckets? */
+static int same_as_table(const bx_metric_t *m, const bs_layout_t *l, const bs_lfamily_t *f)
+{
+	const bs_lquantity_t *q = quantity_of(l, f);
+	int src = f->source == BS_SRC_COUNT ? BX_SRC_COUNT : f->source == BS_SRC_SUM ? BX_SRC_SUM
+	                                                                             : BX_SRC_HIST;
+	int same = (int)m->source == src && m->nlabels == f->nlabels;
+	for (size_t i = 0; same && i < f->nlabels; i++)
+		same = strcmp(m->labels[i].name, f->labels[i].name) == 0;
+	if (same && q) {
+		const bx_quantity_t *mq = &bx_quantities[bx_maps[m->map].quantities[m->quantity].quantity];
+		same = mq->is_signed == q->is_signed && mq->divide == strtod(q->divide, NULL) &&
+		       (src != BX_SRC_HIST || mq->nbounds == q->nbounds);
+		for (size_t b = 0; same && src == BX_SRC_HIST && b < q->nbounds; b++)
+			same = strcmp(mq->le[b], q->le[b]) == 0;
+	}
+	return same;
+}
+
+/* The family as this description says it, kept for the snapshot. */
+static fam_t *fam_new(ctx_t *c, const bs_layout_t *l, const bs_lfamily_t *f)
+{
+	bx_snapshot_t *s = c->s;
+	const bs_lquantity_t *q = quantity_of(l, f);
+	char unit[BS_LAYOUT_NAME_BYTES + 1] = "";
+	fam_t *more = c->n == c->cap ? realloc(c->fams, (c->cap = c->cap ? c->cap * 2 : 8) * sizeof *more) : c->fams;
+	bx_metric_t **list = realloc(s->foreign, (s->nforeign + 1) * sizeof *list);
+	bx_metric_t *m = calloc(1, sizeof *m);
+	if (!more || !list || !m) {
+		free(m);
+		c->fams = more ? more : c->fams;
+		s->foreign = list ? list : s->foreign;
+		return NULL;
+	}
+	c->fams = more;
+	s->foreign = list;
+	s->foreign[s->nforeign++] = m;
+	fam_t *x = &c->fams[c->n++];
+	memset(x, 0, sizeof *x);
+	x->metric = m;
+	if (q) {
+		snprintf(unit, sizeof unit, "%s", q->unit);
+		for (char *u = unit; *u; u++)
+			*u = *u == '_' ? ' ' : *u; /* the description writes a unit's spaces as '_' */
+	}
+	m->name = bx_snapshot_own(s, f->name);
+	m->help = bx_snapshot_own(s, f->help);
+	m->unit = bx_snapshot_own(s, unit);
+	m->type = f->type == BS_TYPE_HISTOGRAM ? BX_HISTOGRAM : BX_COUNTER;
+	m->source = f->source == BS_SRC_COUNT ? BX_SRC_COUNT : f->source == BS_SRC_SUM ? BX_SRC_SUM
+	                                                                               : BX_SRC_HIST;
+	m->map = -1;
+	m->quantity = -1;
+	m->where_nonzero = BX_WHERE_ALL;
+	m->nlabels = f->nlabels;
+	for (size_t i = 0; i < f->nlabels; i++)
+		if (!(m->labels[i].name = bx_snapshot_own(s, f->labels[i].name)))
+			return NULL;
+	x->ncells = 1;
+	if (q) {
+		x->ncells = q->nbounds + 3;
+		x->divide = bx_snapshot_own(s, q->divide);
+		x->q.divide = x->divide ? strtod(x->divide, NULL) : 0;
+		x->q.is_signed = q->is_signed;
+		x->q.nbounds = q->nbounds;
+		for (size_t b = 0; b < q->nbounds; b++)
+			if (!(x->q.le[b] = bx_snapshot_own(s, q->le[b])))
+				return NULL;
+		if (!x->divide || !(x->q.divide > 0))
+			return NULL;
+	}
+	return m->name && m->help && m->unit ? x : NULL;
+}
+
+/* Does this description say family x as the first one did? */
+static int same_family(const fam_t *x, const bs_layout_t *l, const bs_lfamily_t *f)
+{
+	const bx_metric_t *m = x->metric;
+	const bs_lquantity_t *q = quantity_of(l, f);
+	int same = (m->type == BX_HISTOGRAM) == (f->type == BS_TYPE_HISTOGRAM) &&
+	           (m->source == BX_SRC_COUNT) == (f->source == BS_SRC_COUNT) &&
+	           (m->source == BX_SRC_SUM) == (f->source == BS_SRC_SUM) && m->nlabels == f->nlabels &&
+	           strcmp(m->help, f->help) == 0;
+	for (size_t i = 0; same && i < f->nlabels; i++)
+		same = strcmp(m->labels[i].name, f->labels[i].name) == 0;
+	if (same && q) {
+		int hist = f->source == BS_SRC_OBSERVE;
+		same = x->q.is_signed == q->is_signed && strcmp(x->divide, q->divide) == 0 &&
+		       (!hist || x->q.nbounds == q->nbounds);
+		for (size_t b = 0; same && hist && b < q->nbounds; b++)
+			same = strcmp(x->q.le[b], q->le[b]) == 0;
+	}
+	return same;
+}
+
+/* A row's value of label i of family f, kept for the snapshot. */
+static const char *label_value(bx_snapshot_t *s, const bs_lmap_t *mi, const bs_lfamily_t *f, size_t i,
+                               const bs_read_row_t *row)
+{
+	char buf[4 * BX_LABEL_BYTES_MAX + 1];
+	int fi = f->labels[i].field;
+	switch (f->labels[i].decode) {
+	case BS_LABEL_CONSTANT: return bx_snapshot_own(s, f->labels[i].constant);
+	case BS_LABEL_NONZERO: return bx_snapshot_own(s, row->ints[fi] == 0 ? f->labels[i].zero : f->labels[i].nonzero);
+	default: break;
+	}
+	if (row->state[fi] != BS_FIELD_VALUE)
+		return BX_LABEL_OTHER;
+	if (mi->fields[fi].is_string)
+		bx_label_sanitize(row->text[fi], sizeof row->text[fi], buf, sizeof buf);
+	else
+		snprintf(buf, sizeof buf, "%d", (int)row->ints[fi]);
+	return bx_snapshot_own(s, buf);
+}
+
+/* Family f's rows of one reading, as parts of ncells cells (its count,
+ * or its quantity's count, sum and buckets). */
+static int add_rows(ctx_t *c, bx_parts_t *out, size_t ncells, const bs_segment_t *seg, const bs_lfamily_t *f)
+{
+	const bs_lmap_t *mi = &seg->layout->maps[f->map];
+	size_t first = f->value < 0 ? 0 : mi->values[f->value].cell;
+	for (size_t r = 0; r < seg->map_rows[f->map]; r++) {
+		const bs_read_row_t *row = bs_map_row(seg, f->map, r);
+		if (f->where >= 0 && row->ints[f->where] == 0)
+			continue;
+		if (out->n == out->cap) {
+			fagg_t *more = realloc(out->items, (out->cap = out->cap ? out->cap * 2 : 64) * sizeof *more);
+			if (!more)
+				return -1;
+			out->items = more;
+		}
+		fagg_t *a = &out->items[out->n++];
+		memset(a, 0, sizeof *a);
+		for (size_t i = 0; i < f->nlabels; i++)
+			if (!(a->values[i] = label_value(c->s, mi, f, i, row)))
+				return -1;
+		memcpy(a->cells, row->cells + first, ncells * sizeof a->cells[0]);
+		if (f->source == BS_SRC_OBSERVE) { /* whole histograms: the count is the buckets' sum */
+			a->cells[0] = 0;
+			for (size_t b = 0; b + 3 <= ncells; b++)
+				a->cells[0] += a->cells[2 + b];
+		}
+	}
+	return 0;
+}
+
+/* One line per segment and family, however many of its maps feed it. */
+static void say(uint64_t *said, const bs_layout_t *l, size_t i, const char *path, const char *why)
+{
+	const char *name = l->families[i].name;
+	if (said[i / 64] >> (i % 64) & 1)
+		return;
+	bx_error("%s: family %s %s: not served from it", path, name, why);
+	for (size_t k = 0; k < l->nfamilies; k++)
+		if (strcmp(l->families[k].name, name) == 0)
+			said[k / 64] |= 1ull << (k % 64);
+}
+
+/* A table family fed by a map of another shape: its rows go with the
+ * table's own when the segment describes it alike, else one line. */
+static int table_family(ctx_t *c, int k, const char *path, const bs_segment_t *seg, size_t i, uint64_t *said)
+{
+	const bs_lfamily_t *f = &seg->layout->families[i];
+	const bx_metric_t *m = &bx_metrics[k];
+	if (!(bx_metric_group(m) & c->ex->groups))
+		return 0;
+	if (!same_as_table(m, seg->layout, f)) {
+		say(said, seg->layout, i, path, "is described otherwise than in this exporter's table (type, labels or buckets)");
+		return 0;
+	}
+	const bs_lquantity_t *q = quantity_of(seg->layout, f);
+	return add_rows(c, &c->own[k], q ? q->nbounds + 3 : 1, seg, f);
+}
+
+/* The description last found to say nothing but the table's families
+ * in the table's maps (the usual case: segments of this build): the
+ * segments that share it are passed over at the cost of a compare. */
+static uint64_t only_table_hash;
+static size_t only_table_len;
+
+static int one_reading(void *arg, const char *path, const bs_segment_t *seg, uint64_t *said)
+{
+	ctx_t *c = arg;
+	const bs_layout_t *l = seg->layout;
+	int foreign = 0;
+	if (!l || (l->hash == only_table_hash && l->len == only_table_len))
+		return 0;
+	for (size_t i = 0; i < l->nfamilies; i++) {
+		const bs_lfamily_t *f = &l->families[i];
+		unsigned group = bx_group_by_name(l->maps[f->map].group);
+		int k = in_tables(f->name);
+		if (k >= 0 && l->maps[f->map].build_map >= 0)
+			continue; /* the table's own rows (snapshot.c) */
+		foreign = 1;
+		if (k >= 0) {
+			if (table_family(c, k, path, seg, i, said) != 0)
+				return -1;
+			continue;
+		}
+		if (group && !(group & c->ex->groups))
+			continue;
+		fam_t *x = NULL;
+		for (size_t j = 0; j < c->n && !x; j++)
+			x = strcmp(c->fams[j].metric->name, f->name) == 0 ? &c->fams[j] : NULL;
+		const char *why = f->nlabels > BX_MAX_FIELDS || f->nlabels >= BX_SAMPLE_LABELS
+		                      ? "has more labels than this exporter serves"
+		                  : x && !same_family(x, l, f) ? "is described otherwise than by the segments read before it "
+		                                                 "(type, labels, help or buckets): not summed with them"
+		                                               : NULL;
+		if (!why && !x && !(x = fam_new(c, l, f)))
+			return -1;
+		if (why) {
+			say(said, l, i, path, why);
+			continue;
+		}
+		bx_parts_t parts = { x->aggs, x->n, x->cap };
+		int rc = add_rows(c, &parts, x->ncells, seg, f);
+		x->aggs = parts.items;
+		x->n = parts.n;
+		x->cap = parts.cap;
+		if (rc != 0)
+			return -1;
+	}
+	if (!foreign) {
+		only_table_hash = l->hash;
+		only_table_len = l->len;
+	}
+	return 0;
+}
+
+static int fagg_cmp(const void *a, const void *b, size_t n)
+{
+	const fagg_t *x = a, *y = b;
+	for (size_t i = 0; i < n; i++) {
+		int c = strcmp(x->values[i], y->values[i]);
+		if (c)
+			return c;
+	}
+	return 0;
+}
+
+static size_t sort_labels;
+static int fagg_sort(const void *a, const void *b)
+{
+	return fagg_cmp(a, b, sort_labels);
+}
+
+static double sum_value(const bx_quantity_t *q, uint64_t sum)
+{
+	double v = q->is_signed ? (double)(int64_t)sum : (double)sum;
+	return q->divide == 1.0 ? v : v / q->divide;
+}
+
+static int labelled(bx_sample_t *x, const bx_metric_t *m, const fagg_t *a)
+{
+	if (!x)
+		return -1;
+	for (size_t i = 0; i < m->nlabels; i++)
+		if (bx_sample_label(x, m->labels[i].name, a->values[i]) != 0)
+			return -1;
+	return 0;
+}
+
+static int emit(bx_snapshot_t *s, const fam_t *x, const fagg_t *a)
+{
+	const bx_metric_t *m = x->metric;
+	const uint64_t *c = a->cells;
+	if (m->source == BX_SRC_COUNT)
+		return labelled(bx_snapshot_add(s, m, "", (double)c[0]), m, a);
+	if (m->source == BX_SRC_SUM)
+		return labelled(bx_snapshot_add(s, m, "", sum_value(&x->q, c[1])), m, a);
+	double cumulative = 0;
+	for (size_t b = 0; b <= x->q.nbounds; b++) {
+		cumulative += (double)c[2 + b];
+		bx_sample_t *smp = bx_snapshot_add(s, m, "_bucket", cumulative);
+		if (labelled(smp, m, a) != 0 || bx_sample_label(smp, "le", b < x->q.nbounds ? x->q.le[b] : "+Inf") != 0)
+			return -1;
+	}
+	if (labelled(bx_snapshot_add(s, m, "_sum", sum_value(&x->q, c[1])), m, a) != 0)
+		return -1;
+	return labelled(bx_snapshot_add(s, m, "_count", (double)c[0]), m, a);
+}
+
+/* Each family's aggregates summed per label set, in label order. */
+static int emit_family(bx_snapshot_t *s, fam_t *x)
+{
+	int rc = 0;
+	sort_labels = x->metric->nlabels;
+	if (x->n > 1)
+		qsort(x->aggs, x->n, sizeof *x->aggs, fagg_sort);
+	for (size_t i = 0; i < x->n && rc == 0;) {
+		fagg_t merged = x->aggs[i];
+		size_t j = i + 1;
+		for (; j < x->n && fagg_cmp(&x->aggs[i], &x->aggs[j], x->metric->nlabels) == 0; j++)
+			for (size_t k = 0; k < x->ncells; k++)
+				merged.cells[k] += x->aggs[j].cells[k];
+		rc = emit(s, x, &merged);
+		i = j;
+	}
+	return rc;
+}
+
+bx_foreign_t *bx_foreign_collect(bx_exporter_t *ex, bx_snapshot_t *s)
+{
+	ctx_t *c = calloc(1, sizeof *c);
+	if (!c || !(c->own = calloc(bx_metric_count, sizeof *c->own))) {
+		free(c);
+		return NULL;
+	}
+	c->ex = ex;
+	c->s = s;
+	if (bx_stats_each_reading(ex, one_reading, c) != 0) {
+		bx_foreign_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+const bx_parts_t *bx_foreign_table_parts(const bx_foreign_t *c, const bx_metric_t *m)
+{
+	return &c->own[m - bx_metrics];
+}
+
+int bx_foreign_emit(bx_foreign_t *c)
+{
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < c->n; i++)
+		rc = emit_family(c->s, &c->fams[i]);
+	return rc;
+}
+
+void bx_foreign_free(bx_foreign_t *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		free(c->fams[i].aggs);
+	for (size_t i = 0; c->own && i < bx_metric_count; i++)
+		free(c->own[i].items);
+	free(c->own);
+	free(c->fams);
+	free(c);
+}
