@@ -2,7 +2,7 @@
 """A target carrying only some probes (no db, gateway or transaction
 probes): the exporter starts with every group on, says in one line per
 missing probe that it skipped it, and counts what is there; and its
-inventory (billing_probes_build_info) names what the target carries:
+inventory (billing_exporter_target_build_info) names what the target carries:
 exactly the probes `billing-probes list PID` shows, hashed by name."""
 import os
 import re
@@ -27,10 +27,10 @@ def fnv1a(text):
 carried = set(re.findall(r"^\s*billing\s+(\w+)\s", subprocess.run([tool, "list", fire], capture_output=True,
                                                                text=True).stdout, flags=re.M))
 _, s, text, _ = h.fire_and_scrape(exe, fire, ["threads", "2", "500"], ["--metrics", "all"])
-info = [dict(k[1]) for k in s if k[0] == "billing_probes_build_info"]
+info = [dict(k[1]) for k in s if k[0] == "billing_exporter_target_build_info"]
 want = {"source": "usdt", "probes": str(len(carried)), "probe_set": fnv1a("".join(p + "\n" for p in sorted(carried)))}
 bt.check(carried and len(info) == 1 and {k: info[0].get(k) for k in want} == want and info[0]["target"].startswith("pid:"),
-         "billing_probes_build_info: the target's %d probes (billing-probes list) and their hash: %s, want %s"
+         "billing_exporter_target_build_info: the target's %d probes (billing-probes list) and their hash: %s, want %s"
          % (len(carried), info, want))
 own = [dict(k[1]) for k in s if k[0] == "billing_exporter_build_info"]
 bt.check(len(own) == 1 and re.fullmatch(r"[0-9a-f]{16}", own[0].get("probe_set", "")) and own[0].get("version"),

@@ -63,10 +63,10 @@ try:
     # billing.d), its probes those with metrics ("@@group" in billing.d).
     fed = len(re.findall(r"^\s*\*\s*@@group \w+", open(os.environ["BS_PROVIDER_D"]).read(), flags=re.M))
     own = [dict(k[1]) for k in s if k[0] == "billing_exporter_build_info"]
-    info = [dict(k[1]) for k in s if k[0] == "billing_probes_build_info"]
+    info = [dict(k[1]) for k in s if k[0] == "billing_exporter_target_build_info"]
     bt.check(len(own) == 1 and info == [{"target": "stats:" + d, "source": "stats", "probes": str(fed),
                                          "probe_set": own[0]["probe_set"]}],
-             f"billing_probes_build_info: the segment's {fed} probes with metrics, the exporter's probe set "
+             f"billing_exporter_target_build_info: the segment's {fed} probes with metrics, the exporter's probe set "
              f"({info}, {own})")
     ex.stop()
 

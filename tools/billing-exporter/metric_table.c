@@ -30,8 +30,8 @@ const bx_metric_t bx_metrics[] = {
 	     "1 per target, with the path that feeds it: usdt (BPF through uprobes) or stats (its segment)."),
 	SELF("billing_exporter_build_info", BX_GAUGE, "", "version,probe_set",
 	     "1, with the exporter's version and its probe set: the hash of the stats description its billing.d "
-	     "makes, as billing_probes_build_info shows a stats target's."),
-	SELF("billing_probes_build_info", BX_GAUGE, "", "target,source,probe_set,probes",
+	     "makes, as billing_exporter_target_build_info shows a stats target's."),
+	SELF("billing_exporter_target_build_info", BX_GAUGE, "", "target,source,probe_set,probes",
 	     "1 per target and probe set it runs: usdt, the billing probes its modules carry (probe_set hashes "
 	     "their names); stats, those that feed its segments' metrics (probe_set: the description's hash, "
 	     "one series per billing.d among its segments). probes=\"0\": nothing to count there."),

@@ -318,7 +318,7 @@ static int probe_set_sample(bx_snapshot_t *s, const bx_metric_t *m, const char *
 	           : -1;
 }
 
-/* billing_probes_build_info: what each target runs (metric_table.c). */
+/* billing_exporter_target_build_info: what each target runs (metric_table.c). */
 static int probe_sets(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m)
 {
 	for (size_t t = 0; t < ex->target_count; t++) {
@@ -339,11 +339,11 @@ static int probe_sets(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m)
 
 static int self_metric(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m)
 {
-	if (strcmp(m->name, "billing_probes_build_info") == 0)
-		return probe_sets(ex, s, m);
 	const char *n = m->name + strlen("billing_exporter_");
 	bx_sample_t *x;
 
+	if (strcmp(n, "target_build_info") == 0)
+		return probe_sets(ex, s, m);
 	if (strcmp(n, "build_info") == 0) {
 		char h[17];
 		size_t len = strlen(billing_stats_desc_);
