@@ -219,6 +219,8 @@ INLINE = {
     "amount-buckets": amount_buckets,
     "label-bytes": label_bytes("default"),
     "label-bytes-currency": label_bytes("currency"),
+    "label-values": lambda _: billing_d_directive("label-values")[0],
+    "label-sets": lambda _: f"{int(billing_d_directive('label-sets')[0]):,}",
 }
 
 BLOCKS = {

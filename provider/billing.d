@@ -63,12 +63,23 @@
  * @@label-bytes default=32 currency=8
  *
  * Label values are bounded: past 64 values a label's new ones count as
- * "other", and a map full of label sets folds a new one's labels into
- * "other".  A label's known values are exempt: they always keep their own
- * series, however much else a service sends.  Known values are declared
- * here, read from a file beside this one (one value a line):
+ * "other", and a map full of label sets (16384 in the exporter's BPF maps)
+ * folds a new one's labels into "other":
+ *
+ * @@label-values 64
+ * @@label-sets 16384
+ *
+ * A label's known values are exempt: they always keep their own series,
+ * however much else a service sends.  Known values are declared here, read
+ * from a file beside this one (one value a line):
  *
  * @@known currency file=iso4217.txt
+ *
+ * Each probe's "@@group" is one of these metric groups (billing-exporter
+ * --metrics), in the order the exporter lists them; "*" marks the ones it
+ * serves by default:
+ *
+ * @@groups business* requests* db gateway
  */
 
 provider billing {

@@ -86,14 +86,25 @@ class Feed:
         return "f_" + self.probe.func
 
 
+class Limits:
+    """The header's metric groups and label bounds."""
+
+    def __init__(self):
+        self.groups = []          # "@@groups": names, in the order the exporter lists them
+        self.default_groups = []  # those marked "*"
+        self.label_values = None  # "@@label-values N": a label's values before "other"
+        self.label_sets = None    # "@@label-sets N": label sets a BPF map holds
+
+
 class MetricSet:
-    def __init__(self, quantities, label_bytes, default_bytes, known, feeds, metrics):
+    def __init__(self, quantities, label_bytes, default_bytes, known, feeds, metrics, limits):
         self.quantities = quantities      # {arg name: Quantity}, declaration order
         self.label_bytes = label_bytes    # {arg name: bytes}
         self.default_bytes = default_bytes
         self.known = known                # {arg name: [values, sorted]}: "@@known"
         self.feeds = feeds                # [Feed] in billing.d's order
         self.metrics = metrics            # [Metric], one family's declarations adjacent
+        self.limits = limits              # Limits: groups, label bounds
 
     def field_bytes(self, arg):
         return self.label_bytes.get(arg, self.default_bytes)
@@ -146,8 +157,26 @@ def read_known(path, arg, name):
     return sorted(values)
 
 
+def parse_bound(line, rest, path, low, high):
+    """The one whole number of a "@@label-values N" or "@@label-sets N" line."""
+    if len(rest) != 1 or not rest[0].isdigit() or not low <= int(rest[0]) <= high:
+        raise MetricError(f"{path}: {line!r}: want one whole number {low}..{high}")
+    return int(rest[0])
+
+
+def parse_groups(line, rest, path):
+    """"@@groups NAME[*] ...": (names, the ones marked "*")."""
+    names = [w.rstrip("*") for w in rest]
+    if not rest or any(not re.fullmatch(r"[a-z][a-z0-9_]*\*?", w) for w in rest) or len(set(names)) != len(names):
+        raise MetricError(f"{path}: {line!r}: want @@groups NAME[*] ... (lower-case names, each once; "
+                          "* marks a default group)")
+    if len(names) > 31 or {"all", "exporter"} & set(names):
+        raise MetricError(f"{path}: {line!r}: at most 31 groups, none named all or exporter (the exporter's own)")
+    return names, [w.rstrip("*") for w in rest if w.endswith("*")]
+
+
 def parse_header(lines, path):
-    quantities, label_bytes, default_bytes, known = {}, {}, None, {}
+    quantities, label_bytes, default_bytes, known, limits = {}, {}, None, {}, Limits()
     for line in lines:
         try:
             words = shlex.split(line[2:])
@@ -192,6 +221,12 @@ def parse_header(lines, path):
             if len(rest) != 2 or set(opts) != {"file"} or opts["file"] is True:
                 raise MetricError(f"{path}: {line!r}: want @@known ARG file=NAME")
             known[rest[0]] = read_known(path, rest[0], opts["file"])
+        elif kind == "groups":
+            limits.groups, limits.default_groups = parse_groups(line, rest, path)
+        elif kind == "label-values":
+            limits.label_values = parse_bound(line, rest, path, 1, KNOWN_MAX)
+        elif kind == "label-sets":
+            limits.label_sets = parse_bound(line, rest, path, 16, 1 << 24)
         elif kind == "label-bytes":
             for k, v in parse_options(rest, line).items():
                 if v is True or not str(v).isdigit() or not 2 <= int(v) <= 64 or int(v) % 8:
@@ -207,11 +242,15 @@ def parse_header(lines, path):
             raise MetricError(f"{path}: quantity {q.name} has no @@buckets line")
     if default_bytes is None:
         raise MetricError(f"{path}: no '@@label-bytes default=N' line")
+    for what, value in (("@@groups NAME[*] ...", limits.groups), ("@@label-values N", limits.label_values),
+                        ("@@label-sets N", limits.label_sets)):
+        if not value:
+            raise MetricError(f"{path}: no '{what}' line")
     for arg, values in known.items():
         room = label_bytes.get(arg, default_bytes) - 1
         if any(len(v) > room for v in values):
             raise MetricError(f"{path}: @@known {arg}: a value longer than its {room} label bytes")
-    return quantities, label_bytes, default_bytes, known
+    return quantities, label_bytes, default_bytes, known, limits
 
 
 LINE = re.compile(r"@@(counter|histogram)\s+(\w+)\s+(count|sum\((\w+)\)|observe\((\w+)\))\s*"
@@ -295,11 +334,14 @@ def parse_feed(probe, lines, quantities, path):
 
 def parse(provider, text):
     """The MetricSet of PROVIDER (generate.Provider) whose billing.d is TEXT."""
-    quantities, label_bytes, default_bytes, known = parse_header(header_lines(text), provider.path)
+    quantities, label_bytes, default_bytes, known, limits = parse_header(header_lines(text), provider.path)
     feeds = []
     for p in provider.probes:
         feed = parse_feed(p, p.metric_lines, quantities, provider.path)
         if feed:
+            if feed.group not in limits.groups:
+                raise MetricError(f"{provider.path}: probe {p.name}: @@group {feed.group} is not one of "
+                                  f"@@groups ({' '.join(limits.groups)})")
             feeds.append(feed)
     # Families: same type, unit and help wherever declared; help given once.
     families = {}
@@ -329,7 +371,7 @@ def parse(provider, text):
         for arg in f.fields:
             if arg in known and types[arg] != "char *":
                 raise MetricError(f"{provider.path}: @@known {arg}: probe {f.probe.name} passes it as an int")
-    return MetricSet(quantities, label_bytes, default_bytes, known, feeds, metrics)
+    return MetricSet(quantities, label_bytes, default_bytes, known, feeds, metrics, limits)
 
 
 # --- C ----------------------------------------------------------------------
@@ -417,6 +459,20 @@ def metrics_layout_h(provider, ms):
              + "};\n#define BX_MAX_CELLS (sizeof(union bx_value_any) / 8)\n")
     o.append(f"#define BX_KEY_MAX {max(sum(n for _, _, _, n in key_layout(ms, f)[0]) + key_layout(ms, f)[1] for f in ms.feeds)}\n")
     o.append(f"#define BX_LABEL_BYTES_MAX {max([ms.default_bytes] + list(ms.label_bytes.values()))}\n")
+    lim = ms.limits
+    o.append(f"/* A label's values before \"other\" (@@label-values); label sets a BPF map\n"
+             f" * holds (@@label-sets). */\n#define BX_LABEL_VALUES {lim.label_values}\n"
+             f"#define BX_LABEL_SETS {lim.label_sets}\n")
+    o.append("/* Metric groups (@@groups, billing-exporter --metrics), then the\n"
+             " * exporter's own, always on. */\n")
+    for i, g in enumerate(lim.groups):
+        o.append(f"#define BX_GROUP_{g.upper()} (1u << {i})\n")
+    o.append(f"#define BX_GROUP_SELF (1u << {len(lim.groups)})\n")
+    o.append("#define BX_GROUPS_PROBES (" + " | ".join(f"BX_GROUP_{g.upper()}" for g in lim.groups) + ")\n")
+    o.append("#define BX_GROUPS_DEFAULT (" + " | ".join(f"BX_GROUP_{g.upper()}" for g in lim.default_groups)
+             + " | BX_GROUP_SELF)\n")
+    o.append("#define BX_GROUP_NAME_ROWS " + ", ".join(f'{{ "{g}", BX_GROUP_{g.upper()} }}' for g in lim.groups)
+             + ', { "exporter", BX_GROUP_SELF }\n')
     o.append("\n#endif\n")
     return "".join(o)
 

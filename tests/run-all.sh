@@ -1,7 +1,8 @@
 #!/bin/bash
 # The test command of the README: installs what is needed, builds with
 # probes, and runs every test (unit, live bpftrace, tool, fuzz corpus,
-# scripts, billingd, stats, security, hardening, install, userpath).  Then
+# scripts, billingd, stats, security, hardening, install, userpath, fleet,
+# style).  Then
 # two sanitizer builds:
 #   BUILD_DIR-asan  AddressSanitizer + UndefinedBehaviorSanitizer: the unit,
 #                   live, tool, billingd, hardening, exporter, stats and

@@ -1,6 +1,6 @@
 /*
  * fuzz_catalogue_d.c -- libFuzzer entry point for the .d provider parser
- * (tools/billing-probes/catalogue_d.c): `check --provider FILE.d` reads
+ * (tools/probe-reader/catalogue_d.c): `check --provider FILE.d` reads
  * whatever file it is given.  Also run by replay_corpus.c in `meson test`.
  */
 #include <stdint.h>

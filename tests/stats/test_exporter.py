@@ -9,6 +9,7 @@
     exporter totals == billing-load == database rows; SIGKILL of billingd:
     /metrics still serves, target_up 0."""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -58,6 +59,15 @@ try:
     bt.check(h.total(s, "billing_exporter_target_up", target="stats:" + d) == 0,
              "target_up 0: the segment's writer has exited")
     bt.check("0 probe attachments on 0 target(s), 1 stats target(s)" in ex.output(), "no BPF loaded")
+    # The inventory: the segment's probe set is the exporter's own (one
+    # billing.d), its probes those with metrics ("@@group" in billing.d).
+    fed = len(re.findall(r"^\s*\*\s*@@group \w+", open(os.environ["BS_PROVIDER_D"]).read(), flags=re.M))
+    own = [dict(k[1]) for k in s if k[0] == "billing_exporter_build_info"]
+    info = [dict(k[1]) for k in s if k[0] == "billing_exporter_target_build_info"]
+    bt.check(len(own) == 1 and info == [{"target": "stats:" + d, "source": "stats", "probes": str(fed),
+                                         "probe_set": own[0]["probe_set"]}],
+             f"billing_exporter_target_build_info: the segment's {fed} probes with metrics, the exporter's probe set "
+             f"({info}, {own})")
     ex.stop()
 
     private = os.path.join(base, "private")

@@ -61,6 +61,15 @@ CASES = {
                                         "@@known code: probe error passes it as an int"),
     "metric bucket not whole": (lambda s: s.replace("@@buckets amount_minor 100 ", "@@buckets amount_minor 100.5 ", 1),
                                 "bound 100.5 is not a whole amount_minor"),
+    "probe of an undeclared group": (lambda s: s.replace("@@group db", "@@group database", 1),
+                                     "@@group database is not one of @@groups (business requests db gateway)"),
+    "no groups line": (lambda s: s.replace(" * @@groups business* requests* db gateway\n", "", 1),
+                       "no '@@groups NAME[*] ...' line"),
+    "group named all": (lambda s: s.replace("@@groups business* requests* db gateway",
+                                            "@@groups business* requests* db gateway all", 1),
+                        "none named all or exporter"),
+    "label values past a row's room": (lambda s: s.replace("@@label-values 64", "@@label-values 1000", 1),
+                                       "want one whole number 1..190"),
 }
 
 

@@ -11,10 +11,11 @@
 
 #include "billing_metrics_layout.h"
 
-/* Every map holds at most this many label sets; a fire whose new label
- * set does not fit is counted in the "dropped" array instead (one slot
- * per map, BX_MAP_*). */
-#define BX_MAX_ENTRIES 16384
+/* Every map holds at most this many label sets (billing.d's
+ * "@@label-sets"); a fire whose new label set does not fit goes to the
+ * map's fold map, and is counted in the "dropped" array (one slot per
+ * map, BX_MAP_*) only if that refuses it too. */
+#define BX_MAX_ENTRIES BX_LABEL_SETS
 
 /* --binary PROGRAM: a program file, as the kernel's inode names it (its
  * super block's device, MKDEV-encoded as the kernel keeps it, and its

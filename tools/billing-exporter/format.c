@@ -5,7 +5,7 @@
  */
 #include "format.h"
 
-#include "term_text.h" /* tools/billing-probes */
+#include "term_text.h" /* tools/probe-reader */
 
 #include <stdarg.h>
 #include <stdio.h>

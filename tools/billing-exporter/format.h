@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "snapshot.h"
-#include "text_buf.h" /* tools/billing-probes */
+#include "text_buf.h" /* tools/probe-reader */
 
 typedef enum bx_format { BX_FMT_PROMETHEUS,
 	                 BX_FMT_OPENMETRICS,

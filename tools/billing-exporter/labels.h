@@ -8,9 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "billing_metrics_layout.h"
+
 /* At most this many distinct values per (map, label) besides its known
- * ones; later ones are reported as BX_LABEL_OTHER. */
-#define BX_LABEL_CAP 64
+ * ones (billing.d's "@@label-values"); later ones are reported as
+ * BX_LABEL_OTHER. */
+#define BX_LABEL_CAP BX_LABEL_VALUES
 /* The value shown for folded ones: one object, so a row's label can be
  * told folded by its address (a literal "other" sent by a service is a
  * value like any other). */

@@ -5,7 +5,7 @@
  *                    [--listen ADDR:PORT] [--web-config FILE] [--once | --interval N]
  *                    [--format table|json]
  *
- * Reads what each target carries (tools/billing-probes' reader), loads
+ * Reads what each target carries (the probe reader, tools/probe-reader), loads
  * the BPF programs of the enabled metric groups, attaches them to every
  * module that carries their probe, and serves /metrics until SIGINT or
  * SIGTERM; or prints snapshots for a terminal.  docs/exporter.md is the
@@ -84,11 +84,13 @@ static int parse_groups(const char *list, unsigned *groups)
 	snprintf(copy, sizeof copy, "%s", list);
 	*groups = BX_GROUP_SELF;
 	for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		unsigned g = strcmp(tok, "all") == 0 ? (BX_GROUP_BUSINESS | BX_GROUP_REQUESTS | BX_GROUP_DB |
-		                                        BX_GROUP_GATEWAY)
-		                                     : bx_group_by_name(tok);
+		unsigned g = strcmp(tok, "all") == 0 ? BX_GROUPS_PROBES : bx_group_by_name(tok);
 		if (g == 0 || g == BX_GROUP_SELF) {
-			bx_error("--metrics: unknown group %s (business, requests, db, gateway, all)", tok);
+			char names[128];
+			size_t len = 0;
+			for (unsigned each = 1; each & BX_GROUPS_PROBES; each <<= 1)
+				len += (size_t)snprintf(names + len, sizeof names - len, "%s, ", bx_group_name(each));
+			bx_error("--metrics: unknown group %s (%sall)", tok, names);
 			return -1;
 		}
 		*groups |= g;
@@ -503,7 +505,7 @@ int main(int argc, char **argv)
 	}
 	size_t groups_text = 0;
 	char groups[128] = "";
-	for (unsigned g = BX_GROUP_BUSINESS; g < BX_GROUP_SELF; g <<= 1)
+	for (unsigned g = 1; g & BX_GROUPS_PROBES; g <<= 1)
 		if (ex.groups & g)
 			groups_text += (size_t)snprintf(groups + groups_text, sizeof groups - groups_text, "%s%s",
 			                                groups_text ? "," : "", bx_group_name(g));

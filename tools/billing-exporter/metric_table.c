@@ -28,6 +28,13 @@ const bx_metric_t bx_metrics[] = {
 	     "1 while the target (pid:N or binary:PATH) is alive / present, else 0."),
 	SELF("billing_exporter_target_source", BX_GAUGE, "", "target,source",
 	     "1 per target, with the path that feeds it: usdt (BPF through uprobes) or stats (its segment)."),
+	SELF("billing_exporter_build_info", BX_GAUGE, "", "version,probe_set",
+	     "1, with the exporter's version and its probe set: the hash of the stats description its billing.d "
+	     "makes, as billing_exporter_target_build_info shows a stats target's."),
+	SELF("billing_exporter_target_build_info", BX_GAUGE, "", "target,source,probe_set,probes",
+	     "1 per target and probe set it runs: usdt, the billing probes its modules carry (probe_set hashes "
+	     "their names); stats, those that feed its segments' metrics (probe_set: the description's hash, "
+	     "one series per billing.d among its segments). probes=\"0\": nothing to count there."),
 	SELF("billing_exporter_stats_segments_skipped", BX_GAUGE, "", "reason",
 	     "Stats segments whose latest reading is left out of the sums, by reason: unreadable; uid (--uid: "
 	     "another owner); cgroup (--cgroup: its writer is outside); unattributed (its writer cannot be "
@@ -36,15 +43,15 @@ const bx_metric_t bx_metrics[] = {
 	SELF("billing_exporter_probes_attached", BX_GAUGE, "", "probe",
 	     "Probe attachments (one per module and target) per probe."),
 	SELF("billing_exporter_label_values_folded_total", BX_COUNTER, "", "map,label",
-	     "Distinct label values counted under \"other\" once a label had 64 values."),
+	     "Distinct label values counted under \"other\" once a label had " BX_TEXT(BX_LABEL_VALUES) " values."),
 	SELF("billing_exporter_folded_fires_total", BX_COUNTER, "", "map,label",
-	     "Fires counted under the label value \"other\": theirs came past the label's 64 values "
-	     "(known values never do), or their map was full."),
-	/* Since fold maps (billing_exporter_programs.h) a fire is dropped only
-	 * when its fold map refuses it too, which it has room never to do; the
-	 * help text stays as scrapes have always shown it. */
+	     "Fires counted under the label value \"other\": theirs came past the label's " BX_TEXT(BX_LABEL_VALUES) " values (known values never do), or their map was full."),
+	/* A fire whose map is full goes to its fold map, which has room for
+	 * every key a fold can make (billing_exporter_programs.h): this stays 0
+	 * unless that room is wrong. */
 	SELF("billing_exporter_dropped_fires_total", BX_COUNTER, "", "map",
-	     "Fires not counted because their map was full (16384 label sets)."),
+	     "Fires not counted: their map (" BX_TEXT(BX_LABEL_SETS) " label sets) and its fold map were both "
+	                                                             "full (the fold map has room for every folded label set, so this stays 0)."),
 	SELF("billing_exporter_bpf_program_runs_total", BX_COUNTER, "", "program",
 	     "Runs of each BPF program (0 unless kernel BPF stats are on: --bpf-stats)."),
 	SELF("billing_exporter_bpf_program_run_seconds_total", BX_COUNTER, "seconds", "program",
@@ -60,13 +67,7 @@ const size_t bx_metric_count = sizeof bx_metrics / sizeof bx_metrics[0];
 static const struct {
 	const char *name;
 	unsigned group;
-} groups[] = {
-	{ "business", BX_GROUP_BUSINESS },
-	{ "requests", BX_GROUP_REQUESTS },
-	{ "db", BX_GROUP_DB },
-	{ "gateway", BX_GROUP_GATEWAY },
-	{ "exporter", BX_GROUP_SELF },
-};
+} groups[] = { BX_GROUP_NAME_ROWS };
 
 unsigned bx_group_by_name(const char *name)
 {

@@ -19,15 +19,13 @@
 
 #include "billing_metrics_layout.h"
 
-/* Metric groups, selectable with --metrics. */
-enum {
-	BX_GROUP_BUSINESS = 1u << 0,
-	BX_GROUP_REQUESTS = 1u << 1,
-	BX_GROUP_DB = 1u << 2,
-	BX_GROUP_GATEWAY = 1u << 3,
-	BX_GROUP_SELF = 1u << 4, /* the exporter's own: always on */
-};
-#define BX_GROUPS_DEFAULT (BX_GROUP_BUSINESS | BX_GROUP_REQUESTS | BX_GROUP_SELF)
+/* Metric groups, selectable with --metrics: BX_GROUP_<NAME>, BX_GROUP_SELF
+ * (the exporter's own, always on), BX_GROUPS_PROBES and BX_GROUPS_DEFAULT,
+ * generated from billing.d's "@@groups" line (billing_metrics_layout.h). */
+
+/* A number from billing.d as text, for help strings. */
+#define BX_TEXT(x) BX_TEXT_(x)
+#define BX_TEXT_(x) #x
 
 typedef enum bx_key_kind { BX_KEY_STRING,
 	                   BX_KEY_INT32 } bx_key_kind_t;

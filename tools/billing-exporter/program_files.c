@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "text_file.h" /* tools/billing-probes */
+#include "text_file.h" /* tools/probe-reader */
 
 /* /proc files are small; mountinfo grows with the mounts (a host with
  * thousands of containers has tens of thousands). */

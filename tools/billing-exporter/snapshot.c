@@ -14,6 +14,8 @@
 #include <bpf/libbpf.h>
 
 #include "billing_exporter.h"
+#include "stats_layout.h"
+#include "stats_segment.h"
 #include "stats_source.h"
 
 typedef struct bx_row row_t;
@@ -268,10 +270,90 @@ static int derive(bx_snapshot_t *s, const bx_metric_t *m, const rows_t *rows, co
 
 /* --- the exporter's own metrics ----------------------------------------- */
 
+static int by_text(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* What USDT target t carries: its distinct billing probes, and a hash of
+ * their names (FNV-1a 64, sorted, one a line): two targets with the same
+ * hash carry the same probes. */
+static size_t usdt_probe_set(const bx_target_t *t, uint64_t *hash)
+{
+	size_t n = 0, cap = 0;
+	for (size_t k = 0; k < t->module_count; k++)
+		cap += t->modules[k].probe_count;
+	const char **names = cap ? malloc(cap * sizeof *names) : NULL;
+	for (size_t k = 0; names && k < t->module_count; k++)
+		for (size_t p = 0; p < t->modules[k].probe_count; p++)
+			names[n++] = t->modules[k].probes[p];
+	if (n)
+		qsort(names, n, sizeof *names, by_text);
+	size_t distinct = 0;
+	*hash = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++) {
+		if (i && strcmp(names[i], names[i - 1]) == 0)
+			continue;
+		distinct++;
+		for (const char *c = names[i]; *c; c++)
+			*hash = (*hash ^ (unsigned char)*c) * 1099511628211ull;
+		*hash = (*hash ^ '\n') * 1099511628211ull;
+	}
+	free(names);
+	return distinct;
+}
+
+static int probe_set_sample(bx_snapshot_t *s, const bx_metric_t *m, const char *target, const char *source,
+                            uint64_t hash, size_t probes)
+{
+	char h[17], count[24], buf[4 * PATH_MAX + 1];
+	snprintf(h, sizeof h, "%016llx", (unsigned long long)hash);
+	snprintf(count, sizeof count, "%zu", probes);
+	bx_label_sanitize(target, strlen(target), buf, sizeof buf);
+	bx_sample_t *x = bx_snapshot_add(s, m, "", 1);
+	return x && bx_sample_label(x, "target", bx_snapshot_own(s, buf)) == 0 &&
+	               bx_sample_label(x, "source", source) == 0 && bx_sample_label(x, "probe_set", bx_snapshot_own(s, h)) == 0 &&
+	               bx_sample_label(x, "probes", bx_snapshot_own(s, count)) == 0
+	           ? 0
+	           : -1;
+}
+
+/* billing_exporter_target_build_info: what each target runs (metric_table.c). */
+static int probe_sets(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m)
+{
+	for (size_t t = 0; t < ex->target_count; t++) {
+		uint64_t hash;
+		size_t probes = usdt_probe_set(&ex->targets[t], &hash);
+		if (probe_set_sample(s, m, ex->targets[t].label, "usdt", hash, probes) != 0)
+			return -1;
+	}
+	for (size_t t = 0; t < bx_stats_target_count(ex); t++) {
+		uint64_t hash[16];
+		size_t probes[16], n = bx_stats_target_probe_sets(ex, t, hash, probes, 16);
+		for (size_t i = 0; i < n && i < 16; i++)
+			if (probe_set_sample(s, m, bx_stats_target_label(ex, t), "stats", hash[i], probes[i]) != 0)
+				return -1;
+	}
+	return 0;
+}
+
 static int self_metric(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m)
 {
 	const char *n = m->name + strlen("billing_exporter_");
 	bx_sample_t *x;
+
+	if (strcmp(n, "target_build_info") == 0)
+		return probe_sets(ex, s, m);
+	if (strcmp(n, "build_info") == 0) {
+		char h[17];
+		size_t len = strlen(billing_stats_desc_);
+		snprintf(h, sizeof h, "%016llx", (unsigned long long)bs_desc_hash(billing_stats_desc_, len));
+		x = bx_snapshot_add(s, m, "", 1);
+		return x && bx_sample_label(x, "version", BILLING_EXPORTER_VERSION) == 0 &&
+		               bx_sample_label(x, "probe_set", bx_snapshot_own(s, h)) == 0
+		           ? 0
+		           : -1;
+	}
 
 	if (strcmp(n, "target_up") == 0) {
 		for (size_t t = 0; t < ex->target_count; t++) {

@@ -1006,6 +1006,28 @@ int bx_stats_target_up(const bx_exporter_t *ex, size_t i)
 	return 0;
 }
 
+size_t bx_stats_target_probe_sets(const bx_exporter_t *ex, size_t i, uint64_t *hash, size_t *probes, size_t cap)
+{
+	const stats_target_t *t = &ex->stats->targets[i];
+	size_t n = 0;
+	for (size_t k = 0; k < t->nsegs; k++) {
+		const bs_segment_t *s = t->segs[k]->last;
+		if (!s || !s->layout || t->segs[k]->skipped)
+			continue;
+		size_t j = 0;
+		while (j < n && j < cap && hash[j] != s->layout->hash)
+			j++;
+		if (j < n)
+			continue;
+		if (n < cap) {
+			hash[n] = s->layout->hash;
+			probes[n] = s->layout->nmaps;
+		}
+		n++;
+	}
+	return n;
+}
+
 int bx_stats_target_pid(const bx_exporter_t *ex, size_t i)
 {
 	return ex->stats->targets[i].pid;

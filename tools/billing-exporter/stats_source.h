@@ -79,6 +79,10 @@ int bx_stats_each_reading(bx_exporter_t *ex, bx_reading_fn fn, void *ctx);
 size_t bx_stats_target_count(const bx_exporter_t *ex);
 const char *bx_stats_target_label(const bx_exporter_t *ex, size_t i);
 int bx_stats_target_up(const bx_exporter_t *ex, size_t i);
+/* The probe sets among stats target i's segments as last read, each once:
+ * its description's hash and how many probes feed its maps; how many
+ * there are (at most cap are written). */
+size_t bx_stats_target_probe_sets(const bx_exporter_t *ex, size_t i, uint64_t *hash, size_t *probes, size_t cap);
 /* The process of stats target i, -1 for a directory. */
 int bx_stats_target_pid(const bx_exporter_t *ex, size_t i);
 

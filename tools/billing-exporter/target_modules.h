@@ -1,7 +1,7 @@
 /*
- * target_modules.h -- building a target's modules from the probe reader:
- * shared by targets.c and program_target.c, the only files of
- * billing-exporter that call the reader (probe_reader.h).
+ * target_modules.h -- building a target's modules from the probe reader's
+ * probe sets (probe_reader.h): shared by targets.c and program_target.c,
+ * the files of billing-exporter that read what a process carries.
  */
 #ifndef BX_TARGET_MODULES_H
 #define BX_TARGET_MODULES_H

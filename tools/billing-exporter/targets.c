@@ -1,8 +1,10 @@
 /*
- * targets.c -- with program_target.c, the only file of billing-exporter
- * that calls the probe reader of tools/billing-probes (probe_reader.h),
- * so `billing-probes list` and the exporter agree on what a process
- * carries.
+ * targets.c -- with program_target.c, where billing-exporter reads the
+ * probes a process or file carries through the probe reader
+ * (tools/probe-reader/probe_reader.h), so `billing-probes list` and the
+ * exporter agree on what a process carries.  (Its other callers take a
+ * process's start time, cgroup_filter.c and proc_identity.c, and the
+ * text helpers and terminal escaper.)
  *
  * --binary PATH matches by path inside each process's own root, then by
  * the file that process maps (device and inode), not by build ID: the
@@ -27,7 +29,7 @@
 #include "proc_identity.h"  /* bx_proc_each_mapping */
 #include "program_target.h" /* --binary of a program */
 #include "stats_source.h"   /* the --pid targets served from a segment */
-#include "target_modules.h" /* tools/billing-probes: the probe reader library */
+#include "target_modules.h" /* the probe reader library: tools/probe-reader */
 
 static bx_module_t *new_module(bx_target_t *t, const char *path)
 {
