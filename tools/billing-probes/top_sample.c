@@ -223,8 +223,8 @@ static int read_process(const top_target_t *t, bs_segment_t *seg, top_sample_t *
 		return -1;
 	}
 	if (seg->pid != (uint32_t)t->ns_pid || seg->start_time != t->start_time) {
-		snprintf(err, errlen, "%s: written by another process (pid %u), not by %d", t->path, (unsigned)seg->pid,
-		         (int)t->pid);
+		snprintf(err, errlen, "%s: written by another process (pid %u, started at %llu), not by %d", t->path,
+		         (unsigned)seg->pid, (unsigned long long)seg->start_time, (int)t->pid);
 		return -1;
 	}
 	if (seg->state == BS_EXITED)
