@@ -9,6 +9,7 @@
 #include "cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "term_text.h"
@@ -40,6 +41,10 @@ const char bp_cli_help[] =
     "$BPFTRACE, if set, must be an absolute path to a bpftrace owned likewise.\n"
     "doctor --clear-stale lowers semaphores raised with no uprobe attached,\n"
     "and writes only inside its module's semaphore section.\n"
+    "top shows a process's stats segment (or a directory of them) per\n"
+    "interval: business rates and per handler requests/s with the duration\n"
+    "bucket p50/p95/p99 fall in; p or space pauses, q quits; --once prints one\n"
+    "interval as plain text (exit 1: the process exited in it).\n"
     "Exit status: 0 ok, 1 check/doctor found a problem or nothing matched,\n"
     "2 bad target, provider file or usage (trace: bpftrace's status).\n";
 
@@ -181,6 +186,17 @@ int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_opti
 			opt->binaries[opt->binary_count++] = v;
 		} else if (shape->trace && strcmp(a, "--dry-run") == 0) {
 			opt->dry_run = 1;
+		} else if (shape->top && (r = option_value(argc, argv, &i, "--stats-dir", &v)) != 0) {
+			if (r < 0 || !*v)
+				return bp_usage_error("--stats-dir needs a directory");
+			opt->stats_dir = v;
+		} else if (shape->top && strcmp(a, "--once") == 0) {
+			opt->once = 1;
+		} else if (shape->top && (r = option_value(argc, argv, &i, "--interval", &v)) != 0) {
+			char *end;
+			opt->interval = r < 0 ? 0 : strtod(v, &end);
+			if (r < 0 || end == v || *end || !(opt->interval >= 0.1 && opt->interval <= 3600))
+				return bp_usage_error("--interval needs SECONDS from 0.1 to 3600");
 		} else if (a[0] == '-' && a[1] != '\0') {
 			snprintf(why, sizeof why, "%s: unknown option '%.200s'", opt->command, a);
 			return bp_usage_error(why);

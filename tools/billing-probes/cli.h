@@ -49,6 +49,9 @@ typedef struct bp_options {
 	int dry_run;        /* trace --dry-run */
 	char **script_args; /* trace: what follows -- */
 	int script_arg_count;
+	const char *stats_dir; /* top --stats-dir DIR */
+	int once;              /* top --once */
+	double interval;       /* top --interval SECONDS (0: the default) */
 } bp_options_t;
 
 /* What a command takes: the parser accepts only these. */
@@ -63,6 +66,7 @@ typedef struct bp_command_shape {
 	int baseline;     /* --baseline FILE, --save-baseline FILE */
 	int clear_stale;  /* --clear-stale */
 	int trace;        /* SCRIPT, -c, --binary, --dry-run, -- ARGS */
+	int top;          /* --stats-dir DIR, --once, --interval SECONDS */
 } bp_command_shape_t;
 
 /* Parse argv[2..] for opt->command, shaped by shape.  BP_EXIT_OK, or

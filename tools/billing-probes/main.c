@@ -53,6 +53,14 @@ static const command_t commands[] = {
 	    .shape = { .targets = BP_TARGETS, .trace = 1 },
 	    .run = bp_cmd_trace,
 	},
+#ifdef BP_HAVE_TOP
+	{
+	    .name = "top",
+	    .usage = "(PID | --stats-dir DIR) [--interval SECONDS] [--once]",
+	    .shape = { .targets = BP_ONE_TARGET, .top = 1 },
+	    .run = bp_cmd_top,
+	},
+#endif
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };
 

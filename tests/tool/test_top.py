@@ -1,0 +1,232 @@
+"""billing-probes top against known batches (tests/tool/top_workload.c).
+
+--once: one interval's figures exact against the batches fired in it
+(PID and --stats-dir), zeros for an idle interval, a target that exits
+refused, bad targets refused in one line.  A real terminal (tmux): the
+screen shows the figures, p pauses (the screen stops changing while the
+counts grow), a target that exits is shown as gone, q quits with exit 0
+and the terminal restored.  No root needed by top; no tracer."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import billingtest as bt  # noqa: E402
+from tooltest import TOOL, check, finish, run, skip  # noqa: E402
+
+WORKLOAD = os.environ.get("BP_TOP_WORKLOAD", "")
+if not WORKLOAD:
+    skip("no top_workload in this build (no stats writer)")
+if not shutil.which("tmux") and os.environ.get("CI") != "true":
+    skip("no tmux (apt-get install tmux)")
+
+# What one batch fires (top_workload.c)
+BATCH = {"invoices": 30, "payments": 100, "refunds": 10, "errors": 20}
+HANDLERS = {"payment.authorize": (100, "<=5ms", "<=100ms", "<=250ms"),
+            "invoice.create": (30, "<=0.5ms", "<=0.5ms", "<=0.5ms"),
+            "refund.create": (5, "-", "-", "-")}
+APPROVED = "80.0%"
+
+
+class Workload:
+    def __init__(self, stats_dir, prefix=()):
+        env = dict(os.environ)
+        env.pop("BILLING_STATS_DIR", None)
+        if stats_dir:
+            env["BILLING_STATS_DIR"] = stats_dir
+        self.p = subprocess.Popen(list(prefix) + [WORKLOAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        self.out = bt.Lines(self.p.stdout)
+        self.segment = self.out.wait_for(lambda s: s.startswith("segment "), "the segment line").split()[1]
+        self.out.wait_for(lambda s: s == "ready", "ready")
+
+    def batch(self):
+        self.p.stdin.write("go\n")
+        self.p.stdin.flush()
+        self.out.wait_for(lambda s: s == "done", "a batch done")
+
+    def end(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=30)
+
+
+def parse(text):
+    """The --once lines as {name: fields}."""
+    return {line.split()[0]: line.split()[1:] for line in text.splitlines() if line and not line.startswith("#")}
+
+
+def once(args, batches, w, prefix=()):
+    """top --once ARGS with `batches` batches fired inside its interval."""
+    p = subprocess.Popen(list(prefix) + [TOOL, "top", "--once", "--interval", "2"] + args, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    first = p.stdout.readline()
+    for _ in range(batches):
+        w.batch()
+    out, err = p.communicate(timeout=60)
+    return p.returncode, first + out, err
+
+
+def check_figures(label, rc, out, err, n):
+    check(rc == 0, "%s: exit 0 (rc=%d, %r)" % (label, rc, err))
+    f = parse(out)
+    seconds = float(f.get("interval", ["0"])[0])
+    check(seconds >= 2.0, "%s: the interval lasts its 2 s (%.3f)" % (label, seconds))
+    for name, count in BATCH.items():
+        row = f.get(name, [])
+        check(row[:1] == [str(count * n)], "%s: %s %d in the interval (%r)" % (label, name, count * n, row))
+        want = "%.2f/s" % (count * n / seconds) if seconds else ""
+        check(row[1:2] == [want], "%s: %s rate %s (%r)" % (label, name, want, row))
+    check(f.get("payments", [])[2:4] == (["approved", APPROVED] if n else ["approved", "-"]),
+          "%s: payments approved %s (%r)" % (label, APPROVED if n else "-", f.get("payments")))
+    for h, (count, p50, p95, p99) in HANDLERS.items():
+        row = f.get(h, [])
+        want = [str(count * n), "%.2f" % (count * n / seconds) if seconds else ""] + (
+            [p50, p95, p99] if n else ["-", "-", "-"])
+        check(row == want, "%s: handler %s %r (%r)" % (label, h, want, row))
+
+
+tmp = tempfile.mkdtemp(prefix="bp-top-")
+os.chmod(tmp, 0o700)
+w = Workload(tmp)
+try:
+    # --once, by PID and by directory: exact per interval
+    check_figures("top PID --once, one batch", *once([str(w.p.pid)], 1, w), 1)
+    check_figures("top PID --once, three batches", *once([str(w.p.pid)], 3, w), 3)
+    check_figures("top PID --once, idle", *once([str(w.p.pid)], 0, w), 0)
+    check_figures("top --stats-dir --once, two batches", *once(["--stats-dir", tmp], 2, w), 2)
+
+    # no root: a service user's process, read by that user from its own
+    # /dev/shm/billing-stats-UID (as root, a user of its own; else ourselves)
+    prefix = bt.system_user("bp-top-service")[2] if os.geteuid() == 0 else []
+    svc = Workload(None, prefix)
+    check_figures("top PID --once as the service's own user, not root", *once([str(svc.p.pid)], 1, svc, prefix), 1)
+    svc.end()
+
+    # refusals: one stderr line, exit 2, no figures
+    rc, out, err = run(["top", "--once", "999999999"])
+    check(rc == 2 and "invoices" not in out and len(err.splitlines()) == 1, "no such PID refused (%d %r)" % (rc, err))
+    open_dir = tempfile.mkdtemp(prefix="bp-top-open-")
+    os.chmod(open_dir, 0o777)
+    rc, out, err = run(["top", "--once", "--stats-dir", open_dir])
+    check(rc == 2 and "writable by others" in err and len(err.splitlines()) == 1,
+          "a directory anyone may write refused (%d %r)" % (rc, err))
+    os.rmdir(open_dir)
+    junk = os.path.join(tmp, "1.stats")
+    with open(junk, "wb") as f:
+        f.write(b"not a segment" * 100)
+    os.chmod(junk, 0o600)
+    rc, out, err = run(["top", "--once", "--stats-dir", tmp])
+    check(rc == 2 and "1.stats" in err and "invoices" not in out and len(err.splitlines()) == 1,
+          "a segment that cannot be read refused, no figures (%d %r)" % (rc, err))
+    os.unlink(junk)
+
+    # a segment replaced in the interval (its process gone, another in its
+    # place): the counters cannot be told apart, no figures
+    p = subprocess.Popen([TOOL, "top", "--once", "--interval", "2", "--stats-dir", tmp], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    p.stdout.readline()
+    w.end()
+    os.unlink(w.segment)
+    w = Workload(tmp)
+    out, err = p.communicate(timeout=60)
+    check(p.returncode == 2 and "segments changed" in err and "invoices" not in out,
+          "a segment replaced in the interval: refused, no figures (%d %r)" % (p.returncode, err))
+
+    # a target that exits during the interval: refused, no figures
+    gone = Workload(tmp)
+    p = subprocess.Popen([TOOL, "top", "--once", "--interval", "2", str(gone.p.pid)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    p.stdout.readline()
+    gone.end()
+    out, err = p.communicate(timeout=60)
+    check(p.returncode == 1 and "exited" in err and "invoices" not in out,
+          "a process that exits in the interval: exit 1, no figures (%d %r %r)" % (p.returncode, out, err))
+finally:
+    pass
+
+# A real terminal
+if shutil.which("tmux"):
+    sock = os.path.join(tmp, "tmux.sock")
+    done_file = os.path.join(tmp, "exit")
+
+    def tmux(*args):
+        return subprocess.run(["tmux", "-S", sock] + list(args), capture_output=True, text=True, timeout=30).stdout
+
+    def screen():
+        return tmux("capture-pane", "-p", "-t", "top")
+
+    def figures_shown(s, n):
+        return re.search(r"^payments %d [0-9.]+/s approved 80\.0%%" % (100 * n), s, re.M) and \
+            re.search(r"^payment\.authorize %d [0-9.]+ <=5ms <=100ms <=250ms" % (100 * n), s, re.M)
+
+    tmux("new-session", "-d", "-s", "top", "-x", "120", "-y", "40", "sh")
+    try:
+        tmux("send-keys", "-t", "top", "%s top --interval 1 %d; echo exit=$? > %s" % (TOOL, w.p.pid, done_file),
+             "Enter")
+        bt.wait_for("the live screen", lambda: "live" in screen() or "first interval" in screen(), timeout=30)
+        # a batch every half second until an interval shows exactly... the
+        # batches of one interval are not known here: wait for an interval
+        # that holds one batch, firing one per interval
+        deadline = time.monotonic() + 40
+        shown = None
+        while time.monotonic() < deadline and not shown:
+            w.batch()
+            try:
+                shown = bt.wait_for("figures", lambda: figures_shown(screen(), 1), timeout=2.5, interval=0.1)
+            except RuntimeError:
+                pass
+        check(bool(shown), "the screen shows an interval's figures: payments, approval, handler percentiles")
+        check(tmux("display", "-p", "-t", "top", "#{alternate_on}").strip() == "1", "top runs on the alternate screen")
+
+        tmux("send-keys", "-t", "top", "p")
+        bt.wait_for("PAUSED", lambda: "PAUSED" in screen(), timeout=10, interval=0.1)
+        paused = screen()
+        for _ in range(3):
+            w.batch()
+        # three intervals' time: the screen must not change while counts grow
+        end = time.monotonic() + 3.5
+        same = True
+        while time.monotonic() < end:
+            same = same and screen() == paused
+            time.sleep(0.2)
+        check(same and "PAUSED" in paused, "paused: the screen stays as it was while 300 payments are fired")
+        tmux("send-keys", "-t", "top", " ")
+        bt.wait_for("resumed", lambda: "PAUSED" not in screen(), timeout=10, interval=0.1)
+        check(True, "space resumes")
+
+        gone = Workload(tmp)
+        tmux("send-keys", "-t", "top", "q")
+        bt.wait_for("top quits", lambda: os.path.exists(done_file) and open(done_file).read().strip(),
+                    timeout=15, interval=0.1)
+        check(open(done_file).read().strip() == "exit=0", "q quits with exit 0 (%r)" % open(done_file).read())
+        check(tmux("display", "-p", "-t", "top", "#{alternate_on}").strip() == "0",
+              "after q the normal screen is back")
+        tmux("send-keys", "-t", "top", "stty -a | tr ' ;' '\\n\\n' | grep -xE -- '-?(icanon|echo)' > %s.stty" % done_file,
+             "Enter")
+        bt.wait_for("stty", lambda: os.path.exists(done_file + ".stty") and open(done_file + ".stty").read(),
+                    timeout=15, interval=0.1)
+        check(open(done_file + ".stty").read().split() == ["icanon", "echo"],
+              "the terminal is restored: canonical mode, echo (%r)" % open(done_file + ".stty").read())
+
+        # a target that exits is shown as gone
+        os.unlink(done_file)
+        tmux("send-keys", "-t", "top", "%s top --interval 1 %d; echo exit=$? > %s" % (TOOL, gone.p.pid, done_file),
+             "Enter")
+        bt.wait_for("the live screen", lambda: "first interval" in screen() or "live" in screen(), timeout=30)
+        gone.end()
+        bt.wait_for("GONE", lambda: "GONE" in screen(), timeout=15, interval=0.1)
+        s = screen()
+        check("GONE" in s and not re.search(r"^invoices ", s, re.M), "a process that exits is shown GONE, no figures")
+        tmux("send-keys", "-t", "top", "q")
+        bt.wait_for("top quits", lambda: os.path.exists(done_file) and open(done_file).read().strip(),
+                    timeout=15, interval=0.1)
+        check(open(done_file).read().strip() == "exit=0", "q quits a gone target's view with exit 0")
+    finally:
+        tmux("kill-server")
+
+w.end()
+shutil.rmtree(tmp, ignore_errors=True)
+finish()

@@ -1,0 +1,289 @@
+/*
+ * top_sample.c -- a target's segments read into top's totals
+ * (top_sample.h).
+ */
+#include "top_sample.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc_identity.h"
+#include "stats_read.h"
+#include "stats_trust.h"
+
+typedef struct mapped {
+	char path[PATH_MAX];
+	unsigned long long dev, ino;
+} mapped_t;
+
+static int stats_mapping(unsigned long long dev, unsigned long long ino, const char *path, void *ctx)
+{
+	mapped_t *m = ctx;
+	size_t n = strlen(path);
+	if (n < 7 || strcmp(path + n - 6, ".stats") != 0 || n >= sizeof m->path)
+		return 0; /* a " (deleted)" one too: gone from its directory */
+	memcpy(m->path, path, n + 1);
+	m->dev = dev;
+	m->ino = ino;
+	return 1;
+}
+
+/* Open dir/name as a segment of user, through the directory's and the
+ * file's ownership checks.  The fd, or -1 with the reason in err. */
+static int open_segment(const char *dir, const char *name, uid_t user, int how, struct stat *st, char *err,
+                        size_t errlen)
+{
+	char why[256];
+	int dfd, fd, skip;
+	uid_t owner;
+	if (bx_stats_dir_open(dir, (long)user, how, &dfd, &owner, why, sizeof why) != 0) {
+		snprintf(err, errlen, "%s: %s", dir, why);
+		return -1;
+	}
+	fd = bx_stats_file_open(dfd, name, user, st, &skip, why, sizeof why);
+	close(dfd);
+	if (fd < 0)
+		snprintf(err, errlen, "%s/%s: %s", dir, name, why);
+	return fd;
+}
+
+int top_target_open(top_target_t *t, const char *pid_text, const char *dir, char *err, size_t errlen)
+{
+	memset(t, 0, sizeof *t);
+	t->pid = -1;
+	if (dir) {
+		int fd;
+		if (bx_stats_dir_open(dir, bx_stats_dir_user(dir, -1), BX_OWNER_OR_ROOT, &fd, &t->user, err, errlen) !=
+		    0)
+			return -1;
+		close(fd);
+		t->dir = dir;
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	long pid = strtol(pid_text, &end, 10);
+	bx_proc_t proc;
+	if (errno || *end || end == pid_text || pid <= 0 || pid > INT_MAX) {
+		snprintf(err, errlen, "'%s' is not a PID", pid_text);
+		return -1;
+	}
+	if (bx_proc_read((pid_t)pid, &proc) != 0) {
+		snprintf(err, errlen, "no process %ld", pid);
+		return -1;
+	}
+	t->pid = proc.pid;
+	t->ns_pid = proc.ns_pid;
+	t->user = proc.uid;
+	t->start_time = proc.start_time;
+	mapped_t m;
+	memset(&m, 0, sizeof m);
+	if (bx_proc_each_mapping(t->pid, stats_mapping, &m) > 0) {
+		snprintf(t->path, sizeof t->path, "/proc/%d/root%s", (int)t->pid, m.path);
+	} else {
+		snprintf(t->path, sizeof t->path, "/dev/shm/billing-stats-%u/%d.stats", (unsigned)t->user,
+		         (int)t->ns_pid);
+	}
+	/* the first reading checks the file and its writer */
+	top_sample_t *s = malloc(sizeof *s);
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	int rc = top_sample_read(t, s, err, errlen);
+	free(s);
+	if (rc == 1)
+		snprintf(err, errlen, "process %d exited", (int)t->pid);
+	return rc == 0 ? 0 : -1;
+}
+
+static int field_by_name(const bs_lmap_t *m, const char *name)
+{
+	for (size_t f = 0; f < m->nfields; f++)
+		if (strcmp(m->fields[f].name, name) == 0)
+			return (int)f;
+	return -1;
+}
+
+/* Fires of the segment's map fed by probe, over every row (0: no such map). */
+static uint64_t fires(const bs_segment_t *seg, const char *probe)
+{
+	int sm = bs_map_by_probe(seg, probe);
+	uint64_t n = 0;
+	for (size_t r = 0; sm >= 0 && r < seg->map_rows[sm]; r++)
+		n += bs_map_row(seg, (size_t)sm, r)->cells[0];
+	return n;
+}
+
+static void add_payments(const bs_segment_t *seg, top_sample_t *s)
+{
+	int sm = bs_map_by_probe(seg, "payment__auth");
+	if (sm < 0)
+		return;
+	int f = field_by_name(&seg->layout->maps[sm], "result");
+	for (size_t r = 0; r < seg->map_rows[sm]; r++) {
+		const bs_read_row_t *row = bs_map_row(seg, (size_t)sm, r);
+		s->payments += row->cells[0];
+		if (f < 0 || row->state[f] == BS_FIELD_OVERFLOW)
+			s->outcome_unknown += row->cells[0];
+		else if (row->ints[f] != 0)
+			s->declined += row->cells[0];
+		else
+			s->approved += row->cells[0];
+	}
+}
+
+/* Request-done rows by handler, with their duration buckets.  -1 when the
+ * segment's buckets differ from another segment's, or too many handlers. */
+static int add_requests(const bs_segment_t *seg, top_sample_t *s, char *err, size_t errlen)
+{
+	int sm = bs_map_by_probe(seg, "request__done");
+	if (sm < 0)
+		return 0;
+	const bs_lmap_t *m = &seg->layout->maps[sm];
+	int f = field_by_name(m, "handler");
+	const bs_lquantity_t *q = NULL;
+	size_t cell = 0;
+	for (size_t v = 0; v < m->nvalues && !q; v++)
+		if (strcmp(seg->layout->quantities[m->values[v].quantity].name, "duration_ns") == 0) {
+			q = &seg->layout->quantities[m->values[v].quantity];
+			cell = m->values[v].cell;
+		}
+	if (q) {
+		int same = s->nbounds == 0 || s->nbounds == q->nbounds;
+		for (size_t b = 0; same && s->nbounds && b < q->nbounds; b++)
+			same = strcmp(s->le[b], q->le[b]) == 0;
+		if (!same || q->nbounds > BS_LAYOUT_BOUNDS || cell + 2 + q->nbounds >= BS_CELLS_MAX) {
+			snprintf(err, errlen, "segments with different request duration buckets");
+			return -1;
+		}
+		s->nbounds = q->nbounds;
+		for (size_t b = 0; b < q->nbounds; b++)
+			snprintf(s->le[b], sizeof s->le[b], "%s", q->le[b]);
+	}
+	for (size_t r = 0; r < seg->map_rows[sm]; r++) {
+		const bs_read_row_t *row = bs_map_row(seg, (size_t)sm, r);
+		const char *name = f < 0 || row->state[f] != BS_FIELD_VALUE ? "other" : row->text[f];
+		size_t h = 0;
+		while (h < s->nhandlers && strcmp(s->handlers[h].name, name) != 0)
+			h++;
+		if (h == s->nhandlers) {
+			if (h == TOP_HANDLERS) {
+				snprintf(err, errlen, "more than %d handlers", TOP_HANDLERS);
+				return -1;
+			}
+			memset(&s->handlers[h], 0, sizeof s->handlers[h]);
+			snprintf(s->handlers[h].name, sizeof s->handlers[h].name, "%s", name);
+			s->nhandlers++;
+		}
+		s->handlers[h].requests += row->cells[0];
+		for (size_t b = 0; q && b <= q->nbounds; b++)
+			s->handlers[h].buckets[b] += row->cells[cell + 2 + b];
+	}
+	return 0;
+}
+
+static int add_segment(const bs_segment_t *seg, top_sample_t *s, char *err, size_t errlen)
+{
+	if (s->nsegments == TOP_SEGMENTS) {
+		snprintf(err, errlen, "more than %d segments", TOP_SEGMENTS);
+		return -1;
+	}
+	s->segment_ids[s->nsegments++] = ((uint64_t)seg->pid << 32) ^ seg->start_time ^ (seg->generation << 48);
+	s->invoices += fires(seg, "invoice__create");
+	s->refunds += fires(seg, "refund__process");
+	s->errors += fires(seg, "error");
+	add_payments(seg, s);
+	return add_requests(seg, s, err, errlen);
+}
+
+static int read_process(const top_target_t *t, bs_segment_t *seg, top_sample_t *s, char *err, size_t errlen)
+{
+	char dir[sizeof t->path], why[512];
+	struct stat st;
+	bx_proc_t now;
+	if (bx_proc_read(t->pid, &now) != 0 || now.start_time != t->start_time)
+		return 1;
+	snprintf(dir, sizeof dir, "%s", t->path);
+	char *slash = strrchr(dir, '/');
+	*slash = '\0';
+	int fd = open_segment(dir, slash + 1, t->user, BX_OWNER_ONLY, &st, err, errlen);
+	if (fd < 0)
+		return -1;
+	int rc = bs_read_fd(fd, seg, why, sizeof why);
+	close(fd);
+	if (rc != 0) {
+		snprintf(err, errlen, "%s: %s", t->path, why);
+		return -1;
+	}
+	if (seg->pid != (uint32_t)t->ns_pid || seg->start_time != t->start_time) {
+		snprintf(err, errlen, "%s: written by another process (pid %u, started at %llu), not by %d", t->path,
+		         (unsigned)seg->pid, (unsigned long long)seg->start_time, (int)t->pid);
+		return -1;
+	}
+	if (seg->state == BS_EXITED)
+		return 1;
+	return add_segment(seg, s, err, errlen);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int read_dir(const top_target_t *t, bs_segment_t *seg, top_sample_t *s, char *err, size_t errlen)
+{
+	char *names[TOP_SEGMENTS], why[512];
+	size_t n = 0;
+	int rc = 0;
+	DIR *d = opendir(t->dir);
+	if (!d) {
+		snprintf(err, errlen, "%s: %s", t->dir, strerror(errno));
+		return -1;
+	}
+	for (struct dirent *e; (e = readdir(d)) != NULL && rc == 0;) {
+		size_t len = strlen(e->d_name);
+		if (len < 7 || strcmp(e->d_name + len - 6, ".stats") != 0)
+			continue;
+		if (n == TOP_SEGMENTS || !(names[n] = strdup(e->d_name))) {
+			snprintf(err, errlen, "%s: more than %d segments", t->dir, TOP_SEGMENTS);
+			rc = -1;
+		} else
+			n++;
+	}
+	closedir(d);
+	qsort(names, n, sizeof names[0], by_name);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct stat st;
+		int fd = open_segment(t->dir, names[i], t->user, BX_OWNER_OR_ROOT, &st, err, errlen);
+		if (fd < 0) {
+			rc = -1;
+			break;
+		}
+		if (bs_read_fd(fd, seg, why, sizeof why) != 0) {
+			snprintf(err, errlen, "%s/%s: %s", t->dir, names[i], why);
+			rc = -1;
+		} else
+			rc = add_segment(seg, s, err, errlen);
+		close(fd);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	return rc;
+}
+
+int top_sample_read(const top_target_t *t, top_sample_t *s, char *err, size_t errlen)
+{
+	bs_segment_t seg;
+	memset(&seg, 0, sizeof seg);
+	memset(s, 0, sizeof *s);
+	int rc = t->pid >= 0 ? read_process(t, &seg, s, err, errlen) : read_dir(t, &seg, s, err, errlen);
+	bs_segment_free(&seg);
+	return rc;
+}
