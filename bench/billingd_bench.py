@@ -34,6 +34,7 @@ import billingtest as bt  # noqa: E402
 
 SCRIPTS = ("tps", "biz_metrics", "request_latency")
 
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -142,7 +143,6 @@ def one_run(billingd, run_load, script, duration, concurrency, workdir):
         for f in os.listdir(workdir):
             if f.startswith(f"bench-{port}.db"):
                 os.unlink(os.path.join(workdir, f))
-
 
 
 def nested_billingd(build_dir, source_dir, name, options):
@@ -333,9 +333,7 @@ def summary_rows(p4):
     return rows
 
 
-
 # --- instructions per request: callgrind over a fixed schedule ----------------
-
 SCHEDULE_FLOWS = 40  # the short run; the long one has twice as many
 GATEWAYS = ("stripe-sim", "adyen-sim", "braintree-sim")
 CLOCK_FUNCTIONS = re.compile(r"^(__)?clock_gettime(64)?(@.*)?$")

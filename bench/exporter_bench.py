@@ -88,7 +88,7 @@ def per_fire(build, exe, n, reps):
                     raise RuntimeError("fire_loop under the exporter: " + r.stdout[-200:])
                 traced["exporter"].append(float(m.group(1)))
                 counted = sum(float(v) for k, v in re.findall(r"^(billing_payments_total\{[^}]*\}) (\S+)$",
-                                                             ex.scrape().decode(), re.M))
+                                                              ex.scrape().decode(), re.M))
             finally:
                 ex.stop()
         base = statistics.median(untraced)

@@ -100,8 +100,8 @@ def main():
         stops = [r[1] for r in runs]
         stop = "> %d" % STOP_LIMIT if None in stops else "%.2f" % statistics.median(stops)
         print("| %s | %d | %d | %.2f | %s | %s |" % (name, sites, sites + notes,
-                                                    statistics.median(r[0] for r in runs), stop,
-                                                    "yes" if all(r[2] for r in runs) else "NO"), flush=True)
+                                                     statistics.median(r[0] for r in runs), stop,
+                                                     "yes" if all(r[2] for r in runs) else "NO"), flush=True)
 
 
 if __name__ == "__main__":

@@ -292,7 +292,8 @@ def markdown(res, command):
     o += ["### Untraced probe sites: instructions (callgrind, exact)", "",
           f"{p1['iterations']:,} calls of a handler with {p1['sites_per_call']} probe sites; "
           f"perf stat: {p1['perf_stat']}.", "",
-          "| build | instructions per call | extra per call | extra per site | of which: per site (check + branch) / per function | target |",
+          "| build | instructions per call | extra per call | extra per site "
+          "| of which: per site (check + branch) / per function | target |",
           "|---|---:|---:|---:|---:|---|"]
     for r in p1["rows"]:
         if "skipped" in r:

@@ -189,7 +189,8 @@ def billingd(build, source, reps, duration):
     finally:
         subprocess.run(["rm", "-rf", workdir])
     paired = [100.0 * (a / b - 1) for a, b in zip(samples["stats"], samples["compiled out"])]
-    return {"instructions": billingd_bench.instructions(build, source), "repetitions": reps, "duration_s": duration, "rps": samples, "paired_pct": paired,
+    return {"instructions": billingd_bench.instructions(build, source), "repetitions": reps, "duration_s": duration,
+            "rps": samples, "paired_pct": paired,
             "median_pct": statistics.median(paired), "spread_pct": [min(paired), max(paired)]}
 
 
@@ -204,8 +205,12 @@ def markdown(res):
          "stats build, BILLING_STATS=off | USDT-only build, untraced | target |",
          "|---|---:|---:|---:|---:|---:|---|"]
     atomic = next((r["stats"]["median"] for r in res["per_event"] if r["probe"] == "atomic" and "stats" in r), None)
-    cell = lambda r, k: f"{r[k]['median']:.1f} ({r[k]['min']:.1f}..{r[k]['max']:.1f})" if k in r else "-"
-    ir = lambda r, k: f"{r[k]['instructions']:.0f}" if k in r and r[k].get("instructions") is not None else "-"
+
+    def cell(r, k):
+        return f"{r[k]['median']:.1f} ({r[k]['min']:.1f}..{r[k]['max']:.1f})" if k in r else "-"
+
+    def ir(r, k):
+        return f"{r[k]['instructions']:.0f}" if k in r and r[k].get("instructions") is not None else "-"
     for r in res["per_event"]:
         name = "relaxed atomic add (one counter)" if r["probe"] == "atomic" else r["probe"]
         t = r.get("target")

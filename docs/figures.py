@@ -145,7 +145,9 @@ def duration_buckets(_):
     bounds = [float(b) for b in billing_d_directive("buckets", "duration_ns")]
     ms = [b for b in bounds if b < 1]
     s = [b for b in bounds if b >= 1]
-    fmt = lambda x: f"{x:g}"
+
+    def fmt(x):
+        return f"{x:g}"
     return (", ".join(fmt(b * 1000) for b in ms) + " ms, " + ", ".join(fmt(b) for b in s) + " s")
 
 
@@ -184,8 +186,12 @@ def fleet_scale(_):
     f = json.loads(read(FLEET_RESULTS))
     series = sorted(f["series_per_host"].values())
     per_sample = sorted(f["remote_write_bytes_per_sample"].values())
-    mean = lambda xs: sum(xs) / len(xs)
-    per_1000 = lambda interval: 1000 * mean(series) * mean(per_sample) / interval
+
+    def mean(xs):
+        return sum(xs) / len(xs)
+
+    def per_1000(interval):
+        return 1000 * mean(series) * mean(per_sample) / interval
     import yaml
     recipe = yaml.safe_load(read("deploy/fleet/agent.yml"))["global"]["scrape_interval"]
     recipe_s = int(recipe.rstrip("s"))  # the recipe states whole seconds
@@ -338,7 +344,8 @@ FENCE = re.compile(r"^\s*(```|~~~)")
 def prose_figures(text):
     """(line number, figure) for each number with a unit in the prose of a
     page: outside code (fenced, indented, inline), outside generated markers."""
-    blank = lambda m: "\n" * m.group(0).count("\n")
+    def blank(m):
+        return "\n" * m.group(0).count("\n")
     text = BLOCK_RE.sub(blank, text)
     text = INLINE_RE.sub("", text)
     text = re.sub(r"(?s)<!-- bench-figures.*?<!-- /bench-figures -->", blank, text)

@@ -49,8 +49,6 @@ TABLE_END = "<!-- /probe-table -->"
 BANNER = "/* Generated from provider/billing.d by provider/generate.py: do not edit. */\n"
 
 
-
-
 def probes_sdt_h(provider, dtrace_h):
     """dtrace -h's PROVIDER_PROBE macros renamed into our BILLING_SDT_ namespace."""
     text = open(dtrace_h, encoding="utf-8").read()

@@ -348,12 +348,14 @@ def parse(provider, text):
     for f in feeds:
         for m in f.metrics:
             first = families.setdefault(m.name, m)
-            unit = lambda x: quantities[x.quantity].unit if x.quantity else ""
+
+            def unit(x):
+                return quantities[x.quantity].unit if x.quantity else ""
             if first is not m:
                 if m.help:
                     raise MetricError(f"{provider.path}: {m.name}: help given twice; give it once")
                 if (m.type, unit(m), [l.name for l in m.labels]) != (first.type, unit(first),
-                                                                   [l.name for l in first.labels]):
+                                                                     [l.name for l in first.labels]):
                     raise MetricError(f"{provider.path}: {m.name}: declared twice with another type, "
                                       "unit or labels")
                 m.help = first.help
@@ -530,7 +532,7 @@ def exporter_programs_h(provider, ms):
         o.append(frag["known-values"].substitute(arg=arg, ARG=arg.upper(), bytes=ms.field_bytes(arg)))
     for f in ms.feeds:
         o.append(frag["maps"].substitute(map=f.map_name, fold_map=f.fold_map_name, func=f.probe.func,
-                                      MACRO=f.probe.macro))
+                                         MACRO=f.probe.macro))
     o.append(frag["maps-end"].substitute())
     for f in ms.feeds:
         types = {n: t for n, t, _ in f.probe.args}
@@ -548,7 +550,7 @@ def exporter_programs_h(provider, ms):
                         lambda a: frag["statement-int-field"].substitute(arg=a, pos=pos[a]),
                         frag["statement-row"].substitute(names),
                         lambda q: frag["statement-observe"].substitute(quantity=q, pos=pos[q],
-                                                                    c_type=ms.quantities[q].c_type))
+                                                                       c_type=ms.quantities[q].c_type))
         o.append(frag["program-end"].substitute())
     return "".join(o)
 

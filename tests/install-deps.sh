@@ -7,8 +7,8 @@ set -euo pipefail
 packages=(
   # build
   meson ninja-build gcc g++ clang clang-format pkg-config python3 binutils
-  # the style suite: every Python file clean under pyflakes
-  pyflakes3
+  # the style suite: every Python file clean under flake8 (pyflakes, pycodestyle)
+  flake8 pyflakes3
   # probes: sys/sdt.h and systemtap's dtrace -h/-G wrapper
   systemtap-sdt-dev
   # tests and the billing-probes tool

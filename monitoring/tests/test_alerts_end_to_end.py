@@ -113,6 +113,7 @@ try:
                            "--web.listen-address", f"127.0.0.1:{am_port}", "--cluster.listen-address="],
                           stdout=am_log, stderr=subprocess.STDOUT)
     procs.append(am)
+
     def am_ready():
         if am.poll() is not None:
             raise RuntimeError("alertmanager exited: " + open(am_log.name).read()[-500:])
@@ -143,7 +144,7 @@ try:
     urllib.request.urlopen(urllib.request.Request(prom.url + "/-/reload", method="POST"), timeout=10)
     bt.wait_for("Prometheus to scrape the exporter", lambda: prom.scalar('up{job="billing-exporter"}') == 1, 60)
     bt.wait_for("Prometheus to know the Alertmanager",
-             lambda: json.loads(h.http_get(prom.url + "/api/v1/alertmanagers")[2])["data"]["activeAlertmanagers"], 60)
+                lambda: json.loads(h.http_get(prom.url + "/api/v1/alertmanagers")[2])["data"]["activeAlertmanagers"], 60)
 
     # 1. A normal load: the service is healthy.  At a fixed rate, so that its
     # size does not depend on how fast the machine is at that moment: the
@@ -153,7 +154,7 @@ try:
     bt.check(rc == 0 and load["payments_approved"] > 100, f"normal load ran ({rc}) {err.strip()}")
     bt.wait_for("the recorded TPS to see the load", lambda: (prom.scalar("job:billing_transactions:rate5m") or 0) >= 1, 60)
     bt.wait_for("the decline ratio to be recorded",
-             lambda: prom.scalar("max(job_gateway:billing_payment_decline_ratio:rate5m)") is not None, 60)
+                lambda: prom.scalar("max(job_gateway:billing_payment_decline_ratio:rate5m)") is not None, 60)
     ratio = prom.scalar("max(job_gateway:billing_payment_decline_ratio:rate5m)")
     bt.check(ratio is not None and ratio < 0.25, f"normal load: decline ratio {ratio} < 0.25")
     bt.check(not firing(prom, "BillingTPSLow") and not firing(prom, "BillingPaymentDeclineRatioHigh"),

@@ -85,7 +85,8 @@ class Billingd:
         """Rows in the books, read with Python's own sqlite3 module."""
         conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
         try:
-            q = lambda sql: conn.execute(sql).fetchone()[0]
+            def q(sql):
+                return conn.execute(sql).fetchone()[0]
             return {
                 "invoices": q("SELECT count(*) FROM invoices"),
                 "approved": q("SELECT count(*) FROM payments WHERE status = 'approved'"),
@@ -230,7 +231,9 @@ def check_books(check, trace_out, rows, load, other_2xx=0):
     other_2xx: requests answered 200 that billing-load did not send (an honest
     /healthz client beside it): they fire request-start/done and nothing else."""
     maps = parse_maps(trace_out)
-    get = lambda name, key=None: maps.get((name, key), 0)
+
+    def get(name, key=None):
+        return maps.get((name, key), 0)
 
     check.true("a real run", load["invoices_created"] > 100 and load["refunds"] > 10
                and load["payments_declined"] > 10 and load["client_errors"] > 10, str(load))

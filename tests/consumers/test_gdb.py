@@ -57,7 +57,7 @@ def main():
         f.write(gdb_script(probes))
         f.flush()
         r = subprocess.run(["gdb", "-batch", "-nx", "-x", f.name, program],
-                              capture_output=True, timeout=120)
+                           capture_output=True, timeout=120)
     out = r.stdout
     bt.check(r.returncode == 0, "gdb -batch exits 0 (%d; %s)" % (r.returncode, r.stderr.decode(errors="replace")[-300:]))
 

@@ -107,7 +107,7 @@ try:
         shutil.copy(ct.SERVICE, host_binary)
         os.chmod(tmp, 0o755)
         local = unit.replace(exec_start[0], ct.EXPORTER).replace(exec_start[exec_start.index("--binary") + 1],
-                                                                   host_binary)
+                                                                 host_binary)
         local_path = os.path.join(tmp, "billing-exporter.service")
         with open(local_path, "w") as f:
             f.write(local)

@@ -212,7 +212,7 @@ try:
           and int(pay.group(1)) == books["approved"],
           "trace biz_metrics -p HOSTPID: invoices and approved payments equal the container's books "
           "(%s/%s vs %s; rc %d %r)" % (inv and inv.group(1), pay and pay.group(1), books, tracer.returncode,
-                                        tracer.stderr.read()[-300:]))
+                                       tracer.stderr.read()[-300:]))
 finally:
     c0.cleanup()
 

@@ -11,7 +11,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-import billingtest as bt
+import billingtest as bt  # noqa: E402
 
 README_MAX_LINES = 150  # issue 11: a newcomer's page, the rest in docs/
 

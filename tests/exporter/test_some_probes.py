@@ -25,7 +25,7 @@ def fnv1a(text):
 
 
 carried = set(re.findall(r"^\s*billing\s+(\w+)\s", subprocess.run([tool, "list", fire], capture_output=True,
-                                                               text=True).stdout, flags=re.M))
+                                                                  text=True).stdout, flags=re.M))
 _, s, text, _ = h.fire_and_scrape(exe, fire, ["threads", "2", "500"], ["--metrics", "all"])
 info = [dict(k[1]) for k in s if k[0] == "billing_exporter_target_build_info"]
 want = {"source": "usdt", "probes": str(len(carried)), "probe_set": fnv1a("".join(p + "\n" for p in sorted(carried)))}

@@ -154,7 +154,9 @@ class HealthProbe:
 
     def summary(self):
         lat = sorted(self.latencies)
-        pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] * 1000 if lat else None
+
+        def pick(q):
+            return lat[min(len(lat) - 1, int(q * len(lat)))] * 1000 if lat else None
         return {"answered": len(lat), "failed": len(self.failures),
                 "p50_ms": pick(0.5), "p99_ms": pick(0.99),
                 "max_ms": lat[-1] * 1000 if lat else None}

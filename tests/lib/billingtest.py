@@ -42,6 +42,7 @@ def written(f, binary=False):
 
 # --- verdicts -----------------------------------------------------------------
 
+
 def skip(reason):
     """Exit 77 with the reason: a skip always says why."""
     print("SKIP: " + reason, flush=True)

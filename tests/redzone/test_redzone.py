@@ -101,7 +101,7 @@ def traced(fast_bin, standard_bin, hazard_bin, calls):
     clean = True
     for label in ("fast, -mno-red-zone", "standard"):
         clean &= bt.check(results[label] == 0, f"{label}: {results[label]} of {calls} calls returned a wrong sum "
-                 "(0: the red zone was not overwritten under the tracer)")
+                          "(0: the red zone was not overwritten under the tracer)")
     if attached and clean and results["hazard: fast WITH red zone"] == 0:
         bt.skip("this kernel does not optimize a uprobe on a 5-byte nop (no corruption even "
                 "with a red zone), so a clean fast run proves nothing here")

@@ -9,7 +9,7 @@ import sys
 
 import scriptstest as S
 from scriptstest import (BT_SCRIPTS, TIMEOUT, bpftrace_rows, hist, intervals_add_up, keyed, one, require,
-                        run, section)
+                         run, section)
 import expected as X
 
 
@@ -25,7 +25,7 @@ def biz_breakdowns(lines, total=False):
     for what, rows in tables.items():
         values = list(rows.values())
         require(values == sorted(values, reverse=S.TRACER.dtrace),
-              "%s rows not sorted by value (%s): %s" % (what, "descending" if S.TRACER.dtrace else "ascending", rows))
+                "%s rows not sorted by value (%s): %s" % (what, "descending" if S.TRACER.dtrace else "ascending", rows))
     return tables
 
 
@@ -40,9 +40,9 @@ def case_biz_metrics():
     body = section(out, r"TOTAL since start")
     total = biz_breakdowns(body, total=True)
     require(total == {"payments": X.BIZ_PAYMENTS, "amounts": X.BIZ_AMOUNTS, "refunds": X.BIZ_REFUNDS},
-          "TOTAL breakdowns differ:\n%s\nexpected\n%s" % (total, (X.BIZ_PAYMENTS, X.BIZ_AMOUNTS, X.BIZ_REFUNDS)))
+            "TOTAL breakdowns differ:\n%s\nexpected\n%s" % (total, (X.BIZ_PAYMENTS, X.BIZ_AMOUNTS, X.BIZ_REFUNDS)))
     require(len(body) == 3 + 3 + sum(len(t) for t in total.values()),
-          "TOTAL: summary, three headings and the rows, nothing else:\n%s" % "\n".join(body))
+            "TOTAL: summary, three headings and the rows, nothing else:\n%s" % "\n".join(body))
     # Every event shows in exactly one interval: the intervals sum to the total.
     sums = {"payments": {}, "amounts": {}}
     summed = dict.fromkeys(X.BIZ_SUMMARY, 0)
@@ -54,7 +54,7 @@ def case_biz_metrics():
         tables = biz_breakdowns(lines)
         heads = [l for l in lines[3:] if not l.startswith("@")]
         require(len(heads) == 2 and all(l.endswith(", top %d:" % X.BIZ_TOP) or l.endswith(": none seen")
-                                      for l in heads), "interval headings %s" % heads)
+                                        for l in heads), "interval headings %s" % heads)
         require(len(lines) + 1 <= 25, "an interval is %d lines (blank line included), over 25" % (len(lines) + 1))
         for what, rows in tables.items():
             require(len(rows) <= X.BIZ_TOP, "%s: %d rows, over the top %d" % (what, len(rows), X.BIZ_TOP))
@@ -79,7 +79,7 @@ def case_biz_metrics_tables():
             refunds[label] = refunds.get(label, 0) + n
         amounts[cur, metric] = amounts.get((cur, metric), 0) + amount
     require((pay, amounts, refunds) == (X.BIZ_PAYMENTS, X.BIZ_AMOUNTS, X.BIZ_REFUNDS),
-          "expected.py: BIZ_PAYMENTS/AMOUNTS/REFUNDS disagree with BIZ_ROWS: %s" % ((pay, amounts, refunds),))
+            "expected.py: BIZ_PAYMENTS/AMOUNTS/REFUNDS disagree with BIZ_ROWS: %s" % ((pay, amounts, refunds),))
 
 
 def biz_summary(text, per_second=False):
@@ -113,7 +113,7 @@ def case_errors():
     total = error_rows(body, "@errors_total")
     require(total == X.ERROR_ROWS, "TOTAL rows differ: %s" % total)
     require(body[:2] == ["errors %d" % sum(X.ERROR_ROWS.values()), "errors by [component, code]:"]
-          and len(body) == 2 + len(total), "TOTAL summary and heading %r" % body[:2])
+            and len(body) == 2 + len(total), "TOTAL summary and heading %r" % body[:2])
     # each interval: the summary is its rows' sum (at most 10 rows here:
     # all of them), at 1 s per interval the rate equals the count
     sums = {}
@@ -122,9 +122,9 @@ def case_errors():
         s = re.match(r"errors (\d+) \((\d+)/s\)$", lines[0])
         rows = error_rows(lines, "@errors")
         require(s and int(s.group(1)) == int(s.group(2)) == sum(rows.values()) and len(rows) <= 10,
-              "interval %r" % lines)
+                "interval %r" % lines)
         require(lines[1] == ("errors by [component, code], top 10:" if rows else
-                           "errors by [component, code]: none seen"), "interval heading %r" % lines[1])
+                             "errors by [component, code]: none seen"), "interval heading %r" % lines[1])
         for k, v in rows.items():
             sums[k] = sums.get(k, 0) + v
     intervals_add_up(sums, X.ERROR_ROWS, "errors")
@@ -170,7 +170,7 @@ def case_amount_dist():
     unbinned = {}  # bpftrace: amounts of 2^32 or more, counted apart (amount_dist.bt)
     for key, (count, total, avg, rows) in X.AMOUNTS.items():
         require(stats.get(key) == (count, total, avg), "%s count, total, average %s, want %s"
-              % (key, stats.get(key), (count, total, avg)))
+                % (key, stats.get(key), (count, total, avg)))
         rows, big = bpftrace_rows(rows)
         if big:
             unbinned[key] = big
@@ -198,14 +198,14 @@ def case_biz_metrics_race():
     body = section(out["biz"], r"TOTAL since start")
     summary = biz_summary("\n".join(body[:3]))
     require(summary["approved"] == X.RACE_TOTAL and summary["declined"] == 0,
-          "biz_metrics TOTAL summary %s, want %d approved" % (summary, X.RACE_TOTAL))
+            "biz_metrics TOTAL summary %s, want %d approved" % (summary, X.RACE_TOTAL))
     m = re.search(r"TOTAL since start\nerrors (\d+)$", out["err"], re.M)
     require(m and int(m.group(1)) == X.RACE_TOTAL, "errors TOTAL summary %s, want %d"
-          % (m and m.group(1), X.RACE_TOTAL))
+            % (m and m.group(1), X.RACE_TOTAL))
     biz = biz_breakdowns(body, total=True)
     err = error_rows(section(out["err"], r"TOTAL since start"), "@errors_total")
     require(biz["payments"] == X.RACE_PAYMENTS and biz["amounts"] == X.RACE_AMOUNTS,
-          "biz_metrics TOTAL rows %s, want %s and %s" % (biz, X.RACE_PAYMENTS, X.RACE_AMOUNTS))
+            "biz_metrics TOTAL rows %s, want %s and %s" % (biz, X.RACE_PAYMENTS, X.RACE_AMOUNTS))
     require(err == X.RACE_ERROR_ROWS, "errors TOTAL rows %s, want %s" % (err, X.RACE_ERROR_ROWS))
     print("rows under contention: payments %s, amounts %s, errors %s (of %d events)"
           % (biz["payments"], biz["amounts"], err, X.RACE_TOTAL))

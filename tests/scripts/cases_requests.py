@@ -85,7 +85,7 @@ def case_request_latency():
     want = expected_latency_rows()
     require(got == want, "TOTAL rows %s, want %s" % (got, want))
     require(re.search(r"^UNMEASURED \(duration 0, skipped\): %d$" % X.UNMEASURED, out, re.M),
-          "UNMEASURED line missing or wrong")
+            "UNMEASURED line missing or wrong")
     for handler, rows in X.LATENCY_HIST.items():
         h = hist(out, "@usecs[%s]" % handler)
         require(h == rows, "%s histogram %s, want %s" % (handler, h, rows))
@@ -142,7 +142,7 @@ def case_request_latency_threshold():
     got = {h: tuple(r[:3]) for h, r in latency_total(out, 30).items()}
     want = {h: tuple(r[:3]) for h, r in expected_latency_rows(threshold_ms=30).items()}
     require(want["invoice.create"][:2] == (100, 5) and want["payment.authorize"][:2] == (50, 50),
-          "expected.py's plan changed: %s" % want)
+            "expected.py's plan changed: %s" % want)
     require(got == want, "TOTAL rows with 30 ms %s, want %s" % (got, want))
 
 
@@ -164,7 +164,7 @@ def require_trail(rid, events, want):
     order, offsets from 0 never going back."""
     got = [(p, d) for _, p, d in events]
     require(got == want, "%d: trail\n  %s\nwant\n  %s" % (rid, "\n  ".join(map(str, got)),
-                                                         "\n  ".join(map(str, want))))
+                                                          "\n  ".join(map(str, want))))
     offsets = [o for o, _, _ in events]
     require(offsets[0] == 0 and offsets == sorted(offsets), "%d: offsets %s" % (rid, offsets))
 
@@ -182,8 +182,8 @@ def case_slow_requests():
         require_trail(rid, events, X.slow_trail(rid))
     # the D script has no per-request event cap, so no "events not kept"
     require(re.search(r"untracked requests \(128 in flight\): 0%s$" %
-                    ("" if S.TRACER.dtrace else r", events not kept \(31 per request\): 0"), out, re.M),
-          "untracked/dropped line missing or not zero")
+                      ("" if S.TRACER.dtrace else r", events not kept \(31 per request\): 0"), out, re.M),
+            "untracked/dropped line missing or not zero")
 
 
 def case_slow_requests_overlap():
@@ -235,11 +235,11 @@ def case_slow_requests_bounds():
         return
     require(len(events) == X.LONG_TRAIL_KEPT + 1, "long trail kept %d lines" % len(events))
     require(lines[-2] == "  ... %d more events not kept (31 per request)" % X.LONG_TRAIL_DROPPED,
-          "no 'more events' line before request-done: %r" % lines[-2])
+            "no 'more events' line before request-done: %r" % lines[-2])
     require(batch == set(X.BATCH_IDS[:X.MAX_IN_FLIGHT]), "batch trails: %d of them" % len(batch))
     require(re.search(r"untracked requests \(128 in flight\): %d, events not kept \(31 per request\): %d"
-                    % (len(X.BATCH_IDS) - X.MAX_IN_FLIGHT, X.LONG_TRAIL_DROPPED), out),
-          "untracked/dropped line wrong")
+                      % (len(X.BATCH_IDS) - X.MAX_IN_FLIGHT, X.LONG_TRAIL_DROPPED), out),
+            "untracked/dropped line wrong")
 
 
 def case_slow_requests_simultaneous():

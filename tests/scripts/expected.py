@@ -135,6 +135,7 @@ def slow_trail(rid):
 
 # --- long mode: durations no test can wait for ---------------------------------
 
+
 # Reported durations in microseconds (duration_ns / 1000, as the scripts
 # divide), per handler: batch.settle 1 s, 25 min (2^30 to 2^31 us), 50 min
 # (2^31 to 2^32 us), 2 h (from 2^32 us); ledger.close 10 days and

@@ -70,7 +70,7 @@ def case_coverage():
     covered = {s for c in CASES for s in scripts_of(c)}
     missing = [n for n in script_names() if n not in covered]
     require(not missing, "scripts no case runs: %s (add case_<script> and its figures "
-                       "in expected.py)" % missing)
+            "in expected.py)" % missing)
     for n in script_names():
         require(os.path.exists(os.path.join(BT_SCRIPTS, n + ".bt")), "%s.d has no bpftrace twin" % n)
     print("every script is run: %s" % ", ".join(script_names()))

@@ -22,7 +22,7 @@ def field_offset(name):
     """Byte offset of a bs_header field (FIELDS order, no padding)."""
     fmt = "<"
     for f, code in zip(st.FIELDS, ["8s", "I", "I", "Q", "Q", "I", "I", "Q", "I", "I", "I", "I", "Q", "Q", "Q", "Q",
-                                    "Q", "Q", "Q", "I", "I"]):
+                                   "Q", "Q", "Q", "I", "I"]):
         if f == name:
             return struct.calcsize(fmt), code
         fmt += code
@@ -62,20 +62,48 @@ with tempfile.TemporaryDirectory() as tmp:
 
     for n in (0, 7, 100, 4095, 4096, h["dicts_offset"] + 10, h["slots_offset"], len(base) - 1):
         case(f"truncated to {n}", base[:n])
-    d = bytearray(base); d[0:8] = b"BILLSTAX"; case("bad magic", d)
-    d = bytearray(base); put(d, "layout_version", h["layout_version"] + 1); case("another layout version", d)
-    d = bytearray(base); put(d, "endian", 0x04030201); case("other byte order", d)
-    d = bytearray(base); d[h["desc_offset"] + 20] ^= 0x20; case("description from another billing.d", d)
-    d = bytearray(base); put(d, "desc_size", 1 << 40); case("description size huge", d)
-    d = bytearray(base); put(d, "nmaps", 9); case("nmaps differs", d)
-    d = bytearray(base); put(d, "nslots", 0xFFFFFFFF); case("nslots huge", d)
-    d = bytearray(base); put(d, "slot_size", 1 << 62); case("slot size huge", d)
-    d = bytearray(base); put(d, "slots_used", 9999); case("slots used past slots", d)
-    d = bytearray(base); put(d, "slots_offset", len(base)); case("slots past the end", d)
-    d = bytearray(base); put(d, "dicts_offset", 1 << 63); case("dictionaries past the end", d)
-    d = bytearray(base); put(d, "rows_offset", 0); case("rows over the header", d)
-    d = bytearray(base); struct.pack_into("<I", d, ROW_COUNT, 1000); case("row count past the cap", d)
-    d = bytearray(base); struct.pack_into("<I", d, DICT_COUNT, 65); case("label count past the cap", d)
+    d = bytearray(base)
+    d[0:8] = b"BILLSTAX"
+    case("bad magic", d)
+    d = bytearray(base)
+    put(d, "layout_version", h["layout_version"] + 1)
+    case("another layout version", d)
+    d = bytearray(base)
+    put(d, "endian", 0x04030201)
+    case("other byte order", d)
+    d = bytearray(base)
+    d[h["desc_offset"] + 20] ^= 0x20
+    case("description from another billing.d", d)
+    d = bytearray(base)
+    put(d, "desc_size", 1 << 40)
+    case("description size huge", d)
+    d = bytearray(base)
+    put(d, "nmaps", 9)
+    case("nmaps differs", d)
+    d = bytearray(base)
+    put(d, "nslots", 0xFFFFFFFF)
+    case("nslots huge", d)
+    d = bytearray(base)
+    put(d, "slot_size", 1 << 62)
+    case("slot size huge", d)
+    d = bytearray(base)
+    put(d, "slots_used", 9999)
+    case("slots used past slots", d)
+    d = bytearray(base)
+    put(d, "slots_offset", len(base))
+    case("slots past the end", d)
+    d = bytearray(base)
+    put(d, "dicts_offset", 1 << 63)
+    case("dictionaries past the end", d)
+    d = bytearray(base)
+    put(d, "rows_offset", 0)
+    case("rows over the header", d)
+    d = bytearray(base)
+    struct.pack_into("<I", d, ROW_COUNT, 1000)
+    case("row count past the cap", d)
+    d = bytearray(base)
+    struct.pack_into("<I", d, DICT_COUNT, 65)
+    case("label count past the cap", d)
     d = bytearray(base)
     rows_off = h["rows_offset"]
     d[rows_off] = 200  # map 0 row 0 names label value 200
@@ -83,9 +111,12 @@ with tempfile.TemporaryDirectory() as tmp:
     # m_payment_auth's first row: its currency (field 1, EUR) named as a known value past the list
     pay = next(i for i, f in enumerate(st.METRICS.feeds) if f.map_name == "m_payment_auth")
     base_row = sum(128 + st.METRICS.fold_keys(f) + 1 for f in st.METRICS.feeds[:pay])  # BS_GENERAL_ROWS
-    d = bytearray(base); d[rows_off + base_row * 4 + 1] = 253
+    d = bytearray(base)
+    d[rows_off + base_row * 4 + 1] = 253
     case("row names a known value past the list", d)
-    d = bytearray(base); struct.pack_into("<Q", d, ROW_COUNT + 32 * 4 + 128 * 4, 8); case("map cells moved", d)
+    d = bytearray(base)
+    struct.pack_into("<Q", d, ROW_COUNT + 32 * 4 + 128 * 4, 8)
+    case("map cells moved", d)
 
     p = read_many(list(cases.values()), SAN)
     out = [l for l in p.stdout.splitlines()]

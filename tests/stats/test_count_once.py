@@ -124,7 +124,7 @@ try:
         lines = err.strip().splitlines()
         bt.check(rc == 2 and any(want in x for x in lines) and total == 0,
                  "%s: refused, exit 2, a line with %r (rc %d, %r)" % (" ".join(args).replace(tmp, "TMP"), want, rc,
-                                                                     lines[-2:]))
+                                                                      lines[-2:]))
 finally:
     for ex in exporters:
         if ex.proc.poll() is None:

@@ -49,7 +49,7 @@ def check_exact(seg, ms, rows, what):
         got = described_rows(seg, f.map_name)
         want = [(labels, cells) for labels, cells in rows[f.probe.d_name]]
         check(got == want, f"{what}: map {f.map_name}: its {len(want)} rows read back exactly by its description",
-                 f"got {got}, want {want}")
+              f"got {got}, want {want}")
 
 
 with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
@@ -74,9 +74,9 @@ with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
 
     families = {(x["name"], x["map"]) for x in new["families"]}
     check(("billing_coupons_applied_total", "m_coupon_apply") in families,
-             "the new counter is among the other segment's families, fed by its new probe")
+          "the new counter is among the other segment's families, fed by its new probe")
     check(len(new["families"]) == len(new_ms.metrics), "every family entry of the other billing.d is described",
-             f"{len(new['families'])} vs {len(new_ms.metrics)}")
+          f"{len(new['families'])} vs {len(new_ms.metrics)}")
     changed = {f.probe.d_name for f in new_ms.feeds if "amount_minor" in f.quantities} | {"coupon__apply"}
     for f in new_ms.feeds:
         build = new["described"][f.map_name]["build_map"]
@@ -86,7 +86,7 @@ with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
         else:
             got = [r["cells"][:len(c)] for r, (_, c) in zip(new["maps"][f.map_name], new_rows[f.probe.d_name])]
             check(build >= 0 and got == [c for _, c in new_rows[f.probe.d_name]],
-                     f"the other billing.d: map {f.map_name}, the same shape, is this build's map too")
+                  f"the other billing.d: map {f.map_name}, the same shape, is this build's map too")
 
     # Hostile descriptions: one line each, nothing read past the description.
     data = open(new_path, "rb").read()

@@ -90,7 +90,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # per-thread caches) by design: off for this run, so RSS means growth.
     asan = os.environ.get("ASAN_OPTIONS", "")
     p = st.run(["short", 10000, 8, 10], dict(env, ASAN_OPTIONS=(asan + ":" if asan else "")
-                                            + "quarantine_size_mb=0:thread_local_quarantine_size_kb=0"))
+                                             + "quarantine_size_mb=0:thread_local_quarantine_size_kb=0"))
     segs = st.segments(p.stdout)
     rss = [l.split() for l in p.stdout.splitlines() if l.startswith("rss_kb")]
     seg = st.dump([segs[0][1]])[0] if segs and segs[0][1] else {"error": "no segment"}

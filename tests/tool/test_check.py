@@ -17,8 +17,8 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import billingtest as bt  # noqa: E402
-from tooltest import (LIB_ALL, LIB_HELPERS, PROBES, PROGRAM, PROGRAM_DISABLED, PROVIDER, catalogue, check,
-                      finish, readelf_names, run)  # noqa: E402
+from tooltest import (LIB_ALL, LIB_HELPERS, PROBES, PROGRAM, PROGRAM_DISABLED, PROVIDER, catalogue, check,  # noqa: E402
+                      finish, readelf_names, run)
 
 cat = catalogue()
 N = len(cat)

@@ -100,6 +100,7 @@ def trace_p(script, program, args=(), rounds=ROUNDS):
 subset_carries = readelf_names(SUBSET)
 two_carries = readelf_names(TWO) | readelf_names(LIB)
 
+
 def refused(rc, err):
     """A trace whose targets carry none of the script's probes: exit 2, one line."""
     return rc == 2 and len(err.splitlines()) == 1 and "refused: no module of" in err
@@ -191,6 +192,8 @@ for how in ("-c", "-p"):
 # trace -p A -p B; B fires and exits; the next process made gets B's PID
 # (ns_last_pid set to B - 1 just before it forks) and fires too: only A's
 # and B's rounds count, and the trace ends when A ends.
+
+
 def subset_waiting():
     return waiting_program(SUBSET, ROUNDS)
 

@@ -39,7 +39,7 @@ CASES = {
                                            " * @rows rows", 1),
                                   "the last argument of a -done probe must be duration_ns"),
     "metric label from an ID": (lambda s: s.replace("@@counter billing_errors_total count {component, code}",
-                                                     "@@counter billing_errors_total count {component, request_id}", 1),
+                                                    "@@counter billing_errors_total count {component, request_id}", 1),
                                 "request_id is unsigned long long: IDs and amounts never make labels"),
     "metric of an undeclared quantity": (lambda s: s.replace("@@quantity amount_minor", "@@quantity amount_major", 1)
                                          .replace("@@buckets amount_minor", "@@buckets amount_major", 1),

@@ -22,6 +22,8 @@ from userpathtest import bt
 up.require_work()
 SPAN_PROBES = {p.name for s in up.billing_d.spans(up.PROVIDER.probes) for p in (s.start, s.done)}
 ALL_PROBES = {p.name for p in up.PROVIDER.probes}
+
+
 def check_kit(variant, kit):
     what = "%s kit" % variant
     bt.check(kit.pkg_env is not None and os.path.isfile(kit.tool) and os.path.isfile(kit.exporter),
@@ -59,7 +61,7 @@ def check_kit(variant, kit):
                  "%s: request IDs unique and above 2^32 (min %#x)" % (what, min(ids)))
         bt.check(max(amounts) > 1 << 32 and sum(a > 1 << 31 for a in amounts) >= 6,
                  "%s: amounts above 2^31 (%d of %d, max %d)" % (what, sum(a > 1 << 31 for a in amounts),
-                                                               len(amounts), max(amounts)))
+                                                                len(amounts), max(amounts)))
         outcomes = {f[4] for f in books.fires("payment-auth")}
         bt.check({0, 51, 5} <= outcomes and books.fires("refund-process") and books.fires("error"),
                  "%s: approved and declined payments (%s), refunds, errors" % (what, sorted(outcomes)))

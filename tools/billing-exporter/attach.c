@@ -34,6 +34,7 @@
 #include "cgroup_filter.h"
 #include "program_target.h" /* idle program files */
 #include "stats_source.h"
+#include "target_modules.h" /* bx_module_has_probe, bx_target_has_probe */
 #include "term_text.h"
 #include "ticker.h"
 

@@ -59,12 +59,7 @@ enum { BX_EXIT_OK = 0,
        BX_EXIT_FAIL = 1,
        BX_EXIT_USAGE = 2 };
 
-/* "billing-exporter: WHAT" on stderr, one line. */
-void bx_error(const char *fmt, ...)
-#ifdef __GNUC__
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
+#include "report.h" /* bx_error: every layer's one line to the operator */
 
 /* attach.c: open and load the BPF object with only the enabled groups'
  * programs; then attach each enabled probe in every module of every

@@ -15,7 +15,6 @@
 #include <getopt.h>
 #include <pwd.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,24 +28,7 @@
 #include "http.h"
 #include "metric_check.h"
 #include "stats_source.h"
-#include "term_text.h"
-
-/* Every line the exporter writes to stderr comes here: paths from
- * /proc/PID/maps and /proc/PID/root, module and target names, file names
- * and arguments are other users' text, so the whole line goes through
- * billing-probes' escaper (term_text.h): no control byte, newline
- * included, reaches the terminal raw. */
-void bx_error(const char *fmt, ...)
-{
-	va_list ap;
-	flockfile(stderr);
-	fputs("billing-exporter: ", stderr);
-	va_start(ap, fmt);
-	bp_vprintf_escaped(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	funlockfile(stderr);
-}
+#include "target_overlap.h"
 
 static void usage(FILE *out)
 {

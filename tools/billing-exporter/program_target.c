@@ -34,7 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "exporter.h"       /* bx_error */
+#include "report.h"
 #include "proc_identity.h"  /* bx_proc_each_mapping */
 #include "target_modules.h" /* the probe reader */
 

@@ -25,175 +25,11 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "exporter.h"       /* bx_error */
+#include "exporter.h" /* the targets of a bx_exporter_t */
+#include "report.h"
 #include "proc_identity.h"  /* bx_proc_each_mapping */
 #include "program_target.h" /* --binary of a program */
-#include "stats_source.h"   /* the --pid targets served from a segment */
 #include "target_modules.h" /* the probe reader library: tools/probe-reader */
-
-static bx_module_t *new_module(bx_target_t *t, const char *path)
-{
-	bx_module_t *mods = realloc(t->modules, (t->module_count + 1) * sizeof *mods);
-	if (!mods)
-		return NULL;
-	t->modules = mods;
-	bx_module_t *m = &mods[t->module_count];
-	memset(m, 0, sizeof *m);
-	if (!(m->path = strdup(path)))
-		return NULL;
-	t->module_count++;
-	return m;
-}
-
-/* t's module for path, added if it has none yet. */
-static bx_module_t *module_for(bx_target_t *t, const char *path)
-{
-	for (size_t i = 0; i < t->module_count; i++)
-		if (strcmp(t->modules[i].path, path) == 0)
-			return &t->modules[i];
-	return new_module(t, path);
-}
-
-int bx_module_has_probe(const bx_module_t *m, const char *probe)
-{
-	for (size_t i = 0; i < m->probe_count; i++)
-		if (strcmp(m->probes[i], probe) == 0)
-			return 1;
-	return 0;
-}
-
-int bx_target_has_probe(const bx_target_t *t, const char *probe)
-{
-	for (size_t i = 0; i < t->module_count; i++)
-		if (bx_module_has_probe(&t->modules[i], probe))
-			return 1;
-	return 0;
-}
-
-bx_module_t *bx_module_add(bx_target_t *t, const char *path, unsigned long long dev, unsigned long long ino,
-                           unsigned long long path_dev, unsigned long long path_ino)
-{
-	bx_module_t *m = new_module(t, path);
-	if (m) {
-		m->dev = dev;
-		m->ino = ino;
-		m->path_dev = path_dev;
-		m->path_ino = path_ino;
-	}
-	return m;
-}
-
-bx_module_t *bx_module_of_file(const bx_target_t *t, unsigned long long dev, unsigned long long ino)
-{
-	for (size_t i = 0; i < t->module_count; i++) {
-		bx_module_t *m = &t->modules[i];
-		if ((m->dev == dev && m->ino == ino) || (m->path_dev == dev && m->path_ino == ino))
-			return m;
-	}
-	return NULL;
-}
-
-int bx_module_add_probe(bx_module_t *m, const bp_probe_t *p)
-{
-	size_t k = 0;
-	while (k < m->probe_count && strcmp(m->probes[k], p->name) != 0)
-		k++;
-	if (k == m->probe_count) {
-		char **probes = realloc(m->probes, (m->probe_count + 1) * sizeof *probes);
-		if (!probes)
-			return -1;
-		m->probes = probes;
-		if (!(probes[m->probe_count] = strdup(p->name)))
-			return -1;
-		m->probe_count++;
-	}
-	if (m->site_count == m->site_cap) {
-		size_t cap = m->site_cap ? 2 * m->site_cap : 16;
-		bx_site_t *sites = realloc(m->sites, cap * sizeof *sites);
-		if (!sites)
-			return -1;
-		m->sites = sites;
-		m->site_cap = cap;
-	}
-	bx_site_t *site = &m->sites[m->site_count];
-	site->probe = k;
-	site->offset = p->address_offset;
-	site->semaphore = p->semaphore ? p->semaphore_offset : 0;
-	if (!(site->args = strdup(p->arg_string ? p->arg_string : "")))
-		return -1;
-	m->site_count++;
-	return 0;
-}
-
-int bx_module_read(bx_module_t *m, const char *path, char *err, size_t errlen)
-{
-	bp_probe_set_t bp;
-	memset(&bp, 0, sizeof bp);
-	int rc = bp_probe_set_add_file(&bp, path, err, errlen);
-	for (size_t i = 0; rc == 0 && i < bp.probe_count; i++) {
-		if (strcmp(bp.probes[i].provider, BX_PROVIDER) == 0 && bx_module_add_probe(m, &bp.probes[i]) != 0) {
-			snprintf(err, errlen, "out of memory");
-			rc = -1;
-		}
-	}
-	bp_probe_set_free(&bp);
-	return rc;
-}
-
-/* Refused files remembered, each said once: past this many, a refused
- * file is still refused, only not remembered (one line says so). */
-#define REFUSED_MAX 1024
-
-int bx_target_refused(const bx_target_t *t, unsigned long long dev, unsigned long long ino)
-{
-	for (size_t i = 0; i < t->refused_count; i++)
-		if (t->refused[i].dev == dev && t->refused[i].ino == ino)
-			return 1;
-	return 0;
-}
-
-static void refuse(bx_target_t *t, unsigned long long dev, unsigned long long ino, const char *path, const char *why)
-{
-	if (t->refused_count > REFUSED_MAX)
-		return;
-	if (t->refused_count == REFUSED_MAX) {
-		bx_error("%s: %d files at that path refused: further ones are refused without a line", t->label,
-		         REFUSED_MAX);
-		t->refused_count++;
-		return;
-	}
-	bx_mapped_t *grown = realloc(t->refused, (t->refused_count + 1) * sizeof *grown);
-	if (grown) {
-		t->refused = grown;
-		grown[t->refused_count++] = (bx_mapped_t){ dev, ino };
-	}
-	bx_error("%s: %s is %s: not counted, not attached", t->label, path, why);
-}
-
-int bx_target_admits(bx_target_t *t, pid_t pid, const struct stat *st, unsigned long long dev,
-                     unsigned long long ino, size_t have)
-{
-	char path[64], why[160];
-	struct stat here;
-	int at_path_here = t->on_host && stat(t->binary, &here) == 0 && (unsigned long long)here.st_dev == dev &&
-	                   (unsigned long long)here.st_ino == ino;
-	snprintf(path, sizeof path, "the file process %d runs or maps there", (int)pid);
-	if (at_path_here)
-		return 1; /* the service's own rollout, through our root */
-	if (!bx_foreign_file_trusted(pid, st, t->owner_uid, t->only_uid, why, sizeof why)) {
-		refuse(t, dev, ino, path, why);
-		return 0;
-	}
-	if (have >= BX_FILES_PER_PATH) {
-		if (!t->capped)
-			bx_error("%s: %d files at that path counted already (the cap): further files are not counted, "
-			         "but for the one at that path here",
-			         t->label, BX_FILES_PER_PATH);
-		t->capped = 1;
-		return 0;
-	}
-	return 1;
-}
 
 /* Has t a module for the file (dev, ino), or refused it?  (bp_binary_scan's
  * question.) */
@@ -331,7 +167,7 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, long only_uid, c
 			rc = -1;
 			break;
 		}
-		bx_module_t *m = module_for(t, mod->attach_path);
+		bx_module_t *m = bx_module_for_path(t, mod->attach_path);
 		if (m && !m->dev && !m->ino) { /* the file mapped: what a --binary's uprobe would land on too */
 			m->dev = m->path_dev = mod->dev;
 			m->ino = m->path_ino = mod->ino;
@@ -362,32 +198,10 @@ int bx_target_alive(const bx_target_t *t)
 	return t->start_time && bp_process_start_time((pid_t)t->pid) == t->start_time;
 }
 
-static void free_module(bx_module_t *m)
-{
-	for (size_t j = 0; j < m->probe_count; j++)
-		free(m->probes[j]);
-	free(m->probes);
-	for (size_t j = 0; j < m->site_count; j++)
-		free(m->sites[j].args);
-	free(m->sites);
-	free(m->path);
-}
-
-void bx_module_remove(bx_target_t *t, unsigned long long dev, unsigned long long ino)
-{
-	bx_module_t *m = bx_module_of_file(t, dev, ino);
-	if (!m)
-		return;
-	free_module(m);
-	size_t i = (size_t)(m - t->modules);
-	memmove(m, m + 1, (t->module_count - i - 1) * sizeof *m);
-	t->module_count--;
-}
-
 void bx_target_free(bx_target_t *t)
 {
 	for (size_t i = 0; i < t->module_count; i++)
-		free_module(&t->modules[i]);
+		bx_module_free(&t->modules[i]);
 	free(t->modules);
 	free(t->binary);
 	free(t->programs);
@@ -400,32 +214,13 @@ void bx_target_free(bx_target_t *t)
 
 /* Does target b (a --binary) have a module with probes for the file
  * (dev, ino)? */
-static int binary_has_file(const bx_target_t *b, unsigned long long dev, unsigned long long ino)
+int bx_target_has_file(const bx_target_t *b, unsigned long long dev, unsigned long long ino)
 {
 	for (size_t i = 0; i < b->module_count; i++) {
 		const bx_module_t *m = &b->modules[i];
 		if (m->probe_count && ((m->dev == dev && m->ino == ino) || (m->path_dev == dev && m->path_ino == ino)))
 			return 1;
 	}
-	return 0;
-}
-
-/* A module of a with probes that b has too, or NULL. */
-static const bx_module_t *shared_module(const bx_target_t *a, const bx_target_t *b)
-{
-	for (size_t k = 0; k < a->module_count; k++)
-		if (a->modules[k].probe_count && binary_has_file(b, a->modules[k].dev, a->modules[k].ino))
-			return &a->modules[k];
-	return NULL;
-}
-
-/* Do programs a and b share a program file? */
-static int same_program(const bx_target_t *a, const bx_target_t *b)
-{
-	for (size_t i = 0; i < a->program_count; i++)
-		for (size_t k = 0; k < b->program_count; k++)
-			if (a->programs[i].kdev == b->programs[k].kdev && a->programs[i].kino == b->programs[k].kino)
-				return 1;
 	return 0;
 }
 
@@ -448,7 +243,7 @@ static int mapping_of_binary(unsigned long long dev, unsigned long long ino, con
 	(void)path;
 	for (size_t i = 0; i < m->ex->target_count; i++) {
 		const bx_target_t *t = &m->ex->targets[i];
-		if (t->binary && !t->program && binary_has_file(t, dev, ino)) {
+		if (t->binary && !t->program && bx_target_has_file(t, dev, ino)) {
 			m->found = (int)i;
 			return 1;
 		}
@@ -470,74 +265,4 @@ int bx_binary_target_of(const bx_exporter_t *ex, pid_t pid)
 	if (libraries && bx_proc_each_mapping(pid, mapping_of_binary, &m) < 0)
 		return -2;
 	return m.found;
-}
-
-/* Would binary targets a and b (a before b) count a fire twice?  Two
- * programs do when they share a program file; a program and a library
- * when the program loads it; two libraries when they are one file. */
-static int binaries_overlap(const bx_target_t *a, const bx_target_t *b, char *err, size_t errlen)
-{
-	if (a->program && b->program ? same_program(a, b) : !a->program && !b->program && shared_module(a, b)) {
-		snprintf(err, errlen, "--binary %s and --binary %s name one file: it would count twice", a->binary,
-		         b->binary);
-		return 1;
-	}
-	const bx_target_t *program = a->program ? a : b, *library = a->program ? b : a;
-	if (a->program != b->program && shared_module(library, program)) {
-		snprintf(err, errlen, "--binary %s is a library --binary %s loads, whose probes that target counts in "
-		                      "its processes: they would count twice (--binary %s alone counts them; name the "
-		                      "library alone to count every process mapping it)",
-		         library->binary, program->binary, program->binary);
-		return 1;
-	}
-	return 0;
-}
-
-/* Would --pid target a and binary target b count a fire twice?  When a's
- * process runs b's program, or maps b's library. */
-static int pid_overlaps(const bx_target_t *a, const bx_target_t *b, char *err, size_t errlen)
-{
-	const bx_module_t *m = NULL;
-	int runs = b->program ? bx_program_target_runs(b, a->pid) : 0;
-	if (runs < 0) {
-		snprintf(err, errlen, "--pid %d: its executable cannot be looked at, so whether --binary %s counts it "
-		                      "too is unknown",
-		         a->pid, b->binary);
-		return 1;
-	}
-	if (runs || (!b->program && (m = shared_module(a, b)) != NULL)) {
-		snprintf(err, errlen, "--pid %d maps %s, which --binary %s attaches to: it would count twice (name it once)",
-		         a->pid, m ? m->path : b->binary, b->binary);
-		return 1;
-	}
-	return 0;
-}
-
-int bx_targets_check_overlap(const bx_exporter_t *ex, char *err, size_t errlen)
-{
-	for (size_t i = 0; i < ex->target_count; i++) {
-		const bx_target_t *a = &ex->targets[i];
-		for (size_t j = 0; j < ex->target_count; j++) {
-			const bx_target_t *b = &ex->targets[j];
-			if (i == j || !b->binary || (a->binary && j < i))
-				continue;
-			if (a->binary ? binaries_overlap(a, b, err, errlen) : pid_overlaps(a, b, err, errlen))
-				return -1;
-		}
-	}
-	for (size_t i = 0; i < bx_stats_target_count(ex); i++) {
-		int pid = bx_stats_target_pid(ex, i), b = pid > 0 && bx_binary_target_count(ex) ? bx_binary_target_of(ex, pid) : -1;
-		if (b == -1)
-			continue;
-		if (b >= 0)
-			snprintf(err, errlen, "--pid %d maps a file --binary %s attaches to: its fires would count twice, from "
-			                      "its stats segment and through USDT (name it once)",
-			         pid, ex->targets[b].binary);
-		else
-			snprintf(err, errlen, "--pid %d: its executable or memory maps cannot be read, so whether --binary "
-			                      "counts it too is unknown (run as root or as its user)",
-			         pid);
-		return -1;
-	}
-	return 0;
 }

@@ -17,78 +17,9 @@
 #define BX_TARGETS_H
 
 #include <stddef.h>
-#include <stdint.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 
-#include "program_files.h"
-
-/* One probe site of a module, as its note gives it. */
-typedef struct bx_site {
-	size_t probe;      /* index into the module's probes */
-	int64_t offset;    /* file offset of the site; -1 outside every PT_LOAD */
-	int64_t semaphore; /* file offset of its semaphore; 0 none, -1 outside */
-	char *args;        /* the note's argument string */
-} bx_site_t;
-
-typedef struct bx_module {
-	char *path;    /* what to attach to: the mapped path, or /proc/PID/root/PATH */
-	char **probes; /* ELF spelling, "payment__auth"; each once */
-	size_t probe_count;
-	bx_site_t *sites;
-	size_t site_count, site_cap;
-	/* --binary: the file (device, inode) mapped, and the one the path
-	 * shows (differs on overlayfs: the merged view vs the layer's file) */
-	unsigned long long dev, ino, path_dev, path_ino;
-	int attached; /* attach.c has attached its probes */
-} bx_module_t;
-
-/* A process running a program file of a --binary PROGRAM target.  Its
- * memory maps are looked at when it is first seen and at the next look
- * through /proc, by when the dynamic loader has mapped every library it
- * starts with. */
-typedef struct bx_running {
-	int pid;
-	unsigned long long start_time;
-	int looks; /* times its maps were looked at */
-	int seen;  /* by the current look through /proc */
-} bx_running_t;
-
-/* A file as a line of /proc/PID/maps names it (MAJOR:MINOR INODE). */
-typedef struct bx_mapped {
-	unsigned long long dev, ino;
-} bx_mapped_t;
-
-typedef struct bx_target {
-	char label[300];               /* "pid:123" or "binary:/usr/bin/billingd" */
-	int pid;                       /* -1 for a binary: every process, now or later */
-	char *binary;                  /* the path given with --binary, else NULL */
-	unsigned long long start_time; /* of process pid when read: a reused PID differs */
-	int on_host;                   /* --binary: PATH exists in our own root */
-	size_t processes;              /* --binary: processes running it at the last discovery */
-	int discovered;                /* --binary: files added by the last discovery */
-	int skipped;                   /* libbpf refused one of its modules: nothing of it attached */
-	bx_module_t *modules;
-	size_t module_count;
-	/* --binary of a program: its links count only the processes running
-	 * one of these files (program_target.c) */
-	int program;
-	bx_program_file_t *programs;
-	size_t program_count;
-	bx_running_t *running; /* the processes running them at the last look */
-	size_t running_count;
-	bx_mapped_t *mapped; /* every file their maps showed, looked at already */
-	size_t mapped_count;
-	/* --binary: who may put a file at PATH (bx_foreign_file_trusted),
-	 * the files refused (each said once, none attached), and the
-	 * processes the scanner has looked at */
-	long owner_uid; /* of the file at PATH here; -1 none */
-	long only_uid;  /* --uid; -1 none */
-	bx_mapped_t *refused;
-	size_t refused_count;
-	int capped;                  /* the BX_FILES_PER_PATH line is said */
-	struct bp_binary_seen *seen; /* a --binary library's (probe_reader.h) */
-} bx_target_t;
+#include "target_types.h"
 
 /* Read the billing probes of process pid (binary NULL) or of the ELF file
  * binary (pid -1: the file at PATH here, and at PATH in the root of every
@@ -97,26 +28,12 @@ typedef struct bx_target {
  * nothing. */
 int bx_target_read(bx_target_t *t, int pid, const char *binary, long only_uid, char *err, size_t errlen);
 
-/* A file at PATH in the root of process pid (st: its stat there, dev and
- * ino: what the process maps) that t has not counted: 1 when it may be
- * added, 0 when refused (one line the first time, remembered: no
- * attachment, not looked at again).  Refused: a file
- * bx_foreign_file_trusted refuses, or one beyond BX_FILES_PER_PATH
- * (counted files: have) that is not the file at PATH here. */
-int bx_target_admits(bx_target_t *t, pid_t pid, const struct stat *st, unsigned long long dev,
-                     unsigned long long ino, size_t have);
-int bx_target_refused(const bx_target_t *t, unsigned long long dev, unsigned long long ino);
-
 /* --binary targets: look through /proc for processes running PATH inside
  * their root from a file not yet among t's modules (and, for a program,
  * libraries its processes map that are not), and add those files
  * (attached 0).  Returns how many modules were added, or -1 when out of
  * memory.  A no-op for pid targets and relative paths. */
 int bx_target_discover(bx_target_t *t);
-
-/* 1 when some module of t carries probe. */
-int bx_target_has_probe(const bx_target_t *t, const char *probe);
-int bx_module_has_probe(const bx_module_t *m, const char *probe);
 
 /* 1 while the process lives (pid targets: the same process, not a later
  * one given its PID), or (binaries) while the file exists here or a
@@ -128,18 +45,12 @@ void bx_target_free(bx_target_t *t);
 /* --- one process counted once --------------------------------------------- */
 struct bx_exporter;
 
-/* Targets that would count a process twice, refused: two --binary of one
- * file, a --binary of a library that a --binary program loads, a --pid
- * process that runs a --binary program or maps a --binary library
- * (whether the --pid is served through USDT or from its stats segment:
- * the --binary's uprobes count its fires either way).  0, or -1 with a
- * one-line reason in err. */
-int bx_targets_check_overlap(const struct bx_exporter *ex, char *err, size_t errlen);
-
 /* The --binary targets: how many; and which one counts process pid (the
  * index of the first whose program it runs or whose library it maps), -1
  * none, -2 when its executable or memory maps cannot be read. */
 size_t bx_binary_target_count(const struct bx_exporter *ex);
 int bx_binary_target_of(const struct bx_exporter *ex, pid_t pid);
+/* 1 when binary target b has a module with probes for the file (dev, ino). */
+int bx_target_has_file(const bx_target_t *b, unsigned long long dev, unsigned long long ino);
 
 #endif /* BX_TARGETS_H */

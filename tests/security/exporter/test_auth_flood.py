@@ -72,7 +72,7 @@ def flood(report, port, seconds):
 
 
 st.check_documented(["BX_AUTH_CACHE_SECONDS", "BX_AUTH_FAILURE_BURST", "BX_AUTH_FAILURE_REFILL_SECONDS",
-                      "CLEAN_WAIT_SECONDS", "BX_AUTH_PEERS"])
+                     "CLEAN_WAIT_SECONDS", "BX_AUTH_PEERS"])
 tmp = tempfile.mkdtemp(prefix="bx-authflood-")
 os.chmod(tmp, 0o755)
 passwords = ["correct-%d-%x" % (i, random.getrandbits(48)) for i in range(USERS)]

@@ -65,7 +65,7 @@ try:
         bt.check(health == PROBES and metrics == PROBES,
                  "under %s (%d connected, %d refused): /healthz %d of %d, /metrics %d of %d answered 200 "
                  "within %.0f s (slowest %.2f s)" % (what, held["held"], held["refused"], health, PROBES,
-                                                    metrics, PROBES, ANSWER_WITHIN, slowest))
+                                                     metrics, PROBES, ANSWER_WITHIN, slowest))
         print("%s: /healthz %d/%d, /metrics %d/%d, slowest %.3f s"
               % (what, health, PROBES, metrics, PROBES, slowest))
     bt.check(ex.proc.poll() is None, "the exporter is still running")

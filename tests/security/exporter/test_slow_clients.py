@@ -73,8 +73,8 @@ try:
     late = len(done["lifetimes"]) - len([t for t in lasted if t <= DEADLINE + GAP + 2])
     bt.check(late == 0, "each of the first %d slow connections was closed by the server within %d s of opening "
              "(%d were not; median %.1f s, longest %.1f s)" % (CLIENTS, DEADLINE + GAP + 2, late,
-                                                              lasted[len(lasted) // 2] if lasted else -1,
-                                                              lasted[-1] if lasted else -1))
+                                                               lasted[len(lasted) // 2] if lasted else -1,
+                                                               lasted[-1] if lasted else -1))
     bt.check(ex.proc.poll() is None, "the exporter is still running")
     print("slow clients: %d at once at most, /healthz asked %d times, slowest answer %.3f s"
           % (done["peak"], health["asked"], health["worst"]))

@@ -51,7 +51,6 @@ def refused(what, args, want):
              "%s: exit 2, one line with %r (got %s: %r)" % (what, want, rc, err))
 
 
-
 exporters = []
 prom = None
 try:
