@@ -433,7 +433,7 @@ def main():
         if net:
             for p in net.procs:
                 print("--- %s (%s)\n%s" % (p.log_path, "running" if p.alive() else p.proc.returncode,
-                                          p.output()[-1500:]))
+                                           p.output()[-1500:]))
         raise
     finally:
         if fleet and fleet.hook:
