@@ -86,6 +86,9 @@ class Proc:
                                      stderr=subprocess.STDOUT, env=env)
 
     def output(self):
+        if self.log.closed:  # stopped: the file is all it wrote
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
         return bt.written(self.log)
 
     def wait_output(self, pattern, what, timeout=60):

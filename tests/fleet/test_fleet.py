@@ -13,10 +13,21 @@ One set-up, stages in order (each a function taking the fleet):
   2. one host's network cut while it serves: after it returns, the central
      view holds every scrape of the cut (from the agent's WAL), the totals
      are exact again (nothing counted twice), and no alert was sent;
-  3. host by host, billingd and its exporter restarted (Host.swap_kit()
-     with this build; a rolling upgrade passes another build's kit):
+  3. host by host, billingd and its exporter restarted (Host.swap_kit()):
      counters never decrease, totals stay exact, no alert;
-  4. one host's exporter killed: its BillingExporterDown, and nothing
+  4. a rolling upgrade, host by host, to the kit built from a billing.d
+     with one more probe and metric (userpathtest.other_kit(): coupon-apply
+     feeding billing_coupons_applied_total): each host's billingd restarted
+     and the service built against the new kit started beside it, writing
+     its segments to the same stats directory, read by the stock exporter
+     of the old kit (the version-skew reader serves a team's own counter;
+     an exporter upgraded ahead of billingd would refuse billingd's
+     amount_minor histogram, whose buckets differ).  After each host:
+     counters never decrease, totals exact (the loads plus the new
+     services' books), no alert, and billing_coupons_applied_total at the
+     central Prometheus for exactly the hosts upgraded so far, each equal
+     to the coupons its service fired;
+  5. one host's exporter killed: its BillingExporterDown, and nothing
      else, reaches the receiver exactly once though two Alertmanagers run.
 
 Writes what it measured (series per host, remote-write bytes per sample) to
@@ -39,11 +50,14 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 import billingtest as bt  # noqa: E402
 import fleettest as ft  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests", "userpath"))
+import userpathtest as up  # noqa: E402  (the kit of the other billing.d, its service and books)
 
 for var in ("BX_EXPORTER", "BS_BILLINGD", "BX_BILLING_LOAD"):
     if not os.environ.get(var):
         bt.skip("%s is not set: run through meson test" % var)
 EXPORTER, BILLINGD, LOAD = (os.environ[v] for v in ("BX_EXPORTER", "BS_BILLINGD", "BX_BILLING_LOAD"))
+up.require_work()
 bt.require_root("namespaces, a bridge and the exporter as nobody")
 for prog, pkg in (("prometheus", "prometheus"), ("prometheus-alertmanager", "prometheus-alertmanager"),
                   ("ip", "iproute2"), ("setpriv", "util-linux")):
@@ -60,6 +74,7 @@ SHORT_FOR = "3s"
 CUT_S = 30
 PEER_TIMEOUT_S = 3
 CENTRAL, AM_OCTETS = 1, (2, 3)
+NEW_METRIC = "billing_coupons_applied_total"  # the new kit's own counter
 checks = bt.Checks()
 check = checks.check
 
@@ -159,6 +174,7 @@ class Host:
 class Fleet:
     def __init__(self, base, net):
         self.base, self.net, self.hook = base, net, None
+        self.services = []  # the new kit's services (userpathtest.Service), stopped at the end
         self.central_ns, self.central_addr, _ = self.net.add("central", CENTRAL)
         self.start_receiver()
         self.start_alertmanagers()
@@ -350,29 +366,102 @@ def stage_cut(fleet, want, results):
     results.update(cut_s=CUT_S, scrapes_delivered_after_cut=len(during))
 
 
-def stage_rolling_restart(fleet, want, kit=(BILLINGD, EXPORTER)):
-    """Host by host, billingd and its exporter replaced by KIT (this
-    build's: a restart; a rolling upgrade passes another build's): every
-    host's counters never decrease, the totals stay exact, no alert."""
-    sent_before = len(Receiver.notifications())
+def never_decrease(fleet, want, since, what):
+    """Every host's books at the central Prometheus, second by second since
+    SINCE: never lower than the second before, and ending at WANT's."""
+    window = int(time.time() - since) + 5
+    for h in fleet.hosts:
+        for key, series in BOOKS:
+            got = fleet.central.samples('sum by (host) (%s)[%ds:1s]' % (on_host(series, h.name), window))
+            last = got[-1] if got else (0, None)
+            check(all(b[1] >= a[1] for a, b in zip(got, got[1:])) and last[0] > time.time() - 5
+                  and last[1] == want[(key, h.name)],
+                  "%s: %s's %s never decrease and end at %d (last %s, %.0f s ago)"
+                  % (what, h.name, key, want[(key, h.name)], last[1], time.time() - last[0]))
+
+
+def on_host(series, host):
+    """SERIES (name{labels} or name) restricted to HOST."""
+    name, _, labels = series.partition("{")
+    return '%s{host="%s"%s' % (name, host, "," + labels if labels else "}")
+
+
+def roll(fleet, step):
+    """Host by host: step(host), then the host scraped again; returns when
+    the last host is, with the time the first step began."""
     started = time.time()
     for h in fleet.hosts:
-        h.swap_kit(*kit)
+        step(h)
         swapped = time.time()
-        bt.wait_for(h.name + " scraped again after its swap", lambda: fleet.central.by(
+        bt.wait_for(h.name + " scraped again after its step", lambda: fleet.central.by(
             'up{host="%s"} == 1 and timestamp(up{host="%s"}) > %f' % (h.name, h.name, swapped),
             "host").get(h.name) == 1, 30)
+    return started
+
+
+def stage_rolling_restart(fleet, want):
+    """Host by host, billingd and its exporter restarted: every host's
+    counters never decrease, the totals stay exact, no alert."""
+    sent_before = len(Receiver.notifications())
+    started = roll(fleet, lambda h: h.swap_kit(BILLINGD, EXPORTER))
     wait_exact(fleet, want, "after the rolling restart")
-    window = int(time.time() - started) + 5
-    for h in fleet.hosts:
-        reqs = fleet.central.samples('sum by (host) (billing_requests_total{host="%s"})[%ds:1s]' % (h.name, window))
-        last = reqs[-1] if reqs else (0, None)
-        check(all(b[1] >= a[1] for a, b in zip(reqs, reqs[1:])) and last[0] > time.time() - 5
-              and last[1] == want[("responses", h.name)],
-              "%s's requests never decrease across its swap and end at its loads' %d (last %s, %.0f s ago)"
-              % (h.name, want[("responses", h.name)], last[1], time.time() - last[0]))
+    never_decrease(fleet, want, started, "rolling restart")
     check(len(Receiver.notifications()) == sent_before, "no notification about the rolling restart (%s)"
           % Receiver.notifications()[sent_before:])
+
+
+def books_totals(books, ms):
+    """{BOOKS key: value} a service's books add to the exporter's series."""
+    samples = up.expected_metrics(books, ms)
+    out = {}
+    for key, series in BOOKS:
+        name, _, labels = series.partition("{")
+        sel = set(re.findall(r'(\w+)="([^"]*)"', labels))
+        out[key] = sum(v for (n, lbs), v in samples.items() if n == name and sel <= set(lbs))
+    return out
+
+
+def stage_rolling_upgrade(fleet, want, new_kit, results):
+    """Host by host, billingd restarted and the new kit's service started
+    beside it (module docstring, stage 4)."""
+    kit, ms = new_kit
+    sent_before = len(Receiver.notifications())
+    coupons = {}
+
+    def upgrade(h):
+        h.swap_kit(BILLINGD, EXPORTER)
+        # meson's LD_LIBRARY_PATH names this build's library, which would
+        # win over the new kit's rpath (its probe's symbol missing)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BILLING_STATS") and k != "LD_LIBRARY_PATH"}
+        env.update(BILLING_STATS_DIR=h.stats, BILLING_STATS_GROUP="nogroup")
+        books_dir = os.path.join(h.dir, "new-kit-books")
+        os.mkdir(books_dir)
+        svc = up.Service(kit, books_dir, workers=2, threads=2, prefix=["ip", "netns", "exec", h.ns], env=env)
+        fleet.services.append(svc)
+        svc.batch()
+        books = svc.books()
+        coupons[h.name] = len(books.fires("coupon-apply"))
+        for key, v in books_totals(books, ms).items():
+            want[(key, h.name)] += v
+        got = {}
+
+        def served():
+            got.clear()
+            got.update(fleet.central.by("sum by (host) (%s)" % NEW_METRIC, "host"))
+            return got == coupons
+        try:
+            bt.wait_for("%s of %s at the central Prometheus" % (NEW_METRIC, h.name), served, 30)
+        except RuntimeError:
+            pass
+        check(got == coupons and all(coupons.values()),
+              "%s upgraded: %s at the central Prometheus for exactly the hosts upgraded so far, each the "
+              "coupons its service fired (%s; fired %s)" % (h.name, NEW_METRIC, got, coupons))
+    started = roll(fleet, upgrade)
+    wait_exact(fleet, want, "after the rolling upgrade")
+    never_decrease(fleet, want, started, "rolling upgrade")
+    check(len(Receiver.notifications()) == sent_before, "no notification about the rolling upgrade (%s)"
+          % Receiver.notifications()[sent_before:])
+    results.update(upgrade_s=round(time.time() - started, 1))
 
 
 def stage_exporter_down(fleet, results):
@@ -406,6 +495,8 @@ def main():
     prev = signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped by SIGTERM"))  # meson's timeout: clean up
     try:
         t0 = time.monotonic()
+        new_kit = up.other_kit()  # built once per source state, shared with the userpath suite
+        t0 = time.monotonic()
         net = ft.Net()
         fleet = Fleet(base, net)
         results = {"hosts": HOSTS, "setup_s": round(time.monotonic() - t0, 1)}
@@ -419,6 +510,7 @@ def main():
         results["remote_write_bytes_per_sample"] = {
             n: round((sent1[n][0] - sent0[n][0]) / (sent1[n][1] - sent0[n][1]), 2) for n in sent0}
         stage_rolling_restart(fleet, want)
+        stage_rolling_upgrade(fleet, want, new_kit, results)
         stage_exporter_down(fleet, results)
         results["total_s"] = round(time.monotonic() - t0, 1)
         print(json.dumps(results, indent=1, sort_keys=True))
@@ -436,6 +528,8 @@ def main():
                                            p.output()[-1500:]))
         raise
     finally:
+        for svc in fleet.services if fleet else []:
+            svc.stop()
         if fleet and fleet.hook:
             fleet.hook.shutdown()
         if net:
