@@ -273,6 +273,12 @@ print("Prometheus: %d invoices, %d payments approved, %d declined, %d refunds, %
     q("sum(billing_invoices_total)"), q('sum(billing_payments_total{outcome="approved"})'),
     q('sum(billing_payments_total{outcome="declined"})'), q("sum(billing_refunds_total)"),
     q("sum(billing_requests_total)")))
+# The dashboard's probe inventory panel: what each target runs.
+url = sys.argv[1] + "/api/v1/query?" + urllib.parse.urlencode({"query": "billing_exporter_target_build_info"})
+for r in json.load(urllib.request.urlopen(url, timeout=10))["data"]["result"]:
+    m = r["metric"]
+    print("Probe inventory: %s runs %s probes (source %s, probe set %s)" % (
+        m.get("target"), m.get("probes"), m.get("source"), m.get("probe_set")))
 PY
 elif [ -n "$exporter_why" ]; then
 	echo "(billing-exporter skipped: $exporter_why)"

@@ -35,6 +35,9 @@ else:
 # Only this demo's processes: another demo may run on the machine.
 work = re.search(r"stats segment in (/\S+/billing-demo\.\w+)/stats", out)
 check.true("the demo names its work directory", work is not None)
+check.true("the probe inventory (the dashboard's panel) shows billingd's stats target",
+           re.search(r"^Probe inventory: stats:\S+ runs [1-9][0-9]* probes \(source stats, probe set [0-9a-f]{16}\)$",
+                     out, flags=re.M) is not None)
 if work:
     left = subprocess.run(["pgrep", "-f", "--", work.group(1) + "/"], capture_output=True, text=True)
     check.eq("pgrep finds nothing of the demo", left.stdout.strip(), "")

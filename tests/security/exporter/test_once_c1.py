@@ -4,9 +4,11 @@ gateway "c1-" U+009B "J" (UTF-8 \\xc2\\x9b, the one-byte CSI: erase the
 screen below on a terminal that takes 8-bit controls).  It is valid UTF-8, so
 /metrics keeps it (with exposition escaping); the --once table goes to a
 terminal and must show it through the tools' one escaper (\\xc2\\x9b),
-every row plain printable ASCII.  From both sources: the probes (USDT, as
-root) and a stats segment (read as nobody, no BPF), with the same hostile
-labels (fire_program hostile).
+every row plain printable ASCII.  The service is the unprivileged test
+user's (fire_program hostile run as that user, from a copy any user may
+run), read from both sources: its probes (USDT, the exporter as root with
+--pid) and its stats segment (--stats-dir of that user's directory with
+--uid, no BPF).
 
 On the code before, the USDT table carried the two bytes raw.  Needs root
 (BPF; running the exporter as nobody).
@@ -25,7 +27,15 @@ from sectest import bt, h  # noqa: E402
 h.require_exporter_can_run()
 exe, fire = h.env_path("BX_EXPORTER"), h.env_path("BX_FIRE_STATIC")
 fire_stats = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] else None
-NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+uid, gid, as_attacker = bt.attacker()
+# the programs where the attacker may run them
+place = tempfile.mkdtemp(prefix="bx-once-c1-")
+os.chmod(place, 0o755)
+for src in filter(None, (fire, fire_stats)):
+    shutil.copy(src, place)
+    os.chmod(os.path.join(place, os.path.basename(src)), 0o755)
+fire = os.path.join(place, os.path.basename(fire))
+fire_stats = fire_stats and os.path.join(place, os.path.basename(fire_stats))
 
 
 def check_table(source, p):
@@ -40,7 +50,7 @@ def check_table(source, p):
     bt.check(not bad, "%s: every table row plain printable ASCII: %r" % (source, bad[:3]))
 
 
-prog = h.FireProgram(fire, "hostile")
+prog = h.FireProgram(as_attacker[0], *as_attacker[1:], fire, "hostile")  # setpriv execs: the PID is fire's
 try:
     p = subprocess.run([exe, "--pid", str(prog.pid), "--once", "--interval", "2"],
                        capture_output=True, timeout=60)
@@ -52,24 +62,19 @@ if not fire_stats:
     bt.check(False, "the stats half has fire_program's stats build (meson passes it; a build without the "
                     "stats writer skips the test instead)")
 else:
-    # The segment's directory: the service's own, readable by nobody
-    # through its group, as docs/stats.md sets it up.
-    base = tempfile.mkdtemp(prefix="bx-once-c1-")
-    os.chmod(base, 0o755)
-    stats = os.path.join(base, "stats")
-    env = dict(os.environ, BILLING_STATS_DIR=stats, BILLING_STATS_GROUP="nogroup")
-    prog = subprocess.Popen([fire_stats, "hostile"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env)
+    # The segment's directory: the attacker's own, read by root with --uid.
+    stats = os.path.join(place, "stats")
+    os.mkdir(stats, 0o700)
+    os.chown(stats, uid, gid)
+    os.environ["BILLING_STATS_DIR"] = stats
+    prog = h.FireProgram(as_attacker[0], *as_attacker[1:], fire_stats, "hostile")
     try:
-        first = prog.stdout.readline()
-        fired = prog.stdout.readline()
-        bt.check(first.startswith(b"waiting pid") and fired.startswith(b"fired"),
-                 "the stats build fired its hostile labels (%r %r)" % (first, fired))
-        p = subprocess.run(NOBODY + [exe, "--stats-dir", stats, "--once", "--interval", "1"],
+        fired = prog.fired(timeout=60)
+        bt.check(fired.get("payment_auth", 0) > 0, "the stats build fired its hostile labels (%s)" % fired)
+        p = subprocess.run([exe, "--stats-dir", stats, "--uid", str(uid), "--once", "--interval", "1"],
                            capture_output=True, timeout=60)
     finally:
-        prog.kill()
-        prog.wait()
-        shutil.rmtree(base, ignore_errors=True)
+        prog.release()
     check_table("stats", p)
+shutil.rmtree(place, ignore_errors=True)
 bt.finish()
