@@ -123,24 +123,6 @@ static int parse_pid(const char *s)
 
 /* --- a --pid's segment ------------------------------------------------------- */
 
-/* The first "N.stats" file a process maps (bx_proc_each_mapping). */
-typedef struct mapped_seg {
-	char path[PATH_MAX];
-	unsigned long long dev, ino;
-} mapped_seg_t;
-
-static int stats_mapping(unsigned long long dev, unsigned long long ino, const char *path, void *ctx)
-{
-	mapped_seg_t *m = ctx;
-	size_t n = strlen(path);
-	if (n < 7 || strcmp(path + n - 6, ".stats") != 0 || n >= sizeof m->path)
-		return 0; /* a " (deleted)" one too: gone from its directory */
-	memcpy(m->path, path, n + 1);
-	m->dev = dev;
-	m->ino = ino;
-	return 1;
-}
-
 /* Is the segment at dir/name process t->proc's, found where its user
  * keeps it: dir and file that user's alone (BX_OWNER_ONLY), the file the
  * process maps when dev is given, its header naming the process (PID in
@@ -189,10 +171,10 @@ static int segment_at(stats_target_t *t, const char *dir, const char *name, unsi
  * another user's directory, whatever its name.  0, or -1 with the reason. */
 static int find_segment(stats_target_t *t, const stats_target_t *dirs, size_t ndirs, char *err, size_t errlen)
 {
-	mapped_seg_t m;
+	bx_mapped_segment_t m;
 	char dir[PATH_MAX + 64], name[32];
 	memset(&m, 0, sizeof m);
-	int r = bx_proc_each_mapping(t->pid, stats_mapping, &m);
+	int r = bx_proc_each_mapping(t->pid, bx_stats_mapping, &m);
 	if (r >= 0 && !m.path[0]) {
 		snprintf(err, errlen, "it maps none");
 		return -1;

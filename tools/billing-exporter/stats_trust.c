@@ -113,3 +113,15 @@ int bx_stats_file_open(int dfd, const char *name, uid_t user, struct stat *st, i
 	errno = EPERM;
 	return -1;
 }
+
+int bx_stats_mapping(unsigned long long dev, unsigned long long ino, const char *path, void *ctx)
+{
+	bx_mapped_segment_t *m = ctx;
+	size_t n = strlen(path);
+	if (n < 7 || strcmp(path + n - 6, ".stats") != 0 || n >= sizeof m->path)
+		return 0; /* a " (deleted)" one too: gone from its directory */
+	memcpy(m->path, path, n + 1);
+	m->dev = dev;
+	m->ino = ino;
+	return 1;
+}

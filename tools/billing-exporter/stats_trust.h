@@ -14,6 +14,7 @@
 #ifndef BX_STATS_TRUST_H
 #define BX_STATS_TRUST_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -41,5 +42,15 @@ int bx_stats_file_open(int dfd, const char *name, uid_t user, struct stat *st, i
 
 /* "uid 998 (billing)" or "uid 998", into buf. */
 const char *bx_user_text(uid_t uid, char *buf, size_t n);
+
+/* The first "N.stats" file a process maps, as bx_proc_each_mapping's
+ * callback bx_stats_mapping() finds it: where a --pid's segment is looked
+ * for first (billing-exporter, billing-probes top). */
+typedef struct bx_mapped_segment {
+	char path[PATH_MAX];
+	unsigned long long dev, ino;
+} bx_mapped_segment_t;
+
+int bx_stats_mapping(unsigned long long dev, unsigned long long ino, const char *path, void *ctx);
 
 #endif /* BX_STATS_TRUST_H */

@@ -17,23 +17,6 @@
 #include "stats_read.h"
 #include "stats_trust.h"
 
-typedef struct mapped {
-	char path[PATH_MAX];
-	unsigned long long dev, ino;
-} mapped_t;
-
-static int stats_mapping(unsigned long long dev, unsigned long long ino, const char *path, void *ctx)
-{
-	mapped_t *m = ctx;
-	size_t n = strlen(path);
-	if (n < 7 || strcmp(path + n - 6, ".stats") != 0 || n >= sizeof m->path)
-		return 0; /* a " (deleted)" one too: gone from its directory */
-	memcpy(m->path, path, n + 1);
-	m->dev = dev;
-	m->ino = ino;
-	return 1;
-}
-
 /* Open dir/name as a segment of user, through the directory's and the
  * file's ownership checks.  The fd, or -1 with the reason in err. */
 static int open_segment(const char *dir, const char *name, uid_t user, int how, struct stat *st, char *err,
@@ -82,9 +65,9 @@ int top_target_open(top_target_t *t, const char *pid_text, const char *dir, char
 	t->ns_pid = proc.ns_pid;
 	t->user = proc.uid;
 	t->start_time = proc.start_time;
-	mapped_t m;
+	bx_mapped_segment_t m;
 	memset(&m, 0, sizeof m);
-	if (bx_proc_each_mapping(t->pid, stats_mapping, &m) > 0) {
+	if (bx_proc_each_mapping(t->pid, bx_stats_mapping, &m) > 0) {
 		snprintf(t->path, sizeof t->path, "/proc/%d/root%s", (int)t->pid, m.path);
 	} else {
 		snprintf(t->path, sizeof t->path, "/dev/shm/billing-stats-%u/%d.stats", (unsigned)t->user,
