@@ -15,7 +15,7 @@
 
 #include "labels.h"
 #include "metric_table.h"
-#include "snapshot.h"
+#include "foreign_families.h"
 #include "stats_read.h"
 #include "stats_source.h"
 

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "snapshot.h"
+#include "samples.h"
 #include "text_buf.h" /* tools/probe-reader */
 
 typedef enum bx_format { BX_FMT_PROMETHEUS,

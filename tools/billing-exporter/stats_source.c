@@ -20,7 +20,7 @@
 #include "cgroup_filter.h"
 #include "proc_identity.h"
 #include "row_sum.h"
-#include "snapshot.h"
+#include "map_row.h"
 #include "stats_read.h"
 #include "stats_trust.h"
 

@@ -1,0 +1,22 @@
+/*
+ * map_row.h -- what every source hands the snapshot: a map's row with its
+ * key decoded.  Sources (attach.c for BPF maps, stats_source.c for stats
+ * segments) fill it; snapshot.c turns rows into samples.
+ */
+#ifndef BX_MAP_ROW_H
+#define BX_MAP_ROW_H
+
+#include "exporter.h"
+
+/* One row of a map, from a BPF map or a stats segment: its key decoded
+ * into labels, its value as 64-bit cells (metric_table.h): fires at cell
+ * 0, then each quantity's count, sum and buckets.  Every cell is a sum,
+ * so per-CPU copies, thread slots and rows that share labels add cell by
+ * cell. */
+struct bx_row {
+	const char *labels[BX_MAX_FIELDS]; /* admitted values or "other" */
+	long long ints[BX_MAX_FIELDS];     /* INT32 fields, raw (outcomes, filters) */
+	bx_u64 cells[BX_MAX_CELLS];
+};
+
+#endif /* BX_MAP_ROW_H */

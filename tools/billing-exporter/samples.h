@@ -1,0 +1,45 @@
+/*
+ * samples.h -- the container a snapshot fills and the writers read:
+ * (family, sample suffix, labels, value), in the order they are added.
+ * snapshot.c and foreign_families.c add samples; format.c prints them as
+ * Prometheus text, OpenMetrics, a table or JSON lines.
+ */
+#ifndef BX_SAMPLES_H
+#define BX_SAMPLES_H
+
+#include <stddef.h>
+
+#include "exporter.h"
+
+#define BX_SAMPLE_LABELS 4 /* the metric's labels + le */
+
+typedef struct bx_sample {
+	const bx_metric_t *metric; /* its family: name, type, help, unit */
+	const char *suffix;        /* "", "_bucket", "_sum", "_count" */
+	size_t nlabels;
+	const char *label_names[BX_SAMPLE_LABELS];
+	const char *label_values[BX_SAMPLE_LABELS]; /* sanitized, stable for the snapshot */
+	double value;
+} bx_sample_t;
+
+typedef struct bx_snapshot {
+	bx_sample_t *samples;
+	size_t count, cap;
+	char **owned; /* strings the snapshot allocated (le, target labels) */
+	size_t owned_count, owned_cap;
+	bx_u64 folded_fires[BX_MAX_MAPS][BX_MAX_FIELDS]; /* fires shown under "other", per label */
+	bx_metric_t **foreign;                           /* families only stats segments describe (foreign_families.c) */
+	size_t nforeign;
+} bx_snapshot_t;
+
+/* For the snapshot's builders (snapshot.c, foreign_families.c): a copy
+ * of text the snapshot frees; a new sample of family m; a label on it.
+ * NULL or -1 when out of memory (or out of label room). */
+char *bx_snapshot_own(bx_snapshot_t *s, const char *text);
+bx_sample_t *bx_snapshot_add(bx_snapshot_t *s, const bx_metric_t *m, const char *suffix, double value);
+int bx_sample_label(bx_sample_t *x, const char *name, const char *value);
+
+/* Frees every sample, owned string and foreign family; s is empty after. */
+void bx_snapshot_free(bx_snapshot_t *snap);
+
+#endif /* BX_SAMPLES_H */
