@@ -108,6 +108,12 @@ try:
     # refusals: one stderr line, exit 2, no figures
     rc, out, err = run(["top", "--once", "999999999"])
     check(rc == 2 and "invoices" not in out and len(err.splitlines()) == 1, "no such PID refused (%d %r)" % (rc, err))
+    plain = subprocess.Popen(["sleep", "30"])
+    rc, out, err = run(["top", "--once", str(plain.pid)])
+    plain.kill()
+    plain.wait()
+    check(rc == 2 and "maps no stats segment" in err and len(err.splitlines()) == 1,
+          "a process that maps no segment refused, as such (%d %r)" % (rc, err))
     open_dir = tempfile.mkdtemp(prefix="bp-top-open-")
     os.chmod(open_dir, 0o777)
     rc, out, err = run(["top", "--once", "--stats-dir", open_dir])

@@ -171,29 +171,21 @@ static int segment_at(stats_target_t *t, const char *dir, const char *name, unsi
  * another user's directory, whatever its name.  0, or -1 with the reason. */
 static int find_segment(stats_target_t *t, const stats_target_t *dirs, size_t ndirs, char *err, size_t errlen)
 {
-	bx_mapped_segment_t m;
-	char dir[PATH_MAX + 64], name[32];
-	memset(&m, 0, sizeof m);
-	int r = bx_proc_each_mapping(t->pid, bx_stats_mapping, &m);
-	if (r >= 0 && !m.path[0]) {
+	bx_segment_place_t p;
+	int r = bx_stats_segment_place(t->pid, t->proc.ns_pid, t->user, &p);
+	if (r < 0) {
 		snprintf(err, errlen, "it maps none");
 		return -1;
 	}
-	if (r > 0) {
-		char *slash = strrchr(m.path, '/');
-		*slash = '\0';
-		snprintf(dir, sizeof dir, "/proc/%d/root%s", t->pid, m.path);
-		return segment_at(t, dir, slash + 1, m.dev, m.ino, err, errlen);
-	}
+	if (r > 0)
+		return segment_at(t, p.dir, p.name, p.dev, p.ino, err, errlen);
 	/* each place tried says why not, in one line */
 	size_t said = 0;
-	snprintf(name, sizeof name, "%d.stats", (int)t->proc.ns_pid);
-	snprintf(dir, sizeof dir, "/dev/shm/billing-stats-%u", (unsigned)t->user);
 	for (size_t i = 0; i <= ndirs; i++) {
 		char why[PATH_MAX + 256];
 		if (i > 0 && (dirs[i - 1].pid >= 0 || dirs[i - 1].user != t->user))
 			continue;
-		if (segment_at(t, i ? dirs[i - 1].dir : dir, name, 0, 0, why, sizeof why) == 0)
+		if (segment_at(t, i ? dirs[i - 1].dir : p.dir, p.name, 0, 0, why, sizeof why) == 0)
 			return 0;
 		if (said < errlen)
 			said += (size_t)snprintf(err + said, errlen - said, "%s%s", said ? "; " : "", why);

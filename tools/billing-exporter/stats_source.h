@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "exporter.h"
+#include "stats_trust.h" /* BX_FILE_*: the first skip reasons */
 
 enum { BX_SOURCE_AUTO,
        BX_SOURCE_STATS,
@@ -58,8 +59,8 @@ int bx_stats_rows(bx_exporter_t *ex, size_t mi, struct bx_row **items, size_t *c
  * be told (gone before it was first seen, not this host's PID, not the
  * file's user's; or, with a --binary, whether that counts it). */
 enum { BX_SKIP_NONE,
-       BX_SKIP_UNREADABLE,
-       BX_SKIP_UID,
+       BX_SKIP_UNREADABLE = BX_FILE_UNREADABLE, /* bx_stats_file_open() says these two */
+       BX_SKIP_UID = BX_FILE_OTHER_USER,
        BX_SKIP_CGROUP,
        BX_SKIP_UNATTRIBUTED,
        BX_SKIP_COUNT };

@@ -65,13 +65,9 @@ int top_target_open(top_target_t *t, const char *pid_text, const char *dir, char
 	t->ns_pid = proc.ns_pid;
 	t->user = proc.uid;
 	t->start_time = proc.start_time;
-	bx_mapped_segment_t m;
-	memset(&m, 0, sizeof m);
-	if (bx_proc_each_mapping(t->pid, bx_stats_mapping, &m) > 0) {
-		snprintf(t->path, sizeof t->path, "/proc/%d/root%s", (int)t->pid, m.path);
-	} else {
-		snprintf(t->path, sizeof t->path, "/dev/shm/billing-stats-%u/%d.stats", (unsigned)t->user,
-		         (int)t->ns_pid);
+	if (bx_stats_segment_place(t->pid, t->ns_pid, t->user, &t->place) < 0) {
+		snprintf(err, errlen, "process %ld maps no stats segment (not a stats build, or stats are off)", pid);
+		return -1;
 	}
 	/* the first reading checks the file and its writer */
 	top_sample_t *s = malloc(sizeof *s);
@@ -188,26 +184,24 @@ static int add_segment(const bs_segment_t *seg, top_sample_t *s, char *err, size
 
 static int read_process(const top_target_t *t, bs_segment_t *seg, top_sample_t *s, char *err, size_t errlen)
 {
-	char dir[sizeof t->path], why[512];
+	char why[512];
 	struct stat st;
 	bx_proc_t now;
 	if (bx_proc_read(t->pid, &now) != 0 || now.start_time != t->start_time)
 		return 1;
-	snprintf(dir, sizeof dir, "%s", t->path);
-	char *slash = strrchr(dir, '/');
-	*slash = '\0';
-	int fd = open_segment(dir, slash + 1, t->user, BX_OWNER_ONLY, &st, err, errlen);
+	const bx_segment_place_t *p = &t->place;
+	int fd = open_segment(p->dir, p->name, t->user, BX_OWNER_ONLY, &st, err, errlen);
 	if (fd < 0)
 		return -1;
 	int rc = bs_read_fd(fd, seg, why, sizeof why);
 	close(fd);
 	if (rc != 0) {
-		snprintf(err, errlen, "%s: %s", t->path, why);
+		snprintf(err, errlen, "%s/%s: %s", p->dir, p->name, why);
 		return -1;
 	}
 	if (seg->pid != (uint32_t)t->ns_pid || seg->start_time != t->start_time) {
-		snprintf(err, errlen, "%s: written by another process (pid %u, started at %llu), not by %d", t->path,
-		         (unsigned)seg->pid, (unsigned long long)seg->start_time, (int)t->pid);
+		snprintf(err, errlen, "%s/%s: written by another process (pid %u, started at %llu), not by %d", p->dir,
+		         p->name, (unsigned)seg->pid, (unsigned long long)seg->start_time, (int)t->pid);
 		return -1;
 	}
 	if (seg->state == BS_EXITED)

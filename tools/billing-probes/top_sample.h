@@ -14,6 +14,7 @@
 
 #include "stats_layout.h"
 #include "stats_segment.h"
+#include "stats_trust.h"
 
 enum { TOP_HANDLERS = 64,    /* handlers shown; more are refused as a reading */
        TOP_SEGMENTS = 256 }; /* segments of one directory */
@@ -43,7 +44,7 @@ typedef struct top_target {
 	uid_t user;      /* whose segments are read */
 	unsigned long long start_time;
 	pid_t ns_pid;
-	char path[4200]; /* the process's segment */
+	bx_segment_place_t place; /* the process's segment */
 } top_target_t;
 
 /* Find the target: PID's segment (the file it maps, else NSPID.stats in

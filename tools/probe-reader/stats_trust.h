@@ -1,6 +1,6 @@
 /*
  * stats_trust.h -- which directories and files of stats segments the
- * exporter reads, as whose (docs/security.md, "Stats segments": the rule
+ * tools read (billing-exporter, billing-probes top), as whose (docs/security.md, "Stats segments": the rule
  * in words).
  *
  * A directory of segments has an expected user: the one --uid names, else
@@ -33,24 +33,34 @@ long bx_stats_dir_user(const char *path, long only_uid);
  * *fd and the user in *user, or -1 with a one-line reason in err. */
 int bx_stats_dir_open(const char *path, long expected, int how, int *fd, uid_t *user, char *err, size_t errlen);
 
+/* Why bx_stats_file_open() refused a file (the exporter's skip reasons
+ * use the same numbers). */
+enum { BX_FILE_UNREADABLE = 1, /* anything but the next */
+       BX_FILE_OTHER_USER = 2, /* another user's file */
+};
+
 /* Open name in directory dfd as a segment of user `user`.  The fd, its
  * stat in *st, or -1 with a one-line reason in err and *why set to
- * BX_SKIP_UID (another user's file) or BX_SKIP_UNREADABLE (anything else;
- * errno says ENOENT for a file that is gone). */
+ * BX_FILE_OTHER_USER or BX_FILE_UNREADABLE (errno says ENOENT for a file
+ * that is gone). */
 int bx_stats_file_open(int dfd, const char *name, uid_t user, struct stat *st, int *why, char *err,
                        size_t errlen);
 
 /* "uid 998 (billing)" or "uid 998", into buf. */
 const char *bx_user_text(uid_t uid, char *buf, size_t n);
 
-/* The first "N.stats" file a process maps, as bx_proc_each_mapping's
- * callback bx_stats_mapping() finds it: where a --pid's segment is looked
- * for first (billing-exporter, billing-probes top). */
-typedef struct bx_mapped_segment {
-	char path[PATH_MAX];
+/* Where process pid's segment is.  1: the "N.stats" file it maps, in
+ * dir (through /proc/PID/root, so a container's path resolves) with its
+ * device and inode; 0: its maps cannot be read here (another user's
+ * process), so NSPID.stats in /dev/shm/billing-stats-UID of its user
+ * (dev and ino 0), the writer's default place; -1: its maps say it maps
+ * none. */
+typedef struct bx_segment_place {
+	char dir[PATH_MAX + 64];
+	char name[NAME_MAX + 1];
 	unsigned long long dev, ino;
-} bx_mapped_segment_t;
+} bx_segment_place_t;
 
-int bx_stats_mapping(unsigned long long dev, unsigned long long ino, const char *path, void *ctx);
+int bx_stats_segment_place(pid_t pid, pid_t ns_pid, uid_t user, bx_segment_place_t *p);
 
 #endif /* BX_STATS_TRUST_H */

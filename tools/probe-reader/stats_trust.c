@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "stats_source.h" /* BX_SKIP_* */
+#include "proc_identity.h"
 
 #define DEFAULT_NAME "billing-stats-"
 
@@ -90,7 +90,7 @@ int bx_stats_file_open(int dfd, const char *name, uid_t user, struct stat *st, i
 {
 	char owner[128], want[128];
 	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	*why = BX_SKIP_UNREADABLE;
+	*why = BX_FILE_UNREADABLE;
 	if (fd < 0 || fstat(fd, st) != 0) {
 		int e = errno;
 		snprintf(err, errlen, "%s", e == ELOOP ? "a symbolic link, not a segment" : strerror(e));
@@ -102,7 +102,7 @@ int bx_stats_file_open(int dfd, const char *name, uid_t user, struct stat *st, i
 	if (!S_ISREG(st->st_mode))
 		snprintf(err, errlen, "not a regular file");
 	else if (st->st_uid != user) {
-		*why = BX_SKIP_UID;
+		*why = BX_FILE_OTHER_USER;
 		snprintf(err, errlen, "belongs to %s, not to %s", bx_user_text(st->st_uid, owner, sizeof owner),
 		         bx_user_text(user, want, sizeof want));
 	} else if (st->st_mode & 022)
@@ -114,7 +114,14 @@ int bx_stats_file_open(int dfd, const char *name, uid_t user, struct stat *st, i
 	return -1;
 }
 
-int bx_stats_mapping(unsigned long long dev, unsigned long long ino, const char *path, void *ctx)
+/* bx_proc_each_mapping's callback: the first "N.stats" file a process
+ * maps, into a bx_mapped_segment_t. */
+typedef struct bx_mapped_segment {
+	char path[PATH_MAX];
+	unsigned long long dev, ino;
+} bx_mapped_segment_t;
+
+static int stats_mapping(unsigned long long dev, unsigned long long ino, const char *path, void *ctx)
 {
 	bx_mapped_segment_t *m = ctx;
 	size_t n = strlen(path);
@@ -124,4 +131,26 @@ int bx_stats_mapping(unsigned long long dev, unsigned long long ino, const char 
 	m->dev = dev;
 	m->ino = ino;
 	return 1;
+}
+
+int bx_stats_segment_place(pid_t pid, pid_t ns_pid, uid_t user, bx_segment_place_t *p)
+{
+	bx_mapped_segment_t m;
+	memset(&m, 0, sizeof m);
+	memset(p, 0, sizeof *p);
+	int r = bx_proc_each_mapping(pid, stats_mapping, &m);
+	if (r > 0) {
+		char *slash = strrchr(m.path, '/');
+		*slash = '\0';
+		snprintf(p->dir, sizeof p->dir, "/proc/%d/root%s", (int)pid, m.path);
+		snprintf(p->name, sizeof p->name, "%s", slash + 1);
+		p->dev = m.dev;
+		p->ino = m.ino;
+		return 1;
+	}
+	if (r == 0)
+		return -1;
+	snprintf(p->dir, sizeof p->dir, "/dev/shm/billing-stats-%u", (unsigned)user);
+	snprintf(p->name, sizeof p->name, "%d.stats", (int)ns_pid);
+	return 0;
 }
