@@ -89,8 +89,9 @@ static void print_trail(const bs_trails_t *ts, const struct bs_trail *t, const c
 }
 
 /* The segments of the target now: the process's one, or every *.stats of
- * the directory (those already known keep their place). */
-static int list_segments(slow_target_t *st, char *err, size_t errlen)
+ * the directory (those already known keep their place; one new after the
+ * first reading holds only trails committed since). */
+static int list_segments(slow_target_t *st, int later, char *err, size_t errlen)
 {
 	if (st->t.pid >= 0) {
 		if (!st->n) {
@@ -118,6 +119,7 @@ static int list_segments(slow_target_t *st, char *err, size_t errlen)
 			return -1;
 		}
 		memset(&st->segs[st->n], 0, sizeof st->segs[0]);
+		st->segs[st->n].started = later;
 		memcpy(st->segs[st->n++].name, e->d_name, len + 1);
 	}
 	closedir(d);
@@ -160,7 +162,7 @@ static int read_segment(slow_target_t *st, slow_segment_t *s, bs_trails_t *out, 
 static long print_new(slow_target_t *st, int follow, char *err, size_t errlen)
 {
 	long left_out = 0;
-	if (list_segments(st, err, errlen) != 0)
+	if (list_segments(st, follow, err, errlen) != 0)
 		return -1;
 	for (size_t i = 0; i < st->n; i++) {
 		slow_segment_t *s = &st->segs[i];
