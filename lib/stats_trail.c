@@ -16,6 +16,8 @@
 #ifndef _GNU_SOURCE
 #  define _GNU_SOURCE
 #endif
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -27,9 +29,15 @@
 #define OPEN_PROBES 16  /* places looked at for one ID */
 #define CLAIMED UINT64_MAX
 
+#if defined(__GNUC__)
+#  define BS_TRAIL_COLD __attribute__((noinline, cold))
+#else
+#  define BS_TRAIL_COLD
+#endif
+
 typedef struct open_request {
 	uint64_t id; /* 0: free; CLAIMED: being filled */
-	uint64_t start_ns;
+	uint64_t start_ns, start_ticks;
 	uint32_t next; /* events claimed, request-start's included */
 	char handler[BS_TRAIL_HANDLER];
 	uint64_t owner[BS_TRAIL_EVENTS]; /* the request each event was written for, stored last */
@@ -38,13 +46,48 @@ typedef struct open_request {
 
 int billing_trail_open_;
 static open_request_t open_requests[OPEN_PLACES];
-static __thread uint64_t current BS_TLS_MODEL; /* the request this thread last started */
+static __thread uint64_t current BS_TLS_MODEL;              /* the request this thread last started */
+static __thread open_request_t *current_place BS_TLS_MODEL; /* ... and its place, while it has one */
+static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
+static int tsc; /* events are timed by the CPU's time-stamp counter */
 
 static uint64_t now_ns(clockid_t clock)
 {
 	struct timespec ts;
 	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The time-stamp counter where it ticks at one rate on every CPU, whatever
+ * their power states (the kernel's constant_tsc and nonstop_tsc): one
+ * instruction, where a clock read costs as much as the rest of an event.
+ * An event keeps ticks since its request-start; request-done reads both
+ * clocks, and the commit turns ticks into nanoseconds by the request's
+ * own ratio.  Elsewhere events read the monotonic clock. */
+static void clock_start(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	char line[4096];
+	int constant = 0, nonstop = 0;
+	FILE *f = fopen("/proc/cpuinfo", "re");
+	while (f && !(constant && nonstop) && fgets(line, sizeof line, f))
+		if (strncmp(line, "flags", 5) == 0) {
+			constant = strstr(line, " constant_tsc") != NULL;
+			nonstop = strstr(line, " nonstop_tsc") != NULL;
+		}
+	if (f)
+		fclose(f);
+	tsc = constant && nonstop;
+#endif
+}
+
+static inline uint64_t ticks(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (tsc)
+		return __builtin_ia32_rdtsc();
+#endif
+	return now_ns(CLOCK_MONOTONIC);
 }
 
 static size_t home(uint64_t id)
@@ -63,29 +106,59 @@ static open_request_t *find(uint64_t id)
 	return NULL;
 }
 
-static void copy_str(char *dst, const char *s, uint16_t *cut, unsigned bit)
+/* s into dst, NUL-filled; cut marks a string longer than dst holds.  A
+ * literal (bs_immutable_) is kept in c, the thread's copies of this
+ * string argument, over the older of the two. */
+static BS_TRAIL_COLD void copy_str(char *dst, const char *s, uint16_t *cut, unsigned bit, bs_trail_str_cache_t *c)
 {
-	size_t n = s ? strnlen(s, BS_TRAIL_STR) : 0;
-	if (n == BS_TRAIL_STR) {
-		n = BS_TRAIL_STR - 1;
-		*cut |= (uint16_t)(1u << bit);
+	memset(dst, 0, BS_TRAIL_STR);
+	if (!s)
+		return;
+	size_t i = 0;
+	while (i < BS_TRAIL_STR - 1 && s[i]) {
+		dst[i] = s[i];
+		i++;
 	}
-	memcpy(dst, s ? s : "", n);
-	memset(dst + n, 0, BS_TRAIL_STR - n);
+	uint16_t was_cut = s[i] && i == BS_TRAIL_STR - 1;
+	*cut |= (uint16_t)(was_cut << bit);
+	if (c && bs_immutable_(s)) {
+		c[1] = c[0];
+		memcpy(c[0].text, dst, BS_TRAIL_STR);
+		c[0].cut = was_cut;
+		c[0].ptr = s;
+	}
+}
+
+/* A string argument: from this thread's copy when it is a literal seen
+ * lately (most are: a byte loop costs more than the rest of the event). */
+static inline void put_str(char *dst, const char *s, uint16_t *cut, unsigned bit, bs_trail_str_cache_t *c)
+{
+	if (c && s) {
+		const bs_trail_str_cache_t *hit = c[0].ptr == s ? &c[0] : c[1].ptr == s ? &c[1]
+		                                                                        : NULL;
+		if (hit) {
+			memcpy(dst, hit->text, BS_TRAIL_STR);
+			*cut |= (uint16_t)(hit->cut << bit);
+			return;
+		}
+	}
+	copy_str(dst, s, cut, bit, c);
 }
 
 /* Event i of request r, written for request id. */
 static void put(open_request_t *r, uint32_t i, uint64_t id, const bs_trail_fire_t *f)
 {
 	struct bs_trail_event *e = &r->events[i];
-	uint64_t t = now_ns(CLOCK_MONOTONIC), start = __atomic_load_n(&r->start_ns, __ATOMIC_RELAXED);
-	e->offset_ns = t > start ? t - start : 0;
+	uint64_t t = ticks(), start = __atomic_load_n(&r->start_ticks, __ATOMIC_RELAXED);
+	e->offset_ns = t > start ? t - start : 0; /* ticks until the commit */
 	e->kind = f->kind;
 	e->cut = 0;
 	e->reserved = 0;
 	memcpy(e->ints, f->ints, sizeof e->ints);
-	for (unsigned s = 0; s < BS_TRAIL_STRS; s++)
-		copy_str(e->strs[s], f->strs[s], &e->cut, s);
+	bs_thread_t *me = bs_self_;
+	bs_trail_str_cache_t(*c)[2] = me && f->kind < BS_TRAIL_CACHED_KINDS ? me->trail_strs[f->kind] : NULL;
+	put_str(e->strs[0], f->strs[0], &e->cut, 0, c ? c[0] : NULL);
+	put_str(e->strs[1], f->strs[1], &e->cut, 1, c ? c[1] : NULL);
 	__atomic_store_n(&r->owner[i], id, __ATOMIC_RELEASE);
 }
 
@@ -99,8 +172,10 @@ static void count_untracked(void)
 void bs_trail_start_(uint64_t id, const char *handler, const bs_trail_fire_t *f)
 {
 	current = id;
+	current_place = NULL;
 	if (id == 0 || id == CLAIMED || bs_settings_()->slow_off)
 		return;
+	pthread_once(&clock_once, clock_start);
 	if (find(id)) { /* an ID still open: its events cannot be told apart */
 		count_untracked();
 		return;
@@ -112,6 +187,7 @@ void bs_trail_start_(uint64_t id, const char *handler, const bs_trail_fire_t *f)
 		if (!__atomic_compare_exchange_n(&r->id, &free_id, CLAIMED, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			continue;
 		__atomic_store_n(&r->start_ns, now_ns(CLOCK_MONOTONIC), __ATOMIC_RELAXED);
+		__atomic_store_n(&r->start_ticks, ticks(), __ATOMIC_RELAXED);
 		__atomic_store_n(&r->next, 1, __ATOMIC_RELAXED);
 		size_t n = handler ? strnlen(handler, sizeof r->handler - 1) : 0;
 		memset(r->handler, 0, sizeof r->handler);
@@ -119,6 +195,7 @@ void bs_trail_start_(uint64_t id, const char *handler, const bs_trail_fire_t *f)
 		put(r, 0, id, f);
 		__atomic_store_n(&r->id, id, __ATOMIC_RELEASE);
 		__atomic_fetch_add(&billing_trail_open_, 1, __ATOMIC_RELAXED);
+		current_place = r;
 		return;
 	}
 	count_untracked();
@@ -126,9 +203,11 @@ void bs_trail_start_(uint64_t id, const char *handler, const bs_trail_fire_t *f)
 
 void bs_trail_event_(uint64_t id, int by_id, const bs_trail_fire_t *f)
 {
+	open_request_t *r = current_place;
 	if (!by_id)
 		id = current;
-	open_request_t *r = id && id != CLAIMED ? find(id) : NULL;
+	if (!r || id != current || __atomic_load_n(&r->id, __ATOMIC_ACQUIRE) != id)
+		r = by_id && id && id != CLAIMED ? find(id) : NULL;
 	if (!r)
 		return;
 	uint32_t i = __atomic_fetch_add(&r->next, 1, __ATOMIC_RELAXED);
@@ -150,8 +229,10 @@ static uint64_t threshold_of(const char *handler)
 
 /* Copy request r (id) into the ring's next record. */
 static void commit(open_request_t *r, uint64_t id, int32_t status, uint64_t duration, uint64_t threshold,
-                   uint32_t claimed)
+                   uint32_t claimed, uint64_t end_ns, uint64_t end_ticks)
 {
+	uint64_t ns = end_ns - r->start_ns, tk = end_ticks - r->start_ticks;
+	double ns_per_tick = tk ? (double)ns / (double)tk : 0;
 	struct bs_trail_ring *ring = bs_trail_ring_();
 	if (!ring)
 		return;
@@ -168,8 +249,10 @@ static void commit(open_request_t *r, uint64_t id, int32_t status, uint64_t dura
 	memcpy(t->handler, r->handler, sizeof t->handler);
 	uint32_t kept = 0, upto = claimed < BS_TRAIL_EVENTS ? claimed : BS_TRAIL_EVENTS;
 	for (uint32_t i = 0; i < upto; i++)
-		if (__atomic_load_n(&r->owner[i], __ATOMIC_ACQUIRE) == id)
-			t->events[kept++] = r->events[i];
+		if (__atomic_load_n(&r->owner[i], __ATOMIC_ACQUIRE) == id) {
+			t->events[kept] = r->events[i];
+			t->events[kept++].offset_ns = (uint64_t)((double)r->events[i].offset_ns * ns_per_tick + 0.5);
+		}
 	memset(&t->events[kept], 0, (BS_TRAIL_EVENTS - kept) * sizeof t->events[0]);
 	t->nevents = kept;
 	t->lost = claimed > BS_TRAIL_EVENTS ? claimed - BS_TRAIL_EVENTS : 0;
@@ -178,22 +261,25 @@ static void commit(open_request_t *r, uint64_t id, int32_t status, uint64_t dura
 
 void bs_trail_done_(uint64_t id, const char *handler, int32_t status, uint64_t duration_ns, const bs_trail_fire_t *f)
 {
-	if (current == id)
+	open_request_t *r = current_place && current == id && __atomic_load_n(&current_place->id, __ATOMIC_ACQUIRE) == id
+	                        ? current_place
+	                    : id && id != CLAIMED ? find(id)
+	                                          : NULL;
+	if (current == id) {
 		current = 0;
-	open_request_t *r = id && id != CLAIMED ? find(id) : NULL;
+		current_place = NULL;
+	}
 	if (!r)
 		return;
 	uint32_t claimed = __atomic_fetch_add(&r->next, 1, __ATOMIC_RELAXED) + 1;
 	uint32_t last = claimed - 1 < BS_TRAIL_EVENTS - 1 ? claimed - 1 : BS_TRAIL_EVENTS - 1;
 	put(r, last, id, f);
-	uint64_t duration = duration_ns;
-	if (!duration) { /* not measured by the service: the trail's own clock */
-		uint64_t t = now_ns(CLOCK_MONOTONIC), start = __atomic_load_n(&r->start_ns, __ATOMIC_RELAXED);
-		duration = t > start ? t - start : 0;
-	}
+	uint64_t end_ns = now_ns(CLOCK_MONOTONIC), end_ticks = ticks(), duration = duration_ns;
+	if (!duration) /* not measured by the service: the trail's own clock */
+		duration = end_ns - r->start_ns;
 	uint64_t threshold = threshold_of(handler ? handler : "");
 	if (duration >= threshold)
-		commit(r, id, status, duration, threshold, claimed);
+		commit(r, id, status, duration, threshold, claimed, end_ns, end_ticks);
 	for (uint32_t i = 0; i < BS_TRAIL_EVENTS; i++)
 		__atomic_store_n(&r->owner[i], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->id, 0, __ATOMIC_RELEASE);
