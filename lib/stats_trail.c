@@ -25,38 +25,15 @@
 #include "stats_settings.h"
 #include "stats_trail_writer.h"
 
-#define OPEN_PLACES 256 /* requests open at once that keep a trail */
-#define OPEN_PROBES 16  /* places looked at for one ID */
+#define OPEN_PROBES 16 /* places looked at for one ID */
 #define CLAIMED UINT64_MAX
 
-#if defined(__GNUC__)
-#  define BS_TRAIL_COLD __attribute__((noinline, cold))
-#else
-#  define BS_TRAIL_COLD
-#endif
-
-typedef struct open_request {
-	uint64_t id; /* 0: free; CLAIMED: being filled */
-	uint64_t start_ns, start_ticks;
-	uint32_t next; /* events claimed, request-start's included */
-	char handler[BS_TRAIL_HANDLER];
-	uint64_t owner[BS_TRAIL_EVENTS]; /* the request each event was written for, stored last */
-	struct bs_trail_event events[BS_TRAIL_EVENTS];
-} open_request_t;
-
 int billing_trail_open_;
-static open_request_t open_requests[OPEN_PLACES];
-static __thread uint64_t current BS_TLS_MODEL;              /* the request this thread last started */
-static __thread open_request_t *current_place BS_TLS_MODEL; /* ... and its place, while it has one */
+bs_open_request_t bs_open_requests_[BS_OPEN_PLACES];
+__thread uint64_t bs_trail_current_ BS_TLS_MODEL;
+__thread bs_open_request_t *bs_trail_place_ BS_TLS_MODEL;
+int bs_trail_tsc_;
 static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
-static int tsc; /* events are timed by the CPU's time-stamp counter */
-
-static uint64_t now_ns(clockid_t clock)
-{
-	struct timespec ts;
-	clock_gettime(clock, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The time-stamp counter where it ticks at one rate on every CPU, whatever
  * their power states (the kernel's constant_tsc and nonstop_tsc): one
@@ -77,29 +54,20 @@ static void clock_start(void)
 		}
 	if (f)
 		fclose(f);
-	tsc = constant && nonstop;
+	bs_trail_tsc_ = constant && nonstop;
 #endif
-}
-
-static inline uint64_t ticks(void)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-	if (tsc)
-		return __builtin_ia32_rdtsc();
-#endif
-	return now_ns(CLOCK_MONOTONIC);
 }
 
 static size_t home(uint64_t id)
 {
-	return (size_t)((id * 0x9e3779b97f4a7c15ULL) >> 56) % OPEN_PLACES;
+	return (size_t)((id * 0x9e3779b97f4a7c15ULL) >> 56) % BS_OPEN_PLACES;
 }
 
-static open_request_t *find(uint64_t id)
+bs_open_request_t *bs_trail_find_(uint64_t id)
 {
 	size_t h = home(id);
 	for (size_t i = 0; i < OPEN_PROBES; i++) {
-		open_request_t *r = &open_requests[(h + i) % OPEN_PLACES];
+		bs_open_request_t *r = &bs_open_requests_[(h + i) % BS_OPEN_PLACES];
 		if (__atomic_load_n(&r->id, __ATOMIC_ACQUIRE) == id)
 			return r;
 	}
@@ -109,56 +77,36 @@ static open_request_t *find(uint64_t id)
 /* s into dst, NUL-filled; cut marks a string longer than dst holds.  A
  * literal (bs_immutable_) is kept in c, the thread's copies of this
  * string argument, over the older of the two. */
-static BS_TRAIL_COLD void copy_str(char *dst, const char *s, uint16_t *cut, unsigned bit, bs_trail_str_cache_t *c)
+unsigned bs_trail_copy_str_(char *dst, const char *s, const char **lit)
 {
 	memset(dst, 0, BS_TRAIL_STR);
 	if (!s)
-		return;
+		return 0;
 	size_t i = 0;
 	while (i < BS_TRAIL_STR - 1 && s[i]) {
 		dst[i] = s[i];
 		i++;
 	}
-	uint16_t was_cut = s[i] && i == BS_TRAIL_STR - 1;
-	*cut |= (uint16_t)(was_cut << bit);
-	if (c && bs_immutable_(s)) {
-		c[1] = c[0];
-		memcpy(c[0].text, dst, BS_TRAIL_STR);
-		c[0].cut = was_cut;
-		c[0].ptr = s;
+	if (lit && bs_immutable_(s)) {
+		lit[1] = lit[0];
+		lit[0] = s;
 	}
+	return s[i] && i == BS_TRAIL_STR - 1;
 }
 
-/* A string argument: from this thread's copy when it is a literal seen
- * lately (most are: a byte loop costs more than the rest of the event). */
-static inline void put_str(char *dst, const char *s, uint16_t *cut, unsigned bit, bs_trail_str_cache_t *c)
-{
-	if (c && s) {
-		const bs_trail_str_cache_t *hit = c[0].ptr == s ? &c[0] : c[1].ptr == s ? &c[1]
-		                                                                        : NULL;
-		if (hit) {
-			memcpy(dst, hit->text, BS_TRAIL_STR);
-			*cut |= (uint16_t)(hit->cut << bit);
-			return;
-		}
-	}
-	copy_str(dst, s, cut, bit, c);
-}
-
-/* Event i of request r, written for request id. */
-static void put(open_request_t *r, uint32_t i, uint64_t id, const bs_trail_fire_t *f)
+/* Event i of request r (request-start's, request-done's), written for
+ * request id. */
+static void put(bs_open_request_t *r, uint32_t i, uint64_t id, const bs_trail_fire_t *f)
 {
 	struct bs_trail_event *e = &r->events[i];
-	uint64_t t = ticks(), start = __atomic_load_n(&r->start_ticks, __ATOMIC_RELAXED);
+	uint64_t t = bs_trail_ticks_(), start = __atomic_load_n(&r->start_ticks, __ATOMIC_RELAXED);
 	e->offset_ns = t > start ? t - start : 0; /* ticks until the commit */
 	e->kind = f->kind;
 	e->cut = 0;
 	e->reserved = 0;
 	memcpy(e->ints, f->ints, sizeof e->ints);
-	bs_thread_t *me = bs_self_;
-	bs_trail_str_cache_t(*c)[2] = me && f->kind < BS_TRAIL_CACHED_KINDS ? me->trail_strs[f->kind] : NULL;
-	put_str(e->strs[0], f->strs[0], &e->cut, 0, c ? c[0] : NULL);
-	put_str(e->strs[1], f->strs[1], &e->cut, 1, c ? c[1] : NULL);
+	for (unsigned k = 0; k < BS_TRAIL_STRS; k++)
+		e->cut |= (uint16_t)(bs_trail_put_str_(r, i, k, f->strs[k], f->kind) << k);
 	__atomic_store_n(&r->owner[i], id, __ATOMIC_RELEASE);
 }
 
@@ -171,23 +119,23 @@ static void count_untracked(void)
 
 void bs_trail_start_(uint64_t id, const char *handler, const bs_trail_fire_t *f)
 {
-	current = id;
-	current_place = NULL;
+	bs_trail_current_ = id;
+	bs_trail_place_ = NULL;
 	if (id == 0 || id == CLAIMED || bs_settings_()->slow_off)
 		return;
 	pthread_once(&clock_once, clock_start);
-	if (find(id)) { /* an ID still open: its events cannot be told apart */
+	if (bs_trail_find_(id)) { /* an ID still open: its events cannot be told apart */
 		count_untracked();
 		return;
 	}
 	size_t h = home(id);
 	for (size_t i = 0; i < OPEN_PROBES; i++) {
-		open_request_t *r = &open_requests[(h + i) % OPEN_PLACES];
+		bs_open_request_t *r = &bs_open_requests_[(h + i) % BS_OPEN_PLACES];
 		uint64_t free_id = 0;
 		if (!__atomic_compare_exchange_n(&r->id, &free_id, CLAIMED, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			continue;
-		__atomic_store_n(&r->start_ns, now_ns(CLOCK_MONOTONIC), __ATOMIC_RELAXED);
-		__atomic_store_n(&r->start_ticks, ticks(), __ATOMIC_RELAXED);
+		__atomic_store_n(&r->start_ns, bs_now_ns_(CLOCK_MONOTONIC), __ATOMIC_RELAXED);
+		__atomic_store_n(&r->start_ticks, bs_trail_ticks_(), __ATOMIC_RELAXED);
 		__atomic_store_n(&r->next, 1, __ATOMIC_RELAXED);
 		size_t n = handler ? strnlen(handler, sizeof r->handler - 1) : 0;
 		memset(r->handler, 0, sizeof r->handler);
@@ -195,24 +143,10 @@ void bs_trail_start_(uint64_t id, const char *handler, const bs_trail_fire_t *f)
 		put(r, 0, id, f);
 		__atomic_store_n(&r->id, id, __ATOMIC_RELEASE);
 		__atomic_fetch_add(&billing_trail_open_, 1, __ATOMIC_RELAXED);
-		current_place = r;
+		bs_trail_place_ = r;
 		return;
 	}
 	count_untracked();
-}
-
-void bs_trail_event_(uint64_t id, int by_id, const bs_trail_fire_t *f)
-{
-	open_request_t *r = current_place;
-	if (!by_id)
-		id = current;
-	if (!r || id != current || __atomic_load_n(&r->id, __ATOMIC_ACQUIRE) != id)
-		r = by_id && id && id != CLAIMED ? find(id) : NULL;
-	if (!r)
-		return;
-	uint32_t i = __atomic_fetch_add(&r->next, 1, __ATOMIC_RELAXED);
-	if (i < BS_TRAIL_EVENTS - 1) /* the last place is request-done's */
-		put(r, i, id, f);
 }
 
 static uint64_t threshold_of(const char *handler)
@@ -228,7 +162,7 @@ static uint64_t threshold_of(const char *handler)
 }
 
 /* Copy request r (id) into the ring's next record. */
-static void commit(open_request_t *r, uint64_t id, int32_t status, uint64_t duration, uint64_t threshold,
+static void commit(bs_open_request_t *r, uint64_t id, int32_t status, uint64_t duration, uint64_t threshold,
                    uint32_t claimed, uint64_t end_ns, uint64_t end_ticks)
 {
 	uint64_t ns = end_ns - r->start_ns, tk = end_ticks - r->start_ticks;
@@ -243,7 +177,7 @@ static void commit(open_request_t *r, uint64_t id, int32_t status, uint64_t dura
 	t->request_id = id;
 	t->duration_ns = duration;
 	t->threshold_ns = threshold;
-	t->end_unix_ns = now_ns(CLOCK_REALTIME);
+	t->end_unix_ns = bs_now_ns_(CLOCK_REALTIME);
 	t->status = status;
 	t->reserved = 0;
 	memcpy(t->handler, r->handler, sizeof t->handler);
@@ -261,20 +195,20 @@ static void commit(open_request_t *r, uint64_t id, int32_t status, uint64_t dura
 
 void bs_trail_done_(uint64_t id, const char *handler, int32_t status, uint64_t duration_ns, const bs_trail_fire_t *f)
 {
-	open_request_t *r = current_place && current == id && __atomic_load_n(&current_place->id, __ATOMIC_ACQUIRE) == id
-	                        ? current_place
-	                    : id && id != CLAIMED ? find(id)
-	                                          : NULL;
-	if (current == id) {
-		current = 0;
-		current_place = NULL;
+	bs_open_request_t *r = bs_trail_place_ && bs_trail_current_ == id && __atomic_load_n(&bs_trail_place_->id, __ATOMIC_ACQUIRE) == id
+	                           ? bs_trail_place_
+	                       : id && id != CLAIMED ? bs_trail_find_(id)
+	                                             : NULL;
+	if (bs_trail_current_ == id) {
+		bs_trail_current_ = 0;
+		bs_trail_place_ = NULL;
 	}
 	if (!r)
 		return;
 	uint32_t claimed = __atomic_fetch_add(&r->next, 1, __ATOMIC_RELAXED) + 1;
 	uint32_t last = claimed - 1 < BS_TRAIL_EVENTS - 1 ? claimed - 1 : BS_TRAIL_EVENTS - 1;
 	put(r, last, id, f);
-	uint64_t end_ns = now_ns(CLOCK_MONOTONIC), end_ticks = ticks(), duration = duration_ns;
+	uint64_t end_ns = bs_now_ns_(CLOCK_MONOTONIC), end_ticks = bs_trail_ticks_(), duration = duration_ns;
 	if (!duration) /* not measured by the service: the trail's own clock */
 		duration = end_ns - r->start_ns;
 	uint64_t threshold = threshold_of(handler ? handler : "");
@@ -288,7 +222,7 @@ void bs_trail_done_(uint64_t id, const char *handler, int32_t status, uint64_t d
 
 void bs_trail_forget_(void)
 {
-	memset(open_requests, 0, sizeof open_requests);
+	memset(bs_open_requests_, 0, sizeof bs_open_requests_);
 	__atomic_store_n(&billing_trail_open_, 0, __ATOMIC_RELAXED);
-	current = 0;
+	bs_trail_current_ = 0;
 }

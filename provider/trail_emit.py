@@ -67,15 +67,22 @@ def gen_c(ms):
          + "\t{ NULL, 0 }\n};\n\n"]
     for k in kinds(ms.probes):
         p = k.probe
-        ints = ", ".join(f"(int64_t){n}" for n in k.ints) or "0"
-        strs = ", ".join(k.strs) or "NULL"
-        o.append(f"void billing_trail_{p.func}({params(p)})\n{{\n"
-                 f"\tconst bs_trail_fire_t f = {{ {k.index}, {{ {ints} }}, {{ {strs} }} }};\n")
-        if p.d_name == "request__start":
-            o.append("\tbs_trail_start_(request_id, handler, &f);\n}\n\n")
-        elif p.d_name == "request__done":
-            o.append("\tbs_trail_done_(request_id, handler, status, duration_ns, &f);\n}\n\n")
-        else:
-            joins = f"{REQUEST_ID}, 1" if k.joins_by_id else "0, 0"
-            o.append(f"\tbs_trail_event_({joins}, &f);\n}}\n\n")
+        o.append(f"void billing_trail_{p.func}({params(p)})\n{{\n")
+        if p.d_name in ("request__start", "request__done"):
+            ints = ", ".join(f"(int64_t){n}" for n in k.ints) or "0"
+            strs = ", ".join(k.strs) or "NULL"
+            o.append(f"\tconst bs_trail_fire_t f = {{ {k.index}, {{ {ints} }}, {{ {strs} }} }};\n")
+            o.append("\tbs_trail_start_(request_id, handler, &f);\n}\n\n" if p.d_name == "request__start" else
+                     "\tbs_trail_done_(request_id, handler, status, duration_ns, &f);\n}\n\n")
+            continue
+        # the event written in place: no call on the way (lib/stats_trail_writer.h)
+        o.append(f"\tuint64_t id = {REQUEST_ID if k.joins_by_id else '0'};\n\tbs_open_request_t *r;\n\tuint32_t i;\n"
+                 f"\tstruct bs_trail_event *e = bs_trail_begin_(&id, {int(k.joins_by_id)}, {k.index}, &r, &i);\n\n"
+                 "\tif (!e)\n\t\treturn;\n")
+        for j in range(INTS):
+            o.append(f"\te->ints[{j}] = {f'(int64_t){k.ints[j]}' if j < len(k.ints) else '0'};\n")
+        cuts = [f"bs_trail_put_str_(r, i, {j}, {k.strs[j] if j < len(k.strs) else 'NULL'}, {k.index}) << {j}"
+                for j in range(STRS)]
+        o.append(f"\te->cut = (uint16_t)({' | '.join(cuts)});\n")
+        o.append("\t__atomic_store_n(&r->owner[i], id, __ATOMIC_RELEASE);\n}\n\n")
     return "".join(o)
