@@ -47,6 +47,11 @@ static void *run(void *arg)
 	if (strcmp(probe, "atomic") == 0) {
 		for (long i = 0; i < n; i++)
 			__atomic_fetch_add(&shared_counter, 1, __ATOMIC_RELAXED);
+#if defined(__x86_64__) && defined(__GNUC__)
+	} else if (strcmp(probe, "rdtsc") == 0) { /* what timing a trail event costs here */
+		for (long i = 0; i < n; i++)
+			shared_counter += __builtin_ia32_rdtsc();
+#endif
 	} else if (strcmp(probe, "request-done") == 0) {
 		for (long i = 0; i < n; i++)
 			BILLING_REQUEST_DONE((unsigned long long)i, names[i & 1], 0, 1000ULL + (unsigned long long)(i & 1023) * 1000);

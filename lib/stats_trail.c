@@ -33,7 +33,8 @@ bs_open_request_t bs_open_requests_[BS_OPEN_PLACES];
 __thread uint64_t bs_trail_current_ BS_TLS_MODEL;
 __thread bs_open_request_t *bs_trail_place_ BS_TLS_MODEL;
 int bs_trail_tsc_;
-static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int trails_on; /* set once: BILLING_STATS_SLOW is not "off" */
 
 /* The time-stamp counter where it ticks at one rate on every CPU, whatever
  * their power states (the kernel's constant_tsc and nonstop_tsc): one
@@ -41,7 +42,7 @@ static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
  * An event keeps ticks since its request-start; request-done reads both
  * clocks, and the commit turns ticks into nanoseconds by the request's
  * own ratio.  Elsewhere events read the monotonic clock. */
-static void clock_start(void)
+static void trails_start(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
 	char line[4096];
@@ -56,6 +57,7 @@ static void clock_start(void)
 		fclose(f);
 	bs_trail_tsc_ = constant && nonstop;
 #endif
+	trails_on = !bs_settings_()->slow_off;
 }
 
 static size_t home(uint64_t id)
@@ -121,9 +123,9 @@ void bs_trail_start_(uint64_t id, const char *handler, const bs_trail_fire_t *f)
 {
 	bs_trail_current_ = id;
 	bs_trail_place_ = NULL;
-	if (id == 0 || id == CLAIMED || bs_settings_()->slow_off)
+	pthread_once(&once, trails_start);
+	if (id == 0 || id == CLAIMED || !trails_on)
 		return;
-	pthread_once(&clock_once, clock_start);
 	if (bs_trail_find_(id)) { /* an ID still open: its events cannot be told apart */
 		count_untracked();
 		return;
