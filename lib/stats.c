@@ -101,6 +101,7 @@ static void init_once(void)
 {
 	bs_settings_read(&settings);
 	billing_stats_off_ = settings.off;
+	bs_trail_prepare_(&settings);
 	if (!settings.off)
 		bs_immutable_start_();
 	pthread_key_create(&thread_key, thread_exit);

@@ -33,8 +33,7 @@ bs_open_request_t bs_open_requests_[BS_OPEN_PLACES];
 __thread uint64_t bs_trail_current_ BS_TLS_MODEL;
 __thread bs_open_request_t *bs_trail_place_ BS_TLS_MODEL;
 int bs_trail_tsc_;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static int trails_on; /* set once: BILLING_STATS_SLOW is not "off" */
+static int trails_on; /* set once, before any event: BILLING_STATS_SLOW is not "off" */
 
 /* The time-stamp counter where it ticks at one rate on every CPU, whatever
  * their power states (the kernel's constant_tsc and nonstop_tsc): one
@@ -42,7 +41,17 @@ static int trails_on; /* set once: BILLING_STATS_SLOW is not "off" */
  * An event keeps ticks since its request-start; request-done reads both
  * clocks, and the commit turns ticks into nanoseconds by the request's
  * own ratio.  Elsewhere events read the monotonic clock. */
-static void trails_start(void)
+static uint64_t calibrated_ns, calibrated_ticks; /* both clocks read at the start */
+
+/* Nanoseconds per tick of the time-stamp counter, over the time since the
+ * trails started: read only for a request that may be slow. */
+static double tsc_ns_per_tick(void)
+{
+	uint64_t ns = bs_now_ns_(CLOCK_MONOTONIC) - calibrated_ns, tk = bs_trail_ticks_() - calibrated_ticks;
+	return tk ? (double)ns / (double)tk : 1;
+}
+
+void bs_trail_prepare_(const bs_settings_t *s)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
 	char line[4096];
@@ -56,8 +65,10 @@ static void trails_start(void)
 	if (f)
 		fclose(f);
 	bs_trail_tsc_ = constant && nonstop;
+	calibrated_ns = bs_now_ns_(CLOCK_MONOTONIC);
+	calibrated_ticks = bs_trail_ticks_();
 #endif
-	trails_on = !bs_settings_()->slow_off;
+	__atomic_store_n(&trails_on, !s->slow_off, __ATOMIC_RELEASE);
 }
 
 static size_t home(uint64_t id)
@@ -123,8 +134,7 @@ void bs_trail_start_(uint64_t id, const char *handler, const bs_trail_fire_t *f)
 {
 	bs_trail_current_ = id;
 	bs_trail_place_ = NULL;
-	pthread_once(&once, trails_start);
-	if (id == 0 || id == CLAIMED || !trails_on)
+	if (id == 0 || id == CLAIMED || !__atomic_load_n(&trails_on, __ATOMIC_ACQUIRE))
 		return;
 	if (bs_trail_find_(id)) { /* an ID still open: its events cannot be told apart */
 		count_untracked();
@@ -136,7 +146,6 @@ void bs_trail_start_(uint64_t id, const char *handler, const bs_trail_fire_t *f)
 		uint64_t free_id = 0;
 		if (!__atomic_compare_exchange_n(&r->id, &free_id, CLAIMED, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			continue;
-		__atomic_store_n(&r->start_ns, bs_now_ns_(CLOCK_MONOTONIC), __ATOMIC_RELAXED);
 		__atomic_store_n(&r->start_ticks, bs_trail_ticks_(), __ATOMIC_RELAXED);
 		__atomic_store_n(&r->next, 1, __ATOMIC_RELAXED);
 		size_t n = handler ? strnlen(handler, sizeof r->handler - 1) : 0;
@@ -165,10 +174,8 @@ static uint64_t threshold_of(const char *handler)
 
 /* Copy request r (id) into the ring's next record. */
 static void commit(bs_open_request_t *r, uint64_t id, int32_t status, uint64_t duration, uint64_t threshold,
-                   uint32_t claimed, uint64_t end_ns, uint64_t end_ticks)
+                   uint32_t claimed, double ns_per_tick)
 {
-	uint64_t ns = end_ns - r->start_ns, tk = end_ticks - r->start_ticks;
-	double ns_per_tick = tk ? (double)ns / (double)tk : 0;
 	struct bs_trail_ring *ring = bs_trail_ring_();
 	if (!ring)
 		return;
@@ -210,12 +217,12 @@ void bs_trail_done_(uint64_t id, const char *handler, int32_t status, uint64_t d
 	uint32_t claimed = __atomic_fetch_add(&r->next, 1, __ATOMIC_RELAXED) + 1;
 	uint32_t last = claimed - 1 < BS_TRAIL_EVENTS - 1 ? claimed - 1 : BS_TRAIL_EVENTS - 1;
 	put(r, last, id, f);
-	uint64_t end_ns = bs_now_ns_(CLOCK_MONOTONIC), end_ticks = bs_trail_ticks_(), duration = duration_ns;
-	if (!duration) /* not measured by the service: the trail's own clock */
-		duration = end_ns - r->start_ns;
-	uint64_t threshold = threshold_of(handler ? handler : "");
+	uint64_t end_ticks = bs_trail_ticks_(), threshold = threshold_of(handler ? handler : "");
+	/* the clock is read only for a request that is slow, or not measured */
+	double ns_per_tick = bs_trail_tsc_ && (!duration_ns || duration_ns >= threshold) ? tsc_ns_per_tick() : 1;
+	uint64_t duration = duration_ns ? duration_ns : (uint64_t)((double)(end_ticks - r->start_ticks) * ns_per_tick);
 	if (duration >= threshold)
-		commit(r, id, status, duration, threshold, claimed, end_ns, end_ticks);
+		commit(r, id, status, duration, threshold, claimed, ns_per_tick);
 	for (uint32_t i = 0; i < BS_TRAIL_EVENTS; i++)
 		__atomic_store_n(&r->owner[i], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->id, 0, __ATOMIC_RELEASE);

@@ -38,7 +38,7 @@ BS_HIDDEN extern const bs_slow_handler_t bs_slow_handlers_[];
 /* An open request's place (stats_trail.c says how places are taken). */
 typedef struct bs_open_request {
 	uint64_t id; /* 0: free; UINT64_MAX: being filled */
-	uint64_t start_ns, start_ticks;
+	uint64_t start_ticks;
 	uint32_t next; /* events claimed, request-start's included */
 	char handler[BS_TRAIL_HANDLER];
 	uint64_t owner[BS_TRAIL_EVENTS]; /* the request each event was written for, stored last */
@@ -120,6 +120,11 @@ BS_HIDDEN void bs_trail_start_(uint64_t id, const char *handler, const bs_trail_
 /* request-done: the last event; the trail committed when slow. */
 BS_HIDDEN void bs_trail_done_(uint64_t id, const char *handler, int32_t status, uint64_t duration_ns,
                               const bs_trail_fire_t *f);
+
+/* Once, before the first event (lib/stats.c, with its settings): whether
+ * the trails are on, and how events are timed. */
+struct bs_settings;
+BS_HIDDEN void bs_trail_prepare_(const struct bs_settings *s);
 
 /* A forked child's: the parent's open requests are not its own. */
 BS_HIDDEN void bs_trail_forget_(void);

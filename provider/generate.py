@@ -135,10 +135,15 @@ def probe_macros_h(provider):
                  f"{gate}\t\tbilling_trail_{p.func}({', '.join(names)});\n\t}}\n"
                  f"\tif (!BILLING_SDT_{p.macro}_ENABLED())\n\t\treturn;\n#endif\n")
         o.append(f"\tBILLING_SDT_{p.macro}({fire_args});\n}}\n")
-        # Enabled while the stats are on too, so what only feeds the probe
-        # (a clock read for duration_ns) is there whether traced or not.
+        # Enabled while the stats count it (a probe that feeds metrics, and
+        # request-start, which opens a trail), so what only feeds the probe (a
+        # clock read for duration_ns) is there whether traced or not; any
+        # other probe while a request is open, for its trail, and else not:
+        # untraced outside a request, it costs one load.
+        counted = "BILLING_STATS_ON_()" if feed or p.d_name == "request__start" else \
+            "(BILLING_STATS_ON_() && BILLING_TRAIL_OPEN_())"
         o.append(f"#if BILLING_STATS_BUILD_\n"
-                 f"#define BILLING_{p.macro}_ENABLED() (BILLING_SDT_{p.macro}_ENABLED() || BILLING_STATS_ON_())\n"
+                 f"#define BILLING_{p.macro}_ENABLED() (BILLING_SDT_{p.macro}_ENABLED() || {counted})\n"
                  f"#else\n#define BILLING_{p.macro}_ENABLED() BILLING_SDT_{p.macro}_ENABLED()\n#endif\n")
         o.append(f"#define BILLING_{p.macro}({', '.join(names)}) \\\n\tdo {{ \\\n{checks}"
                  f"\t\tif (BILLING_{p.macro}_ENABLED()) \\\n"
