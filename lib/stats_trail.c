@@ -181,8 +181,8 @@ static void commit(bs_open_request_t *r, uint64_t id, int32_t status, uint64_t d
 		return;
 	uint64_t n = __atomic_fetch_add(&ring->committed, 1, __ATOMIC_RELAXED);
 	struct bs_trail *t = (struct bs_trail *)(ring + 1) + n % BS_TRAIL_RECORDS;
-	__atomic_store_n(&t->seq, 2 * n + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	/* odd first: an exchange with acquire keeps the writes below after it */
+	(void)__atomic_exchange_n(&t->seq, 2 * n + 1, __ATOMIC_ACQUIRE);
 	t->request_id = id;
 	t->duration_ns = duration;
 	t->threshold_ns = threshold;
