@@ -18,6 +18,8 @@
 3. /metrics from stats (billing-exporter --stats-dir, no BPF) with ~1,000
    series: median of 50 scrapes over HTTP.  Target: <= 5 ms.  The segment's
    size per thread and for 64 threads.
+5. (before 4 in a run) The slow-request trails (trails()): a probe inside
+   a request with the trails on against off; target <= 2x.
 4. billingd: instructions and clock reads per request under callgrind
    over a fixed schedule (billingd_bench.instructions), compiled out vs
    untraced vs stats, target <= 0.5 %; and at saturation with stats against
@@ -49,7 +51,7 @@ import exporter_bench  # noqa: E402  (its Exporter: a served billing-exporter)
 
 PROBES = ("request-done", "transaction-done", "invoice-create", "payment-auth", "refund-process", "error",
           "db-query-done", "gateway-call-done")
-TARGETS = {"scaling": 0.9, "scrape_ms": 5.0, "billingd_pct": 0.5}
+TARGETS = {"scaling": 0.9, "scrape_ms": 5.0, "billingd_pct": 0.5, "trail_ratio": 2.0}
 # Per event, one thread: (ns, instructions over the compiled-out loop).
 EVENT_TARGETS = {"payment-auth": (10.0, 100), "error": (5.0, 50)}
 LOOPS = (("stats", "stats_loop", {}), ("stats off", "stats_loop", {"BILLING_STATS": "off"}),
@@ -120,6 +122,60 @@ def per_event(build, reps, n, workdir):
         rows.append(row)
         print(f"  {probe}: {row}", file=sys.stderr, flush=True)
     return rows
+
+
+def trails(build, reps, n, workdir):
+    """5. The slow-request trails: payment-auth fired inside requests of 30
+    (stats_loop payment-auth-in-request, request-start and -done's trail
+    work amortized over them) with the trails on and off
+    (BILLING_STATS_SLOW=off), instructions (callgrind) and ns (interleaved
+    runs); and outside any request, where the trails cost one load.
+    Target: a probe inside a request costs at most 2x a plain stats event
+    (TARGETS["trail_ratio"])."""
+    exe = os.path.join(build, "bench", "stats_loop")
+    env = {"BILLING_STATS_DIR": os.path.join(workdir, "trails")}
+    off = dict(env, BILLING_STATS_SLOW="off")
+    ns = {"on": [], "off": []}
+    for _ in range(reps):
+        ns["on"].append(loop(exe, "payment-auth-in-request", 1, n, env)[0])
+        ns["off"].append(loop(exe, "payment-auth-in-request", 1, n, off)[0])
+    out = {"in_request": {"instructions_on": callgrind_per_event(exe, "payment-auth-in-request", env),
+                          "instructions_off": callgrind_per_event(exe, "payment-auth-in-request", off),
+                          "ns_on": statistics.median(ns["on"]), "ns_off": statistics.median(ns["off"])},
+           "no_request": {"instructions_on": callgrind_per_event(exe, "payment-auth", env),
+                          "instructions_off": callgrind_per_event(exe, "payment-auth", off)}}
+    r = out["in_request"]
+    disabled = os.path.join(build, "bench", "stats_loop_disabled")
+    # a plain stats event: payment-auth's own instructions, as part 1 counts them
+    stats_event = callgrind_per_event(exe, "payment-auth", off) - callgrind_per_event(disabled, "payment-auth", off)
+    r["trail_instructions"] = r["instructions_on"] - r["instructions_off"]
+    r["trail_ns"] = r["ns_on"] - r["ns_off"]
+    r["stats_event_instructions"] = stats_event
+    r["instructions_ratio"] = r["trail_instructions"] / stats_event
+    r["ns_ratio"] = r["trail_ns"] / r["ns_off"]
+    cost = {}
+    for probe in ("rdtsc", "atomic"):
+        try:
+            cost[probe] = statistics.median(loop(exe, probe, 1, n, env)[0] for _ in range(reps))
+        except RuntimeError:
+            pass  # no time-stamp counter on this machine
+    out["machine_ns"] = cost
+    out["target"] = {"ratio": TARGETS["trail_ratio"], "met": r["instructions_ratio"] <= TARGETS["trail_ratio"]}
+    return out
+
+
+def trails_markdown(t):
+    r, q, m = t["in_request"], t["no_request"], t.get("machine_ns", {})
+    said = ", ".join(f"{'rdtsc' if k == 'rdtsc' else 'an atomic add'} {v:.1f} ns" for k, v in sorted(m.items()))
+    return [f"Slow-request trails: payment-auth inside requests of 30 costs {r['instructions_on']:.0f} instructions "
+            f"and {r['ns_on']:.1f} ns per event with the trails on, {r['instructions_off']:.0f} and {r['ns_off']:.1f} "
+            f"with them off (BILLING_STATS_SLOW=off; request-start and -done's trail work is in it): the trail costs "
+            f"{r['trail_instructions']:.0f} instructions per probe, {r['instructions_ratio']:.2f}x a plain stats "
+            f"event ({r['stats_event_instructions']:.0f}; target <= {t['target']['ratio']:g}x: "
+            f"{'met' if t['target']['met'] else 'MISSED'}), and {r['trail_ns']:.1f} ns, {r['ns_ratio']:.2f}x the "
+            f"stats event's time in this loop, mostly the event's timestamp and its one atomic add"
+            + (f" ({said} on this machine)" if said else "") + ".  Outside any request: "
+            f"{q['instructions_on']:.0f} instructions on, {q['instructions_off']:.0f} off."]
 
 
 def scaling(build, reps, n, workdir):
@@ -234,6 +290,8 @@ def markdown(res):
               f"{sc['fixed_bytes']:,} bytes fixed + {sc['slot_bytes']:,} per thread slot; "
               f"{sc['bytes_64_threads']:,} bytes for 64 threads (+ the overflow slot), sparse on tmpfs: "
               "only pages a thread writes are allocated."]
+    if "trails" in res:
+        o += [""] + trails_markdown(res["trails"])
     b = res["billingd"]
     if "skipped" not in b:
         o += [""] + billingd_bench.instructions_markdown(b["instructions"])
@@ -254,6 +312,13 @@ def summary(res):
             rows.append([f"stats, {r['probe']} per event (one thread)",
                          f"{r['stats']['median']:.1f} ns, {r['stats']['instructions']:.0f} instructions",
                          f"<= {t['ns']:g} ns, <= {t['instructions']} instructions: {'met' if t['met'] else 'MISSED'}"])
+    t = res.get("trails")
+    if t:
+        r = t["in_request"]
+        rows.append(["slow-request trails, a probe inside a request, against a plain stats event",
+                     f"{r['trail_instructions']:.0f} instructions, {r['instructions_ratio']:.2f}x "
+                     f"({r['stats_event_instructions']:.0f}); {r['trail_ns']:.1f} ns, {r['ns_ratio']:.2f}x",
+                     f"<= {t['target']['ratio']:g}x: {'met' if t['target']['met'] else 'MISSED'}"])
     ins = res.get("billingd", {}).get("instructions", {})
     rows_by = {r["config"]: r for r in ins.get("rows", []) if "skipped" not in r}
     st, out = rows_by.get("stats (billingd-stats)"), next((r for c, r in rows_by.items() if c.startswith("compiled out")), None)
@@ -292,6 +357,28 @@ def billingd_instructions(a, build, source):
     return 0
 
 
+def trails_only(a, build, source):
+    """--trails: part 5 alone."""
+    workdir = tempfile.mkdtemp(prefix="billing-trails-", dir="/dev/shm")
+    try:
+        res = trails(build, 2 if a.quick else a.reps, 500000 if a.quick else 5000000, workdir)
+    finally:
+        subprocess.run(["rm", "-rf", workdir])
+    res["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    if a.publish:
+        import run_bench
+
+        def update(latest):
+            stats = latest["stats"]["json"]
+            stats["trails"] = res
+            stats["summary"] = summary(stats)
+            latest["stats"]["markdown"] = markdown(stats)
+        run_bench.publish_part(source, update)
+    print("\n".join(trails_markdown(res)))
+    print(json.dumps(res, indent=1))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build-dir", required=True)
@@ -303,12 +390,16 @@ def main():
     ap.add_argument("--before-build-dir", help="also measure this build (e.g. the parent commit's), reported as before")
     ap.add_argument("--before-source-dir", help="its source tree (for its compiled-out build)")
     ap.add_argument("--before-label", help="what the before build is, e.g. \"parent 63d1c71\"")
+    ap.add_argument("--trails", action="store_true", help="only the slow-request trails' cost (part 5)")
     ap.add_argument("--publish", action="store_true",
-                    help="with --billingd-instructions: write the result into SOURCE/bench/results/latest.json")
+                    help="with --billingd-instructions or --trails: write the result into "
+                         "SOURCE/bench/results/latest.json")
     a = ap.parse_args()
     build, source = os.path.abspath(a.build_dir), os.path.abspath(a.source_dir)
+    if a.trails:
+        return trails_only(a, build, source)
     if a.publish and not a.billingd_instructions:
-        print("stats_bench.py: --publish goes with --billingd-instructions (a whole run publishes through "
+        print("stats_bench.py: --publish goes with --billingd-instructions or --trails (a whole run publishes through "
               "run_bench.py --publish)", file=sys.stderr)
         return 2
     if a.billingd_instructions:
@@ -323,6 +414,7 @@ def main():
         res = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cores": os.cpu_count(),
                "load_average": os.getloadavg()[0],
                "per_event": per_event(build, reps, n, workdir), "scaling": scaling(build, reps, n, workdir),
+               "trails": trails(build, reps, n, workdir),
                "scrape": scrape(build, workdir)}
     finally:
         subprocess.run(["rm", "-rf", workdir])

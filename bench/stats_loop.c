@@ -47,6 +47,11 @@ static void *run(void *arg)
 	if (strcmp(probe, "atomic") == 0) {
 		for (long i = 0; i < n; i++)
 			__atomic_fetch_add(&shared_counter, 1, __ATOMIC_RELAXED);
+#if defined(__x86_64__) && defined(__GNUC__)
+	} else if (strcmp(probe, "rdtsc") == 0) { /* what timing a trail event costs here */
+		for (long i = 0; i < n; i++)
+			shared_counter += __builtin_ia32_rdtsc();
+#endif
 	} else if (strcmp(probe, "request-done") == 0) {
 		for (long i = 0; i < n; i++)
 			BILLING_REQUEST_DONE((unsigned long long)i, names[i & 1], 0, 1000ULL + (unsigned long long)(i & 1023) * 1000);
@@ -60,6 +65,17 @@ static void *run(void *arg)
 		for (long i = 0; i < n; i++)
 			BILLING_PAYMENT_AUTH((unsigned long long)i, (long long)(i & 65535), "EUR", gateways[i & 1], (i & 7) == 0 ? 51 : 0,
 			                     3000000ULL + (unsigned long long)(i & 1023));
+	} else if (strcmp(probe, "payment-auth-in-request") == 0) {
+		/* payment-auth inside requests of 30 (the trails keep each one) */
+		for (long i = 0; i < n; i++) {
+			unsigned long long id = (unsigned long long)(i / 30) + 1;
+			if (i % 30 == 0)
+				BILLING_REQUEST_START(id, names[0]);
+			BILLING_PAYMENT_AUTH((unsigned long long)i, (long long)(i & 65535), "EUR", gateways[i & 1], (i & 7) == 0 ? 51 : 0,
+			                     3000000ULL + (unsigned long long)(i & 1023));
+			if (i % 30 == 29)
+				BILLING_REQUEST_DONE(id, names[0], 0, 1000000ULL);
+		}
 	} else if (strcmp(probe, "refund-process") == 0) {
 		for (long i = 0; i < n; i++)
 			BILLING_REFUND_PROCESS((unsigned long long)i, 9ULL, (long long)(i & 4095), "EUR", i & 1 ? "duplicate" : "fraud");

@@ -241,6 +241,8 @@ BLOCKS = {
 # Figures that state what the code or a test is set to: the page's text,
 # and a pattern its source file must still match.
 FROM_SOURCE = [
+    ("docs/stats.md", "23 bytes", "lib/stats_trail.h", r"#define BS_TRAIL_STR 24 "),
+    ("docs/tool.md", "1 s", "tools/billing-probes/cmd_slow.c", r"opt->interval > 0 \? opt->interval : 1;"),
     ("README.md", "30 s", "examples/demo/run-demo.sh", r"(?m)^duration=30$"),
     ("docs/example-service.md", "30 s", "examples/demo/run-demo.sh", r"(?m)^duration=30$"),
     ("docs/example-service.md", "1000 requests/s", "examples/demo/run-demo.sh", r"(?m)^rate=1000$"),

@@ -30,6 +30,7 @@
 
 #include "billing/stats_gen.h"
 #include "stats_settings.h"
+#include "stats_trail_writer.h"
 #include "stats_writer.h"
 
 int billing_stats_off_;
@@ -86,6 +87,7 @@ static void after_fork_child(void)
 	free(bs_self_);
 	bs_self_ = NULL;
 	pthread_setspecific(thread_key, NULL);
+	bs_trail_forget_();
 	pthread_mutex_unlock(&lock);
 }
 
@@ -99,6 +101,7 @@ static void init_once(void)
 {
 	bs_settings_read(&settings);
 	billing_stats_off_ = settings.off;
+	bs_trail_prepare_(&settings);
 	if (!settings.off)
 		bs_immutable_start_();
 	pthread_key_create(&thread_key, thread_exit);
@@ -288,7 +291,8 @@ static int create_segment(void)
 	uint64_t rows_off = dicts_off + BS_DICTS_SIZE(BX_MAP_COUNT);
 	uint64_t slots_off = (rows_off + BS_ROWS_SIZE + 4095) / 4096 * 4096;
 	uint64_t nslots = (uint64_t)settings.threads + 1; /* + the overflow slot */
-	uint64_t size = slots_off + nslots * slot_size;
+	uint64_t trail_off = slots_off + nslots * slot_size;
+	uint64_t size = (trail_off + BS_TRAIL_RING_SIZE + 4095) / 4096 * 4096;
 	unsigned char *p = MAP_FAILED;
 	if (ftruncate(fd, (off_t)size) == 0)
 		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -334,6 +338,10 @@ static int create_segment(void)
 				h->dict_count[m][f] = 1;
 	}
 	memcpy(p + desc_off, billing_stats_desc_, desc_size);
+	struct bs_trail_ring *ring = (struct bs_trail_ring *)(p + trail_off);
+	ring->records = BS_TRAIL_RECORDS;
+	ring->record_size = sizeof(struct bs_trail);
+	h->trail_offset = trail_off;
 	/* The magic last: a reader that sees it sees a whole header. */
 	uint64_t magic;
 	memcpy(&magic, BS_MAGIC, 8);
@@ -478,6 +486,23 @@ void *bs_slow_(int m, const void *key, bs_cache_entry_t *e)
 	memcpy(e->key, key, billing_stats_maps_[m].key_size);
 	pthread_mutex_unlock(&lock);
 	return e;
+}
+
+const bs_settings_t *bs_settings_(void)
+{
+	pthread_once(&once, init_once);
+	return &settings;
+}
+
+struct bs_trail_ring *bs_trail_ring_(void)
+{
+	pthread_once(&once, init_once);
+	pthread_mutex_lock(&lock);
+	if (!seg && !billing_stats_off_ && create_segment() != 0)
+		billing_stats_off_ = 1;
+	struct bs_trail_ring *ring = billing_stats_off_ ? NULL : (struct bs_trail_ring *)(seg + hdr->trail_offset);
+	pthread_mutex_unlock(&lock);
+	return ring;
 }
 
 /* For tests and tools: where this process's segment is ("" before its

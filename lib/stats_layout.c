@@ -387,6 +387,30 @@ static int check_families(parser_t *p)
 	return 0;
 }
 
+/* "trail PROBE ints=A,B strings=C,D" ("-": none): the next event kind. */
+static int line_trail(parser_t *p, char **w, int nw)
+{
+	bs_layout_t *l = p->l;
+	if (l->nkinds == BS_TRAIL_KINDS)
+		return fail(p, "more than %d trail lines", BS_TRAIL_KINDS);
+	bs_lkind_t *k = &l->kinds[l->nkinds];
+	char *ints = nw == 4 ? (char *)opt(w[2], "ints") : NULL, *strs = nw == 4 ? (char *)opt(w[3], "strings") : NULL;
+	if (!ints || !strs || !is_name(w[1]))
+		return fail(p, "trail PROBE ints=NAME,... strings=NAME,... (\"-\": none)");
+	k->probe = w[1];
+	if ((strcmp(ints, "-") != 0 && split_list(ints, k->ints, BS_TRAIL_INTS, &k->nints) != 0) ||
+	    (strcmp(strs, "-") != 0 && split_list(strs, k->strs, BS_TRAIL_STRS, &k->nstrs) != 0))
+		return fail(p, "trail %s: at most %d ints and %d strings", k->probe, BS_TRAIL_INTS, BS_TRAIL_STRS);
+	for (size_t i = 0; i < k->nints + k->nstrs; i++)
+		if (!is_name(i < k->nints ? k->ints[i] : k->strs[i - k->nints]))
+			return fail(p, "trail %s: an argument name is not a name", k->probe);
+	for (size_t i = 0; i < l->nkinds; i++)
+		if (strcmp(l->kinds[i].probe, k->probe) == 0)
+			return fail(p, "trail %s described twice", k->probe);
+	l->nkinds++;
+	return 0;
+}
+
 static int parse_line(parser_t *p, char *line)
 {
 	char *w[MAX_WORDS];
@@ -405,6 +429,7 @@ static int parse_line(parser_t *p, char *line)
 	       : strcmp(w[0], "value") == 0    ? line_value(p, w, nw)
 	       : strcmp(w[0], "family") == 0   ? line_family(p, w, nw)
 	       : strcmp(w[0], "label") == 0    ? line_label(p, w, nw)
+	       : strcmp(w[0], "trail") == 0    ? line_trail(p, w, nw)
 	                                       : fail(p, "unknown kind of line");
 }
 
@@ -419,7 +444,9 @@ static void layout_free(bs_layout_t *l)
 /* Parse text[0, len) into a new layout; NULL with the reason in err. */
 static bs_layout_t *parse(const char *text, size_t len, uint64_t hash, char *err, size_t errlen)
 {
-	static const char first[] = "billing-stats description 3";
+#define BS_STR_(x) #x
+#define BS_XSTR_(x) BS_STR_(x)
+	static const char first[] = "billing-stats description " BS_XSTR_(BS_DESC_GRAMMAR);
 	parser_t p = { NULL, 1, err, errlen, 0 };
 	if (len > BS_DESC_MAX || len < sizeof first || text[len - 1] != '\n') {
 		snprintf(err, errlen, "description of %zu bytes (a reader takes at most %u, ending in a newline)", len,

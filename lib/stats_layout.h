@@ -17,8 +17,9 @@
 #include <stdint.h>
 
 #include "stats_segment.h"
+#include "stats_trail.h"
 
-#define BS_DESC_GRAMMAR 3          /* the first line: "billing-stats description 3" */
+#define BS_DESC_GRAMMAR 4          /* the first line: "billing-stats description 4" */
 #define BS_DESC_MAX 65536u         /* description bytes a reader parses at most */
 #define BS_CELLS_MAX 48            /* cells of one map's row */
 #define BS_LAYOUT_QUANTITIES 16    /* "quantity" lines */
@@ -87,16 +88,26 @@ typedef struct bs_lfamily {
 	} labels[BS_LAYOUT_LABELS];
 } bs_lfamily_t;
 
+/* A probe a trail event may be ("trail" lines, in order: an event's kind
+ * is its index) and the names of the arguments the event keeps. */
+typedef struct bs_lkind {
+	const char *probe;
+	size_t nints, nstrs;
+	const char *ints[BS_TRAIL_INTS];
+	const char *strs[BS_TRAIL_STRS];
+} bs_lkind_t;
+
 typedef struct bs_layout {
 	char *text; /* the description split in place (every pointer above points into it), then as given */
 	size_t len;
 	uint64_t hash;
 	unsigned refs;
-	size_t nknown, nquantities, nmaps, nfamilies;
+	size_t nknown, nquantities, nmaps, nfamilies, nkinds;
 	bs_lknown_t known[BS_LAYOUT_KNOWN_ARGS];
 	bs_lquantity_t quantities[BS_LAYOUT_QUANTITIES];
 	bs_lmap_t maps[BS_MAX_MAPS];
 	bs_lfamily_t families[BS_LAYOUT_FAMILIES];
+	bs_lkind_t kinds[BS_TRAIL_KINDS];
 } bs_layout_t;
 
 /* The layout of description text[0, len) (without its NUL), from a small

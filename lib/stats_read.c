@@ -112,6 +112,14 @@ static int check_layout(const struct bs_header *h, const bs_layout_t *l, uint64_
 	    h->slots_offset < h->rows_offset + rows || h->slots_offset > size ||
 	    (size - h->slots_offset) / h->slot_size < h->nslots)
 		FAIL("truncated or corrupt: its tables do not fit its %llu bytes", (unsigned long long)size);
+	if (size < h->size)
+		FAIL("truncated: %llu bytes of the %llu its header says", (unsigned long long)size,
+		     (unsigned long long)h->size);
+	/* the trails' ring, if any, after the slots and inside the file */
+	uint64_t slots_end = h->slots_offset + (uint64_t)h->nslots * h->slot_size;
+	if (h->trail_offset &&
+	    (h->trail_offset < slots_end || h->trail_offset > size || size - h->trail_offset < BS_TRAIL_RING_SIZE))
+		FAIL("truncated or corrupt: its trails do not fit its %llu bytes", (unsigned long long)size);
 	return 0;
 }
 
@@ -416,4 +424,89 @@ int bs_read_path(const char *path, bs_segment_t *out, char *err, size_t errlen)
 	int rc = bs_read_fd(fd, out, err, errlen);
 	close(fd);
 	return rc;
+}
+
+/* --- slow-request trails (stats_trail.h) --------------------------------- */
+
+void bs_trails_free(bs_trails_t *t)
+{
+	bs_layout_release((bs_layout_t *)t->layout);
+	free(t->trails);
+	memset(t, 0, sizeof *t);
+}
+
+/* Whether record t, read whole as trail n, holds what a writer writes. */
+static int trail_valid(const struct bs_trail *t, uint64_t n, const bs_layout_t *l)
+{
+	if (t->seq != 2 * n + 2 || t->nevents == 0 || t->nevents > BS_TRAIL_EVENTS ||
+	    !memchr(t->handler, '\0', sizeof t->handler))
+		return 0;
+	for (uint32_t i = 0; i < t->nevents; i++) {
+		const struct bs_trail_event *e = &t->events[i];
+		if (e->kind >= l->nkinds)
+			return 0;
+		for (unsigned k = 0; k < BS_TRAIL_STRS; k++)
+			if (!memchr(e->strs[k], '\0', BS_TRAIL_STR))
+				return 0;
+	}
+	return 1;
+}
+
+int bs_trails_read_fd(int fd, uint64_t since, bs_trails_t *out, char *err, size_t errlen)
+{
+	struct stat st;
+	struct bs_header h;
+	struct bs_trail_ring ring;
+	bs_read_work_t work;
+	memset(out, 0, sizeof *out);
+	memset(&work, 0, sizeof work);
+	if (fstat(fd, &st) != 0)
+		FAIL("%s", strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		FAIL("not a regular file");
+	src_t s = { fd, NULL, (uint64_t)st.st_size, (uint64_t)st.st_blocks * 512, &work };
+	if (get(&s, 0, &h, sizeof h) != 0 || memcmp(h.magic.text, BS_MAGIC, 8) != 0)
+		FAIL("not a stats segment (no BILLSTAT magic), or not yet initialised");
+	if (h.layout_version != BS_LAYOUT_VERSION || h.endian != BS_ENDIAN)
+		FAIL("segment layout version %u; this reader reads %u", h.layout_version, BS_LAYOUT_VERSION);
+	if (h.trail_offset == 0)
+		FAIL("the segment keeps no trails");
+	if (get(&s, h.trail_offset, &ring, sizeof ring) != 0 || h.trail_offset % 64 ||
+	    s.size - h.trail_offset < BS_TRAIL_RING_SIZE)
+		FAIL("truncated in its trails (%llu bytes)", (unsigned long long)s.size);
+	if (ring.records != BS_TRAIL_RECORDS || ring.record_size != sizeof(struct bs_trail))
+		FAIL("its trails' ring holds %u records of %u bytes; this reader reads %u of %zu", ring.records,
+		     ring.record_size, BS_TRAIL_RECORDS, sizeof(struct bs_trail));
+	bs_layout_t *l = read_layout(&s, &h, err, errlen);
+	if (!l)
+		return -1;
+	uint64_t c = ring.committed, first = c > BS_TRAIL_RECORDS ? c - BS_TRAIL_RECORDS : 0;
+	if (since > first)
+		first = since < c ? since : c;
+	out->layout = l;
+	out->committed = c;
+	out->untracked = ring.untracked;
+	out->first = first;
+	out->pid = h.pid;
+	out->start_time = h.start_time;
+	if (c == first)
+		return 0;
+	if (!(out->trails = malloc((size_t)(c - first) * sizeof *out->trails))) {
+		bs_trails_free(out);
+		FAIL("out of memory");
+	}
+	for (uint64_t n = first; n < c; n++) {
+		uint64_t at = h.trail_offset + sizeof ring + (n % BS_TRAIL_RECORDS) * sizeof(struct bs_trail), seq;
+		struct bs_trail *t = &out->trails[out->count];
+		if (get(&s, at, t, sizeof *t) != 0 || get(&s, at, &seq, sizeof seq) != 0) {
+			bs_trails_free(out);
+			FAIL("truncated in its trails (%llu bytes)", (unsigned long long)s.size);
+		}
+		/* whole, unchanged while it was copied, and as a writer writes it */
+		if (seq == t->seq && trail_valid(t, n, l))
+			out->count++;
+		else
+			out->skipped++;
+	}
+	return 0;
 }

@@ -12,6 +12,7 @@
  *              (a field's known values need no entry: their index says which)
  *   rows       per map, up to its bs_map_info_t.rows label sets, each as value indices
  *   slots      per thread: a header line and every map's cells, row by row
+ *   trails     the slow-request trails' ring (stats_trail.h)
  *
  * Every count a reader trusts is published by the writer with a release
  * store after what it covers is written, and the writer only appends: a
@@ -28,7 +29,7 @@
 #include "billing_metrics_layout.h"
 
 #define BS_MAGIC "BILLSTAT" /* 8 bytes, no NUL */
-#define BS_LAYOUT_VERSION 2u
+#define BS_LAYOUT_VERSION 3u
 #define BS_ENDIAN 0x01020304u
 #define BS_HEADER_SIZE 4096u
 #define BS_MAX_MAPS 32                  /* header room; BX_MAP_COUNT are used */
@@ -85,6 +86,7 @@ struct bs_header {
 	uint32_t dict_count[BS_MAX_MAPS][BS_MAX_FIELDS]; /* published values per field */
 	uint64_t map_cells_offset[BS_MAX_MAPS];          /* within a slot, bytes from its cells */
 	uint32_t map_cells[BS_MAX_MAPS];                 /* cells per row of each map */
+	uint64_t trail_offset;                           /* the trails' ring (stats_trail.h); 0: none */
 };
 
 /* A slot's header line; only its owner writes it (and the cells). */

@@ -143,6 +143,59 @@ static void read_keep(bs_settings_t *s, const char *v)
 	s->keep_seconds = n;
 }
 
+/* "250ms", "2s", "500us" or "250" (milliseconds) in nanoseconds, above 0
+ * and at most BS_SLOW_MAX_NS; 0 for anything else. */
+static uint64_t threshold_ns(const char *v, size_t n)
+{
+	char digits[32];
+	uint64_t unit = 1000000;
+	if (n >= 2 && strncmp(v + n - 2, "ms", 2) == 0)
+		n -= 2;
+	else if (n >= 2 && strncmp(v + n - 2, "us", 2) == 0)
+		unit = 1000, n -= 2;
+	else if (n >= 1 && v[n - 1] == 's')
+		unit = 1000000000, n -= 1;
+	if (n == 0 || n >= sizeof digits)
+		return 0;
+	memcpy(digits, v, n);
+	digits[n] = '\0';
+	long count = whole_number(digits, (long)(BS_SLOW_MAX_NS / 1000));
+	if (count <= 0 || (uint64_t)count > BS_SLOW_MAX_NS / unit)
+		return 0;
+	return (uint64_t)count * unit;
+}
+
+static void read_slow(bs_settings_t *s, const char *v)
+{
+	if (strcmp(v, "off") == 0) {
+		s->slow_off = 1;
+		return;
+	}
+	bs_settings_t t = *s;
+	for (const char *item = v; *item;) {
+		size_t n = strcspn(item, ",");
+		const char *eq = memchr(item, '=', n);
+		size_t name = eq ? (size_t)(eq - item) : 0;
+		uint64_t ns = eq ? threshold_ns(eq + 1, n - name - 1) : threshold_ns(item, n);
+		if (!ns || (eq && (name == 0 || name >= sizeof t.slow[0].handler || t.nslow == BS_SLOW_OVERRIDES)) ||
+		    (!eq && t.slow_default_ns)) {
+			say_value(PREFIX "_SLOW", v,
+			          "not off or a list of THRESHOLD and HANDLER=THRESHOLD (a whole number of ms, or with "
+			          "a unit us, ms or s; up to 16 handlers of 31 bytes): billing.d's thresholds used");
+			return;
+		}
+		if (eq) {
+			memcpy(t.slow[t.nslow].handler, item, name);
+			t.slow[t.nslow].handler[name] = '\0';
+			t.slow[t.nslow++].ns = ns;
+		} else {
+			t.slow_default_ns = ns;
+		}
+		item += n + (item[n] == ',');
+	}
+	*s = t;
+}
+
 /* The length of the name of environment entry e when it is BILLING_STATS
  * or BILLING_STATS_* (followed by "="); else 0. */
 static size_t stats_name(const char *e)
@@ -163,7 +216,8 @@ void bs_settings_read(bs_settings_t *s)
 		      { PREFIX "_DIR", read_dir },
 		      { PREFIX "_GROUP", read_group },
 		      { PREFIX "_THREADS", read_threads },
-		      { PREFIX "_KEEP", read_keep } };
+		      { PREFIX "_KEEP", read_keep },
+		      { PREFIX "_SLOW", read_slow } };
 	enum { NKNOWN = sizeof known / sizeof *known };
 	int seen[NKNOWN] = { 0 }; /* the first of a name counts, as for getenv() */
 	char name[80];
@@ -192,7 +246,7 @@ void bs_settings_read(bs_settings_t *s)
 		if (k == NKNOWN) {
 			snprintf(name, sizeof name, "%.*s", (int)(len < 64 ? len : 64), *e);
 			say_value(name, v, "not a setting of the stats (" PREFIX ", " PREFIX "_DIR, _GROUP, _THREADS, "
-			                   "_KEEP): ignored");
+			                   "_KEEP, _SLOW): ignored");
 		} else if (!seen[k]++ && *v) { /* set but empty: as unset */
 			known[k].read(s, v);
 		}

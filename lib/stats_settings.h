@@ -13,13 +13,17 @@
 #ifndef BILLING_STATS_SETTINGS_H
 #define BILLING_STATS_SETTINGS_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
-#define BS_DEFAULT_SLOTS 64            /* BILLING_STATS_THREADS */
-#define BS_MAX_SLOTS 65536             /* ... at most */
-#define BS_DEFAULT_KEEP_SECONDS 3600L  /* BILLING_STATS_KEEP */
-#define BS_MAX_KEEP_SECONDS 315360000L /* ... at most: ten years */
-#define BS_DIR_MAX 4032                /* BILLING_STATS_DIR, bytes: PATH_MAX less room for a file name */
+#define BS_DEFAULT_SLOTS 64             /* BILLING_STATS_THREADS */
+#define BS_MAX_SLOTS 65536              /* ... at most */
+#define BS_DEFAULT_KEEP_SECONDS 3600L   /* BILLING_STATS_KEEP */
+#define BS_MAX_KEEP_SECONDS 315360000L  /* ... at most: ten years */
+#define BS_DIR_MAX 4032                 /* BILLING_STATS_DIR, bytes: PATH_MAX less room for a file name */
+#define BS_SLOW_OVERRIDES 16            /* BILLING_STATS_SLOW: handlers named at most */
+#define BS_SLOW_MAX_NS 3600000000000ULL /* ... a threshold at most: an hour */
 
 typedef struct bs_settings {
 	int off;              /* BILLING_STATS=off: no segment, no counting */
@@ -28,6 +32,14 @@ typedef struct bs_settings {
 	gid_t gid;
 	long threads;      /* thread slots, the overflow slot not counted */
 	long keep_seconds; /* how long a gone process's unchanged segment stays */
+	/* BILLING_STATS_SLOW: "off", or thresholds over billing.d's */
+	int slow_off;
+	uint64_t slow_default_ns; /* 0: billing.d's */
+	size_t nslow;
+	struct {
+		char handler[32];
+		uint64_t ns;
+	} slow[BS_SLOW_OVERRIDES];
 } bs_settings_t;
 
 #if defined(__GNUC__)
@@ -38,5 +50,7 @@ typedef struct bs_settings {
 
 /* The settings from the environment, each problem said in one line. */
 BS_SETTINGS_HIDDEN void bs_settings_read(bs_settings_t *s);
+/* The writer's settings, read once (lib/stats.c). */
+BS_SETTINGS_HIDDEN const bs_settings_t *bs_settings_(void);
 
 #endif /* BILLING_STATS_SETTINGS_H */

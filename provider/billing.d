@@ -80,6 +80,15 @@
  * serves by default:
  *
  * @@groups business* requests* db gateway
+ *
+ * Slow requests.  A stats build keeps the trail of probes of each request
+ * at or over its handler's threshold (lib/stats_trail.h; `billing-probes
+ * slow` prints them, the exporter's exemplars point at them); the SLO
+ * rules in monitoring/ count the same threshold's bucket.  Seconds, each a
+ * bound of duration_ns's buckets: a default, then per handler
+ * (HANDLER=SECONDS); BILLING_STATS_SLOW overrides them at run time:
+ *
+ * @@slow-threshold default=0.25
  */
 
 provider billing {

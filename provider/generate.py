@@ -125,21 +125,26 @@ def probe_macros_h(provider):
             o.append(f" *   {n} ({TYPES[t][1]}): {d}\n")
         o.append(" */\n")
         o.append(f"static BILLING_PROBE_INLINE_ void billing_probe_fire_{p.func}_({params})\n{{\n")
-        if feed:
-            # A stats build counts every fire while the stats are on; the
-            # USDT site fires only while its semaphore says it is traced.
-            stats_args = ", ".join(n for n, _ in stats_emit.needed_args(feed))
-            o.append(f"#if BILLING_STATS_BUILD_\n\tif (BILLING_STATS_ON_())\n\t\tbilling_stats_{p.func}({stats_args});\n"
-                     f"\tif (!BILLING_SDT_{p.macro}_ENABLED())\n\t\treturn;\n#endif\n")
+        # A stats build counts every fire while the stats are on, and keeps
+        # the trail of open requests (request-start opens one: the others
+        # cost one load while none is open); the USDT site fires only while
+        # its semaphore says it is traced.
+        stats = f"\t\tbilling_stats_{p.func}({', '.join(n for n, _ in stats_emit.needed_args(feed))});\n" if feed else ""
+        gate = "" if p.d_name == "request__start" else "\t\tif (BILLING_TRAIL_OPEN_())\n\t"
+        o.append(f"#if BILLING_STATS_BUILD_\n\tif (BILLING_STATS_ON_()) {{\n{stats}"
+                 f"{gate}\t\tbilling_trail_{p.func}({', '.join(names)});\n\t}}\n"
+                 f"\tif (!BILLING_SDT_{p.macro}_ENABLED())\n\t\treturn;\n#endif\n")
         o.append(f"\tBILLING_SDT_{p.macro}({fire_args});\n}}\n")
-        if feed:
-            # Enabled while the stats count it too, so what only feeds the
-            # probe (a clock read for duration_ns) is there whether traced or not.
-            o.append(f"#if BILLING_STATS_BUILD_\n"
-                     f"#define BILLING_{p.macro}_ENABLED() (BILLING_SDT_{p.macro}_ENABLED() || BILLING_STATS_ON_())\n"
-                     f"#else\n#define BILLING_{p.macro}_ENABLED() BILLING_SDT_{p.macro}_ENABLED()\n#endif\n")
-        else:
-            o.append(f"#define BILLING_{p.macro}_ENABLED() BILLING_SDT_{p.macro}_ENABLED()\n")
+        # Enabled while the stats count it (a probe that feeds metrics, and
+        # request-start, which opens a trail), so what only feeds the probe (a
+        # clock read for duration_ns) is there whether traced or not; any
+        # other probe while a request is open, for its trail, and else not:
+        # untraced outside a request, it costs one load.
+        counted = "BILLING_STATS_ON_()" if feed or p.d_name == "request__start" else \
+            "(BILLING_STATS_ON_() && BILLING_TRAIL_OPEN_())"
+        o.append(f"#if BILLING_STATS_BUILD_\n"
+                 f"#define BILLING_{p.macro}_ENABLED() (BILLING_SDT_{p.macro}_ENABLED() || {counted})\n"
+                 f"#else\n#define BILLING_{p.macro}_ENABLED() BILLING_SDT_{p.macro}_ENABLED()\n#endif\n")
         o.append(f"#define BILLING_{p.macro}({', '.join(names)}) \\\n\tdo {{ \\\n{checks}"
                  f"\t\tif (BILLING_{p.macro}_ENABLED()) \\\n"
                  f"\t\t\tbilling_probe_fire_{p.func}_({call_args}); \\\n\t}} while (0)\n\n")

@@ -29,6 +29,8 @@ TYPES_OK_FOR_LABELS = {"char *": "string", "int": "int32"}
 # Known values a label may have: a stats segment row names one by a byte,
 # BS_IDX_KNOWN (64) .. BS_IDX_OVERFLOW (254) - 1 (lib/stats_segment.h).
 KNOWN_MAX = 190
+# C types of billing.d's argument types, as the generated C declares them.
+CTYPE = {"unsigned long long": "uint64_t", "long long": "int64_t", "int": "int32_t", "char *": "const char *"}
 HEADER_BANNER = "/* Generated from provider/billing.d by provider/generate.py: do not edit. */\n"
 
 
@@ -94,6 +96,8 @@ class Limits:
         self.default_groups = []  # those marked "*"
         self.label_values = None  # "@@label-values N": a label's values before "other"
         self.label_sets = None    # "@@label-sets N": label sets a BPF map holds
+        self.slow_default = None  # "@@slow-threshold default=S ...": seconds as written
+        self.slow_handlers = {}   # ... HANDLER=S: per handler
 
 
 class MetricSet:
@@ -175,6 +179,29 @@ def parse_groups(line, rest, path):
     return names, [w.rstrip("*") for w in rest if w.endswith("*")]
 
 
+def parse_slow(line, rest, path):
+    """"@@slow-threshold default=S [HANDLER=S ...]": seconds, each a bound
+    of duration_ns's buckets (checked in parse(), where they are known)."""
+    want = f"{path}: {line!r}: want @@slow-threshold default=SECONDS [HANDLER=SECONDS ...]"
+    values = {}
+    for w in rest:
+        name, eq, v = w.partition("=")
+        if not eq or not name or name in values or not re.fullmatch(r"[A-Za-z0-9_.:/-]{1,31}", name):
+            raise MetricError(want)
+        values[name] = v
+    if "default" not in values:
+        raise MetricError(want)
+    default = values.pop("default")
+    return default, values
+
+
+def slow_thresholds_ns(ms):
+    """(default, {handler: threshold}) in nanoseconds."""
+    q = ms.quantities["duration_ns"]
+    ns = dict(zip(q.bounds_text, q.bounds_raw))
+    return ns[ms.limits.slow_default], {h: ns[v] for h, v in ms.limits.slow_handlers.items()}
+
+
 def parse_header(lines, path):
     quantities, label_bytes, default_bytes, known, limits = {}, {}, None, {}, Limits()
     for line in lines:
@@ -227,6 +254,8 @@ def parse_header(lines, path):
             limits.label_values = parse_bound(line, rest, path, 1, KNOWN_MAX)
         elif kind == "label-sets":
             limits.label_sets = parse_bound(line, rest, path, 16, 1 << 24)
+        elif kind == "slow-threshold":
+            limits.slow_default, limits.slow_handlers = parse_slow(line, rest, path)
         elif kind == "label-bytes":
             for k, v in parse_options(rest, line).items():
                 if v is True or not str(v).isdigit() or not 2 <= int(v) <= 64 or int(v) % 8:
@@ -243,7 +272,7 @@ def parse_header(lines, path):
     if default_bytes is None:
         raise MetricError(f"{path}: no '@@label-bytes default=N' line")
     for what, value in (("@@groups NAME[*] ...", limits.groups), ("@@label-values N", limits.label_values),
-                        ("@@label-sets N", limits.label_sets)):
+                        ("@@label-sets N", limits.label_sets), ("@@slow-threshold default=S", limits.slow_default)):
         if not value:
             raise MetricError(f"{path}: no '{what}' line")
     for arg, values in known.items():
@@ -373,7 +402,15 @@ def parse(provider, text):
         for arg in f.fields:
             if arg in known and types[arg] != "char *":
                 raise MetricError(f"{provider.path}: @@known {arg}: probe {f.probe.name} passes it as an int")
-    return MetricSet(quantities, label_bytes, default_bytes, known, feeds, metrics, limits)
+    q = quantities.get("duration_ns")
+    for v in [limits.slow_default, *limits.slow_handlers.values()]:
+        if not q or v not in q.bounds_text:
+            raise MetricError(f"{provider.path}: @@slow-threshold {v}: not one of duration_ns's bucket bounds "
+                              f"({' '.join(q.bounds_text) if q else 'no duration_ns quantity'}): the SLO rules and "
+                              "the exemplars read the bucket it ends")
+    ms = MetricSet(quantities, label_bytes, default_bytes, known, feeds, metrics, limits)
+    ms.probes = provider.probes  # every probe, fed or not: the trails' event kinds (trail_emit.py)
+    return ms
 
 
 # --- C ----------------------------------------------------------------------

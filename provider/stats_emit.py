@@ -12,9 +12,10 @@
 """
 
 import metrics
+import trail_emit
 
 BANNER = metrics.HEADER_BANNER
-CTYPE = {"unsigned long long": "uint64_t", "long long": "int64_t", "int": "int32_t", "char *": "const char *"}
+CTYPE = metrics.CTYPE
 
 
 def needed_args(feed):
@@ -27,7 +28,7 @@ def params(feed):
     return ", ".join(f"{CTYPE[t]}{'' if t == 'char *' else ' '}{n}" for n, t in needed_args(feed)) or "void"
 
 
-DESCRIPTION_GRAMMAR = 3  # docs/stats.md, "The self-description": a new kind of line is a new grammar
+DESCRIPTION_GRAMMAR = 4  # docs/stats.md, "The self-description": a new kind of line is a new grammar
 
 
 def family_lines(ms, feed, m):
@@ -67,6 +68,7 @@ def description(ms):
         for m in ms.metrics:
             if m.probe is f.probe:
                 lines += family_lines(ms, f, m)
+    lines += trail_emit.desc_lines(ms.probes)
     return "\n".join(lines) + "\n"
 
 
@@ -84,6 +86,7 @@ def stats_gen_h(provider, ms):
         o.append(f"/* {f.probe.name}: counts into this thread's slot of the stats segment. */\n"
                  f"#define BILLING_STATS_FEEDS_{f.probe.macro} 1\n"
                  f"void billing_stats_{f.probe.func}({params(f)});\n\n")
+    o.append(trail_emit.gen_h(ms.probes))
     o.append("#ifdef __cplusplus\n}\n#endif\n\n#endif\n")
     return "".join(o)
 
@@ -201,6 +204,7 @@ def stats_gen_c(provider, ms):
                  + "".join(f"\t\t\tbs_observe_{q}(&v->{q}, {q});\n" for q in f.quantities)
                  + "\t\t\treturn;\n\t\t}\n\t}\n"
                  f"\tmiss_{f.probe.func}({args});\n}}\n\n")
+    o.append(trail_emit.gen_c(ms))
     return "".join(o)
 
 

@@ -10,7 +10,7 @@
 #   BUILD_DIR-tsan  ThreadSanitizer: the timing helpers' cross-thread
 #                   hand-off (timing), billingd under billing-load
 #                   (billingd-ground-truth, billingd-api, hostile clients),
-#                   the stats writer, and billing-exporter's threads (the
+#                   the stats writer and its slow-request trails, and billing-exporter's threads (the
 #                   exporter suite and its HTTP security tests).
 # A sanitizer report stops the program with a failing status, and is
 # written to BUILD_DIR-*/sanitizer-reports: any report there fails the
@@ -98,7 +98,7 @@ tsan() {
   setup "$build-tsan" -Db_sanitize=thread && ninja -C "$build-tsan" && reports_dir "$reports" || return 1
   export TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:log_path=$reports/tsan
   meson test -C "$build-tsan" --print-errorlogs --num-processes 1 --no-rebuild \
-    timing billingd-ground-truth billingd-api billingd-shutdown hardening-hostile-clients stats-writer stats-fork stats-label-cache \
+    timing billingd-ground-truth billingd-api billingd-shutdown hardening-hostile-clients stats-writer stats-fork stats-label-cache stats-slow-trails \
     security-exporter-slow-clients security-exporter-web-config security-exporter-uid \
     security-exporter-auth-flood security-exporter-connection-classes || rc=1
   meson test -C "$build-tsan" --print-errorlogs --num-processes 1 --no-rebuild --logbase testlog-exporter \

@@ -45,6 +45,9 @@ const char bp_cli_help[] =
     "interval: business rates and per handler requests/s with the duration\n"
     "bucket p50/p95/p99 fall in; p or space pauses, q quits; --once prints one\n"
     "interval as plain text (exit 1: the process exited in it).\n"
+    "slow prints the trails of slow requests a stats build keeps in its\n"
+    "segment (request ID, handler, each probe with its offset and arguments);\n"
+    "--follow prints new ones as they come until Ctrl-C, --interval apart.\n"
     "Exit status: 0 ok, 1 check/doctor found a problem or nothing matched,\n"
     "2 bad target, provider file or usage (trace: bpftrace's status).\n";
 
@@ -186,13 +189,15 @@ int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_opti
 			opt->binaries[opt->binary_count++] = v;
 		} else if (shape->trace && strcmp(a, "--dry-run") == 0) {
 			opt->dry_run = 1;
-		} else if (shape->top && (r = option_value(argc, argv, &i, "--stats-dir", &v)) != 0) {
+		} else if ((shape->top || shape->slow) && (r = option_value(argc, argv, &i, "--stats-dir", &v)) != 0) {
 			if (r < 0 || !*v)
 				return bp_usage_error("--stats-dir needs a directory");
 			opt->stats_dir = v;
 		} else if (shape->top && strcmp(a, "--once") == 0) {
 			opt->once = 1;
-		} else if (shape->top && (r = option_value(argc, argv, &i, "--interval", &v)) != 0) {
+		} else if (shape->slow && strcmp(a, "--follow") == 0) {
+			opt->follow = 1;
+		} else if ((shape->top || shape->slow) && (r = option_value(argc, argv, &i, "--interval", &v)) != 0) {
 			char *end;
 			opt->interval = r < 0 ? 0 : strtod(v, &end);
 			if (r < 0 || end == v || *end || !(opt->interval >= 0.1 && opt->interval <= 3600))

@@ -51,7 +51,8 @@ typedef struct bp_options {
 	int script_arg_count;
 	const char *stats_dir; /* top --stats-dir DIR */
 	int once;              /* top --once */
-	double interval;       /* top --interval SECONDS (0: the default) */
+	double interval;       /* top, slow --interval SECONDS (0: the default) */
+	int follow;            /* slow --follow */
 } bp_options_t;
 
 /* What a command takes: the parser accepts only these. */
@@ -67,6 +68,7 @@ typedef struct bp_command_shape {
 	int clear_stale;  /* --clear-stale */
 	int trace;        /* SCRIPT, -c, --binary, --dry-run, -- ARGS */
 	int top;          /* --stats-dir DIR, --once, --interval SECONDS */
+	int slow;         /* --stats-dir DIR, --follow, --interval SECONDS */
 } bp_command_shape_t;
 
 /* Parse argv[2..] for opt->command, shaped by shape.  BP_EXIT_OK, or

@@ -60,6 +60,12 @@ static const command_t commands[] = {
 	    .shape = { .targets = BP_ONE_TARGET, .top = 1 },
 	    .run = bp_cmd_top,
 	},
+	{
+	    .name = "slow",
+	    .usage = "(PID | --stats-dir DIR) [--follow [--interval SECONDS]]",
+	    .shape = { .targets = BP_ONE_TARGET, .slow = 1 },
+	    .run = bp_cmd_slow,
+	},
 #endif
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };

@@ -17,10 +17,8 @@
 #include "stats_read.h"
 #include "stats_trust.h"
 
-/* Open dir/name as a segment of user, through the directory's and the
- * file's ownership checks.  The fd, or -1 with the reason in err. */
-static int open_segment(const char *dir, const char *name, uid_t user, int how, struct stat *st, char *err,
-                        size_t errlen)
+int top_segment_open(const char *dir, const char *name, uid_t user, int how, struct stat *st, char *err,
+                     size_t errlen)
 {
 	char why[256];
 	int dfd, fd, skip;
@@ -190,7 +188,7 @@ static int read_process(const top_target_t *t, bs_segment_t *seg, top_sample_t *
 	if (bx_proc_read(t->pid, &now) != 0 || now.start_time != t->start_time)
 		return 1;
 	const bx_segment_place_t *p = &t->place;
-	int fd = open_segment(p->dir, p->name, t->user, BX_OWNER_ONLY, &st, err, errlen);
+	int fd = top_segment_open(p->dir, p->name, t->user, BX_OWNER_ONLY, &st, err, errlen);
 	if (fd < 0)
 		return -1;
 	int rc = bs_read_fd(fd, seg, why, sizeof why);
@@ -238,7 +236,7 @@ static int read_dir(const top_target_t *t, bs_segment_t *seg, top_sample_t *s, c
 	qsort(names, n, sizeof names[0], by_name);
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		struct stat st;
-		int fd = open_segment(t->dir, names[i], t->user, BX_OWNER_OR_ROOT, &st, err, errlen);
+		int fd = top_segment_open(t->dir, names[i], t->user, BX_OWNER_OR_ROOT, &st, err, errlen);
 		if (fd < 0) {
 			rc = -1;
 			break;

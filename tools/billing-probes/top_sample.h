@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "stats_layout.h"
@@ -51,6 +52,12 @@ typedef struct top_target {
  * /dev/shm/billing-stats-UID) or --stats-dir DIR.  0, or -1 with a
  * one-line reason in err. */
 int top_target_open(top_target_t *t, const char *pid_text, const char *dir, char *err, size_t errlen);
+
+/* Open dir/name as a segment of user, through the directory's and the
+ * file's ownership checks (how: BX_OWNER_ONLY for a process's, else
+ * BX_OWNER_OR_ROOT).  The fd, or -1 with the reason in err. */
+int top_segment_open(const char *dir, const char *name, uid_t user, int how, struct stat *st, char *err,
+                     size_t errlen);
 
 /* Read the target into *s.  0; 1 when the process is gone (or its
  * segment says it exited); -1 with a one-line reason in err. */

@@ -1,0 +1,97 @@
+/*
+ * stats_trail.h -- the slow-request trails of a stats segment: the ring
+ * that lib/stats_trail.c commits to and readers (billing-probes slow,
+ * billing-exporter's exemplars) read without privilege.  docs/stats.md,
+ * "Slow-request trails".
+ *
+ * While a request is open (request-start .. request-done of one request
+ * ID) the writer keeps the probes fired for it in process memory: the
+ * probes that carry a request_id join that request, whichever thread
+ * fires them; the others join the request their thread last started.  At
+ * request-done a request at or over its handler's threshold (billing.d's
+ * "@@slow-threshold", BILLING_STATS_SLOW at run time) is copied into the
+ * next record of the ring; the others are let go.  The ring keeps the
+ * last BS_TRAIL_RECORDS trails: older ones are overwritten, and
+ * bs_trail_ring.committed says how many there were in all.
+ *
+ * A record is written under a sequence number: odd while it is written,
+ * 2 * (n + 1) once trail n (counting from 0) is whole.  A reader copies a
+ * record, then reads the number again: a record it does not find whole
+ * and unchanged is left out and counted, never shown.
+ */
+#ifndef BILLING_STATS_TRAIL_H
+#define BILLING_STATS_TRAIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BS_TRAIL_RECORDS 128 /* trails a segment keeps */
+#define BS_TRAIL_EVENTS 32   /* events of one trail, request-done included */
+#define BS_TRAIL_INTS 4      /* integer arguments an event keeps */
+#define BS_TRAIL_STRS 2      /* string arguments an event keeps */
+#define BS_TRAIL_STR 24      /* bytes of one, NUL included: longer ones are cut (and marked) */
+#define BS_TRAIL_HANDLER 32  /* bytes of a trail's handler, NUL included */
+#define BS_TRAIL_KINDS 64    /* probes an event may be (the description's "trail" lines) */
+
+/* One event: a probe fired for the request, its arguments as the
+ * description's "trail" line of that probe names them. */
+struct bs_trail_event {
+	uint64_t offset_ns; /* since the request's request-start */
+	uint16_t kind;      /* its "trail" line: 0 is the first */
+	uint16_t cut;       /* bit s: string s was longer than BS_TRAIL_STR - 1 bytes */
+	uint32_t reserved;
+	int64_t ints[BS_TRAIL_INTS];
+	char strs[BS_TRAIL_STRS][BS_TRAIL_STR];
+};
+
+/* One committed trail (its number: seq / 2 - 1). */
+struct bs_trail {
+	uint64_t seq;          /* odd: being written; 2 * (n + 1): trail n, whole */
+	uint64_t request_id;   /* as request-start gave it */
+	uint64_t duration_ns;  /* request-done's */
+	uint64_t threshold_ns; /* what it was judged by */
+	uint64_t end_unix_ns;  /* the wall clock at request-done */
+	int32_t status;        /* request-done's */
+	uint32_t nevents;      /* kept, in the order they fired: at most BS_TRAIL_EVENTS */
+	uint32_t lost;         /* fired for it past BS_TRAIL_EVENTS - 1 (request-done is always kept) */
+	uint32_t reserved;
+	char handler[BS_TRAIL_HANDLER];
+	struct bs_trail_event events[BS_TRAIL_EVENTS];
+};
+
+/* The ring's header, at bs_header.trail_offset, records after it. */
+struct bs_trail_ring {
+	uint32_t records;     /* BS_TRAIL_RECORDS */
+	uint32_t record_size; /* sizeof(struct bs_trail) */
+	uint64_t committed;   /* trails committed in all: the ring holds the last `records` */
+	uint64_t untracked;   /* requests not followed: every place for open requests taken */
+	uint64_t reserved[5]; /* to 64 bytes */
+};
+
+#define BS_TRAIL_RING_SIZE (sizeof(struct bs_trail_ring) + (uint64_t)BS_TRAIL_RECORDS * sizeof(struct bs_trail))
+
+/* --- reading ------------------------------------------------------------- */
+
+/* A segment's trails as one reading found them, oldest first. */
+typedef struct bs_trails {
+	uint64_t committed;             /* in all, ever */
+	uint64_t untracked;             /* requests not followed */
+	uint64_t first;                 /* the first trail looked at: those before it are gone (overwritten) or were read */
+	size_t count;                   /* trails[0 .. count) */
+	size_t skipped;                 /* records not whole or not valid in this reading: left out */
+	struct bs_trail *trails;        /* owned: bs_trails_free() */
+	const struct bs_layout *layout; /* the segment's description: kinds[] names each event's probe and
+	                                 * arguments (a reference: bs_trails_free() drops it) */
+	uint32_t pid;                   /* the writer, as its header says (check it against /proc) */
+	uint64_t start_time;
+} bs_trails_t;
+
+/* Read the trails of the segment open at fd (its header checked as
+ * bs_read_fd checks it, kinds checked against its description's "trail"
+ * lines), those numbered `since` and later (0: every one the ring holds).
+ * 0, or -1 with a one-line reason in err. */
+struct bs_layout;
+int bs_trails_read_fd(int fd, uint64_t since, bs_trails_t *out, char *err, size_t errlen);
+void bs_trails_free(bs_trails_t *t);
+
+#endif /* BILLING_STATS_TRAIL_H */

@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Slow-request trails (issue 32): a stats build keeps the trail of each
+request at or over its threshold in its segment, and `billing-probes
+slow` prints them, as the service's own user, without root.
+
+A burst of 100 slow requests (IDs above 2^32, 4 threads, one event of
+each fired by ID from another thread) that exits at once: every trail,
+each thread's in its order, IDs in full, each with its five events; the
+100 fast ones leave none.  The ring: 300 slow requests keep the last 128,
+in order, and the 172 before are said to be gone.  BILLING_STATS_SLOW:
+a default and a handler's threshold, "off", and a bad value said in one
+line.  Records a reader must not believe (a sequence number that is not
+the trail's, an event kind past the description's) are left out and said,
+exit 1; a ring header of another shape is refused in one line, exit 2.
+--follow: trails as they come, and how many the ring overwrote before
+they were read.  On the code before this test, `slow` is no command."""
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+
+import statstest as st
+from statstest import bt
+
+st.require_built()
+BURST = os.environ.get("BS_TRAIL_BURST", "")
+TOOL = os.environ.get("BS_TOOL", "")
+if not BURST or not TOOL:
+    bt.skip("trail_burst or billing-probes not built (-Dtool=enabled)")
+EVENTS = ["request-start", "db-query-start", "payment-auth", "error", "request-done"]
+TRAIL_OFFSET = st.HEADER.size - 8  # the header's last field
+
+
+def slow_ids(threads, slow, fast):
+    """Per thread, the IDs trail_burst makes slow, in its order."""
+    out = []
+    for t in range(threads):
+        s, f = slow // threads + (t < slow % threads), fast // threads + (t < fast % threads)
+        ids, k = [], 0
+        while s + f:
+            is_slow = s > 0 and (f == 0 or k % 2 == 0)
+            if is_slow:
+                ids.append(2 ** 32 + 1 + 1000 * t + k)
+                s -= 1
+            else:
+                f -= 1
+            k += 1
+        out.append(ids)
+    return out
+
+
+def burst(d, prefix, threads, slow, fast, handler=None, **env):
+    e = dict(os.environ, BILLING_STATS_DIR=d, **env)
+    args = [BURST, str(threads), str(slow), str(fast)] + ([handler] if handler else [])
+    p = subprocess.run(prefix + args, capture_output=True, text=True, env=e, timeout=120)
+    bt.check(p.returncode == 0, f"trail_burst {threads} {slow} {fast} ran ({p.returncode}, {p.stderr.strip()[:200]})")
+    return p.stdout.strip(), p.stderr.strip().splitlines()
+
+
+def slow(prefix, *args, timeout=60):
+    p = subprocess.run(prefix + [TOOL, "slow"] + list(args), capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def trails(out):
+    """[(request_id, handler, threshold_ms, [(probe, detail)])] in the order printed."""
+    found = []
+    for line in out.splitlines():
+        m = re.match(r"SLOW REQUEST (\d+) (\S+)  [\d.]+ ms >= ([\d.]+) ms", line)
+        if m:
+            found.append((int(m.group(1)), m.group(2), float(m.group(3)), []))
+            continue
+        m = re.match(r"  \+ *\d+ us  (\S+) *(.*)", line)
+        if m and found:
+            found[-1][3].append((m.group(1), m.group(2)))
+    return found
+
+
+def trail_problem(t):
+    """Why trail t is not as trail_burst fired it; "" when it is."""
+    rid, handler, _, events = t
+    probes = [p for p, _ in events]
+    if probes != EVENTS:
+        return f"request {rid}'s events {probes}"
+    details = dict(events)
+    if (f"payment_id={rid ^ 0xffff} " not in details["payment-auth"] + " "
+            or "operation=invoice.select" not in details["db-query-start"]
+            or "duration_ns=300000000" not in details["request-done"]):
+        return f"request {rid}'s arguments {details}"
+    return ""
+
+
+def record_at(data, n):
+    off = struct.unpack_from("<Q", data, TRAIL_OFFSET)[0]
+    records, size = struct.unpack_from("<II", data, off)
+    return off, off + 64 + (n % records) * size
+
+
+prefix = bt.system_user("bp-slow-service")[2] if os.geteuid() == 0 else []
+uid = os.geteuid() if not prefix else int(prefix[1].split("=")[1])
+tmp = tempfile.mkdtemp(prefix="bp-slow-")
+os.chmod(tmp, 0o755)
+
+
+def fresh(name):
+    d = os.path.join(tmp, name)
+    os.mkdir(d, 0o700)
+    os.chown(d, uid, -1)
+    return d
+
+
+try:
+    # --- the burst: 100 slow, 100 fast, 4 threads, exits at once --------------
+    d = fresh("burst")
+    _, said = burst(d, prefix, 4, 100, 100)
+    bt.check(not said, f"the burst said nothing on stderr ({said})")
+    rc, out, err = slow(prefix, "--stats-dir", d)
+    got = trails(out)
+    want = slow_ids(4, 100, 100)
+    bt.check(rc == 0 and not err, f"slow --stats-dir as the service's user: exit 0, nothing on stderr ({rc}, {err!r})")
+    bt.check(len(got) == 100 and sorted(t[0] for t in got) == sorted(sum(want, [])),
+             f"every slow request's trail, no fast one: {len(got)} trails")
+    for ids in want:
+        printed = [t[0] for t in got if t[0] in set(ids)]
+        bt.check(printed == ids, f"thread of {ids[0]}: its trails in its order")
+    bt.check(all(t[0] > 2 ** 32 and t[1] == "payment.authorize" and t[2] == 250.0 for t in got),
+             "IDs above 2^32 in full, the handler, billing.d's default threshold (250 ms)")
+    problems = [x for x in map(trail_problem, got) if x]
+    bt.check(not problems, f"each trail's five events in order, arguments in full ({problems[:2]})")
+
+    # --- the ring: 300 slow requests on one thread keep the last 128 ----------
+    d = fresh("ring")
+    burst(d, prefix, 1, 300, 0)
+    rc, out, err = slow(prefix, "--stats-dir", d)
+    got = trails(out)
+    want = slow_ids(1, 300, 0)[0][-128:]
+    bt.check(rc == 0 and [t[0] for t in got] == want, f"the last 128 trails, in order ({len(got)})")
+    bt.check("172 older trails gone: the ring keeps the last 128" in out, "the 172 overwritten said")
+
+    # --- BILLING_STATS_SLOW ---------------------------------------------------
+    cases = [("500ms,payment.authorize=200ms", "payment.authorize", 10, 200.0),
+             ("500ms,payment.authorize=200ms", "invoice.create", 0, None),
+             ("off", "payment.authorize", 0, None),
+             ("fast", "payment.authorize", 10, 250.0)]
+    for i, (value, handler, n, threshold) in enumerate(cases):
+        d = fresh(f"setting{i}")
+        _, said = burst(d, prefix, 1, 10, 0, handler, BILLING_STATS_SLOW=value)
+        rc, out, err = slow(prefix, "--stats-dir", d)
+        got = trails(out)
+        bt.check(rc == 0 and len(got) == n and all(t[2] == threshold for t in got),
+                 f"BILLING_STATS_SLOW={value}, handler {handler}: {n} trails judged by {threshold} ms "
+                 f"({len(got)}: {[t[2] for t in got][:3]})")
+        bad = value == "fast"
+        bt.check(len(said) == bad and (not bad or "BILLING_STATS_SLOW" in said[0] and "billing.d" in said[0]),
+                 f"BILLING_STATS_SLOW={value}: {'one line' if bad else 'nothing'} on stderr ({said})")
+
+    # --- records a reader must not believe ------------------------------------
+    d = fresh("base")
+    path, _ = burst(d, prefix, 1, 10, 0)
+    data = open(path, "rb").read()
+
+    def hostile(name, change):
+        h = fresh("hostile-" + name)
+        body = bytearray(data)
+        change(body)
+        target = os.path.join(h, os.path.basename(path))
+        with open(target, "wb") as f:
+            f.write(body)
+        os.chmod(target, 0o600)
+        os.chown(target, uid, -1)
+        return slow(prefix, "--stats-dir", h)
+
+    def bad_seq(body):
+        struct.pack_into("<Q", body, record_at(body, 3)[1], 0)
+
+    def bad_kind(body):
+        struct.pack_into("<H", body, record_at(body, 5)[1] + 88 + 8, 63)
+
+    def bad_ring(body):
+        struct.pack_into("<I", body, record_at(body, 0)[0], 1000)
+
+    for name, change in (("a sequence number not the trail's", bad_seq), ("an event kind past the description's", bad_kind)):
+        rc, out, err = hostile(name.split()[1], change)
+        bt.check(rc == 1 and len(trails(out)) == 9 and len(err.splitlines()) == 1 and "1 trails left out" in err,
+                 f"{name}: that trail left out and said, the 9 others printed, exit 1 ({rc}, {err.strip()!r})")
+    rc, out, err = hostile("ring", bad_ring)
+    bt.check(rc == 2 and not trails(out) and len(err.splitlines()) == 1 and "1000 records" in err,
+             f"a ring header of another shape: refused in one line, exit 2 ({rc}, {err.strip()!r})")
+
+    # --- --follow ---------------------------------------------------------------
+    d = fresh("follow")
+    f = subprocess.Popen(prefix + [TOOL, "slow", "--stats-dir", d, "--follow", "--interval", "0.3"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(f.stdout), daemon=True)
+    reader.start()
+    time.sleep(0.5)  # its first reading: an empty directory
+    burst(d, prefix, 1, 300, 0)
+
+    def seen():
+        text = "".join(lines)
+        return len(trails(text)) + sum(int(n) for n in re.findall(r"(\d+) trails lost", text)) >= 300
+
+    bt.wait_for("--follow to account for the 300 trails", seen, timeout=60)
+    f.send_signal(signal.SIGINT)
+    try:
+        f.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        f.kill()
+        f.wait()
+    reader.join(timeout=10)
+    out, err = "".join(lines), f.stderr.read()
+    lost = sum(int(n) for n in re.findall(r"(\d+) trails lost", out))
+    ids = [t[0] for t in trails(out)]
+    want = slow_ids(1, 300, 0)[0]
+    bt.check(f.returncode == 0 and not err, f"--follow ends on Ctrl-C with exit 0 ({f.returncode}, {err.strip()!r})")
+    bt.check(ids == sorted(set(ids)) and set(ids) <= set(want) and len(ids) + lost == 300,
+             f"--follow: {len(ids)} trails printed in order and {lost} said lost: 300 in all")
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+bt.finish()
