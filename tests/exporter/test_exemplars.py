@@ -5,18 +5,22 @@ to exemplar_exposition shows on the one bucket its duration falls in, with
 its 64-bit ID in full; a source offering a request for every bucket is
 refused on the others; and a real Prometheus 2.42 with
 --enable-feature=exemplar-storage scrapes it without error and returns
-those IDs from /api/v1/query_exemplars with each bucket's le."""
+those IDs from /api/v1/query_exemplars with each bucket's le.  The real
+exporter (its stats path, an empty directory) answers Prometheus 2.42's
+Accept with OpenMetrics that scrapes without error, and Prometheus text
+to a scraper without OpenMetrics or refusing it (q=0)."""
 import http.server
 import os
 import re
 import sys
+import tempfile
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import exportertest as h  # noqa: E402
 from exportertest import bt  # noqa: E402
 
-exe = h.env_path("BX_EXEMPLAR_EXPOSITION")
+exe, exporter_exe = h.env_path("BX_EXEMPLAR_EXPOSITION"), h.env_path("BX_EXPORTER")
 bt.require_program("prometheus", "prometheus")
 
 # (handler, seconds, request ID): IDs above 2^32, one near 2^64
@@ -27,6 +31,10 @@ WANT = {(str(2**33 + 1), "checkout", "0.5"), (str(2**40 + 3), "checkout", "2.5")
         (str(2**64 - 5), "refund", "0.025")}
 EXEMPLAR = re.compile(r'^\S+\{handler="([^"]*)",le="([^"]*)"\} \S+ # \{request_id="(\d+)"\} \S+ \S+$')
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+# what Prometheus 2.42 sends with --enable-feature=exemplar-storage
+PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+                     "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
 
 
 def exemplars(text):
@@ -58,14 +66,30 @@ class Exposition(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def job(name, port):
+    return {"job_name": name, "static_configs": [{"targets": ["127.0.0.1:%d" % port]}]}
+
+
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Exposition)
 threading.Thread(target=server.serve_forever, daemon=True).start()
-prom = None
+stats_dir = tempfile.TemporaryDirectory(prefix="billing-exemplars-")
+prom = exporter = None
 try:
-    prom = h.Prometheus(["127.0.0.1:%d" % server.server_address[1]], features=["exemplar-storage"])
-    bt.wait_for("a scrape", lambda: prom.scalar("up") == 1, timeout=20)
-    health = prom.targets()["billing-exporter"]
-    bt.check(health == ("up", ""), "scraped without error: %s" % (health,))
+    exporter = h.Exporter(exporter_exe, "--stats-dir", stats_dir.name)
+    headers, om = exporter.metrics(accept=PROMETHEUS_ACCEPT)
+    bt.check(headers.get("Content-Type") == OPENMETRICS and om.endswith("# EOF\n"),
+             "the exporter answers Prometheus's Accept with OpenMetrics: %s" % headers.get("Content-Type"))
+    for accept in (None, "application/openmetrics-text;q=0,text/plain;version=0.0.4"):
+        headers, text = exporter.metrics(accept=accept)
+        bt.check(headers.get("Content-Type") == PROMETHEUS_TEXT and "# EOF" not in text
+                 and " # {" not in text, "Accept %r: Prometheus text, no exemplar" % accept)
+
+    prom = h.Prometheus((), features=["exemplar-storage"],
+                        scrape_configs=[job("exposition", server.server_address[1]),
+                                        job("billing-exporter", exporter.port)])
+    bt.wait_for("both scraped", lambda: len(prom.query("up == 1")) == 2, timeout=20)
+    for name, health in sorted(prom.targets().items()):
+        bt.check(health == ("up", ""), "%s scraped without error: %s" % (name, health))
 
     def stored():
         found = set()
@@ -80,5 +104,8 @@ try:
 finally:
     if prom:
         prom.cleanup()
+    if exporter:
+        exporter.stop()
     server.shutdown()
+    stats_dir.cleanup()
 bt.finish()
