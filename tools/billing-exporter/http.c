@@ -83,7 +83,9 @@ char *bx_render(bx_exporter_t *ex, int format, size_t *len)
 	pthread_mutex_lock(&ex->lock);
 	double t0 = now_seconds(CLOCK_MONOTONIC);
 	int rc = bx_snapshot_take(ex, &snap);
-	if (rc == 0)
+	if (rc == 0 && format == BX_FMT_OPENMETRICS)
+		bx_format_openmetrics(&snap, ex->exemplars, &buf);
+	else if (rc == 0)
 		bx_format(&snap, (bx_format_t)format, now_seconds(CLOCK_REALTIME), &buf);
 	bx_snapshot_free(&snap);
 	ex->last_scrape_seconds = now_seconds(CLOCK_MONOTONIC) - t0;
