@@ -22,6 +22,7 @@ from exportertest import bt  # noqa: E402
 
 exe, exporter_exe = h.env_path("BX_EXEMPLAR_EXPOSITION"), h.env_path("BX_EXPORTER")
 bt.require_program("prometheus", "prometheus")
+fire_stats = os.environ.get("BX_FIRE_STATS") or bt.skip("the stats writer is not built (-Dstats)")
 
 # (handler, seconds, request ID): IDs above 2^32, one near 2^64
 REQUESTS = [("checkout", 0.3, 2**32 + 7), ("checkout", 1.7, 2**40 + 3),
@@ -73,8 +74,11 @@ def job(name, port):
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Exposition)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 stats_dir = tempfile.TemporaryDirectory(prefix="billing-exemplars-")
-prom = exporter = None
+os.environ["BILLING_STATS_DIR"] = stats_dir.name
+prom = exporter = prog = None
 try:
+    prog = h.FireProgram(fire_stats, "threads", "2", "50")
+    fired = prog.fired(timeout=60)
     exporter = h.Exporter(exporter_exe, "--stats-dir", stats_dir.name)
     headers, om = exporter.metrics(accept=PROMETHEUS_ACCEPT)
     bt.check(headers.get("Content-Type") == OPENMETRICS and om.endswith("# EOF\n"),
@@ -90,6 +94,11 @@ try:
     bt.wait_for("both scraped", lambda: len(prom.query("up == 1")) == 2, timeout=20)
     for name, health in sorted(prom.targets().items()):
         bt.check(health == ("up", ""), "%s scraped without error: %s" % (name, health))
+    counted = prom.scalar('sum(billing_requests_total{job="billing-exporter"})')
+    observed = prom.scalar('sum(billing_request_duration_seconds_count{job="billing-exporter"})')
+    bt.check(counted == fired["request_done"] and observed == counted,
+             "the OpenMetrics scrape has every request: %s counted, %s observed, %d fired"
+             % (counted, observed, fired["request_done"]))
 
     def stored():
         found = set()
@@ -106,6 +115,8 @@ finally:
         prom.cleanup()
     if exporter:
         exporter.stop()
+    if prog:
+        prog.release()
     server.shutdown()
     stats_dir.cleanup()
 bt.finish()
