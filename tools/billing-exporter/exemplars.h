@@ -11,7 +11,8 @@
 #include "samples.h"
 
 typedef struct bx_exemplar {
-	bx_u64 request_id; /* printed in full, as request_id="<decimal>" */
+	bx_u64 request_id; /* printed in full, request_id="<up to 20 digits>": within
+	                    * OpenMetrics' 128-character limit on an exemplar's labels */
 	double value;      /* in the family's unit, e.g. seconds */
 	double timestamp;  /* seconds since the epoch, when it completed */
 } bx_exemplar_t;
