@@ -238,8 +238,10 @@ scrape_configs:
   - job_name: billing-exporter
     static_configs: [{targets: ["${exporter_url#http://}"]}]
 YML
+		# exemplar-storage: Prometheus scrapes OpenMetrics and keeps the latency buckets' exemplars
 		prometheus --config.file "$work/prometheus.yml" --storage.tsdb.path "$work/prometheus-data" \
-			--web.listen-address "${prom_url#http://}" >"$work/prometheus.log" 2>&1 &
+			--web.listen-address "${prom_url#http://}" --enable-feature=exemplar-storage \
+			>"$work/prometheus.log" 2>&1 &
 		pids+=($!)
 		for _ in $(seq 300); do http_ok "$prom_url/-/ready" && break; sleep 0.1; done
 		if http_ok "$prom_url/-/ready"; then

@@ -135,9 +135,10 @@ def total(samples, name, **want):
 class Prometheus:
     """A real Prometheus scraping the given targets every second, with the
     shipped rules, on a free loopback port, storing into a temp dir.
-    scrape_configs, when given, replaces the one plain-HTTP job."""
+    scrape_configs, when given, replaces the one plain-HTTP job; features
+    are --enable-feature names (exemplar-storage)."""
 
-    def __init__(self, targets, rule_files=(), timeout=60, scrape_configs=None):
+    def __init__(self, targets, rule_files=(), timeout=60, scrape_configs=None, features=()):
         self.dir = tempfile.mkdtemp(prefix="billing-prom-")
         self.port = free_port()
         config = {
@@ -154,7 +155,8 @@ class Prometheus:
         self.log = open(os.path.join(self.dir, "prometheus.log"), "w+")
         self.proc = subprocess.Popen(
             ["prometheus", "--config.file", cfg, "--storage.tsdb.path", os.path.join(self.dir, "data"),
-             "--web.listen-address", "127.0.0.1:%d" % self.port, "--web.enable-lifecycle"],
+             "--web.listen-address", "127.0.0.1:%d" % self.port, "--web.enable-lifecycle"]
+            + ["--enable-feature=" + f for f in features],
             stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir)
         self.url = "http://127.0.0.1:%d" % self.port
         deadline = time.monotonic() + timeout
@@ -197,6 +199,16 @@ class Prometheus:
         if not result:
             return None
         return float(result[0]["value"][1])
+
+    def exemplars(self, expr, since=3600):
+        """The result list of /api/v1/query_exemplars over the last since s."""
+        now = time.time()
+        url = self.url + "/api/v1/query_exemplars?" + urllib.parse.urlencode(
+            {"query": expr, "start": "%.3f" % (now - since), "end": "%.3f" % (now + 60)})
+        doc = json.loads(http_get(url)[2])
+        if doc.get("status") != "success":
+            raise RuntimeError("query_exemplars %r: %s" % (expr, doc))
+        return doc["data"]
 
     def cleanup(self):
         bt.stop_process(self.proc)
