@@ -7,6 +7,7 @@ its data in its own temporary directory, removed on cleanup.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -23,6 +24,30 @@ import billingtest as bt  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 MONITORING = os.path.join(SOURCE_ROOT, "monitoring")
+
+# OpenMetrics as the exporter serves it, and the Accept of Prometheus 2.42
+# with --enable-feature=exemplar-storage
+OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+                     "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+EXEMPLAR = re.compile(r'^\S+\{handler="([^"]*)",le="([^"]*)"\} \S+ # \{request_id="(\d+)"\} \S+ \S+$')
+
+
+def exemplars(text):
+    """{(request ID, handler, le)} of the bucket lines with an exemplar."""
+    return {(m.group(3), m.group(1), m.group(2))
+            for m in map(EXEMPLAR.match, text.splitlines()) if m}
+
+
+def stored_exemplars(prom, family="billing_request_duration_seconds_bucket"):
+    """{(request ID, handler, le)} that Prometheus returns for family."""
+    found = set()
+    for series in prom.exemplars(family):
+        labels = series["seriesLabels"]
+        for e in series["exemplars"]:
+            found.add((e["labels"]["request_id"], labels["handler"], labels["le"]))
+    return found
 
 
 def env_path(name):

@@ -11,7 +11,6 @@ Accept with OpenMetrics that scrapes without error, and Prometheus text
 to a scraper without OpenMetrics or refusing it (q=0)."""
 import http.server
 import os
-import re
 import sys
 import tempfile
 import threading
@@ -30,18 +29,8 @@ REQUESTS = [("checkout", 0.3, 2**32 + 7), ("checkout", 1.7, 2**40 + 3),
 # the latest per (handler, bucket): 0.4 replaces 0.3 in le="0.5"
 WANT = {(str(2**33 + 1), "checkout", "0.5"), (str(2**40 + 3), "checkout", "2.5"),
         (str(2**64 - 5), "refund", "0.025")}
-EXEMPLAR = re.compile(r'^\S+\{handler="([^"]*)",le="([^"]*)"\} \S+ # \{request_id="(\d+)"\} \S+ \S+$')
-OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
-PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
-# what Prometheus 2.42 sends with --enable-feature=exemplar-storage
-PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
-                     "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
-
-
-def exemplars(text):
-    """{(request ID, handler, le)} of the bucket lines with an exemplar."""
-    return {(m.group(3), m.group(1), m.group(2))
-            for m in map(EXEMPLAR.match, text.splitlines()) if m}
+OPENMETRICS, PROMETHEUS_TEXT, PROMETHEUS_ACCEPT = h.OPENMETRICS, h.PROMETHEUS_TEXT, h.PROMETHEUS_ACCEPT
+exemplars = h.exemplars
 
 
 args = ["%s:%s:%d" % r for r in REQUESTS]
@@ -101,11 +90,7 @@ try:
              % (counted, observed, fired["request_done"]))
 
     def stored():
-        found = set()
-        for series in prom.exemplars("billing_request_duration_seconds_bucket"):
-            labels = series["seriesLabels"]
-            for e in series["exemplars"]:
-                found.add((e["labels"]["request_id"], labels["handler"], labels["le"]))
+        found = h.stored_exemplars(prom)
         return found if found >= WANT else None
     got = bt.wait_for("the exemplars in Prometheus", stored, timeout=20)
     print("query_exemplars: %s" % sorted(got))
