@@ -570,11 +570,13 @@ static int read_seg(const bx_exporter_t *ex, stats_target_t *t, seg_t *s, int df
 		content = 1;
 	}
 	/* Its trails from the same open file, taken below only with the reading
-	 * (a reading refused gives no exemplar). */
+	 * (a reading refused gives no exemplar); a segment without a trail ring
+	 * gives none, its metrics as they are. */
 	bs_trails_t trails = { 0 };
+	char no_trails[256];
 	int trailed = rc == 0 && ex->stats->exemplars &&
 	              bs_trails_read_fd(fd, s->last && s->last->generation == buf->generation ? s->trail_next : 0,
-	                                &trails, err, sizeof err) == 0 &&
+	                                &trails, no_trails, sizeof no_trails) == 0 &&
 	              trails.pid == buf->pid && trails.start_time == buf->start_time;
 	if (fd >= 0)
 		close(fd);
