@@ -1,10 +1,11 @@
 /*
  * trail_exemplars.c -- the latest slow request per (handler, duration
  * bucket), from the trails of trusted segments: the duration histogram
- * sums every target's rows per handler, so the latest of any target wins.  A bucket is
- * found the same way for a trail's duration and for the bucket format.c
- * asks about (its upper bound): the first bound at or above it, so a
- * trail is answered only for the bucket the histogram counted it in.
+ * sums every target's rows per handler, so the latest of any target wins.
+ * A bucket is found the same way for a trail's duration and for the
+ * bucket format.c asks about (its upper bound): the first bound at or
+ * above it, so a trail is answered only for the bucket the histogram
+ * counted it in.
  */
 #include "trail_exemplars.h"
 
