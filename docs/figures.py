@@ -16,8 +16,9 @@ this program writes it from its results file:
 NAME is a key of INLINE or BLOCKS below.  The sources: bench/results/latest.json
 (written by `bench/run_bench.py --publish`, which also writes bench/README.md's
 summary and bench/results/latest.md: both are checked against it here),
-provider/billing.d (buckets, label widths) and monitoring/rules/billing.rules.yml
-(the alert table).  A figure that states what the code or a test is set to
+provider/billing.d (buckets, label widths), monitoring/rules/billing.rules.yml
+(the alert table) and examples/demo/results/slow-request.txt (the demo's slow
+request, written by `examples/demo/run-demo.sh --publish`).  A figure that states what the code or a test is set to
 (a default, a test's load) stays plain text and is listed in FROM_SOURCE with
 the pattern its source must still hold.  Any other number with a unit in the
 prose of PAGES fails the check (tests/docs/test_figures.py runs it).
@@ -32,6 +33,7 @@ import sys
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 RESULTS = "bench/results/latest.json"
 FLEET_RESULTS = "bench/results/fleet.json"
+DEMO_SLOW_REQUEST = "examples/demo/results/slow-request.txt"
 PAGES = ("README.md", "docs/*.md", "bench/README.md", "monitoring/README.md")
 
 
@@ -181,6 +183,11 @@ def alert_table(_):
     return "\n".join(o)
 
 
+def demo_slow_request(_):
+    """The demo's latest slow request: its exemplar and trail (run-demo.sh --publish)."""
+    return "```\n" + read(DEMO_SLOW_REQUEST).rstrip("\n") + "\n```"
+
+
 def fleet_scale(_):
     """The fleet test's figures (tests/fleet/test_fleet.py writes them; bench/results/fleet.json is one run's)."""
     f = json.loads(read(FLEET_RESULTS))
@@ -236,6 +243,7 @@ BLOCKS = {
     "untraced-function-sites": (RESULTS, untraced_table),
     "alerts": ("monitoring/rules/billing.rules.yml", alert_table),
     "fleet-scale": ("bench/results/fleet.json", fleet_scale),
+    "demo-slow-request": (DEMO_SLOW_REQUEST, demo_slow_request),
 }
 
 # Figures that state what the code or a test is set to: the page's text,

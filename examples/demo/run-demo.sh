@@ -13,7 +13,10 @@
 # totals Prometheus holds are shown beside the books).  billingd runs as
 # billingd-stats, built with the stats writer (docs/stats.md), and the
 # exporter reads its stats segment without root: as nobody, through the
-# segment's group.  Then it stops everything and checks that no process is
+# segment's group.  Its card gateway is slow at times, so a few payments
+# run past their handler's slow threshold: the demo shows the latest one's
+# exemplar in Prometheus and its trail from `billing-probes slow`, run
+# without root too.  Then it stops everything and checks that no process is
 # left.
 # Without root or bpftrace it still runs the service and the load, and says
 # why tracing was skipped.
@@ -24,6 +27,9 @@
 #   --build-dir DIR  meson build directory (default: build-demo in the source tree)
 #   --no-install     do not apt-get install anything
 #   --no-trace       run without bpftrace even when it could trace
+#   --publish        write the slow request shown (exemplar and trail) to
+#                    examples/demo/results/slow-request.txt, which
+#                    docs/slow-requests.md quotes
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -32,6 +38,11 @@ rate=1000
 build_dir="$repo/build-demo"
 install=1
 trace=1
+publish=0
+# The simulated card gateway's mean latency (exponential, capped at ten
+# times the mean): now and then an authorisation takes longer than
+# billing.d's slow threshold and leaves a trail.
+gateway_ms=80
 
 die() { echo "run-demo: $*" >&2; exit 1; }
 if [ -t 1 ]; then
@@ -48,6 +59,7 @@ while [ $# -gt 0 ]; do
 	--build-dir) [ $# -ge 2 ] || die "--build-dir wants a directory"; build_dir=$2; shift 2 ;;
 	--no-install) install=0; shift ;;
 	--no-trace) trace=0; shift ;;
+	--publish) publish=1; shift ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option '$1' (try --help)" ;;
 	esac
@@ -127,7 +139,7 @@ stats_group=
 # have run yet, and sed on a missing file would end this script (set -e).
 : >"$work/billingd.log"
 BILLING_STATS_DIR="$work/stats" BILLING_STATS_GROUP="$stats_group" \
-	"$billingd" --port 0 --db "$work/billing.db" >"$work/billingd.log" 2>&1 &
+	"$billingd" --port 0 --db "$work/billing.db" --gateway-latency-ms "$gateway_ms" >"$work/billingd.log" 2>&1 &
 billingd_pid=$!
 port=
 for _ in $(seq 100); do
@@ -205,7 +217,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 http_ok() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "$1" 2>/dev/null; }
 prom_url=
 exporter_why=
-if ! ninja -C "$build_dir" tools/billing-exporter/billing-exporter >>"$work/ninja.log" 2>&1; then
+if ! ninja -C "$build_dir" tools/billing-exporter/billing-exporter tools/billing-probes/billing-probes >>"$work/ninja.log" 2>&1; then
 	exporter_why="billing-exporter is not built here (needs clang, bpftool, libbpf-dev, libmicrohttpd-dev; docs/exporter.md)"
 fi
 if [ -z "$exporter_why" ]; then
@@ -238,8 +250,10 @@ scrape_configs:
   - job_name: billing-exporter
     static_configs: [{targets: ["${exporter_url#http://}"]}]
 YML
+		# exemplar-storage: Prometheus scrapes OpenMetrics and keeps the latency buckets' exemplars
 		prometheus --config.file "$work/prometheus.yml" --storage.tsdb.path "$work/prometheus-data" \
-			--web.listen-address "${prom_url#http://}" >"$work/prometheus.log" 2>&1 &
+			--web.listen-address "${prom_url#http://}" --enable-feature=exemplar-storage \
+			>"$work/prometheus.log" 2>&1 &
 		pids+=($!)
 		for _ in $(seq 300); do http_ok "$prom_url/-/ready" && break; sleep 0.1; done
 		if http_ok "$prom_url/-/ready"; then
@@ -280,6 +294,41 @@ for r in json.load(urllib.request.urlopen(url, timeout=10))["data"]["result"]:
     print("Probe inventory: %s runs %s probes (source %s, probe set %s)" % (
         m.get("target"), m.get("probes"), m.get("source"), m.get("probe_set")))
 PY
+	say "a slow request: its exemplar in Prometheus, its trail from billing-probes slow ${as_user:+as nobody}"
+	# The latest exemplar on the latency buckets: the request's ID, its
+	# handler and the bucket it fell in.
+	python3 - "$prom_url" >"$work/exemplar.txt" <<'PY' || true
+import json, sys, time, urllib.parse, urllib.request
+url = sys.argv[1] + "/api/v1/query_exemplars?" + urllib.parse.urlencode(
+    {"query": "billing_request_duration_seconds_bucket", "start": "%d" % (time.time() - 3600),
+     "end": "%d" % (time.time() + 60)})
+found = [(float(e["timestamp"]), s["seriesLabels"], e)
+         for s in json.load(urllib.request.urlopen(url, timeout=10))["data"] for e in s["exemplars"]]
+if found:
+    _, series, e = max(found, key=lambda f: f[0])
+    print('Exemplar: request %s, handler %s, bucket le="%s" of billing_request_duration_seconds (%.3f s)' % (
+        e["labels"]["request_id"], series["handler"], series["le"], float(e["value"])))
+PY
+	exemplar_id=$(sed -n 's/^Exemplar: request \([0-9]*\),.*/\1/p' "$work/exemplar.txt")
+	if [ -z "$exemplar_id" ]; then
+		echo "[exemplar] Prometheus holds none: no request ran past its slow threshold"
+		problems=$((problems + 1))
+	else
+		{
+			cat "$work/exemplar.txt"
+			echo "\$ billing-probes slow --stats-dir \$STATS_DIR   # as $("${as_user[@]}" id -un)"
+			"${as_user[@]}" "$tool" slow --stats-dir "$work/stats" 2>&1 |
+				awk -v id="$exemplar_id" '/^SLOW REQUEST / { on = ($3 == id) } on'  || true
+		} >"$work/slow-request.txt"
+		cat "$work/slow-request.txt"
+		grep -q "^SLOW REQUEST $exemplar_id " "$work/slow-request.txt" ||
+			{ echo "[trail] billing-probes slow has no trail of request $exemplar_id"; problems=$((problems + 1)); }
+		if [ "$publish" -eq 1 ]; then
+			mkdir -p "$repo/examples/demo/results"
+			sed "s|$work/stats|\$STATS_DIR|g" "$work/slow-request.txt" >"$repo/examples/demo/results/slow-request.txt"
+			echo "(written to examples/demo/results/slow-request.txt)"
+		fi
+	fi
 elif [ -n "$exporter_why" ]; then
 	echo "(billing-exporter skipped: $exporter_why)"
 fi

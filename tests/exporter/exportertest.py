@@ -7,6 +7,7 @@ its data in its own temporary directory, removed on cleanup.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -23,6 +24,30 @@ import billingtest as bt  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 MONITORING = os.path.join(SOURCE_ROOT, "monitoring")
+
+# OpenMetrics as the exporter serves it, and the Accept of Prometheus 2.42
+# with --enable-feature=exemplar-storage
+OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+                     "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+EXEMPLAR = re.compile(r'^\S+\{handler="([^"]*)",le="([^"]*)"\} \S+ # \{request_id="(\d+)"\} \S+ \S+$')
+
+
+def exemplars(text):
+    """{(request ID, handler, le)} of the bucket lines with an exemplar."""
+    return {(m.group(3), m.group(1), m.group(2))
+            for m in map(EXEMPLAR.match, text.splitlines()) if m}
+
+
+def stored_exemplars(prom, family="billing_request_duration_seconds_bucket"):
+    """{(request ID, handler, le)} that Prometheus returns for family."""
+    found = set()
+    for series in prom.exemplars(family):
+        labels = series["seriesLabels"]
+        for e in series["exemplars"]:
+            found.add((e["labels"]["request_id"], labels["handler"], labels["le"]))
+    return found
 
 
 def env_path(name):
@@ -135,9 +160,10 @@ def total(samples, name, **want):
 class Prometheus:
     """A real Prometheus scraping the given targets every second, with the
     shipped rules, on a free loopback port, storing into a temp dir.
-    scrape_configs, when given, replaces the one plain-HTTP job."""
+    scrape_configs, when given, replaces the one plain-HTTP job; features
+    are --enable-feature names (exemplar-storage)."""
 
-    def __init__(self, targets, rule_files=(), timeout=60, scrape_configs=None):
+    def __init__(self, targets, rule_files=(), timeout=60, scrape_configs=None, features=()):
         self.dir = tempfile.mkdtemp(prefix="billing-prom-")
         self.port = free_port()
         config = {
@@ -154,7 +180,8 @@ class Prometheus:
         self.log = open(os.path.join(self.dir, "prometheus.log"), "w+")
         self.proc = subprocess.Popen(
             ["prometheus", "--config.file", cfg, "--storage.tsdb.path", os.path.join(self.dir, "data"),
-             "--web.listen-address", "127.0.0.1:%d" % self.port, "--web.enable-lifecycle"],
+             "--web.listen-address", "127.0.0.1:%d" % self.port, "--web.enable-lifecycle"]
+            + ["--enable-feature=" + f for f in features],
             stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir)
         self.url = "http://127.0.0.1:%d" % self.port
         deadline = time.monotonic() + timeout
@@ -197,6 +224,16 @@ class Prometheus:
         if not result:
             return None
         return float(result[0]["value"][1])
+
+    def exemplars(self, expr, since=3600):
+        """The result list of /api/v1/query_exemplars over the last since s."""
+        now = time.time()
+        url = self.url + "/api/v1/query_exemplars?" + urllib.parse.urlencode(
+            {"query": expr, "start": "%.3f" % (now - since), "end": "%.3f" % (now + 60)})
+        doc = json.loads(http_get(url)[2])
+        if doc.get("status") != "success":
+            raise RuntimeError("query_exemplars %r: %s" % (expr, doc))
+        return doc["data"]
 
     def cleanup(self):
         bt.stop_process(self.proc)

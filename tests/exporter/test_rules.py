@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """monitoring/: the rules pass `promtool check rules` and their unit tests
 (`promtool test rules`), the example prometheus.yml passes `promtool
-check config`, and the dashboard is JSON whose every panel has a query.
+check config`, and the dashboard is JSON whose every panel has a query
+and whose latency panels show exemplars.
 The unit tests hold, for every shipped alert, a case where it fires, and
 a fresh start over at least an hour where no alert is even pending; no
 rule names a job."""
@@ -59,4 +60,8 @@ bt.check(len(panels) >= 8, "dashboard has its panels (%d)" % len(panels))
 for p in panels:
     bt.check(p.get("targets") and all(t.get("expr") for t in p["targets"]),
              "panel %r has PromQL" % p["title"])
+latency = [p for p in panels if any("billing_request_duration_seconds_bucket" in t["expr"] for t in p["targets"])]
+bt.check(latency and all(any(t.get("exemplar") is True for t in p["targets"]) for p in latency),
+         "the latency panels query exemplars (a target with \"exemplar\": true): %s"
+         % [p["title"] for p in latency])
 bt.finish()

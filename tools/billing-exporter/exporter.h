@@ -43,8 +43,9 @@ typedef struct bx_exporter {
 	struct bx_stats *stats; /* stats targets (stats_source.c), NULL when none */
 	double last_scrape_seconds;
 	int verbose;
-	long only_uid;            /* --uid: fires and segments of that user only; -1 all */
-	struct bx_cgroup *cgroup; /* --cgroup: fires and segments of its processes only; NULL all */
+	long only_uid;                              /* --uid: fires and segments of that user only; -1 all */
+	struct bx_cgroup *cgroup;                   /* --cgroup: fires and segments of its processes only; NULL all */
+	const struct bx_exemplar_source *exemplars; /* OpenMetrics' bucket exemplars (exemplars.h); NULL none */
 	pthread_mutex_t lock;
 } bx_exporter_t;
 

@@ -7,6 +7,8 @@
 
 #include "term_text.h" /* tools/probe-reader */
 
+#include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +72,49 @@ static void put_labels(bp_buf_t *b, const bx_sample_t *x)
 	bp_buf_append(b, "}", 1);
 }
 
-static void write_exposition(const bx_snapshot_t *s, int om, bp_buf_t *b)
+static const char *label_value(const bx_sample_t *x, const char *name)
+{
+	for (size_t i = 0; i < x->nlabels; i++)
+		if (strcmp(x->label_names[i], name) == 0)
+			return x->label_values[i];
+	return NULL;
+}
+
+/* b is the bucket after a in one series: same family, labels but le. */
+static int next_bucket(const bx_sample_t *a, const bx_sample_t *b)
+{
+	if (!a || a->metric != b->metric || strcmp(a->suffix, "_bucket") != 0 || a->nlabels != b->nlabels)
+		return 0;
+	for (size_t i = 0; i < a->nlabels; i++)
+		if (strcmp(a->label_names[i], "le") != 0 &&
+		    (strcmp(a->label_names[i], b->label_names[i]) != 0 ||
+		     strcmp(a->label_values[i], b->label_values[i]) != 0))
+			return 0;
+	return 1;
+}
+
+/* The bucket's exemplar, when the source has one that lies in it. */
+static void put_exemplar(bp_buf_t *b, const bx_sample_t *prev, const bx_sample_t *x,
+                         const bx_exemplar_source_t *src)
+{
+	const char *le = label_value(x, "le");
+	if (!src || !le || strcmp(x->suffix, "_bucket") != 0)
+		return;
+	const char *prev_le = next_bucket(prev, x) ? label_value(prev, "le") : NULL;
+	double upper = strtod(le, NULL), lower = prev_le ? strtod(prev_le, NULL) : -INFINITY;
+	bx_exemplar_t e;
+	if (!src->latest(src->ctx, x, lower, upper, &e))
+		return;
+	if (!(e.value > lower && e.value <= upper) || !isfinite(e.value) || !isfinite(e.timestamp) ||
+	    e.timestamp <= 0)
+		return;
+	bp_buf_printf(b, " # {request_id=\"%" PRIu64 "\"} ", (uint64_t)e.request_id);
+	put_value(b, e.value);
+	bp_buf_printf(b, " %.3f", e.timestamp);
+}
+
+static void write_exposition(const bx_snapshot_t *s, int om, const bx_exemplar_source_t *src,
+                             bp_buf_t *b)
 {
 	const char *last = NULL;
 	char family[128];
@@ -94,6 +138,8 @@ static void write_exposition(const bx_snapshot_t *s, int om, bp_buf_t *b)
 		put_labels(b, x);
 		bp_buf_append(b, " ", 1);
 		put_value(b, x->value);
+		if (om)
+			put_exemplar(b, i ? x - 1 : NULL, x, src);
 		bp_buf_append(b, "\n", 1);
 	}
 	if (om)
@@ -159,11 +205,16 @@ static void write_json(const bx_snapshot_t *s, double now, bp_buf_t *b)
 void bx_format(const bx_snapshot_t *s, bx_format_t f, double now_seconds, bp_buf_t *b)
 {
 	switch (f) {
-	case BX_FMT_PROMETHEUS: write_exposition(s, 0, b); break;
-	case BX_FMT_OPENMETRICS: write_exposition(s, 1, b); break;
+	case BX_FMT_PROMETHEUS: write_exposition(s, 0, NULL, b); break;
+	case BX_FMT_OPENMETRICS: write_exposition(s, 1, NULL, b); break;
 	case BX_FMT_TABLE: write_table(s, b); break;
 	case BX_FMT_JSON: write_json(s, now_seconds, b); break;
 	}
+}
+
+void bx_format_openmetrics(const bx_snapshot_t *s, const bx_exemplar_source_t *src, bp_buf_t *b)
+{
+	write_exposition(s, 1, src, b);
 }
 
 void bx_format_metric_table(bp_buf_t *b)

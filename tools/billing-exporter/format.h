@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "exemplars.h"
 #include "samples.h"
 #include "text_buf.h" /* tools/probe-reader */
 
@@ -20,6 +21,10 @@ typedef enum bx_format { BX_FMT_PROMETHEUS,
 
 /* Append the snapshot to b in format f.  now_seconds stamps JSON lines. */
 void bx_format(const bx_snapshot_t *s, bx_format_t f, double now_seconds, bp_buf_t *b);
+
+/* The snapshot as OpenMetrics, each histogram bucket with the exemplar
+ * src has for it (none when src is NULL). */
+void bx_format_openmetrics(const bx_snapshot_t *s, const bx_exemplar_source_t *src, bp_buf_t *b);
 
 /* The metric table as markdown (docs/exporter.md between its markers). */
 void bx_format_metric_table(bp_buf_t *b);

@@ -83,7 +83,9 @@ char *bx_render(bx_exporter_t *ex, int format, size_t *len)
 	pthread_mutex_lock(&ex->lock);
 	double t0 = now_seconds(CLOCK_MONOTONIC);
 	int rc = bx_snapshot_take(ex, &snap);
-	if (rc == 0)
+	if (rc == 0 && format == BX_FMT_OPENMETRICS)
+		bx_format_openmetrics(&snap, ex->exemplars, &buf);
+	else if (rc == 0)
 		bx_format(&snap, (bx_format_t)format, now_seconds(CLOCK_REALTIME), &buf);
 	bx_snapshot_free(&snap);
 	ex->last_scrape_seconds = now_seconds(CLOCK_MONOTONIC) - t0;
@@ -96,6 +98,20 @@ char *bx_render(bx_exporter_t *ex, int format, size_t *len)
 		bp_buf_printf(&buf, "%s", "");
 	*len = buf.len;
 	return buf.data;
+}
+
+/* OpenMetrics when the Accept header lists it without refusing it (q=0);
+ * Prometheus text otherwise, byte for byte as before. */
+static int wants_openmetrics(const char *accept)
+{
+	const char *p = accept ? strstr(accept, "application/openmetrics-text") : NULL;
+	if (!p)
+		return 0;
+	size_t end = strcspn(p, ",");
+	const char *q = strstr(p, "q=");
+	if (!q || (size_t)(q - p) > end)
+		return 1;
+	return strtod(q + 2, NULL) > 0;
 }
 
 static const char index_page[] =
@@ -195,7 +211,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	}
 	if (strcmp(url, "/metrics") == 0) {
 		const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
-		int om = accept && strstr(accept, "application/openmetrics-text") != NULL;
+		int om = wants_openmetrics(accept);
 		size_t len = 0;
 		char *body = bx_render(h->ex, om ? BX_FMT_OPENMETRICS : BX_FMT_PROMETHEUS, &len);
 		if (!body)

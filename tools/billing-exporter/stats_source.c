@@ -23,6 +23,7 @@
 #include "map_row.h"
 #include "stats_read.h"
 #include "stats_trust.h"
+#include "trail_exemplars.h"
 
 /* A file's identity and state as fstat shows them: a refusal that
  * depends only on these stands until one of them changes. */
@@ -59,6 +60,7 @@ typedef struct seg {
 	char binary_known;                               /* whether a --binary counts its writer is known (it does not) */
 	char early;                                      /* first seen before any probe was attached */
 	char refused;                                    /* refused for what the file is (refused_key): not opened again until it changes */
+	uint64_t trail_next;                             /* the first of its trails not taken as an exemplar yet */
 	uint64_t families_said[BS_LAYOUT_FAMILIES / 64]; /* families refused from its reading, said (one bit each) */
 	file_key_t refused_key;
 } seg_t;
@@ -102,8 +104,9 @@ struct bx_stats {
 	size_t count;
 	bx_proc_t *named; /* the process of every --pid, whichever source serves it */
 	size_t nnamed;
-	int started;          /* set up: probes may be attached from now on */
-	bs_segment_t scratch; /* the reading in progress: swapped with a segment's last one when taken */
+	int started;                     /* set up: probes may be attached from now on */
+	bx_trail_exemplars_t *exemplars; /* the latest slow request per bucket, from the segments taken */
+	bs_segment_t scratch;            /* the reading in progress: swapped with a segment's last one when taken */
 };
 
 int bx_source_by_name(const char *name)
@@ -304,6 +307,8 @@ int bx_stats_setup(bx_exporter_t *ex, int source, const char **pids, size_t *npi
 		pids[kept++] = pids[i]; /* through USDT */
 	}
 	*npids = kept;
+	if (ex->stats->count && (ex->stats->exemplars = bx_trail_exemplars_new()))
+		ex->exemplars = bx_trail_exemplars_source(ex->stats->exemplars);
 	return 0;
 }
 
@@ -564,6 +569,15 @@ static int read_seg(const bx_exporter_t *ex, stats_target_t *t, seg_t *s, int df
 		rc = bs_read_fd(fd, buf, err, sizeof err);
 		content = 1;
 	}
+	/* Its trails from the same open file, taken below only with the reading
+	 * (a reading refused gives no exemplar); a segment without a trail ring
+	 * gives none, its metrics as they are. */
+	bs_trails_t trails = { 0 };
+	char no_trails[256];
+	int trailed = rc == 0 && ex->stats->exemplars &&
+	              bs_trails_read_fd(fd, s->last && s->last->generation == buf->generation ? s->trail_next : 0,
+	                                &trails, no_trails, sizeof no_trails) == 0 &&
+	              trails.pid == buf->pid && trails.start_time == buf->start_time;
 	if (fd >= 0)
 		close(fd);
 	if (rc == 0 && t->pid > 0 && (buf->pid != (uint32_t)t->proc.ns_pid || buf->start_time != t->proc.start_time)) {
@@ -572,6 +586,7 @@ static int read_seg(const bx_exporter_t *ex, stats_target_t *t, seg_t *s, int df
 		rc = -1;
 	}
 	if (rc != 0) {
+		bs_trails_free(&trails);
 		s->skipped = why;
 		say_skipped(s, err);
 		if (t->pid < 0 && st.st_ino && refusal_stands(content, &st)) {
@@ -592,14 +607,21 @@ static int read_seg(const bx_exporter_t *ex, stats_target_t *t, seg_t *s, int df
 		s->early = !ex->stats->started;
 	}
 	s->owner = st.st_uid;
-	if (t->pid < 0 && counted_elsewhere(ex, t, s, buf))
-		return 0;
-	if (t->cgroup && cgroup_allows(t, s, buf, err, sizeof err) != 0) {
+	int refused = t->pid < 0 && counted_elsewhere(ex, t, s, buf);
+	if (!refused && t->cgroup && cgroup_allows(t, s, buf, err, sizeof err) != 0) {
 		say_skipped(s, err);
+		refused = 1;
+	}
+	if (refused || (!s->last && !(s->last = calloc(1, sizeof *s->last)))) {
+		bs_trails_free(&trails);
 		return 0;
 	}
-	if (!s->last && !(s->last = calloc(1, sizeof *s->last)))
-		return 0;
+	if (trailed) {
+		bx_trail_exemplars_take(ex->stats->exemplars, &trails);
+		if (trails.count)
+			s->trail_next = trails.trails[trails.count - 1].seq / 2;
+	}
+	bs_trails_free(&trails);
 	bs_segment_t taken = *s->last; /* the reading taken, and the old one's memory for the next */
 	*s->last = *buf;
 	*buf = taken;
@@ -1029,6 +1051,8 @@ void bx_stats_free(bx_exporter_t *ex)
 		}
 	}
 	bs_segment_free(&ex->stats->scratch);
+	bx_trail_exemplars_free(ex->stats->exemplars);
+	ex->exemplars = NULL;
 	free(ex->stats->targets);
 	free(ex->stats->named);
 	free(ex->stats);
