@@ -193,8 +193,13 @@ static void commit(bs_open_request_t *r, uint64_t id, int32_t status, uint64_t d
 	uint32_t kept = 0, upto = claimed < BS_TRAIL_EVENTS ? claimed : BS_TRAIL_EVENTS;
 	for (uint32_t i = 0; i < upto; i++)
 		if (__atomic_load_n(&r->owner[i], __ATOMIC_ACQUIRE) == id) {
-			t->events[kept] = r->events[i];
-			t->events[kept++].offset_ns = (uint64_t)((double)r->events[i].offset_ns * ns_per_tick + 0.5);
+			struct bs_trail_event *e = &t->events[kept++];
+			*e = r->events[i];
+			e->offset_ns = (uint64_t)((double)r->events[i].offset_ns * ns_per_tick + 0.5);
+			/* a literal kept by its address: its bytes now */
+			for (unsigned k = 0; k < BS_TRAIL_STRS; k++)
+				if (r->literals[i][k])
+					e->cut |= (uint16_t)(bs_trail_copy_str_(e->strs[k], r->literals[i][k], NULL) << k);
 		}
 	memset(&t->events[kept], 0, (BS_TRAIL_EVENTS - kept) * sizeof t->events[0]);
 	t->nevents = kept;
@@ -221,7 +226,7 @@ void bs_trail_done_(uint64_t id, const char *handler, int32_t status, uint64_t d
 	/* the clock is read only for a request that is slow, or not measured */
 	double ns_per_tick = bs_trail_tsc_ && (!duration_ns || duration_ns >= threshold) ? tsc_ns_per_tick() : 1;
 	uint64_t duration = duration_ns ? duration_ns : (uint64_t)((double)(end_ticks - r->start_ticks) * ns_per_tick);
-	if (duration >= threshold)
+	if (duration > threshold) /* over it, as the histogram's bucket above its bound counts */
 		commit(r, id, status, duration, threshold, claimed, ns_per_tick);
 	for (uint32_t i = 0; i < BS_TRAIL_EVENTS; i++)
 		__atomic_store_n(&r->owner[i], 0, __ATOMIC_RELAXED);

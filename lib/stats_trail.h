@@ -8,7 +8,7 @@
  * ID) the writer keeps the probes fired for it in process memory: the
  * probes that carry a request_id join that request, whichever thread
  * fires them; the others join the request their thread last started.  At
- * request-done a request at or over its handler's threshold (billing.d's
+ * request-done a request over its handler's threshold (billing.d's
  * "@@slow-threshold", BILLING_STATS_SLOW at run time) is copied into the
  * next record of the ring; the others are let go.  The ring keeps the
  * last BS_TRAIL_RECORDS trails: older ones are overwritten, and

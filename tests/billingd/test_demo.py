@@ -45,7 +45,7 @@ check.true("the probe inventory (the dashboard's panel) shows billingd's stats t
 exemplar = re.search(r'^Exemplar: request (\d+), handler (\S+), bucket le="([^"]+)" of '
                      r'billing_request_duration_seconds \(([\d.]+) s\)$', out, flags=re.M)
 trail = re.search(r"^\$ billing-probes slow --stats-dir \$STATS_DIR   # as (\S+)\n"
-                  r"SLOW REQUEST (\d+) (\S+) +([\d.]+) ms >= ", out, flags=re.M)
+                  r"SLOW REQUEST (\d+) (\S+) +([\d.]+) ms > ", out, flags=re.M)
 check.true("Prometheus returns a slow request's exemplar", exemplar is not None)
 check.true("billing-probes slow prints a trail without root", trail is not None and trail.group(1) != "root",
            trail and trail.group(1))

@@ -65,7 +65,7 @@ static void print_trail(const bs_trails_t *ts, const struct bs_trail *t, const c
 	const bs_layout_t *l = ts->layout;
 	printf("SLOW REQUEST %" PRIu64 " ", t->request_id);
 	print_value_string(t->handler, 0);
-	printf("  %.3f ms >= %.3f ms, status %" PRId32 ", %s\n", (double)t->duration_ns / 1e6,
+	printf("  %.3f ms > %.3f ms, status %" PRId32 ", %s\n", (double)t->duration_ns / 1e6,
 	       (double)t->threshold_ns / 1e6, t->status, segment);
 	for (uint32_t i = 0; i < t->nevents; i++) {
 		const struct bs_trail_event *e = &t->events[i];
