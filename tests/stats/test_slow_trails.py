@@ -211,12 +211,7 @@ try:
         return len(trails(text)) + sum(int(n) for n in re.findall(r"(\d+) trails lost", text)) >= 300
 
     bt.wait_for("--follow to account for the 300 trails", seen, timeout=60)
-    f.send_signal(signal.SIGINT)
-    try:
-        f.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        f.kill()
-        f.wait()
+    bt.stop_process(f, signal.SIGINT)
     reader.join(timeout=10)
     out, err = "".join(lines), f.stderr.read()
     lost = sum(int(n) for n in re.findall(r"(\d+) trails lost", out))
