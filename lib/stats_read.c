@@ -341,19 +341,27 @@ static bs_layout_t *read_layout(const src_t *s, const struct bs_header *h, char 
 	return l;
 }
 
+/* The header, as a segment of this layout and byte order has it. */
+static int read_header(const src_t *s, struct bs_header *h, char *err, size_t errlen)
+{
+	if (get(s, 0, h, sizeof *h) != 0)
+		FAIL("too short for a stats segment header (%llu bytes)", (unsigned long long)s->size);
+	if (memcmp(h->magic.text, BS_MAGIC, 8) != 0)
+		FAIL("not a stats segment (no BILLSTAT magic), or not yet initialised");
+	if (h->layout_version != BS_LAYOUT_VERSION)
+		FAIL("segment layout version %u; this reader reads %u", h->layout_version, BS_LAYOUT_VERSION);
+	if (h->endian != BS_ENDIAN)
+		FAIL("segment written with another byte order");
+	return 0;
+}
+
 static int read_src(const src_t *s, bs_segment_t *out, char *err, size_t errlen)
 {
 	struct bs_header h;
 	plan_rows_t pr;
 
-	if (get(s, 0, &h, sizeof h) != 0)
-		FAIL("too short for a stats segment header (%llu bytes)", (unsigned long long)s->size);
-	if (memcmp(h.magic.text, BS_MAGIC, 8) != 0)
-		FAIL("not a stats segment (no BILLSTAT magic), or not yet initialised");
-	if (h.layout_version != BS_LAYOUT_VERSION)
-		FAIL("segment layout version %u; this reader reads %u", h.layout_version, BS_LAYOUT_VERSION);
-	if (h.endian != BS_ENDIAN)
-		FAIL("segment written with another byte order");
+	if (read_header(s, &h, err, errlen) != 0)
+		return -1;
 	bs_layout_t *l = read_layout(s, &h, err, errlen);
 	if (!l)
 		return -1;
@@ -465,10 +473,8 @@ int bs_trails_read_fd(int fd, uint64_t since, bs_trails_t *out, char *err, size_
 	if (!S_ISREG(st.st_mode))
 		FAIL("not a regular file");
 	src_t s = { fd, NULL, (uint64_t)st.st_size, (uint64_t)st.st_blocks * 512, &work };
-	if (get(&s, 0, &h, sizeof h) != 0 || memcmp(h.magic.text, BS_MAGIC, 8) != 0)
-		FAIL("not a stats segment (no BILLSTAT magic), or not yet initialised");
-	if (h.layout_version != BS_LAYOUT_VERSION || h.endian != BS_ENDIAN)
-		FAIL("segment layout version %u; this reader reads %u", h.layout_version, BS_LAYOUT_VERSION);
+	if (read_header(&s, &h, err, errlen) != 0)
+		return -1;
 	if (h.trail_offset == 0)
 		FAIL("the segment keeps no trails");
 	if (get(&s, h.trail_offset, &ring, sizeof ring) != 0 || h.trail_offset % 64 ||
