@@ -3,7 +3,7 @@
  * what a trail is; the generated billing_trail_<probe>() call in here).
  *
  * Open requests live in a table of this process (not in the segment):
- * OPEN_PLACES places, a request's place found from its ID in at most
+ * BS_OPEN_PLACES places, a request's place found from its ID in at most
  * OPEN_PROBES steps.  A place is taken by a compare-and-swap of its ID
  * from 0 to CLAIMED, filled, then given the request's ID with release; it
  * is given back (ID 0) at request-done.  An event takes the next index of
@@ -38,9 +38,10 @@ static int trails_on; /* set once, before any event: BILLING_STATS_SLOW is not "
 /* The time-stamp counter where it ticks at one rate on every CPU, whatever
  * their power states (the kernel's constant_tsc and nonstop_tsc): one
  * instruction, where a clock read costs as much as the rest of an event.
- * An event keeps ticks since its request-start; request-done reads both
- * clocks, and the commit turns ticks into nanoseconds by the request's
- * own ratio.  Elsewhere events read the monotonic clock. */
+ * An event keeps ticks since its request-start; a slow (or unmeasured)
+ * request's request-done reads the monotonic clock once, and ticks become
+ * nanoseconds by the ratio of both clocks since the trails started.
+ * Elsewhere events read the monotonic clock. */
 static uint64_t calibrated_ns, calibrated_ticks; /* both clocks read at the start */
 
 /* Nanoseconds per tick of the time-stamp counter, over the time since the
@@ -87,9 +88,9 @@ bs_open_request_t *bs_trail_find_(uint64_t id)
 	return NULL;
 }
 
-/* s into dst, NUL-filled; cut marks a string longer than dst holds.  A
- * literal (bs_immutable_) is kept in c, the thread's copies of this
- * string argument, over the older of the two. */
+/* s into dst, NUL-filled; 1 when s is longer than dst holds.  A literal
+ * (bs_immutable_) goes into lit, the thread's literals of this argument,
+ * over the older of the two. */
 unsigned bs_trail_copy_str_(char *dst, const char *s, const char **lit)
 {
 	memset(dst, 0, BS_TRAIL_STR);
@@ -112,8 +113,7 @@ unsigned bs_trail_copy_str_(char *dst, const char *s, const char **lit)
 static void put(bs_open_request_t *r, uint32_t i, uint64_t id, const bs_trail_fire_t *f)
 {
 	struct bs_trail_event *e = &r->events[i];
-	uint64_t t = bs_trail_ticks_(), start = __atomic_load_n(&r->start_ticks, __ATOMIC_RELAXED);
-	e->offset_ns = t > start ? t - start : 0; /* ticks until the commit */
+	e->offset_ns = bs_trail_offset_(r);
 	e->kind = f->kind;
 	e->cut = 0;
 	e->reserved = 0;
@@ -209,10 +209,7 @@ static void commit(bs_open_request_t *r, uint64_t id, int32_t status, uint64_t d
 
 void bs_trail_done_(uint64_t id, const char *handler, int32_t status, uint64_t duration_ns, const bs_trail_fire_t *f)
 {
-	bs_open_request_t *r = bs_trail_place_ && bs_trail_current_ == id && __atomic_load_n(&bs_trail_place_->id, __ATOMIC_ACQUIRE) == id
-	                           ? bs_trail_place_
-	                       : id && id != CLAIMED ? bs_trail_find_(id)
-	                                             : NULL;
+	bs_open_request_t *r = bs_trail_place_of_(id, 1);
 	if (bs_trail_current_ == id) {
 		bs_trail_current_ = 0;
 		bs_trail_place_ = NULL;
@@ -224,7 +221,7 @@ void bs_trail_done_(uint64_t id, const char *handler, int32_t status, uint64_t d
 	put(r, last, id, f);
 	uint64_t end_ticks = bs_trail_ticks_(), threshold = threshold_of(handler ? handler : "");
 	/* the clock is read only for a request that is slow, or not measured */
-	double ns_per_tick = bs_trail_tsc_ && (!duration_ns || duration_ns >= threshold) ? tsc_ns_per_tick() : 1;
+	double ns_per_tick = bs_trail_tsc_ && (!duration_ns || duration_ns > threshold) ? tsc_ns_per_tick() : 1;
 	uint64_t duration = duration_ns ? duration_ns : (uint64_t)((double)(end_ticks - r->start_ticks) * ns_per_tick);
 	if (duration > threshold) /* over it, as the histogram's bucket above its bound counts */
 		commit(r, id, status, duration, threshold, claimed, ns_per_tick);
@@ -239,4 +236,5 @@ void bs_trail_forget_(void)
 	memset(bs_open_requests_, 0, sizeof bs_open_requests_);
 	__atomic_store_n(&billing_trail_open_, 0, __ATOMIC_RELAXED);
 	bs_trail_current_ = 0;
+	bs_trail_place_ = NULL;
 }

@@ -27,8 +27,7 @@ typedef struct bs_slow_handler {
 	uint64_t ns;
 } bs_slow_handler_t;
 
-/* @@slow-threshold (generated): the default, then per handler (a NULL
- * handler ends the list). */
+/* @@slow-threshold (generated): the default, then per handler. */
 BS_HIDDEN extern const uint64_t bs_slow_default_ns_;
 BS_HIDDEN extern const size_t bs_slow_nhandlers_;
 BS_HIDDEN extern const bs_slow_handler_t bs_slow_handlers_[];
@@ -73,26 +72,43 @@ static inline uint64_t bs_trail_ticks_(void)
 	return bs_now_ns_(CLOCK_MONOTONIC);
 }
 
+/* The place of open request id: this thread's own request's without a
+ * search, else (search) a look in the table; NULL when it has none. */
+static inline bs_open_request_t *bs_trail_place_of_(uint64_t id, int search)
+{
+	bs_open_request_t *p = bs_trail_place_;
+	if (!id || id == UINT64_MAX)
+		return NULL;
+	if (p && id == bs_trail_current_ && __atomic_load_n(&p->id, __ATOMIC_ACQUIRE) == id)
+		return p;
+	return search ? bs_trail_find_(id) : NULL;
+}
+
+/* Ticks since request p's request-start: an event's offset until the
+ * commit turns it into nanoseconds. */
+static inline uint64_t bs_trail_offset_(const bs_open_request_t *p)
+{
+	uint64_t t = bs_trail_ticks_(), start = __atomic_load_n(&p->start_ticks, __ATOMIC_RELAXED);
+	return t > start ? t - start : 0;
+}
+
 /* The next event of the request an event joins: request id (by_id), else
  * the one this thread started; *r and *i say where it is, and the caller
- * writes its arguments and `cut`, then stores the request's ID into (*r)->owner[*i] with release once the
- * event is written.  NULL: no such open request, or no room left. */
+ * writes its arguments and `cut`, then stores the request's ID into
+ * (*r)->owner[*i] with release.  NULL: no such open request, or no room. */
 static inline struct bs_trail_event *bs_trail_begin_(uint64_t *id, int by_id, uint16_t kind, bs_open_request_t **r,
                                                      uint32_t *i)
 {
-	bs_open_request_t *p = bs_trail_place_;
 	if (!by_id)
 		*id = bs_trail_current_;
-	if (!p || *id != bs_trail_current_ || __atomic_load_n(&p->id, __ATOMIC_ACQUIRE) != *id)
-		p = by_id && *id && *id != UINT64_MAX ? bs_trail_find_(*id) : NULL;
+	bs_open_request_t *p = bs_trail_place_of_(*id, by_id);
 	if (!p)
 		return NULL;
 	uint32_t n = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
 	if (n >= BS_TRAIL_EVENTS - 1) /* the last place is request-done's */
 		return NULL;
 	struct bs_trail_event *e = &p->events[n];
-	uint64_t t = bs_trail_ticks_(), start = __atomic_load_n(&p->start_ticks, __ATOMIC_RELAXED);
-	e->offset_ns = t > start ? t - start : 0; /* ticks until the commit */
+	e->offset_ns = bs_trail_offset_(p);
 	e->kind = kind;
 	e->reserved = 0;
 	*r = p;

@@ -64,7 +64,7 @@ def gen_c(ms):
          f"const size_t bs_slow_nhandlers_ = {len(handlers)};\n"
          "const bs_slow_handler_t bs_slow_handlers_[] = {\n"
          + "".join(f"\t{{ {metrics.c_string(h)}, {ns}u }},\n" for h, ns in sorted(handlers.items()))
-         + "\t{ NULL, 0 }\n};\n\n"]
+         + ("" if handlers else "\t{ NULL, 0 } /* C99 takes no empty list */\n") + "};\n\n"]
     for k in kinds(ms.probes):
         p = k.probe
         o.append(f"void billing_trail_{p.func}({params(p)})\n{{\n")
