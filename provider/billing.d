@@ -55,15 +55,16 @@
  * @@quantity amount_minor unit="minor units" divide=1 signed
  * @@buckets amount_minor 100 500 1000 5000 10000 50000 100000 500000 1000000 10000000
  *
- * @@native duration_ns schema=6 octaves=10..37
- * @@native amount_minor schema=6 octaves=0..34
+ * @@native duration_ns schema=6 octaves=-20..7
+ * @@native amount_minor schema=5 octaves=-1..33
  *
  * Duration bounds make the SLO thresholds 50 ms .. 1 s exact; "zero=
  * unmeasured": a duration_ns of 0 is counted but never observed.  The
- * native (exponential) buckets (provider/native.py) are 2^(1/64) = 1.0109
- * times as wide as the one below: a quantile interpolated inside one is
- * off by under 1.1 % (schema 5's 2^(1/32) would allow 2.2 %); durations
- * from 2^10 ns (1 us) to 2^37 ns (137 s), amounts up to 2^34 minor units.
+ * native (exponential) buckets (provider/native.py) of a duration are
+ * 2^(1/64) = 1.0109 times as wide as the one below, so a quantile
+ * interpolated inside one is off by under 1.1 % (schema 5's 2^(1/32)
+ * would allow 2.2 %), from 2^-20 s (0.95 us) to 2^7 s (128 s); an
+ * amount's are 2^(1/32) wide, from 1 to 2^33 minor units.
  * String labels are read bounded (longer values are cut, visibly): 31
  * bytes, and 7 for a currency code:
  *

@@ -249,7 +249,7 @@ def parse_header(lines, path):
         elif kind == "native":
             if not rest or rest[0] not in quantities or quantities[rest[0]].native:
                 raise MetricError(f"{path}: {line!r}: @@native names no declared @@quantity, or one twice")
-            got = native.parse(rest, line, path, parse_options(rest[1:], line))
+            got = native.parse(rest, line, path, parse_options(rest[1:], line), quantities[rest[0]].divide)
             if isinstance(got, str):
                 raise MetricError(got)
             quantities[rest[0]].native = got

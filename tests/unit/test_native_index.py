@@ -2,7 +2,7 @@
 """The native histograms' bucket index (bx_native_index_<quantity>, the
 integer-only one billing_metrics_layout.h generates) against the exact
 one (provider/native.py's big-integer index): at and beside every power
-of two, at and beside every bucket bound of the range, at the range's
+of two, at and beside every bucket bound (floor(divide * 2^(i / 2^S))) of the range, at the range's
 ends, below 0 and at the type's extremes.  The schema and range the
 header says are the ones billing.d declares."""
 import os
@@ -21,13 +21,16 @@ SIGNED = {"duration_ns": False, "amount_minor": True}
 
 def declared():
     """billing.d's @@native lines, parsed as the generator parses them."""
-    out = {}
+    out, divide = {}, {}
     with open(bt.PROVIDER_D) as f:
         for line in f:
+            m = re.match(r"\s*\*\s*@@quantity\s+(\w+)\s.*\bdivide=(\d+)", line)
+            if m:
+                divide[m.group(1)] = int(m.group(2))
             m = re.match(r"\s*\*\s*@@native\s+(\w+)\s+(.*)$", line)
             if m:
                 opts = dict(w.split("=", 1) for w in m.group(2).split())
-                out[m.group(1)] = native.parse([m.group(1)], line, bt.PROVIDER_D, opts)
+                out[m.group(1)] = native.parse([m.group(1)], line, bt.PROVIDER_D, opts, divide[m.group(1)])
     return out
 
 
@@ -36,11 +39,8 @@ def values(q, n):
     v = {lo, hi, -1, 0, 1, 2, 3}
     for k in range(64):
         v |= {(1 << k) + d for d in (-2, -1, 0, 1, 2)}
-    per = native.bounds_table(n.schema)
-    for k in range(n.low, n.high + 1):  # every bucket bound of the range, and beside it
-        for t in per:
-            b = t >> (63 - k)  # floor(2^(k + j / 2^schema))
-            v |= {b - 1, b, b + 1}
+    for b in n.bounds():  # every bucket bound of the range, and beside it
+        v |= {b - 1, b, b + 1}
     return sorted(x for x in v if lo <= x <= hi)
 
 
