@@ -113,6 +113,10 @@ BS_HIDDEN extern __thread bs_thread_t *bs_self_ BS_TLS_MODEL;
  * segment's header field, so the hot path reads no shared page. */
 BS_HIDDEN extern uint64_t bs_map_offset_[BX_MAP_COUNT];
 
+/* Each map's native buckets in this process's segment (NULL: none); a
+ * row's are native_cells wide (bs_map_info_t), at its row's place. */
+BS_HIDDEN extern uint64_t *bs_native_[BX_MAP_COUNT];
+
 /* The slow path: the segment and this thread's slot on first use, and the
  * row of a key not in the cache (into *e); NULL when the stats are off. */
 BS_HIDDEN void *bs_slow_(int map, const void *key, bs_cache_entry_t *e);
@@ -158,6 +162,15 @@ static inline void *bs_cells_(int map, const void *key, size_t key_size, size_t 
 		return NULL;
 	*shared = t->shared;
 	return t->cells + bs_map_offset_[map] + (uint64_t)e->row * cells * 8;
+}
+
+/* Count native cell `cell` of the row whose cells (of value_size bytes,
+ * in this thread's slot) are v: the row is v's place among its map's
+ * rows.  Atomic: every thread of the process shares a row's buckets. */
+static inline void bs_native_add_(int map, const void *v, size_t value_size, size_t width, size_t cell)
+{
+	size_t row = (size_t)((const unsigned char *)v - bs_self_->cells - bs_map_offset_[map]) / value_size;
+	__atomic_fetch_add(&bs_native_[map][row * width + cell], 1, __ATOMIC_RELAXED);
 }
 
 /* Copy a label argument into its key field: NULL as "", cut to size - 1
