@@ -92,7 +92,8 @@ static metric_t *new_metric(build_t *w, const bx_sample_t *x)
 static void set_native(build_t *w, histogram_t *h, const bx_native_t *n)
 {
 	uint64_t count = n->cells[0], prev = 0;
-	long last = -1; /* the index after the last span's end */
+	long last = 0; /* the index after the last span's end (no span yet: first) */
+	int first = 1;
 	h->has_schema = h->has_zero_threshold = h->has_zero_count = 1;
 	h->schema = n->schema;
 	h->zero_threshold = n->zero_threshold;
@@ -104,11 +105,12 @@ static void set_native(build_t *w, histogram_t *h, const bx_native_t *n)
 		if (!c)
 			continue;
 		long index = (long)n->first_index + (long)k - 1;
-		if (last < 0 || index != last) {
+		if (first || index != last) {
 			Io__Prometheus__Client__BucketSpan *s = &w->spans[w->nspans];
 			io__prometheus__client__bucket_span__init(s);
 			s->has_offset = s->has_length = 1;
-			s->offset = (int32_t)(last < 0 ? index : index - last);
+			s->offset = (int32_t)(first ? index : index - last);
+			first = 0;
 			w->span_ptrs[w->nspans++] = s;
 			h->n_positive_span++;
 		}
