@@ -413,7 +413,7 @@ void opt_print_markdown(FILE *out, const opt_table_t *t)
 		if (!listed(t, o))
 			continue;
 		fprintf(out, "| %s | ", synopsis(spelled, sizeof spelled, o, "`"));
-		put_cell(out, o->help);
+		put_cell(out, o->doc != NULL ? o->doc : o->help);
 		fputs(" | ", out);
 		if (o->init != NULL) {
 			fputc('`', out);

@@ -35,6 +35,7 @@ typedef struct opt_option {
 	opt_kind_t kind;
 	void *out;        /* where the value goes: the type its kind names */
 	const char *help; /* one line each, '\n' between lines */
+	const char *doc;  /* the docs table's markdown; NULL: help */
 	const char *init; /* the default, as typed; --help shows it */
 	int *given;       /* when not NULL: set to 1 when the option is used */
 	char letter;      /* the short option (-p), or 0 */
