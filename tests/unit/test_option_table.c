@@ -93,7 +93,7 @@ static void assert_refused(char **argv, const char *says)
 static void test_values_stored(void **state)
 {
 	(void)state;
-	char *argv[] = { "prog", "-v", "first", "--path", "a.txt", "--count=7", "--rate", "0.25",
+	char *argv[] = { "prog", "-v", "first", "-p=a.txt", "--count=7", "--rate", "0.25",
 		         "--seed", "18446744073709551615", "--item", "x", "--item=y", "--color", "red",
 		         "second", NULL };
 	assert_int_equal(parse_as(0, argv), OPT_RUN);

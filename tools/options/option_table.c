@@ -272,6 +272,15 @@ static size_t by_letter(const opt_table_t *t, int c)
 	return t->n;
 }
 
+/* "-n=VALUE" means VALUE, as "--name=VALUE" does. */
+static const char *short_value(int c, const char *value, char **argv)
+{
+	const char *arg = argv[optind - 1];
+	if (c < FIRST_VAL && value != NULL && value == arg + 2 && value[0] == '=')
+		return value + 1;
+	return value;
+}
+
 static int print_usage(const opt_table_t *t)
 {
 	if (t->usage == NULL)
@@ -295,7 +304,7 @@ static int run_getopt(parse_t *p, int argc, char **argv, const struct option *lo
 		} else if (c == HELP_VAL) {
 			return print_usage(t);
 		} else if (c != '?' && c != ':' && i < t->n) {
-			if (take_given(p, i, optarg) != 0)
+			if (take_given(p, i, short_value(c, optarg, argv)) != 0)
 				return OPT_REFUSED;
 		} else {
 			refuse_option(t, c, argv);
