@@ -536,7 +536,8 @@ def option_table_block(doc, generated_by):
 
 def check_option_table(cmd, doc, help_text):
     """One option table: the docs' block is what cmd prints, and help_text
-    lists exactly the table's options, in its order (and -h, --help)."""
+    lists exactly the table's options, in its order (then the two every
+    program has: --print-option-table, -h, --help)."""
     table = subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout
     shown = " ".join([os.path.basename(cmd[0])] + cmd[1:])
     block = option_table_block(doc, shown)
@@ -544,7 +545,7 @@ def check_option_table(cmd, doc, help_text):
           "%s's option table is what `%s` prints (regenerate it with that command)" % (doc, shown))
     rows = [re.findall(r"`(--?[\w-]+)`", line.split("|")[1]) for line in table.splitlines()[2:]]
     helped = [re.findall(r"--?[\w-]+", m) for m in HELP_OPTION.findall(help_text)]
-    check(len(rows) > 0 and helped == rows + [["-h", "--help"]],
+    check(len(rows) > 0 and helped == rows + [["--print-option-table"], ["-h", "--help"]],
           "%s: --help lists the table's options, in its order (table %s, --help %s)" % (shown, rows, helped))
 
 

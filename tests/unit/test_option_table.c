@@ -235,6 +235,20 @@ static void test_help_asked(void **state)
 	assert_int_equal(parse_as(0, letter), OPT_HELP);
 }
 
+static void test_table_asked(void **state)
+{
+	(void)state;
+	char *argv[] = { "prog", "--print-option-table", NULL };
+	FILE *saved = stdout;
+	stdout = tmpfile();
+	assert_non_null(stdout);
+	int rc = parse_as(0, argv);
+	fclose(stdout);
+	stdout = saved;
+	assert_int_equal(rc, OPT_TABLE);
+	assert_string_equal(err_lines, "");
+}
+
 static char *printed(void (*print)(FILE *, const opt_table_t *))
 {
 	static char text[4096];
@@ -260,8 +274,9 @@ static void test_help_and_markdown_list_every_option(void **state)
 	assert_non_null(strstr(help, "  -h, --help "));
 	assert_null(strstr(help, "only-a"));
 	assert_null(strstr(help, "OPERAND"));
-	/* one line each, the rate's two, and --help's */
-	assert_int_equal(count_lines(help), 7 + 1 + 1);
+	assert_non_null(strstr(help, "  --print-option-table "));
+	/* one line each, the rate's two, --print-option-table's and --help's */
+	assert_int_equal(count_lines(help), 7 + 1 + 2);
 
 	const char *doc = printed(opt_print_markdown);
 	assert_non_null(strstr(doc, "| `-v`, `--verbose` | say more |  |\n"));
@@ -289,6 +304,7 @@ int main(void)
 		cmocka_unit_test(test_flag_with_value_refused),
 		cmocka_unit_test(test_operand_without_room_refused),
 		cmocka_unit_test(test_help_asked),
+		cmocka_unit_test(test_table_asked),
 		cmocka_unit_test(test_help_and_markdown_list_every_option),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

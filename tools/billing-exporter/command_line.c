@@ -239,8 +239,6 @@ static const opt_option_t options[] = {
 	  .doc = "print the [metric table](#metrics) (markdown) and exit" },
 	{ "check-table", NULL, OPT_FLAG, &opts.check_table,
 	  .help = "check the metric table against billing.d's catalogue and exit" },
-	{ "print-option-table", NULL, OPT_FLAG, &opts.print_option_table,
-	  .help = "print this option table (markdown) and exit" },
 	{ "verbose", NULL, OPT_FLAG, &opts.verbose, .help = "show libbpf's messages" },
 };
 
@@ -259,7 +257,7 @@ int bx_command_line_parse(bx_opts_t *o, int argc, char **argv)
 	describe_groups();
 	int rc = opt_parse(&table, argc, argv);
 	*o = opts;
-	if (rc != OPT_RUN || o->print_metric_table || o->check_table || o->print_option_table)
+	if (rc != OPT_RUN || o->print_metric_table || o->check_table)
 		return rc;
 	if (o->pid_count + o->binary_count + o->stats_dir_count == 0) {
 		bx_error("no target: give --pid PID, --binary PATH or --stats-dir DIR");
@@ -268,10 +266,4 @@ int bx_command_line_parse(bx_opts_t *o, int argc, char **argv)
 	if (o->once && o->interval == 0)
 		o->interval = 5;
 	return OPT_RUN;
-}
-
-void bx_command_line_print_table(void)
-{
-	describe_groups();
-	opt_print_markdown(stdout, &table);
 }

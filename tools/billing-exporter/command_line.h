@@ -31,15 +31,12 @@ typedef struct bx_opts {
 	long only_uid; /* -1: every user */
 	const char *cgroup;
 	bx_http_limits_t limits;
-	int print_metric_table, check_table, print_option_table;
+	int print_metric_table, check_table;
 } bx_opts_t;
 
-/* Fills o from argv: OPT_RUN (o says whether to print a table instead),
- * OPT_HELP after printing --help, OPT_REFUSED after one line on stderr
- * (option_table.h). */
+/* Fills o from argv: OPT_RUN (o says whether to print the metric table
+ * instead), OPT_HELP or OPT_TABLE after printing --help or the option
+ * table, OPT_REFUSED after one line on stderr (option_table.h). */
 int bx_command_line_parse(bx_opts_t *o, int argc, char **argv);
-
-/* docs/exporter.md's option table, in markdown, on stdout. */
-void bx_command_line_print_table(void);
 
 #endif /* BX_COMMAND_LINE_H */

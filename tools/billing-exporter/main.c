@@ -44,10 +44,6 @@ static int parse_pid(const char *s, int *pid)
 static int print_table(const bx_opts_t *o)
 {
 	char err[256];
-	if (o->print_option_table) {
-		bx_command_line_print_table();
-		return BX_EXIT_OK;
-	}
 	if (o->print_metric_table) {
 		bp_buf_t b = { 0 };
 		bx_format_metric_table(&b);
@@ -167,8 +163,8 @@ int main(int argc, char **argv)
 	int rc = BX_EXIT_OK;
 
 	if (parsed != OPT_RUN)
-		return parsed == OPT_HELP ? BX_EXIT_OK : BX_EXIT_USAGE;
-	if (o.print_option_table || o.print_metric_table || o.check_table)
+		return parsed == OPT_REFUSED ? BX_EXIT_USAGE : BX_EXIT_OK;
+	if (o.print_metric_table || o.check_table)
 		return print_table(&o);
 	memset(&ex, 0, sizeof ex);
 	ex.stats_fd = -1;

@@ -142,8 +142,6 @@ static const opt_option_t options[] = {
 	  .help = "print new trails as they come, until Ctrl-C" },
 	{ "interval", "SECONDS", OPT_NUMBER, &parsed.interval, .commands = BP_TOP | BP_SLOW, .min = 0.1,
 	  .max = 3600, .help = "seconds between updates (default 1)" },
-	{ "print-option-table", NULL, OPT_FLAG, &parsed.print_option_table,
-	  .help = "print this command's option table (markdown) and exit" },
 };
 
 /* Each refusal one line through bp_usage_error: escaped, naming the
@@ -164,13 +162,10 @@ static opt_table_t table_of(unsigned int command)
 	return t;
 }
 
-void bp_cli_print_options(unsigned int command, int markdown)
+void bp_cli_print_options(unsigned int command)
 {
 	opt_table_t t = table_of(command);
-	if (markdown)
-		opt_print_markdown(stdout, &t);
-	else
-		opt_print_help(stdout, &t);
+	opt_print_help(stdout, &t);
 }
 
 /* What the options cannot say alone: how many TARGETs, and which
@@ -218,13 +213,11 @@ int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_opti
 		parsed.script_arg_count = argc - 1 - rest;
 	}
 	*opt = parsed;
-	if (rc == OPT_HELP) {
-		opt->help = 1;
-		return BP_EXIT_OK;
-	}
-	if (rc != OPT_RUN)
+	opt->help = rc == OPT_HELP;
+	opt->option_table_printed = rc == OPT_TABLE;
+	if (rc == OPT_REFUSED)
 		return BP_EXIT_ERROR;
-	return opt->print_option_table ? BP_EXIT_OK : check_shape(shape, opt);
+	return rc == OPT_RUN ? check_shape(shape, opt) : BP_EXIT_OK;
 }
 
 int bp_cli_catalogue(const bp_options_t *opt, bp_catalogue_t *cat, const char **source)

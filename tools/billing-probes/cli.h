@@ -49,11 +49,11 @@ typedef struct bp_options {
 	int dry_run;        /* trace --dry-run */
 	char **script_args; /* trace: what follows -- */
 	int script_arg_count;
-	const char *stats_dir;  /* top --stats-dir DIR */
-	int once;               /* top --once */
-	double interval;        /* top, slow --interval SECONDS (0: the default) */
-	int follow;             /* slow --follow */
-	int print_option_table; /* --print-option-table */
+	const char *stats_dir;    /* top --stats-dir DIR */
+	int once;                 /* top --once */
+	double interval;          /* top, slow --interval SECONDS (0: the default) */
+	int follow;               /* slow --follow */
+	int option_table_printed; /* --print-option-table: nothing more to do */
 } bp_options_t;
 
 /* The commands, as option_table.h's command bits: which take an option
@@ -77,9 +77,8 @@ typedef struct bp_command_shape {
  * BP_EXIT_ERROR after printing one usage line; opt->help is set when
  * --help was asked for (the rest is then not parsed). */
 int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_options_t *opt);
-/* The options of command, as --help lines or (markdown) as docs/tool.md's
- * table, on stdout. */
-void bp_cli_print_options(unsigned int command, int markdown);
+/* The --help lines of command's options, on stdout. */
+void bp_cli_print_options(unsigned int command);
 /* What the usage text says after the commands' lines. */
 extern const char bp_cli_help[];
 

@@ -119,12 +119,10 @@ int main(int argc, char **argv)
 		return rc;
 	if (opt.help) {
 		printf("usage: billing-probes %s %s\n", cmd->name, cmd->usage);
-		bp_cli_print_options(cmd->shape.command, 0);
+		bp_cli_print_options(cmd->shape.command);
 		return BP_EXIT_OK;
 	}
-	if (opt.print_option_table) {
-		bp_cli_print_options(cmd->shape.command, 1);
+	if (opt.option_table_printed)
 		return BP_EXIT_OK;
-	}
 	return cmd->run(&opt);
 }

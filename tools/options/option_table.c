@@ -14,8 +14,10 @@
 
 /* getopt_long's value for options[0]: above every character it returns. */
 #define FIRST_VAL 256
-/* getopt_long's value for -h and --help. */
+/* getopt_long's value for -h and --help, and for --print-option-table
+ * (below every letter, above getopt's 1 for an operand). */
 #define HELP_VAL 'h'
+#define TABLE_VAL 2
 
 /* The state of one parse: the table, and what each option has had. */
 typedef struct parse {
@@ -260,6 +262,8 @@ static void build_getopt(const opt_table_t *t, struct option *longopts, char *le
 	letters[k] = '\0';
 	longopts[l].name = "help";
 	longopts[l].val = HELP_VAL;
+	longopts[l + 1].name = "print-option-table";
+	longopts[l + 1].val = TABLE_VAL;
 }
 
 /* The entry of short option c for t->command. */
@@ -303,6 +307,9 @@ static int run_getopt(parse_t *p, int argc, char **argv, const struct option *lo
 				return OPT_REFUSED;
 		} else if (c == HELP_VAL) {
 			return print_usage(t);
+		} else if (c == TABLE_VAL) {
+			opt_print_markdown(stdout, t);
+			return OPT_TABLE;
 		} else if (c != '?' && c != ':' && i < t->n) {
 			if (take_given(p, i, short_value(c, optarg, argv)) != 0)
 				return OPT_REFUSED;
@@ -323,7 +330,7 @@ static int run_getopt(parse_t *p, int argc, char **argv, const struct option *lo
 
 int opt_parse(const opt_table_t *t, int argc, char **argv)
 {
-	struct option *longopts = calloc(t->n + 2, sizeof(*longopts));
+	struct option *longopts = calloc(t->n + 3, sizeof(*longopts));
 	char *letters = calloc(2 * t->n + 4, 1);
 	parse_t p = { t, calloc(t->n + 1, 1) };
 	int rc = OPT_RUN;
@@ -370,7 +377,7 @@ static int listed(const opt_table_t *t, const opt_option_t *o)
 void opt_print_help(FILE *out, const opt_table_t *t)
 {
 	char spelled[128];
-	int column = 8;
+	int column = 22; /* "  --print-option-table" */
 	for (size_t i = 0; i < t->n; i++)
 		if (listed(t, &t->options[i])) {
 			int width = 2 + (int)strlen(synopsis(spelled, sizeof spelled, &t->options[i], ""));
@@ -398,6 +405,7 @@ void opt_print_help(FILE *out, const opt_table_t *t)
 			fprintf(out, " (default %s)", o->init);
 		fprintf(out, "\n");
 	}
+	fprintf(out, "  --print-option-table%*sthe options as a markdown table\n", column - 22, "");
 	fprintf(out, "  -h, --help%*sthis text\n", column - 12, "");
 }
 

@@ -72,13 +72,15 @@ typedef struct opt_table {
 
 enum { OPT_RUN = 0,
        OPT_HELP = 1,
+       OPT_TABLE = 2,
        OPT_REFUSED = -1 };
 
 /* Sets each option's default (init), then parses argv[1..] against the
- * table's options for t->command, -h and --help.  Operands go to the
- * entries without a name, in order (see rest for what follows "--").  Returns
- * OPT_RUN; OPT_HELP after printing the usage on stdout when t->usage is
- * set (else the caller prints it); OPT_REFUSED after one error line. */
+ * table's options for t->command, -h, --help and --print-option-table.
+ * Operands go to the entries without a name, in order (see rest for what
+ * follows "--").  Returns OPT_RUN; OPT_HELP after printing the usage on
+ * stdout when t->usage is set (else the caller prints it); OPT_TABLE after
+ * printing the markdown table on stdout; OPT_REFUSED after one error line. */
 int opt_parse(const opt_table_t *t, int argc, char **argv);
 
 /* Whether option o belongs to command (a bit; 0: every command). */
