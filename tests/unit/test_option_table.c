@@ -216,6 +216,10 @@ static void test_flag_with_value_refused(void **state)
 	(void)state;
 	char *argv[] = { "prog", "--verbose=1", NULL };
 	assert_refused(argv, "prog: --verbose takes no value");
+	char *help[] = { "prog", "--help=1", NULL };
+	assert_refused(help, "prog: --help takes no value");
+	char *table[] = { "prog", "--print-option-table=x", NULL };
+	assert_refused(table, "prog: --print-option-table takes no value");
 }
 
 static void test_operand_without_room_refused(void **state)

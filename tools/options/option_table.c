@@ -228,7 +228,9 @@ static void refuse_option(const opt_table_t *t, int c, char **argv)
 			return;
 		}
 	}
-	if (optopt != 0 && optopt < FIRST_VAL)
+	if (optopt != 0 && strncmp(arg, "--", 2) == 0) /* --help=, --print-option-table= */
+		refuse(t, "%.*s takes no value", (int)strcspn(arg, "="), arg);
+	else if (optopt != 0)
 		refuse(t, "unknown option '-%c'", optopt);
 	else
 		refuse(t, "unknown option '%s'", arg);

@@ -38,7 +38,7 @@ typedef struct opt_option {
 	const char *doc;  /* the docs table's markdown; NULL: help */
 	const char *init; /* the default, as typed; --help shows it */
 	int *given;       /* when not NULL: set to 1 when the option is used */
-	char letter;      /* the short option (-p), or 0 */
+	char letter;      /* the short option (-p), or 0; -h is --help's */
 	/* The commands of a program of several that take it (bit i: command
 	 * i of opt_table_t.command); 0: every one. */
 	unsigned int commands;
