@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exporter.h"
 #include "format.h"
 #include "metric_table.h"
 #include "option_table.h"
+#include "report.h"
 #include "stats_source.h"
 
 static int parse_source(const char *text, void *out, char *why, size_t whylen)

@@ -301,7 +301,7 @@ static int run_getopt(parse_t *p, int argc, char **argv, const struct option *lo
 	const opt_table_t *t = p->t;
 	int c;
 	opterr = 0;
-	optind = 0; /* glibc: start afresh, reading letters' "-:" again */
+	optind = 0; /* start afresh (glibc, the BSDs), reading letters' "-:" again */
 	while ((c = getopt_long(argc, argv, letters, longopts, NULL)) != -1) {
 		size_t i = c >= FIRST_VAL ? (size_t)(c - FIRST_VAL) : by_letter(t, c);
 		if (c == 1) {
