@@ -79,7 +79,7 @@ typedef struct bs_lmap {
 		size_t native;   /* its native cells in the row's native block (nnative > 0) */
 	} values[BS_LAYOUT_VALUES];
 	size_t native_cells; /* a row's native cells, every value's together; 0: none */
-	int build_map; /* this build's map of exactly this shape, -1: none */
+	int build_map;       /* this build's map of exactly this shape, -1: none */
 } bs_lmap_t;
 
 typedef struct bs_lfamily {

@@ -128,7 +128,7 @@ static int check_layout(const struct bs_header *h, const bs_layout_t *l, uint64_
 		native += pr->rows[m] * l->maps[m].native_cells;
 	}
 	if (native * 8 != h->native_size || (native && (h->native_offset < native_from || h->native_offset > size ||
-	                                                 size - h->native_offset < h->native_size)))
+	                                                size - h->native_offset < h->native_size)))
 		FAIL("truncated or corrupt: its native buckets do not fit its %llu bytes", (unsigned long long)size);
 	return 0;
 }

@@ -81,7 +81,7 @@ typedef struct bs_segment {
 	size_t native_cap;
 	size_t native_first[BS_MAX_MAPS];
 	int build_sm[BX_MAP_COUNT]; /* this build's map m is the segment's map build_sm[m]; -1: none */
-	bs_read_work_t work; /* of the last reading, refused or not */
+	bs_read_work_t work;        /* of the last reading, refused or not */
 } bs_segment_t;
 
 /* Row r (< nrows[m]) of this build's map m. */
