@@ -203,7 +203,7 @@ int bp_cmd_slow(const bp_options_t *opt)
 		bp_error("slow", "out of memory");
 		return BP_EXIT_ERROR;
 	}
-	if (top_target_open(&st->t, opt->target_count ? opt->targets[0] : NULL, opt->stats_dir, err, sizeof err) != 0) {
+	if (top_target_find(&st->t, opt->target_count ? opt->targets[0] : NULL, opt->stats_dir, err, sizeof err) != 0) {
 		bp_error("slow", err);
 		free(st);
 		return BP_EXIT_ERROR;
