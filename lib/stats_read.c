@@ -528,8 +528,10 @@ int bs_slow_thresholds_read_fd(int fd, bs_slow_thresholds_t *out, char *err, siz
 	struct bs_trail_ring ring;
 	bs_read_work_t work;
 	memset(out, 0, sizeof *out);
-	if (fd_src(fd, &s, &work, err, errlen) != 0)
+	if (fd_src(fd, &s, &work, err, errlen) != 0 || read_header(&s, &h, err, errlen) != 0)
 		return -1;
+	if (h.trail_offset == 0)
+		return 1;
 	return read_ring(&s, &h, &ring, out, err, errlen);
 }
 

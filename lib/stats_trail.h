@@ -122,8 +122,9 @@ int bs_trails_read_fd(int fd, uint64_t since, bs_trails_t *out, char *err, size_
 void bs_trails_free(bs_trails_t *t);
 
 /* The thresholds of the segment open at fd (its header and its ring's
- * checked as bs_trails_read_fd checks them), no trail read.  0, or -1
- * with a one-line reason in err. */
+ * checked as bs_trails_read_fd checks them), no trail read.  0; 1 when
+ * the segment keeps no trails (out: default_ns 0, no handler); -1 with a
+ * one-line reason in err. */
 int bs_slow_thresholds_read_fd(int fd, bs_slow_thresholds_t *out, char *err, size_t errlen);
 
 #endif /* BILLING_STATS_TRAIL_H */

@@ -40,6 +40,8 @@ HANDLERS = {"payment.authorize": (100, "<=5ms", "<=100ms", "<=250ms"),
 # of invoice.create's (0.4 ms, billing.d's 250 ms); refund.create's are
 # not timed ("-")
 OVERRIDE = "payment.authorize=100ms"
+# lib/stats_segment.h: the header's trail_offset, after map_cells[]
+TRAIL_OFFSET = struct.calcsize("<8sIIQQIIQIIIIQQQQQQQII") + 32 * 4 + 32 * 4 * 4 + 32 * 8 + 32 * 4
 SLOW = {OVERRIDE: 5, None: 1}
 APPROVED = "80.0%"
 
@@ -148,6 +150,20 @@ try:
                   *once(["--stats-dir", tmp], 1, w, also=[other]), 1, SLOW[OVERRIDE] + SLOW[None], 2)
     other.end()
     os.unlink(other.segment)
+
+    # a segment that keeps no trails (trail_offset 0) publishes no
+    # thresholds: its slow counts are unknown, not 0
+    bare = tempfile.mkdtemp(prefix="bp-top-bare-")
+    data = bytearray(open(w.segment, "rb").read())
+    struct.pack_into("<Q", data, TRAIL_OFFSET, 0)
+    with open(os.path.join(bare, "1.stats"), "wb") as f:
+        f.write(data)
+    os.chmod(os.path.join(bare, "1.stats"), 0o600)
+    rc, out, err = run(["top", "--once", "--interval", "0.1", "--stats-dir", bare])
+    f = parse(out)
+    check(rc == 0 and f.get("payment.authorize", [])[2:4] == ["unknown", "-"],
+          "a segment without trails: slow unknown (%d %r %r)" % (rc, f.get("payment.authorize"), err))
+    shutil.rmtree(bare)
 
     # no root: a service user's process, read by that user from its own
     # /dev/shm/billing-stats-UID (as root, a user of its own; else ourselves)

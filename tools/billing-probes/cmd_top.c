@@ -2,8 +2,10 @@
  * cmd_top.c -- `billing-probes top PID | --stats-dir DIR`: a live view of
  * a service's stats segments, in the manner of varnishstat.  Each
  * interval shows what happened in it: invoices, payments (approved %),
- * refunds and errors per second, and per handler requests per second with
- * p50/p95/p99 from the duration histogram's bucket deltas.  A percentile
+ * refunds and errors per second, and per handler requests and slow
+ * requests per second with p50/p95/p99 from the duration histogram's
+ * bucket deltas (slow: over the threshold the segment publishes, always a
+ * bucket bound, so the count is exact; top_sample.c).  A percentile
  * is shown as the upper bound of the bucket it falls in ("<=250ms"):
  * that much is certain, where a figure interpolated inside the bucket is
  * a guess.  No root: read access to the segments is enough.
@@ -125,7 +127,7 @@ static double rate(uint64_t n, double seconds)
 
 /* A handler's slow requests in the interval and per second: "- -"
  * without durations (requests the service does not time are not judged),
- * "unknown -" when a folded row's threshold cannot be told. */
+ * "unknown -" when a row's threshold cannot be told (top_sample.c). */
 static void slow_figures(const top_sample_t *s, const top_handler_t *h, double seconds, char *out, size_t n)
 {
 	uint64_t observed = 0;

@@ -154,14 +154,15 @@ static int other_by_default(const bs_segment_t *seg, int sm, int f, const bs_slo
 	return 1;
 }
 
-/* Row's observations over its handler's threshold into h (or h marked
- * unknown).  -1 when the threshold is no bound of the buckets: a writer
+/* Row's observations over its handler's threshold into h, or h marked
+ * unknown: a segment without trails publishes no thresholds, and a folded
+ * row's may not be the default.  -1 when the threshold is no bound of the buckets: a writer
  * publishes no such threshold. */
 static int add_slow(const bs_segment_t *seg, int sm, int f, const bs_read_row_t *row, const bs_lquantity_t *q,
                     size_t cell, const bs_slow_thresholds_t *th, top_handler_t *h, char *err, size_t errlen)
 {
 	int named = f >= 0 && row->state[f] == BS_FIELD_VALUE;
-	if (!named && !other_by_default(seg, sm, f, th)) {
+	if (th->default_ns == 0 || (!named && !other_by_default(seg, sm, f, th))) { /* no thresholds published */
 		h->slow_unknown = 1;
 		return 0;
 	}
@@ -258,7 +259,7 @@ static int read_process(const top_target_t *t, bs_segment_t *seg, top_sample_t *
 	int fd = top_segment_open(p->dir, p->name, t->user, BX_OWNER_ONLY, &st, err, errlen);
 	if (fd < 0)
 		return -1;
-	int rc = bs_read_fd(fd, seg, why, sizeof why) != 0 || bs_slow_thresholds_read_fd(fd, &th, why, sizeof why) != 0;
+	int rc = bs_read_fd(fd, seg, why, sizeof why) != 0 || bs_slow_thresholds_read_fd(fd, &th, why, sizeof why) < 0;
 	close(fd);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s/%s: %s", p->dir, p->name, why);
@@ -309,7 +310,7 @@ static int read_dir(const top_target_t *t, bs_segment_t *seg, top_sample_t *s, c
 			break;
 		}
 		bs_slow_thresholds_t th;
-		if (bs_read_fd(fd, seg, why, sizeof why) != 0 || bs_slow_thresholds_read_fd(fd, &th, why, sizeof why) != 0) {
+		if (bs_read_fd(fd, seg, why, sizeof why) != 0 || bs_slow_thresholds_read_fd(fd, &th, why, sizeof why) < 0) {
 			snprintf(err, errlen, "%s/%s: %s", t->dir, names[i], why);
 			rc = -1;
 		} else

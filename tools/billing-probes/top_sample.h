@@ -25,7 +25,7 @@ typedef struct top_handler {
 	uint64_t requests;                      /* request-done fires */
 	uint64_t buckets[BS_LAYOUT_BOUNDS + 1]; /* duration observations per bucket, the last +Inf */
 	uint64_t slow;                          /* observations over the handler's threshold (its segment's) */
-	int slow_unknown;                       /* 1: a row's threshold cannot be told (a folded row, see top_sample.c) */
+	int slow_unknown;                       /* 1: a row's threshold cannot be told (top_sample.c) */
 } top_handler_t;
 
 /* One reading of a target: counters since each segment's start. */
