@@ -187,9 +187,12 @@ static void bounds_text(char *out, size_t outlen)
 	size_t o = 0;
 	out[0] = '\0';
 	for (size_t b = 0; b < NBOUNDS && o < outlen; b++) {
-		uint64_t ns = duration_bounds[b];
-		const char *unit = ns % 1000000000u == 0 ? "s" : ns % 1000000u == 0 ? "ms" : "us";
-		uint64_t n = ns % 1000000000u == 0 ? ns / 1000000000u : ns % 1000000u == 0 ? ns / 1000000u : ns / 1000u;
+		uint64_t ns = duration_bounds[b], n = ns / 1000u;
+		const char *unit = "us";
+		if (ns % 1000000000u == 0)
+			n = ns / 1000000000u, unit = "s";
+		else if (ns % 1000000u == 0)
+			n = ns / 1000000u, unit = "ms";
 		o += (size_t)snprintf(out + o, outlen - o, "%s%llu%s", b ? " " : "", (unsigned long long)n, unit);
 	}
 }

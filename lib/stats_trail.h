@@ -25,13 +25,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BS_TRAIL_RECORDS 128 /* trails a segment keeps */
-#define BS_TRAIL_EVENTS 32   /* events of one trail, request-done included */
-#define BS_TRAIL_INTS 4      /* integer arguments an event keeps */
-#define BS_TRAIL_STRS 2      /* string arguments an event keeps */
-#define BS_TRAIL_STR 24      /* bytes of one, NUL included: longer ones are cut (and marked) */
-#define BS_TRAIL_HANDLER 32  /* bytes of a trail's handler, NUL included */
-#define BS_TRAIL_KINDS 64    /* probes an event may be (the description's "trail" lines) */
+#define BS_TRAIL_RECORDS 128   /* trails a segment keeps */
+#define BS_TRAIL_EVENTS 32     /* events of one trail, request-done included */
+#define BS_TRAIL_INTS 4        /* integer arguments an event keeps */
+#define BS_TRAIL_STRS 2        /* string arguments an event keeps */
+#define BS_TRAIL_STR 24        /* bytes of one, NUL included: longer ones are cut (and marked) */
+#define BS_TRAIL_HANDLER 32    /* bytes of a trail's handler, NUL included */
+#define BS_TRAIL_KINDS 64      /* probes an event may be (the description's "trail" lines) */
 #define BS_TRAIL_THRESHOLDS 32 /* per-handler thresholds: billing.d's (at most 16) and BILLING_STATS_SLOW's (16) */
 
 /* One event: a probe fired for the request, its arguments as the
@@ -72,14 +72,14 @@ struct bs_trail_threshold {
  * never changed: a reader counts slow requests from the duration buckets
  * by them (each is a bound of the buckets: the writer takes no other). */
 struct bs_trail_ring {
-	uint32_t records;        /* BS_TRAIL_RECORDS */
-	uint32_t record_size;    /* sizeof(struct bs_trail) */
-	uint64_t committed;      /* trails committed in all: the ring holds the last `records` */
-	uint64_t untracked;      /* requests not followed: every place for open requests taken */
+	uint32_t records;         /* BS_TRAIL_RECORDS */
+	uint32_t record_size;     /* sizeof(struct bs_trail) */
+	uint64_t committed;       /* trails committed in all: the ring holds the last `records` */
+	uint64_t untracked;       /* requests not followed: every place for open requests taken */
 	uint64_t slow_default_ns; /* a handler's threshold when threshold[] does not name it */
-	uint32_t nthresholds;    /* threshold[0 .. nthresholds) */
-	uint32_t trails_off;     /* 1: BILLING_STATS_SLOW=off, no trails kept (slow is still judged by these) */
-	uint64_t reserved[3];    /* to 64 bytes */
+	uint32_t nthresholds;     /* threshold[0 .. nthresholds) */
+	uint32_t trails_off;      /* 1: BILLING_STATS_SLOW=off, no trails kept (slow is still judged by these) */
+	uint64_t reserved[3];     /* to 64 bytes */
 	struct bs_trail_threshold threshold[BS_TRAIL_THRESHOLDS];
 };
 
@@ -100,16 +100,16 @@ uint64_t bs_slow_threshold_of(const bs_slow_thresholds_t *t, const char *handler
 
 /* A segment's trails as one reading found them, oldest first. */
 typedef struct bs_trails {
-	uint64_t committed;             /* in all, ever */
-	uint64_t untracked;             /* requests not followed */
-	uint64_t first;                 /* the first trail looked at: those before it are gone (overwritten) or were read */
-	size_t count;                   /* trails[0 .. count) */
-	size_t skipped;                 /* records not whole or not valid in this reading: left out */
-	struct bs_trail *trails;        /* owned: bs_trails_free() */
-	const struct bs_layout *layout; /* the segment's description: kinds[] names each event's probe and
-	                                 * arguments (a reference: bs_trails_free() drops it) */
+	uint64_t committed;              /* in all, ever */
+	uint64_t untracked;              /* requests not followed */
+	uint64_t first;                  /* the first trail looked at: those before it are gone (overwritten) or were read */
+	size_t count;                    /* trails[0 .. count) */
+	size_t skipped;                  /* records not whole or not valid in this reading: left out */
+	struct bs_trail *trails;         /* owned: bs_trails_free() */
+	const struct bs_layout *layout;  /* the segment's description: kinds[] names each event's probe and
+	                                  * arguments (a reference: bs_trails_free() drops it) */
 	bs_slow_thresholds_t thresholds; /* what its trails were judged by */
-	uint32_t pid;                   /* the writer, as its header says (check it against /proc) */
+	uint32_t pid;                    /* the writer, as its header says (check it against /proc) */
 	uint64_t start_time;
 } bs_trails_t;
 
