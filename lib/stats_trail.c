@@ -55,19 +55,18 @@ static void judge_by(const bs_settings_t *s)
 	judged.slow_default_ns = s->slow_default_ns ? s->slow_default_ns : bs_slow_default_ns_;
 	judged.trails_off = s->slow_off != 0;
 	judged.nthresholds = 0;
-	for (size_t i = 0; i < bs_slow_nhandlers_ + s->nslow; i++) {
-		const char *handler = i < bs_slow_nhandlers_ ? bs_slow_handlers_[i].handler : s->slow[i - bs_slow_nhandlers_].handler;
-		uint64_t ns = i < bs_slow_nhandlers_ ? bs_slow_handlers_[i].ns : s->slow[i - bs_slow_nhandlers_].ns;
+	/* BILLING_STATS_SLOW's first, then billing.d's: the first of a handler counts */
+	for (size_t i = 0; i < s->nslow + bs_slow_nhandlers_; i++) {
+		const char *handler = i < s->nslow ? s->slow[i].handler : bs_slow_handlers_[i - s->nslow].handler;
+		uint64_t ns = i < s->nslow ? s->slow[i].ns : bs_slow_handlers_[i - s->nslow].ns;
 		uint32_t k = 0;
 		while (k < judged.nthresholds && strcmp(judged.threshold[k].handler, handler) != 0)
 			k++;
-		if (k == BS_TRAIL_THRESHOLDS) /* room for billing.d's 16 and BILLING_STATS_SLOW's 16 */
-			break;
-		if (k == judged.nthresholds) {
-			snprintf(judged.threshold[k].handler, sizeof judged.threshold[k].handler, "%s", handler);
-			judged.nthresholds++;
-		}
+		if (k < judged.nthresholds || k == BS_TRAIL_THRESHOLDS) /* room for 16 of each (metrics.py, stats_settings.h) */
+			continue;
+		snprintf(judged.threshold[k].handler, sizeof judged.threshold[k].handler, "%s", handler);
 		judged.threshold[k].ns = ns;
+		judged.nthresholds++;
 	}
 }
 

@@ -4,8 +4,9 @@
 (PID and --stats-dir), zeros for an idle interval, a target that exits
 refused, bad targets refused in one line.  The slow count per handler:
 payment.authorize's over 100 ms by BILLING_STATS_SLOW (5 a batch), over
-billing.d's 250 ms without it (1 a batch), two segments of each summed
-by --stats-dir, and as many as the trails `billing-probes slow` prints.
+billing.d's 250 ms without it (1 a batch) and with the trails off, two
+segments of each summed by --stats-dir, and as many as the trails
+`billing-probes slow` prints; unknown for a segment without trails.
 `slow PID` reads only the trails: a segment whose metrics part top
 refuses still shows them.  A real terminal (tmux): the
 screen shows the figures, p pauses (the screen stops changing while the
@@ -42,7 +43,7 @@ HANDLERS = {"payment.authorize": (100, "<=5ms", "<=100ms", "<=250ms"),
 OVERRIDE = "payment.authorize=100ms"
 # lib/stats_segment.h: the header's trail_offset, after map_cells[]
 TRAIL_OFFSET = struct.calcsize("<8sIIQQIIQIIIIQQQQQQQII") + 32 * 4 + 32 * 4 * 4 + 32 * 8 + 32 * 4
-SLOW = {OVERRIDE: 5, None: 1}
+SLOW = {OVERRIDE: 5, None: 1, "off": 1}  # off: no trails, billing.d's thresholds still judge
 APPROVED = "80.0%"
 
 
@@ -150,6 +151,14 @@ try:
                   *once(["--stats-dir", tmp], 1, w, also=[other]), 1, SLOW[OVERRIDE] + SLOW[None], 2)
     other.end()
     os.unlink(other.segment)
+
+    # BILLING_STATS_SLOW=off: no trails kept, slow still counted by billing.d's
+    off = Workload(tmp, slow="off")
+    check_figures("top PID --once, BILLING_STATS_SLOW=off", *once([str(off.p.pid)], 1, off), 1, SLOW["off"])
+    rc, got, err = trail_counts([str(off.p.pid)])
+    check(rc == 0 and got == {}, "BILLING_STATS_SLOW=off: no trails (%d %r %r)" % (rc, got, err))
+    off.end()
+    os.unlink(off.segment)
 
     # a segment that keeps no trails (trail_offset 0) publishes no
     # thresholds: its slow counts are unknown, not 0
