@@ -481,7 +481,7 @@ static int read_thresholds(const struct bs_trail_ring *ring, bs_slow_thresholds_
 			FAIL("its trails' threshold %u is corrupt (a handler without its end, empty, or 0 ns)", i);
 		for (uint32_t k = 0; k < i; k++)
 			if (strcmp(ring->threshold[k].handler, t->handler) == 0)
-				FAIL("its trails' thresholds name handler %s twice", t->handler);
+				FAIL("its trails' thresholds %u and %u name one handler", k, i);
 	}
 	out->default_ns = ring->slow_default_ns;
 	out->trails_off = (int)ring->trails_off;

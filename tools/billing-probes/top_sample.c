@@ -156,13 +156,13 @@ static int other_by_default(const bs_segment_t *seg, int sm, int f, const bs_slo
 
 /* Row's observations over its handler's threshold into h, or h marked
  * unknown: a segment without trails publishes no thresholds, and a folded
- * row's may not be the default.  -1 when the threshold is no bound of the buckets: a writer
- * publishes no such threshold. */
+ * row's may not be the default.  -1 when the threshold is no bound of the
+ * buckets: a writer publishes no such threshold. */
 static int add_slow(const bs_segment_t *seg, int sm, int f, const bs_read_row_t *row, const bs_lquantity_t *q,
                     size_t cell, const bs_slow_thresholds_t *th, top_handler_t *h, char *err, size_t errlen)
 {
 	int named = f >= 0 && row->state[f] == BS_FIELD_VALUE;
-	if (th->default_ns == 0 || (!named && !other_by_default(seg, sm, f, th))) { /* no thresholds published */
+	if (th->default_ns == 0 || (!named && !other_by_default(seg, sm, f, th))) {
 		h->slow_unknown = 1;
 		return 0;
 	}
