@@ -172,6 +172,15 @@ try:
     f = parse(out)
     check(rc == 0 and f.get("payment.authorize", [])[2:4] == ["unknown", "-"],
           "a segment without trails: slow unknown (%d %r %r)" % (rc, f.get("payment.authorize"), err))
+    # a threshold between bounds (no writer publishes one): refused
+    data = bytearray(open(w.segment, "rb").read())
+    ring = struct.unpack_from("<Q", data, TRAIL_OFFSET)[0]
+    struct.pack_into("<Q", data, ring + 24, 200000000)  # the ring's slow_default_ns
+    with open(os.path.join(bare, "1.stats"), "wb") as f:
+        f.write(data)
+    rc, out, err = run(["top", "--once", "--interval", "0.1", "--stats-dir", bare])
+    check(rc == 2 and "no bound" in err and "invoices" not in out and len(err.splitlines()) == 1,
+          "a published threshold that is no bucket bound: refused in one line (%d %r)" % (rc, err))
     shutil.rmtree(bare)
 
     # no root: a service user's process, read by that user from its own
