@@ -25,7 +25,6 @@ import struct
 import subprocess
 import tempfile
 import threading
-import time
 
 import statstest as st
 from statstest import bt
@@ -224,7 +223,8 @@ try:
     lines = []
     reader = threading.Thread(target=lambda: lines.extend(f.stdout), daemon=True)
     reader.start()
-    time.sleep(0.5)  # its first reading: an empty directory
+    # its first reading, of an empty directory, before the burst
+    bt.wait_for("--follow's first reading", lambda: any(s.startswith("# ") for s in lines), timeout=30)
     burst(d, prefix, 1, 300, 0)
 
     def seen():

@@ -217,6 +217,11 @@ int bp_cmd_slow(const bp_options_t *opt)
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
 		double interval = opt->interval > 0 ? opt->interval : 1;
+		/* said once the first reading is printed: what follows is new */
+		bp_printf_escaped(stdout, "# %s: the trails held printed; new ones every %g s",
+		                  opt->target_count ? opt->targets[0] : opt->stats_dir, interval);
+		printf("\n");
+		fflush(stdout);
 		while (!stop && left_out >= 0) {
 			struct timespec ts = { (time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9) };
 			nanosleep(&ts, NULL);
