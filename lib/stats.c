@@ -347,8 +347,7 @@ static int create_segment(void)
 	}
 	memcpy(p + desc_off, billing_stats_desc_, desc_size);
 	struct bs_trail_ring *ring = (struct bs_trail_ring *)(p + trail_off);
-	ring->records = BS_TRAIL_RECORDS;
-	ring->record_size = sizeof(struct bs_trail);
+	bs_trail_ring_init_(ring);
 	h->trail_offset = trail_off;
 	h->native_offset = native_size ? native_off : 0;
 	h->native_size = native_size;

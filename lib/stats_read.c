@@ -500,29 +500,90 @@ static int trail_valid(const struct bs_trail *t, uint64_t n, const bs_layout_t *
 	return 1;
 }
 
-int bs_trails_read_fd(int fd, uint64_t since, bs_trails_t *out, char *err, size_t errlen)
+uint64_t bs_slow_threshold_of(const bs_slow_thresholds_t *t, const char *handler)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (strcmp(t->handler[i].handler, handler) == 0)
+			return t->handler[i].ns;
+	return t->default_ns;
+}
+
+/* The ring's thresholds into out: a threshold 0 or a handler without its
+ * end, empty or named twice is not as a writer writes it. */
+static int read_thresholds(const struct bs_trail_ring *ring, bs_slow_thresholds_t *out, char *err, size_t errlen)
+{
+	if (ring->slow_default_ns == 0 || ring->nthresholds > BS_TRAIL_THRESHOLDS || ring->trails_off > 1)
+		FAIL("its trails' thresholds are corrupt (default %llu ns, %u handlers; this reader reads up to %d)",
+		     (unsigned long long)ring->slow_default_ns, ring->nthresholds, BS_TRAIL_THRESHOLDS);
+	for (uint32_t i = 0; i < ring->nthresholds; i++) {
+		const struct bs_trail_threshold *t = &ring->threshold[i];
+		if (!memchr(t->handler, '\0', sizeof t->handler) || !t->handler[0] || t->ns == 0)
+			FAIL("its trails' threshold %u is corrupt (a handler without its end, empty, or 0 ns)", i);
+		for (uint32_t k = 0; k < i; k++)
+			if (strcmp(ring->threshold[k].handler, t->handler) == 0)
+				FAIL("its trails' thresholds %u and %u name one handler", k, i);
+	}
+	out->default_ns = ring->slow_default_ns;
+	out->trails_off = (int)ring->trails_off;
+	out->n = ring->nthresholds;
+	memcpy(out->handler, ring->threshold, out->n * sizeof out->handler[0]);
+	return 0;
+}
+
+/* The header and the trails' ring header of the segment open at fd,
+ * checked. */
+static int read_ring(const src_t *s, struct bs_header *h, struct bs_trail_ring *ring, bs_slow_thresholds_t *th,
+                     char *err, size_t errlen)
+{
+	if (read_header(s, h, err, errlen) != 0)
+		return -1;
+	if (h->trail_offset == 0)
+		FAIL("the segment keeps no trails");
+	if (get(s, h->trail_offset, ring, sizeof *ring) != 0 || h->trail_offset % 64 ||
+	    s->size - h->trail_offset < BS_TRAIL_RING_SIZE)
+		FAIL("truncated in its trails (%llu bytes)", (unsigned long long)s->size);
+	if (ring->records != BS_TRAIL_RECORDS || ring->record_size != sizeof(struct bs_trail))
+		FAIL("its trails' ring holds %u records of %u bytes; this reader reads %u of %zu", ring->records,
+		     ring->record_size, BS_TRAIL_RECORDS, sizeof(struct bs_trail));
+	return read_thresholds(ring, th, err, errlen);
+}
+
+/* A file descriptor as a source: a regular file. */
+static int fd_src(int fd, src_t *s, bs_read_work_t *work, char *err, size_t errlen)
 {
 	struct stat st;
-	struct bs_header h;
-	struct bs_trail_ring ring;
-	bs_read_work_t work;
-	memset(out, 0, sizeof *out);
-	memset(&work, 0, sizeof work);
+	memset(work, 0, sizeof *work);
 	if (fstat(fd, &st) != 0)
 		FAIL("%s", strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		FAIL("not a regular file");
-	src_t s = { fd, NULL, (uint64_t)st.st_size, (uint64_t)st.st_blocks * 512, &work };
-	if (read_header(&s, &h, err, errlen) != 0)
+	*s = (src_t){ fd, NULL, (uint64_t)st.st_size, (uint64_t)st.st_blocks * 512, work };
+	return 0;
+}
+
+int bs_slow_thresholds_read_fd(int fd, bs_slow_thresholds_t *out, char *err, size_t errlen)
+{
+	src_t s;
+	struct bs_header h;
+	struct bs_trail_ring ring;
+	bs_read_work_t work;
+	memset(out, 0, sizeof *out);
+	if (fd_src(fd, &s, &work, err, errlen) != 0 || read_header(&s, &h, err, errlen) != 0)
 		return -1;
 	if (h.trail_offset == 0)
-		FAIL("the segment keeps no trails");
-	if (get(&s, h.trail_offset, &ring, sizeof ring) != 0 || h.trail_offset % 64 ||
-	    s.size - h.trail_offset < BS_TRAIL_RING_SIZE)
-		FAIL("truncated in its trails (%llu bytes)", (unsigned long long)s.size);
-	if (ring.records != BS_TRAIL_RECORDS || ring.record_size != sizeof(struct bs_trail))
-		FAIL("its trails' ring holds %u records of %u bytes; this reader reads %u of %zu", ring.records,
-		     ring.record_size, BS_TRAIL_RECORDS, sizeof(struct bs_trail));
+		return 1;
+	return read_ring(&s, &h, &ring, out, err, errlen);
+}
+
+int bs_trails_read_fd(int fd, uint64_t since, bs_trails_t *out, char *err, size_t errlen)
+{
+	src_t s;
+	struct bs_header h;
+	struct bs_trail_ring ring;
+	bs_read_work_t work;
+	memset(out, 0, sizeof *out);
+	if (fd_src(fd, &s, &work, err, errlen) != 0 || read_ring(&s, &h, &ring, &out->thresholds, err, errlen) != 0)
+		return -1;
 	bs_layout_t *l = read_layout(&s, &h, err, errlen);
 	if (!l)
 		return -1;

@@ -3,6 +3,8 @@
  */
 #include "stats_settings.h"
 
+#include "billing_metrics_layout.h"
+
 #include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +167,36 @@ static uint64_t threshold_ns(const char *v, size_t n)
 	return (uint64_t)count * unit;
 }
 
+static const uint64_t duration_bounds[] = { BX_DURATION_NS_BOUND_LIST };
+enum { NBOUNDS = sizeof duration_bounds / sizeof duration_bounds[0] };
+
+/* A threshold must be a bound of the duration buckets: a reader counts
+ * the requests over it from the buckets, exactly only at a bound (and
+ * the SLO rules count the same bucket). */
+static int is_bound(uint64_t ns)
+{
+	for (size_t b = 0; b < NBOUNDS; b++)
+		if (duration_bounds[b] == ns)
+			return 1;
+	return 0;
+}
+
+/* The bounds as BILLING_STATS_SLOW takes them: "500us 1ms ... 10s". */
+static void bounds_text(char *out, size_t outlen)
+{
+	size_t o = 0;
+	out[0] = '\0';
+	for (size_t b = 0; b < NBOUNDS && o < outlen; b++) {
+		uint64_t ns = duration_bounds[b], n = ns / 1000u;
+		const char *unit = "us";
+		if (ns % 1000000000u == 0)
+			n = ns / 1000000000u, unit = "s";
+		else if (ns % 1000000u == 0)
+			n = ns / 1000000u, unit = "ms";
+		o += (size_t)snprintf(out + o, outlen - o, "%s%llu%s", b ? " " : "", (unsigned long long)n, unit);
+	}
+}
+
 static void read_slow(bs_settings_t *s, const char *v)
 {
 	if (strcmp(v, "off") == 0) {
@@ -177,11 +209,15 @@ static void read_slow(bs_settings_t *s, const char *v)
 		const char *eq = memchr(item, '=', n);
 		size_t name = eq ? (size_t)(eq - item) : 0;
 		uint64_t ns = eq ? threshold_ns(eq + 1, n - name - 1) : threshold_ns(item, n);
-		if (!ns || (eq && (name == 0 || name >= sizeof t.slow[0].handler || t.nslow == BS_SLOW_OVERRIDES)) ||
+		if (!is_bound(ns) || (eq && (name == 0 || name >= sizeof t.slow[0].handler || t.nslow == BS_SLOW_OVERRIDES)) ||
 		    (!eq && t.slow_default_ns)) {
-			say_value(PREFIX "_SLOW", v,
-			          "not off or a list of THRESHOLD and HANDLER=THRESHOLD (a whole number of ms, or with "
-			          "a unit us, ms or s; up to 16 handlers of 31 bytes): billing.d's thresholds used");
+			char what[512], bounds[256];
+			bounds_text(bounds, sizeof bounds);
+			snprintf(what, sizeof what,
+			         "not off or a list of THRESHOLD and HANDLER=THRESHOLD (each a bound of the duration buckets: "
+			         "%s; up to 16 handlers of 31 bytes): billing.d's thresholds used",
+			         bounds);
+			say_value(PREFIX "_SLOW", v, what);
 			return;
 		}
 		if (eq) {

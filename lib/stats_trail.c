@@ -44,6 +44,39 @@ static int trails_on; /* set once, before any event: BILLING_STATS_SLOW is not "
  * Elsewhere events read the monotonic clock. */
 static uint64_t calibrated_ns, calibrated_ticks; /* both clocks read at the start */
 
+/* The thresholds requests are judged by, set once before any event:
+ * billing.d's, BILLING_STATS_SLOW's over them.  The segment publishes
+ * these very values (bs_trail_ring_init_), so a reader's slow count and
+ * the trails agree. */
+static struct bs_trail_ring judged;
+
+static void judge_by(const bs_settings_t *s)
+{
+	judged.slow_default_ns = s->slow_default_ns ? s->slow_default_ns : bs_slow_default_ns_;
+	judged.trails_off = s->slow_off != 0;
+	judged.nthresholds = 0;
+	/* BILLING_STATS_SLOW's first, then billing.d's: the first of a handler counts */
+	for (size_t i = 0; i < s->nslow + bs_slow_nhandlers_; i++) {
+		const char *handler = i < s->nslow ? s->slow[i].handler : bs_slow_handlers_[i - s->nslow].handler;
+		uint64_t ns = i < s->nslow ? s->slow[i].ns : bs_slow_handlers_[i - s->nslow].ns;
+		uint32_t k = 0;
+		while (k < judged.nthresholds && strcmp(judged.threshold[k].handler, handler) != 0)
+			k++;
+		if (k < judged.nthresholds || k == BS_TRAIL_THRESHOLDS) /* room for 16 of each (metrics.py, stats_settings.h) */
+			continue;
+		snprintf(judged.threshold[k].handler, sizeof judged.threshold[k].handler, "%s", handler);
+		judged.threshold[k].ns = ns;
+		judged.nthresholds++;
+	}
+}
+
+void bs_trail_ring_init_(struct bs_trail_ring *ring)
+{
+	*ring = judged;
+	ring->records = BS_TRAIL_RECORDS;
+	ring->record_size = sizeof(struct bs_trail);
+}
+
 /* Nanoseconds per tick of the time-stamp counter, over the time since the
  * trails started: read only for a request that may be slow. */
 static double tsc_ns_per_tick(void)
@@ -69,6 +102,7 @@ void bs_trail_prepare_(const bs_settings_t *s)
 	calibrated_ns = bs_now_ns_(CLOCK_MONOTONIC);
 	calibrated_ticks = bs_trail_ticks_();
 #endif
+	judge_by(s);
 	__atomic_store_n(&trails_on, !s->slow_off, __ATOMIC_RELEASE);
 }
 
@@ -162,14 +196,10 @@ void bs_trail_start_(uint64_t id, const char *handler, const bs_trail_fire_t *f)
 
 static uint64_t threshold_of(const char *handler)
 {
-	const bs_settings_t *s = bs_settings_();
-	for (size_t i = 0; i < s->nslow; i++)
-		if (strcmp(s->slow[i].handler, handler) == 0)
-			return s->slow[i].ns;
-	for (size_t i = 0; i < bs_slow_nhandlers_; i++)
-		if (strcmp(bs_slow_handlers_[i].handler, handler) == 0)
-			return bs_slow_handlers_[i].ns;
-	return s->slow_default_ns ? s->slow_default_ns : bs_slow_default_ns_;
+	for (uint32_t i = 0; i < judged.nthresholds; i++)
+		if (strcmp(judged.threshold[i].handler, handler) == 0)
+			return judged.threshold[i].ns;
+	return judged.slow_default_ns;
 }
 
 /* Copy request r (id) into the ring's next record. */

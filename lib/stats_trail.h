@@ -25,13 +25,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BS_TRAIL_RECORDS 128 /* trails a segment keeps */
-#define BS_TRAIL_EVENTS 32   /* events of one trail, request-done included */
-#define BS_TRAIL_INTS 4      /* integer arguments an event keeps */
-#define BS_TRAIL_STRS 2      /* string arguments an event keeps */
-#define BS_TRAIL_STR 24      /* bytes of one, NUL included: longer ones are cut (and marked) */
-#define BS_TRAIL_HANDLER 32  /* bytes of a trail's handler, NUL included */
-#define BS_TRAIL_KINDS 64    /* probes an event may be (the description's "trail" lines) */
+#define BS_TRAIL_RECORDS 128   /* trails a segment keeps */
+#define BS_TRAIL_EVENTS 32     /* events of one trail, request-done included */
+#define BS_TRAIL_INTS 4        /* integer arguments an event keeps */
+#define BS_TRAIL_STRS 2        /* string arguments an event keeps */
+#define BS_TRAIL_STR 24        /* bytes of one, NUL included: longer ones are cut (and marked) */
+#define BS_TRAIL_HANDLER 32    /* bytes of a trail's handler, NUL included */
+#define BS_TRAIL_KINDS 64      /* probes an event may be (the description's "trail" lines) */
+#define BS_TRAIL_THRESHOLDS 32 /* per-handler thresholds: billing.d's (at most 16) and BILLING_STATS_SLOW's (16) */
 
 /* One event: a probe fired for the request, its arguments as the
  * description's "trail" line of that probe names them. */
@@ -59,30 +60,56 @@ struct bs_trail {
 	struct bs_trail_event events[BS_TRAIL_EVENTS];
 };
 
-/* The ring's header, at bs_header.trail_offset, records after it. */
+/* A handler's threshold as the writer judges it. */
+struct bs_trail_threshold {
+	char handler[BS_TRAIL_HANDLER]; /* NUL-terminated, not empty */
+	uint64_t ns;
+};
+
+/* The ring's header, at bs_header.trail_offset, records after it.  The
+ * thresholds are the writer's own (billing.d's with BILLING_STATS_SLOW
+ * over them), written with the header before the segment's magic and
+ * never changed: a reader counts slow requests from the duration buckets
+ * by them (each is a bound of the buckets: the writer takes no other). */
 struct bs_trail_ring {
-	uint32_t records;     /* BS_TRAIL_RECORDS */
-	uint32_t record_size; /* sizeof(struct bs_trail) */
-	uint64_t committed;   /* trails committed in all: the ring holds the last `records` */
-	uint64_t untracked;   /* requests not followed: every place for open requests taken */
-	uint64_t reserved[5]; /* to 64 bytes */
+	uint32_t records;         /* BS_TRAIL_RECORDS */
+	uint32_t record_size;     /* sizeof(struct bs_trail) */
+	uint64_t committed;       /* trails committed in all: the ring holds the last `records` */
+	uint64_t untracked;       /* requests not followed: every place for open requests taken */
+	uint64_t slow_default_ns; /* a handler's threshold when threshold[] does not name it */
+	uint32_t nthresholds;     /* threshold[0 .. nthresholds) */
+	uint32_t trails_off;      /* 1: BILLING_STATS_SLOW=off, no trails kept (slow is still judged by these) */
+	uint64_t reserved[3];     /* to 64 bytes */
+	struct bs_trail_threshold threshold[BS_TRAIL_THRESHOLDS];
 };
 
 #define BS_TRAIL_RING_SIZE (sizeof(struct bs_trail_ring) + (uint64_t)BS_TRAIL_RECORDS * sizeof(struct bs_trail))
 
 /* --- reading ------------------------------------------------------------- */
 
+/* A segment's thresholds, as its ring's header publishes them. */
+typedef struct bs_slow_thresholds {
+	uint64_t default_ns;
+	size_t n;
+	struct bs_trail_threshold handler[BS_TRAIL_THRESHOLDS];
+	int trails_off;
+} bs_slow_thresholds_t;
+
+/* Handler's threshold in t: its own, else the default. */
+uint64_t bs_slow_threshold_of(const bs_slow_thresholds_t *t, const char *handler);
+
 /* A segment's trails as one reading found them, oldest first. */
 typedef struct bs_trails {
-	uint64_t committed;             /* in all, ever */
-	uint64_t untracked;             /* requests not followed */
-	uint64_t first;                 /* the first trail looked at: those before it are gone (overwritten) or were read */
-	size_t count;                   /* trails[0 .. count) */
-	size_t skipped;                 /* records not whole or not valid in this reading: left out */
-	struct bs_trail *trails;        /* owned: bs_trails_free() */
-	const struct bs_layout *layout; /* the segment's description: kinds[] names each event's probe and
-	                                 * arguments (a reference: bs_trails_free() drops it) */
-	uint32_t pid;                   /* the writer, as its header says (check it against /proc) */
+	uint64_t committed;              /* in all, ever */
+	uint64_t untracked;              /* requests not followed */
+	uint64_t first;                  /* the first trail looked at: those before it are gone (overwritten) or were read */
+	size_t count;                    /* trails[0 .. count) */
+	size_t skipped;                  /* records not whole or not valid in this reading: left out */
+	struct bs_trail *trails;         /* owned: bs_trails_free() */
+	const struct bs_layout *layout;  /* the segment's description: kinds[] names each event's probe and
+	                                  * arguments (a reference: bs_trails_free() drops it) */
+	bs_slow_thresholds_t thresholds; /* what its trails were judged by */
+	uint32_t pid;                    /* the writer, as its header says (check it against /proc) */
 	uint64_t start_time;
 } bs_trails_t;
 
@@ -93,5 +120,11 @@ typedef struct bs_trails {
 struct bs_layout;
 int bs_trails_read_fd(int fd, uint64_t since, bs_trails_t *out, char *err, size_t errlen);
 void bs_trails_free(bs_trails_t *t);
+
+/* The thresholds of the segment open at fd (its header and its ring's
+ * checked as bs_trails_read_fd checks them), no trail read.  0; 1 when
+ * the segment keeps no trails (out: default_ns 0, no handler); -1 with a
+ * one-line reason in err. */
+int bs_slow_thresholds_read_fd(int fd, bs_slow_thresholds_t *out, char *err, size_t errlen);
 
 #endif /* BILLING_STATS_TRAIL_H */

@@ -142,6 +142,10 @@ BS_HIDDEN void bs_trail_done_(uint64_t id, const char *handler, int32_t status, 
 struct bs_settings;
 BS_HIDDEN void bs_trail_prepare_(const struct bs_settings *s);
 
+/* A new segment's ring header: empty, with the thresholds requests are
+ * judged by (lib/stats.c, before the segment's magic). */
+BS_HIDDEN void bs_trail_ring_init_(struct bs_trail_ring *ring);
+
 /* A forked child's: the parent's open requests are not its own. */
 BS_HIDDEN void bs_trail_forget_(void);
 

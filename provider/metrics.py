@@ -192,8 +192,8 @@ def parse_slow(line, rest, path):
         if not eq or not name or name in values or not re.fullmatch(r"[A-Za-z0-9_.:/-]{1,31}", name):
             raise MetricError(want)
         values[name] = v
-    if "default" not in values:
-        raise MetricError(want)
+    if "default" not in values or len(values) > 17:  # the segment publishes 16 of billing.d's (stats_trail.h)
+        raise MetricError(want + " (at most 16 handlers)")
     default = values.pop("default")
     return default, values
 

@@ -8,10 +8,13 @@ each fired by ID from another thread) that exits at once: every trail,
 each thread's in its order, IDs in full, each with its five events; the
 100 fast ones leave none.  The ring: 300 slow requests keep the last 128,
 in order, and the 172 before are said to be gone.  BILLING_STATS_SLOW:
-a default and a handler's threshold, "off", and a bad value said in one
-line.  Records a reader must not believe (a sequence number that is not
-the trail's, an event kind past the description's) are left out and said,
-exit 1; a ring header of another shape is refused in one line, exit 2.
+a default and a handler's threshold, "off", and a bad value (a word, a
+threshold that is no bound of the duration buckets) said in one line.
+Records a reader must not believe (a sequence number that is not the
+trail's, an event kind past the description's) are left out and said,
+exit 1; a ring header of another shape, or with thresholds not as a
+writer writes them (too many, a handler without its end), is refused in
+one line, exit 2.
 --follow: trails as they come, and how many the ring overwrote before
 they were read.  On the code before this test, `slow` is no command."""
 import os
@@ -22,7 +25,6 @@ import struct
 import subprocess
 import tempfile
 import threading
-import time
 
 import statstest as st
 from statstest import bt
@@ -34,6 +36,8 @@ if not BURST or not TOOL:
     bt.skip("trail_burst or billing-probes not built (-Dtool=enabled)")
 EVENTS = ["request-start", "db-query-start", "payment-auth", "error", "request-done"]
 TRAIL_OFFSET = st.HEADER.size - 24  # the header's trail_offset, before native_offset and native_size
+THRESHOLDS = 32  # BS_TRAIL_THRESHOLDS: the ring's header publishes them after its first 64 bytes
+RING_HEADER = 64 + THRESHOLDS * 40
 
 
 def slow_ids(threads, slow, fast):
@@ -102,7 +106,7 @@ def trail_problem(t):
 def record_at(data, n):
     off = struct.unpack_from("<Q", data, TRAIL_OFFSET)[0]
     records, size = struct.unpack_from("<II", data, off)
-    return off, off + 64 + (n % records) * size
+    return off, off + RING_HEADER + (n % records) * size
 
 
 prefix = bt.system_user("bp-slow-service")[2] if os.geteuid() == 0 else []
@@ -147,10 +151,11 @@ try:
     bt.check("172 older trails gone: the ring keeps the last 128" in out, "the 172 overwritten said")
 
     # --- BILLING_STATS_SLOW ---------------------------------------------------
-    cases = [("500ms,payment.authorize=200ms", "payment.authorize", 10, 200.0),
-             ("500ms,payment.authorize=200ms", "invoice.create", 0, None),
+    cases = [("500ms,payment.authorize=100ms", "payment.authorize", 10, 100.0),
+             ("500ms,payment.authorize=100ms", "invoice.create", 0, None),
              ("off", "payment.authorize", 0, None),
-             ("fast", "payment.authorize", 10, 250.0)]
+             ("fast", "payment.authorize", 10, 250.0),
+             ("payment.authorize=200ms", "payment.authorize", 10, 250.0)]  # no bound: 100 ms, 250 ms are
     for i, (value, handler, n, threshold) in enumerate(cases):
         d = fresh(f"setting{i}")
         _, said = burst(d, prefix, 1, 10, 0, handler, BILLING_STATS_SLOW=value)
@@ -159,7 +164,7 @@ try:
         bt.check(rc == 0 and len(got) == n and all(t[2] == threshold for t in got),
                  f"BILLING_STATS_SLOW={value}, handler {handler}: {n} trails judged by {threshold} ms "
                  f"({len(got)}: {[t[2] for t in got][:3]})")
-        bad = value == "fast"
+        bad = value in ("fast", "payment.authorize=200ms")
         bt.check(len(said) == bad and (not bad or "BILLING_STATS_SLOW" in said[0] and "billing.d" in said[0]),
                  f"BILLING_STATS_SLOW={value}: {'one line' if bad else 'nothing'} on stderr ({said})")
 
@@ -196,6 +201,21 @@ try:
     bt.check(rc == 2 and not trails(out) and len(err.splitlines()) == 1 and "1000 records" in err,
              f"a ring header of another shape: refused in one line, exit 2 ({rc}, {err.strip()!r})")
 
+    def many_thresholds(body):
+        struct.pack_into("<I", body, record_at(body, 0)[0] + 32, THRESHOLDS + 1)
+
+    def unterminated(body):
+        ring = record_at(body, 0)[0]
+        struct.pack_into("<I", body, ring + 32, 1)
+        body[ring + 64:ring + 96] = b"x" * 32
+        struct.pack_into("<Q", body, ring + 96, 100000000)
+
+    for name, change in (("more thresholds than a ring holds", many_thresholds),
+                         ("a threshold's handler without its end", unterminated)):
+        rc, out, err = hostile(change.__name__, change)
+        bt.check(rc == 2 and not trails(out) and len(err.splitlines()) == 1 and "threshold" in err,
+                 f"{name}: refused in one line, exit 2 ({rc}, {err.strip()!r})")
+
     # --- --follow ---------------------------------------------------------------
     d = fresh("follow")
     f = subprocess.Popen(prefix + [TOOL, "slow", "--stats-dir", d, "--follow", "--interval", "0.3"],
@@ -203,7 +223,8 @@ try:
     lines = []
     reader = threading.Thread(target=lambda: lines.extend(f.stdout), daemon=True)
     reader.start()
-    time.sleep(0.5)  # its first reading: an empty directory
+    # its first reading, of an empty directory, before the burst
+    bt.wait_for("--follow's first reading", lambda: any(s.startswith("# ") for s in lines), timeout=30)
     burst(d, prefix, 1, 300, 0)
 
     def seen():

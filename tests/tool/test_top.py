@@ -2,13 +2,20 @@
 
 --once: one interval's figures exact against the batches fired in it
 (PID and --stats-dir), zeros for an idle interval, a target that exits
-refused, bad targets refused in one line.  A real terminal (tmux): the
+refused, bad targets refused in one line.  The slow count per handler:
+payment.authorize's over 100 ms by BILLING_STATS_SLOW (5 a batch), over
+billing.d's 250 ms without it (1 a batch) and with the trails off, two
+segments of each summed by --stats-dir, and as many as the trails
+`billing-probes slow` prints; unknown for a segment without trails.
+`slow PID` reads only the trails: a segment whose metrics part top
+refuses still shows them.  A real terminal (tmux): the
 screen shows the figures, p pauses (the screen stops changing while the
 counts grow), a target that exits is shown as gone, q quits with exit 0
 and the terminal restored.  No root needed by top; no tracer."""
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -29,15 +36,28 @@ BATCH = {"invoices": 30, "payments": 100, "refunds": 10, "errors": 20}
 HANDLERS = {"payment.authorize": (100, "<=5ms", "<=100ms", "<=250ms"),
             "invoice.create": (30, "<=0.5ms", "<=0.5ms", "<=0.5ms"),
             "refund.create": (5, "-", "-", "-")}
+# Slow requests of one batch: payment.authorize's 4 of 200 ms and 1 of 700
+# ms over a 100 ms override, the 700 ms one over billing.d's 250 ms; none
+# of invoice.create's (0.4 ms, billing.d's 250 ms); refund.create's are
+# not timed ("-")
+OVERRIDE = "payment.authorize=100ms"
+# lib/stats_segment.h: the header's trail_offset, after map_cells[]
+TRAIL_OFFSET = struct.calcsize("<8sIIQQIIQIIIIQQQQQQQII") + 32 * 4 + 32 * 4 * 4 + 32 * 8 + 32 * 4
+SLOW = {OVERRIDE: 5, None: 1, "off": 1}  # off: no trails, billing.d's thresholds still judge
 APPROVED = "80.0%"
 
 
 class Workload:
-    def __init__(self, stats_dir, prefix=()):
+    def __init__(self, stats_dir, prefix=(), slow=OVERRIDE):
         env = dict(os.environ)
         env.pop("BILLING_STATS_DIR", None)
+        env.pop("BILLING_STATS_SLOW", None)
         if stats_dir:
             env["BILLING_STATS_DIR"] = stats_dir
+        if slow:
+            env["BILLING_STATS_SLOW"] = slow
+        self.slow = SLOW[slow]
+        self.batches = 1
         self.p = subprocess.Popen(list(prefix) + [WORKLOAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         self.out = bt.Lines(self.p.stdout)
         self.segment = self.out.wait_for(lambda s: s.startswith("segment "), "the segment line").split()[1]
@@ -47,6 +67,7 @@ class Workload:
         self.p.stdin.write("go\n")
         self.p.stdin.flush()
         self.out.wait_for(lambda s: s == "done", "a batch done")
+        self.batches += 1
 
     def end(self):
         self.p.stdin.close()
@@ -58,34 +79,54 @@ def parse(text):
     return {line.split()[0]: line.split()[1:] for line in text.splitlines() if line and not line.startswith("#")}
 
 
-def once(args, batches, w, prefix=()):
-    """top --once ARGS with `batches` batches fired inside its interval."""
+def once(args, batches, w, prefix=(), also=()):
+    """top --once ARGS with `batches` batches fired inside its interval, on
+    w and on the workloads `also`."""
     p = subprocess.Popen(list(prefix) + [TOOL, "top", "--once", "--interval", "2"] + args, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     first = p.stdout.readline()
     for _ in range(batches):
-        w.batch()
+        for each in (w,) + tuple(also):
+            each.batch()
     out, err = p.communicate(timeout=60)
     return p.returncode, first + out, err
 
 
-def check_figures(label, rc, out, err, n):
+def check_figures(label, rc, out, err, n, slow=SLOW[OVERRIDE], k=1):
+    """One interval of n batches on k workloads, `slow` payment.authorize
+    requests a batch over their thresholds (summed over the workloads)."""
     check(rc == 0, "%s: exit 0 (rc=%d, %r)" % (label, rc, err))
     f = parse(out)
     seconds = float(f.get("interval", ["0"])[0])
     check(seconds >= 2.0, "%s: the interval lasts its 2 s (%.3f)" % (label, seconds))
     for name, count in BATCH.items():
+        count *= k
         row = f.get(name, [])
         check(row[:1] == [str(count * n)], "%s: %s %d in the interval (%r)" % (label, name, count * n, row))
         want = "%.2f/s" % (count * n / seconds) if seconds else ""
         check(row[1:2] == [want], "%s: %s rate %s (%r)" % (label, name, want, row))
     check(f.get("payments", [])[2:4] == (["approved", APPROVED] if n else ["approved", "-"]),
           "%s: payments approved %s (%r)" % (label, APPROVED if n else "-", f.get("payments")))
+    check(f.get("handler", [])[:6] == ["requests", "req/s", "slow", "slow/s", "p50", "p95"],
+          "%s: the handlers' columns named (%r)" % (label, f.get("handler")))
     for h, (count, p50, p95, p99) in HANDLERS.items():
+        count *= k
         row = f.get(h, [])
-        want = [str(count * n), "%.2f" % (count * n / seconds) if seconds else ""] + (
+        slow_n = {"payment.authorize": slow, "invoice.create": 0}.get(h, 0) * n
+        slow_cols = ["-", "-"] if p50 == "-" or not n else [str(slow_n), "%.2f" % (slow_n / seconds) if seconds else ""]
+        want = [str(count * n), "%.2f" % (count * n / seconds) if seconds else ""] + slow_cols + (
             [p50, p95, p99] if n else ["-", "-", "-"])
         check(row == want, "%s: handler %s %r (%r)" % (label, h, want, row))
+
+
+def trail_counts(args, prefix=()):
+    """{handler: trails} as `billing-probes slow ARGS` prints them, with
+    the thresholds they were judged by."""
+    p = subprocess.run(list(prefix) + [TOOL, "slow"] + args, capture_output=True, text=True, timeout=60)
+    found = {}
+    for m in re.finditer(r"^SLOW REQUEST \d+ (\S+)  [\d.]+ ms > ([\d.]+) ms", p.stdout, re.M):
+        found[(m.group(1), m.group(2))] = found.get((m.group(1), m.group(2)), 0) + 1
+    return p.returncode, found, p.stderr
 
 
 tmp = tempfile.mkdtemp(prefix="bp-top-")
@@ -98,11 +139,59 @@ try:
     check_figures("top PID --once, idle", *once([str(w.p.pid)], 0, w), 0)
     check_figures("top --stats-dir --once, two batches", *once(["--stats-dir", tmp], 2, w), 2)
 
+    # the slow count agrees with the trails: every slow request of w kept one
+    rc, got, err = trail_counts([str(w.p.pid)])
+    check(rc == 0 and got == {("payment.authorize", "100.000"): w.slow * w.batches},
+          "slow PID: %d trails of payment.authorize over 100 ms, as top counted them (%r %r)"
+          % (w.slow * w.batches, got, err))
+
+    # two segments, each judged by its own thresholds, summed
+    other = Workload(tmp, slow=None)
+    check_figures("top --stats-dir --once, two segments of other thresholds",
+                  *once(["--stats-dir", tmp], 1, w, also=[other]), 1, SLOW[OVERRIDE] + SLOW[None], 2)
+    other.end()
+    os.unlink(other.segment)
+
+    # BILLING_STATS_SLOW=off: no trails kept, slow still counted by billing.d's
+    off = Workload(tmp, slow="off")
+    check_figures("top PID --once, BILLING_STATS_SLOW=off", *once([str(off.p.pid)], 1, off), 1, SLOW["off"])
+    rc, got, err = trail_counts([str(off.p.pid)])
+    check(rc == 0 and got == {}, "BILLING_STATS_SLOW=off: no trails (%d %r %r)" % (rc, got, err))
+    off.end()
+    os.unlink(off.segment)
+
+    # a segment that keeps no trails (trail_offset 0) publishes no
+    # thresholds: its slow counts are unknown, not 0
+    bare = tempfile.mkdtemp(prefix="bp-top-bare-")
+    data = bytearray(open(w.segment, "rb").read())
+    struct.pack_into("<Q", data, TRAIL_OFFSET, 0)
+    with open(os.path.join(bare, "1.stats"), "wb") as f:
+        f.write(data)
+    os.chmod(os.path.join(bare, "1.stats"), 0o600)
+    rc, out, err = run(["top", "--once", "--interval", "0.1", "--stats-dir", bare])
+    f = parse(out)
+    check(rc == 0 and f.get("payment.authorize", [])[2:4] == ["unknown", "-"],
+          "a segment without trails: slow unknown (%d %r %r)" % (rc, f.get("payment.authorize"), err))
+    # a threshold between bounds (no writer publishes one): refused
+    data = bytearray(open(w.segment, "rb").read())
+    ring = struct.unpack_from("<Q", data, TRAIL_OFFSET)[0]
+    struct.pack_into("<Q", data, ring + 24, 200000000)  # the ring's slow_default_ns
+    with open(os.path.join(bare, "1.stats"), "wb") as f:
+        f.write(data)
+    rc, out, err = run(["top", "--once", "--interval", "0.1", "--stats-dir", bare])
+    check(rc == 2 and "no bound" in err and "invoices" not in out and len(err.splitlines()) == 1,
+          "a published threshold that is no bucket bound: refused in one line (%d %r)" % (rc, err))
+    shutil.rmtree(bare)
+
     # no root: a service user's process, read by that user from its own
     # /dev/shm/billing-stats-UID (as root, a user of its own; else ourselves)
     prefix = bt.system_user("bp-top-service")[2] if os.geteuid() == 0 else []
-    svc = Workload(None, prefix)
-    check_figures("top PID --once as the service's own user, not root", *once([str(svc.p.pid)], 1, svc, prefix), 1)
+    svc = Workload(None, prefix, slow=None)
+    check_figures("top PID --once as the service's own user, not root, billing.d's thresholds",
+                  *once([str(svc.p.pid)], 1, svc, prefix), 1, SLOW[None])
+    rc, got, err = trail_counts([str(svc.p.pid)], prefix)
+    check(rc == 0 and got == {("payment.authorize", "250.000"): svc.batches},
+          "slow PID as the service's user: one trail a batch over billing.d's 250 ms (%r %r)" % (got, err))
     svc.end()
 
     # refusals: one stderr line, exit 2, no figures
@@ -150,6 +239,20 @@ try:
     out, err = p.communicate(timeout=60)
     check(p.returncode == 1 and "exited" in err and "invoices" not in out,
           "a process that exits in the interval: exit 1, no figures (%d %r %r)" % (p.returncode, out, err))
+
+    # slow PID reads the trails, not the metrics: a segment whose metrics
+    # part is refused (rows_per_map 0, the header's byte 56) keeps its trails
+    broken = Workload(tmp)
+    with open(broken.segment, "r+b") as f:
+        f.seek(56)
+        f.write(struct.pack("<I", 0))
+    rc, out, err = run(["top", "--once", str(broken.p.pid)])
+    check(rc == 2 and "layout differs" in err, "top refuses the segment's metrics (%d %r)" % (rc, err))
+    rc, got, err = trail_counts([str(broken.p.pid)])
+    check(rc == 0 and got == {("payment.authorize", "100.000"): broken.slow} and not err,
+          "slow PID prints its trails all the same (%d %r %r)" % (rc, got, err))
+    broken.end()
+    os.unlink(broken.segment)
 finally:
     pass
 
@@ -166,7 +269,8 @@ if shutil.which("tmux"):
 
     def figures_shown(s, n):
         return re.search(r"^payments %d [0-9.]+/s approved 80\.0%%" % (100 * n), s, re.M) and \
-            re.search(r"^payment\.authorize %d [0-9.]+ <=5ms <=100ms <=250ms" % (100 * n), s, re.M)
+            re.search(r"^payment\.authorize %d [0-9.]+ %d [0-9.]+ <=5ms <=100ms <=250ms" % (100 * n, 5 * n), s, re.M) and \
+            re.search(r"^invoice\.create %d [0-9.]+ 0 0\.00 " % (30 * n), s, re.M)
 
     tmux("new-session", "-d", "-s", "top", "-x", "120", "-y", "40", "sh")
     try:
@@ -184,7 +288,7 @@ if shutil.which("tmux"):
                 shown = bt.wait_for("figures", lambda: figures_shown(screen(), 1), timeout=2.5, interval=0.1)
             except RuntimeError:
                 pass
-        check(bool(shown), "the screen shows an interval's figures: payments, approval, handler percentiles")
+        check(bool(shown), "the screen shows an interval's figures: payments, approval, handler slow counts and percentiles")
         check(tmux("display", "-p", "-t", "top", "#{alternate_on}").strip() == "1", "top runs on the alternate screen")
 
         tmux("send-keys", "-t", "top", "p")

@@ -75,6 +75,10 @@ CASES = {
     "group named all": (lambda s: s.replace("@@groups business* requests* db gateway",
                                             "@@groups business* requests* db gateway all", 1),
                         "none named all or exporter"),
+    "slow thresholds past the segment's room": (
+        lambda s: s.replace("@@slow-threshold default=0.25",
+                            "@@slow-threshold default=0.25 " + " ".join("h%d=0.5" % i for i in range(17)), 1),
+        "(at most 16 handlers)"),
     "label values past a row's room": (lambda s: s.replace("@@label-values 64", "@@label-values 1000", 1),
                                        "want one whole number 1..190"),
 }

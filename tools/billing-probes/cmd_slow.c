@@ -203,7 +203,7 @@ int bp_cmd_slow(const bp_options_t *opt)
 		bp_error("slow", "out of memory");
 		return BP_EXIT_ERROR;
 	}
-	if (top_target_open(&st->t, opt->target_count ? opt->targets[0] : NULL, opt->stats_dir, err, sizeof err) != 0) {
+	if (top_target_find(&st->t, opt->target_count ? opt->targets[0] : NULL, opt->stats_dir, err, sizeof err) != 0) {
 		bp_error("slow", err);
 		free(st);
 		return BP_EXIT_ERROR;
@@ -217,6 +217,11 @@ int bp_cmd_slow(const bp_options_t *opt)
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
 		double interval = opt->interval > 0 ? opt->interval : 1;
+		/* said once the first reading is printed: what follows is new */
+		bp_printf_escaped(stdout, "# %s: the trails held printed; new ones every %g s",
+		                  opt->target_count ? opt->targets[0] : opt->stats_dir, interval);
+		printf("\n");
+		fflush(stdout);
 		while (!stop && left_out >= 0) {
 			struct timespec ts = { (time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9) };
 			nanosleep(&ts, NULL);

@@ -2,8 +2,10 @@
  * cmd_top.c -- `billing-probes top PID | --stats-dir DIR`: a live view of
  * a service's stats segments, in the manner of varnishstat.  Each
  * interval shows what happened in it: invoices, payments (approved %),
- * refunds and errors per second, and per handler requests per second with
- * p50/p95/p99 from the duration histogram's bucket deltas.  A percentile
+ * refunds and errors per second, and per handler requests and slow
+ * requests per second with p50/p95/p99 from the duration histogram's
+ * bucket deltas (slow: over the threshold the segment publishes, always a
+ * bucket bound, so the count is exact; top_sample.c).  A percentile
  * is shown as the upper bound of the bucket it falls in ("<=250ms"):
  * that much is certain, where a figure interpolated inside the bucket is
  * a guess.  No root: read access to the segments is enough.
@@ -72,6 +74,8 @@ static int delta(const top_sample_t *prev, const top_sample_t *cur, top_sample_t
 		if (!p)
 			continue; /* a handler's first requests: its row starts at zero */
 		bad |= sub(cur->handlers[h].requests, p->requests, &out->handlers[h].requests);
+		bad |= sub(cur->handlers[h].slow, p->slow, &out->handlers[h].slow);
+		out->handlers[h].slow_unknown |= p->slow_unknown;
 		for (size_t b = 0; b <= cur->nbounds; b++)
 			bad |= sub(cur->handlers[h].buckets[b], p->buckets[b], &out->handlers[h].buckets[b]);
 	}
@@ -121,6 +125,22 @@ static double rate(uint64_t n, double seconds)
 	return seconds > 0 ? (double)n / seconds : 0;
 }
 
+/* A handler's slow requests in the interval and per second: "- -"
+ * without durations (requests the service does not time are not judged),
+ * "unknown -" when a row's threshold cannot be told (top_sample.c). */
+static void slow_figures(const top_sample_t *s, const top_handler_t *h, double seconds, char *out, size_t n)
+{
+	uint64_t observed = 0;
+	for (size_t b = 0; b <= s->nbounds; b++)
+		observed += h->buckets[b];
+	if (h->slow_unknown)
+		snprintf(out, n, "unknown -");
+	else if (observed == 0 || s->nbounds == 0)
+		snprintf(out, n, "- -");
+	else
+		snprintf(out, n, "%lu %.2f", (unsigned long)h->slow, rate(h->slow, seconds));
+}
+
 /* One interval's figures; eol is "\n" or, on a raw terminal, "\r\n"
  * after clearing the rest of the line. */
 static void show(FILE *out, const top_delta_t *x, const char *eol)
@@ -138,15 +158,19 @@ static void show(FILE *out, const top_delta_t *x, const char *eol)
 	fprintf(out, "%s", eol);
 	fprintf(out, "refunds %lu %.2f/s%s", (unsigned long)d->refunds, rate(d->refunds, x->seconds), eol);
 	fprintf(out, "errors %lu %.2f/s%s", (unsigned long)d->errors, rate(d->errors, x->seconds), eol);
-	fprintf(out, "handler requests req/s p50 p95 p99 (percentiles: the duration bucket they fall in)%s", eol);
+	fprintf(out, "handler requests req/s slow slow/s p50 p95 p99 (slow: over the handler's threshold; percentiles: "
+	             "the duration bucket they fall in)%s",
+	        eol);
 	for (size_t h = 0; h < d->nhandlers; h++) {
-		char p50[32], p95[32], p99[32];
-		quantile(d, &d->handlers[h], 0.50, p50, sizeof p50);
-		quantile(d, &d->handlers[h], 0.95, p95, sizeof p95);
-		quantile(d, &d->handlers[h], 0.99, p99, sizeof p99);
-		bp_put_escaped(out, d->handlers[h].name);
-		fprintf(out, " %lu %.2f %s %s %s%s", (unsigned long)d->handlers[h].requests,
-		        rate(d->handlers[h].requests, x->seconds), p50, p95, p99, eol);
+		const top_handler_t *th = &d->handlers[h];
+		char p50[32], p95[32], p99[32], slow[64];
+		quantile(d, th, 0.50, p50, sizeof p50);
+		quantile(d, th, 0.95, p95, sizeof p95);
+		quantile(d, th, 0.99, p99, sizeof p99);
+		slow_figures(d, th, x->seconds, slow, sizeof slow);
+		bp_put_escaped(out, th->name);
+		fprintf(out, " %lu %.2f %s %s %s %s%s", (unsigned long)th->requests, rate(th->requests, x->seconds), slow, p50,
+		        p95, p99, eol);
 	}
 }
 

@@ -15,6 +15,7 @@
 
 #include "proc_identity.h"
 #include "stats_read.h"
+#include "stats_trail.h"
 #include "stats_trust.h"
 
 int top_segment_open(const char *dir, const char *name, uid_t user, int how, struct stat *st, char *err,
@@ -34,7 +35,7 @@ int top_segment_open(const char *dir, const char *name, uid_t user, int how, str
 	return fd;
 }
 
-int top_target_open(top_target_t *t, const char *pid_text, const char *dir, char *err, size_t errlen)
+int top_target_find(top_target_t *t, const char *pid_text, const char *dir, char *err, size_t errlen)
 {
 	memset(t, 0, sizeof *t);
 	t->pid = -1;
@@ -67,6 +68,15 @@ int top_target_open(top_target_t *t, const char *pid_text, const char *dir, char
 		snprintf(err, errlen, "process %ld maps no stats segment (not a stats build, or stats are off)", pid);
 		return -1;
 	}
+	return 0;
+}
+
+int top_target_open(top_target_t *t, const char *pid_text, const char *dir, char *err, size_t errlen)
+{
+	if (top_target_find(t, pid_text, dir, err, errlen) != 0)
+		return -1;
+	if (t->pid < 0)
+		return 0;
 	/* the first reading checks the file and its writer */
 	top_sample_t *s = malloc(sizeof *s);
 	if (!s) {
@@ -116,9 +126,63 @@ static void add_payments(const bs_segment_t *seg, top_sample_t *s)
 	}
 }
 
-/* Request-done rows by handler, with their duration buckets.  -1 when the
+/* The bucket whose upper bound is ns: observations in the buckets after
+ * it are over ns.  -1 when no bound is ns. */
+static int bound_at(const bs_lquantity_t *q, uint64_t ns)
+{
+	double divide = q->divide ? strtod(q->divide, NULL) : 1;
+	for (size_t b = 0; b < q->nbounds; b++)
+		if ((uint64_t)(strtod(q->le[b], NULL) * divide + 0.5) == ns)
+			return (int)b;
+	return -1;
+}
+
+/* Whether the "other" row's requests are judged by the default: every
+ * handler with a threshold of its own has a row of its own (a handler is
+ * folded into "other" only once it has none). */
+static int other_by_default(const bs_segment_t *seg, int sm, int f, const bs_slow_thresholds_t *th)
+{
+	for (size_t i = 0; i < th->n; i++) {
+		int own = 0;
+		for (size_t r = 0; r < seg->map_rows[sm] && !own; r++) {
+			const bs_read_row_t *row = bs_map_row(seg, (size_t)sm, r);
+			own = f >= 0 && row->state[f] == BS_FIELD_VALUE && strcmp(row->text[f], th->handler[i].handler) == 0;
+		}
+		if (!own && th->handler[i].ns != th->default_ns)
+			return 0;
+	}
+	return 1;
+}
+
+/* Row's observations over its handler's threshold into h, or h marked
+ * unknown: a segment without trails publishes no thresholds, and a folded
+ * row's may not be the default.  -1 when the threshold is no bound of the
+ * buckets: a writer publishes no such threshold. */
+static int add_slow(const bs_segment_t *seg, int sm, int f, const bs_read_row_t *row, const bs_lquantity_t *q,
+                    size_t cell, const bs_slow_thresholds_t *th, top_handler_t *h, char *err, size_t errlen)
+{
+	int named = f >= 0 && row->state[f] == BS_FIELD_VALUE;
+	if (th->default_ns == 0 || (!named && !other_by_default(seg, sm, f, th))) {
+		h->slow_unknown = 1;
+		return 0;
+	}
+	uint64_t ns = named ? bs_slow_threshold_of(th, row->text[f]) : th->default_ns;
+	int b = bound_at(q, ns);
+	if (b < 0) {
+		snprintf(err, errlen, "slow threshold %llu ns of handler %s is no bound of its duration buckets",
+		         (unsigned long long)ns, named ? row->text[f] : "other");
+		return -1;
+	}
+	for (size_t k = (size_t)b + 1; k <= q->nbounds; k++)
+		h->slow += row->cells[cell + 2 + k];
+	return 0;
+}
+
+/* Request-done rows by handler, with their duration buckets and the
+ * observations over each handler's threshold (th).  -1 when the
  * segment's buckets differ from another segment's, or too many handlers. */
-static int add_requests(const bs_segment_t *seg, top_sample_t *s, char *err, size_t errlen)
+static int add_requests(const bs_segment_t *seg, const bs_slow_thresholds_t *th, top_sample_t *s, char *err,
+                        size_t errlen)
 {
 	int sm = bs_map_by_probe(seg, "request__done");
 	if (sm < 0)
@@ -162,11 +226,14 @@ static int add_requests(const bs_segment_t *seg, top_sample_t *s, char *err, siz
 		s->handlers[h].requests += row->cells[0];
 		for (size_t b = 0; q && b <= q->nbounds; b++)
 			s->handlers[h].buckets[b] += row->cells[cell + 2 + b];
+		if (q && add_slow(seg, sm, f, row, q, cell, th, &s->handlers[h], err, errlen) != 0)
+			return -1;
 	}
 	return 0;
 }
 
-static int add_segment(const bs_segment_t *seg, top_sample_t *s, char *err, size_t errlen)
+static int add_segment(const bs_segment_t *seg, const bs_slow_thresholds_t *th, top_sample_t *s, char *err,
+                       size_t errlen)
 {
 	if (s->nsegments == TOP_SEGMENTS) {
 		snprintf(err, errlen, "more than %d segments", TOP_SEGMENTS);
@@ -177,7 +244,7 @@ static int add_segment(const bs_segment_t *seg, top_sample_t *s, char *err, size
 	s->refunds += fires(seg, "refund__process");
 	s->errors += fires(seg, "error");
 	add_payments(seg, s);
-	return add_requests(seg, s, err, errlen);
+	return add_requests(seg, th, s, err, errlen);
 }
 
 static int read_process(const top_target_t *t, bs_segment_t *seg, top_sample_t *s, char *err, size_t errlen)
@@ -188,10 +255,11 @@ static int read_process(const top_target_t *t, bs_segment_t *seg, top_sample_t *
 	if (bx_proc_read(t->pid, &now) != 0 || now.start_time != t->start_time)
 		return 1;
 	const bx_segment_place_t *p = &t->place;
+	bs_slow_thresholds_t th;
 	int fd = top_segment_open(p->dir, p->name, t->user, BX_OWNER_ONLY, &st, err, errlen);
 	if (fd < 0)
 		return -1;
-	int rc = bs_read_fd(fd, seg, why, sizeof why);
+	int rc = bs_read_fd(fd, seg, why, sizeof why) != 0 || bs_slow_thresholds_read_fd(fd, &th, why, sizeof why) < 0;
 	close(fd);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s/%s: %s", p->dir, p->name, why);
@@ -204,7 +272,7 @@ static int read_process(const top_target_t *t, bs_segment_t *seg, top_sample_t *
 	}
 	if (seg->state == BS_EXITED)
 		return 1;
-	return add_segment(seg, s, err, errlen);
+	return add_segment(seg, &th, s, err, errlen);
 }
 
 static int by_name(const void *a, const void *b)
@@ -241,11 +309,12 @@ static int read_dir(const top_target_t *t, bs_segment_t *seg, top_sample_t *s, c
 			rc = -1;
 			break;
 		}
-		if (bs_read_fd(fd, seg, why, sizeof why) != 0) {
+		bs_slow_thresholds_t th;
+		if (bs_read_fd(fd, seg, why, sizeof why) != 0 || bs_slow_thresholds_read_fd(fd, &th, why, sizeof why) < 0) {
 			snprintf(err, errlen, "%s/%s: %s", t->dir, names[i], why);
 			rc = -1;
 		} else
-			rc = add_segment(seg, s, err, errlen);
+			rc = add_segment(seg, &th, s, err, errlen);
 		close(fd);
 	}
 	for (size_t i = 0; i < n; i++)

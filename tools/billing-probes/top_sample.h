@@ -24,6 +24,8 @@ typedef struct top_handler {
 	char name[BS_VALUE_BYTES * 4 + 1];
 	uint64_t requests;                      /* request-done fires */
 	uint64_t buckets[BS_LAYOUT_BOUNDS + 1]; /* duration observations per bucket, the last +Inf */
+	uint64_t slow;                          /* observations over the handler's threshold (its segment's) */
+	int slow_unknown;                       /* 1: a row's threshold cannot be told (top_sample.c) */
 } top_handler_t;
 
 /* One reading of a target: counters since each segment's start. */
@@ -49,8 +51,13 @@ typedef struct top_target {
 } top_target_t;
 
 /* Find the target: PID's segment (the file it maps, else NSPID.stats in
- * /dev/shm/billing-stats-UID) or --stats-dir DIR.  0, or -1 with a
- * one-line reason in err. */
+ * /dev/shm/billing-stats-UID) or --stats-dir DIR, nothing read from it
+ * (billing-probes slow reads its trails).  0, or -1 with a one-line
+ * reason in err. */
+int top_target_find(top_target_t *t, const char *pid_text, const char *dir, char *err, size_t errlen);
+
+/* top_target_find(), then a first reading of a process's segment, which
+ * checks the file and its writer.  0, or -1 with a one-line reason. */
 int top_target_open(top_target_t *t, const char *pid_text, const char *dir, char *err, size_t errlen);
 
 /* Open dir/name as a segment of user, through the directory's and the
