@@ -75,6 +75,7 @@ typedef struct bs_cache_entry {
 typedef struct bs_l1_entry {
 	uintptr_t arg[BX_MAX_FIELDS]; /* per label field of the map, in order */
 	void *cells;                  /* NULL: empty */
+	uint64_t *native;             /* the row's native buckets (maps that have them) */
 } bs_l1_entry_t;
 
 /* The string literals (bs_immutable_) a thread's trail events met lately,
@@ -164,13 +165,20 @@ static inline void *bs_cells_(int map, const void *key, size_t key_size, size_t 
 	return t->cells + bs_map_offset_[map] + (uint64_t)e->row * cells * 8;
 }
 
-/* Count native cell `cell` of the row whose cells (of value_size bytes,
- * in this thread's slot) are v: the row is v's place among its map's
- * rows.  Atomic: every thread of the process shares a row's buckets. */
-static inline void bs_native_add_(int map, const void *v, size_t value_size, size_t width, size_t cell)
+/* The native buckets (width of them) of the row whose cells (of
+ * value_size bytes, in this thread's slot) are v: the row is v's place
+ * among its map's rows. */
+static inline uint64_t *bs_native_row_(int map, const void *v, size_t value_size, size_t width)
 {
 	size_t row = (size_t)((const unsigned char *)v - bs_self_->cells - bs_map_offset_[map]) / value_size;
-	__atomic_fetch_add(&bs_native_[map][row * width + cell], 1, __ATOMIC_RELAXED);
+	return bs_native_[map] + row * width;
+}
+
+/* Count native cell `cell` of that row.  Atomic: every thread of the
+ * process shares a row's buckets. */
+static inline void bs_native_add_(int map, const void *v, size_t value_size, size_t width, size_t cell)
+{
+	__atomic_fetch_add(&bs_native_row_(map, v, value_size, width)[cell], 1, __ATOMIC_RELAXED);
 }
 
 /* Copy a label argument into its key field: NULL as "", cut to size - 1

@@ -112,15 +112,24 @@ def index(x, native):
     return hi - native.low * n
 
 
+def window(bounds):
+    """For x in [2^j, 2^(j+1)): the bounds below 2^j (all below x), per j,
+    and the most bounds any such octave holds (the rest of the search)."""
+    below = [sum(1 for b in bounds if b < 1 << j) for j in range(64)]
+    most = max(sum(1 for b in bounds if 1 << j <= b < 1 << (j + 1)) for j in range(64))
+    return below, most
+
+
 def layout_h(q, native):
     """The C of quantity q's native histogram for billing_metrics_layout.h
     (outside BPF): its constants and bx_native_index_<q>()."""
     Q = q.name.upper()
     bounds = native.bounds()
-    size = 1 << len(bounds).bit_length()  # a power of two above the bounds: the search's padding
+    below, most = window(bounds)
+    span = 1 << most.bit_length()  # a power of two above the bounds one octave holds
     pad = "INT64_MAX" if q.signed else "UINT64_MAX"
     steps = "".join(f"\ti += (unsigned)(x > b[i + {s - 1}]) * {s}u;\n"
-                    for s in (1 << k for k in reversed(range(size.bit_length() - 1))))
+                    for s in (1 << k for k in reversed(range(span.bit_length() - 1))))
     o = [f"/* {q.name}'s native histogram (provider/native.py): schema {native.schema}, each\n"
          f" * bucket 2^(2^-{native.schema}) = {2 ** (2 ** -native.schema):.5f} times the one below; up to\n"
          f" * 2^{native.low} {q.unit} in the zero bucket, past 2^{native.high}{' or below 0' if q.signed else ''}"
@@ -132,14 +141,19 @@ def layout_h(q, native):
          f"#define BX_{Q}_NATIVE_CELLS {native.buckets + 2} /* the zero bucket, the buckets, out of range */\n",
          f"#define BX_{Q}_NATIVE_FIRST_INDEX ({native.first_index}) /* client_model's index of bucket 1 */\n",
          "/* 0: the zero bucket; 1 .. BUCKETS: a bucket; BUCKETS + 1: out of range.\n"
-         " * The count of bounds below x, a branch-free binary search. */\n",
+         " * The count of bounds below x: those below x's power of two from its\n"
+         f" * leading zeros, then a branch-free search of the {most} at most that\n"
+         " * power of two holds (the table is padded past its end). */\n",
          f"BX_INLINE unsigned bx_native_index_{q.name}({q.c_type} x)\n{{\n",
-         f"\tstatic const {q.c_type} b[{size - 1}] = {{\n"]
-    cells = [str(v) + ("ULL" if not q.signed else "LL") for v in bounds] + [pad] * (size - 1 - len(bounds))
+         f"\tstatic const {q.c_type} b[{len(bounds) + span}] = {{\n"]
+    cells = [str(v) + ("ULL" if not q.signed else "LL") for v in bounds] + [pad] * span
     o += ["\t\t" + ", ".join(cells[i:i + 6]) + ",\n" for i in range(0, len(cells), 6)]
-    o.append("\t};\n\tunsigned i = 0;\n\n")
-    if q.signed:
-        o.append(f"\tif (x < 0)\n\t\treturn BX_{Q}_NATIVE_BUCKETS + 1;\n")
+    o.append("\t};\n\tstatic const unsigned short below[64] = {\n"
+             + "".join("\t\t" + ", ".join(str(v) for v in below[i:i + 16]) + ",\n" for i in range(0, 64, 16))
+             + "\t};\n\tunsigned i;\n\n")
+    o.append(f"\tif (x <= 0)\n\t\treturn x == 0 ? 0 : BX_{Q}_NATIVE_BUCKETS + 1;\n" if q.signed else
+             "\tif (x == 0)\n\t\treturn 0;\n")
+    o.append("\ti = below[63 - __builtin_clzll((bx_u64)x)];\n")
     o.append(steps)
     o.append("\treturn i;\n}\n\n")
     return "".join(o)

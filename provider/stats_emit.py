@@ -156,18 +156,20 @@ def native_cells(ms, feed):
     return sum(ms.quantities[q].native.buckets + 2 for q in feed.quantities if ms.quantities[q].native)
 
 
-def native_calls(ms, feed, indent):
-    """Count each native value of a fire into its row's native buckets
-    (v: the row's cells; the value's buckets start where the ones before
-    end, as the description's order lays them)."""
+def native_calls(ms, feed, indent, cached=False):
+    """Count each native value of a fire into its row's native buckets:
+    through the first-level entry e's cached row (cached), or found from
+    v, the row's cells.  The value's buckets start where the ones before
+    end, as the description's order lays them."""
     o, at = [], 0
     for q in feed.quantities:
         n = ms.quantities[q].native
         if not n:
             continue
         guard = f"if ({q} != 0)\n{indent}\t" if ms.quantities[q].unmeasured_zero else ""
-        o.append(f"{indent}{guard}bs_native_add_(BX_MAP_{feed.probe.macro}, v, sizeof *v, {native_cells(ms, feed)}, "
-                 f"{at} + bx_native_index_{q}({q}));\n")
+        cell = f"{at} + bx_native_index_{q}({q})"
+        o.append(f"{indent}{guard}" + (f"__atomic_fetch_add(&e->native[{cell}], 1, __ATOMIC_RELAXED);\n" if cached else
+                 f"bs_native_add_(BX_MAP_{feed.probe.macro}, v, sizeof *v, {native_cells(ms, feed)}, {cell});\n"))
         at += n.buckets + 2
     return "".join(o)
 
@@ -201,13 +203,16 @@ def stats_gen_c(provider, ms):
         hit = ("\t\tBS_ADD_OWN(v->count, 1);\n"
                + "".join(f"\t\tbs_observe_{q}(&v->{q}, {q});\n" for q in f.quantities) + native_calls(ms, f, "\t\t")
                + "\t\treturn;\n")
+        hit_cached = ("\t\tBS_ADD_OWN(v->count, 1);\n"
+                      + "".join(f"\t\tbs_observe_{q}(&v->{q}, {q});\n" for q in f.quantities)
+                      + native_calls(ms, f, "\t\t", cached=True) + "\t\treturn;\n")
         o.append(f"static BS_COLD void miss_{f.probe.func}({params(f)})\n{{\n"
                  f"\tstruct bx_key_{f.probe.func} k;\n\tstruct bx_value_{f.probe.func} *v;\n"
                  f"\tsize_t slot = {slot};\n\tbs_l1_entry_t *e;\n\tint shared;\n\n"
                  "\t/* Two label sets that share an entry: the second sits next to it. */\n"
                  f"\tif (bs_self_) {{\n\t\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1];\n"
                  f"\t\tv = (struct bx_value_{f.probe.func} *)e->cells;\n"
-                 f"\t\tif (v{match}) {{\n" + hit.replace("\t\t", "\t\t\t").replace("\t\t\treturn;\n", "\t\t\treturn;\n")
+                 f"\t\tif (v{match}) {{\n" + hit_cached.replace("\t\t", "\t\t\t")
                  + "\t\t}\n\t}\n"
                  "\tmemset(&k, 0, sizeof k);\n")
         o += metrics.count_fire(f, lambda a: f"bs_copy_label_(k.{a}, {a}, sizeof k.{a})", lambda a: f"k.{a} = {a}",
@@ -222,6 +227,8 @@ def stats_gen_c(provider, ms):
                  f"\tif (e->cells && !bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1].cells)\n"
                  f"\t\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1];\n"
                  + "".join(f"\te->arg[{i}] = {l1_arg(f, a)};\n" for i, a in enumerate(f.fields))
+                 + (f"\te->native = bs_native_row_(BX_MAP_{f.probe.macro}, v, sizeof *v, {native_cells(ms, f)});\n"
+                    if native_cells(ms, f) else "")
                  + "\te->cells = v;\n}\n\n")
         args = ", ".join(n for n, _ in needed_args(f))
         o.append(f"void billing_stats_{f.probe.func}({params(f)})\n{{\n"
@@ -232,7 +239,7 @@ def stats_gen_c(provider, ms):
                  f"\t\tif (BS_LIKELY(v{match})) {{\n"
                  "\t\t\tBS_ADD_OWN(v->count, 1);\n"
                  + "".join(f"\t\t\tbs_observe_{q}(&v->{q}, {q});\n" for q in f.quantities)
-                 + native_calls(ms, f, "\t\t\t")
+                 + native_calls(ms, f, "\t\t\t", cached=True)
                  + "\t\t\treturn;\n\t\t}\n\t}\n"
                  f"\tmiss_{f.probe.func}({args});\n}}\n\n")
     o.append(trail_emit.gen_c(ms))

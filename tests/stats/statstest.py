@@ -44,6 +44,23 @@ def cells_layout(map_name):
     return out
 
 
+def native_whole(seg, map_name):
+    """Whether every row of map_name in seg holds each observation of each
+    native quantity once in its native buckets (stats_dump's "native":
+    [in range, out of range] per quantity that has them), as many as its
+    classic count; a duration never out of range.  The buckets are shared
+    by the process's threads (atomic adds): this is what says none was lost."""
+    layout = cells_layout(map_name)
+    natives = [q for q in layout if q != "count" and METRICS.quantities[q].native]
+    for r in rows(seg, map_name):
+        if len(r.get("native", [])) != len(natives):
+            return False
+        for q, (inside, out) in zip(natives, r["native"]):
+            if inside + out != r["cells"][layout[q][0]] or (not METRICS.quantities[q].signed and out):
+                return False
+    return True
+
+
 def bucket(quantity, x):
     """The bucket index the writer puts x in (None: not observed)."""
     q = METRICS.quantities[quantity]
