@@ -295,7 +295,7 @@ static int create_segment(void)
 	uint64_t trail_off = slots_off + nslots * slot_size;
 	uint64_t native_off = (trail_off + BS_TRAIL_RING_SIZE + 4095) / 4096 * 4096, native_at[BX_MAP_COUNT];
 	uint64_t native_size = 0;
-	for (int m = 0; m < BX_MAP_COUNT; m++) {
+	for (int m = 0; m < BX_MAP_COUNT && !settings.native_off; m++) {
 		native_at[m] = native_off + native_size;
 		native_size += (uint64_t)billing_stats_maps_[m].rows * billing_stats_maps_[m].native_cells * 8;
 	}
@@ -352,7 +352,7 @@ static int create_segment(void)
 	h->native_offset = native_size ? native_off : 0;
 	h->native_size = native_size;
 	for (int m = 0; m < BX_MAP_COUNT; m++)
-		bs_native_[m] = billing_stats_maps_[m].native_cells ? (uint64_t *)(p + native_at[m]) : NULL;
+		bs_native_[m] = native_size && billing_stats_maps_[m].native_cells ? (uint64_t *)(p + native_at[m]) : NULL;
 	/* The magic last: a reader that sees it sees a whole header. */
 	uint64_t magic;
 	memcpy(&magic, BS_MAGIC, 8);

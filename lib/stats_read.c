@@ -82,6 +82,7 @@ static void set_int_text(char *dst, int32_t v)
 typedef struct plan_rows {
 	uint64_t rows[BS_MAX_MAPS], base[BS_MAX_MAPS], total;
 	uint64_t native_at[BS_MAX_MAPS]; /* each map's native cells in the file */
+	int native;                      /* the writer counted native buckets (not BILLING_STATS_NATIVE=off) */
 } plan_rows_t;
 
 /* The header against the segment's own layout and the file's size: its
@@ -127,8 +128,11 @@ static int check_layout(const struct bs_header *h, const bs_layout_t *l, uint64_
 		pr->native_at[m] = h->native_offset + native * 8;
 		native += pr->rows[m] * l->maps[m].native_cells;
 	}
-	if (native * 8 != h->native_size || (native && (h->native_offset < native_from || h->native_offset > size ||
-	                                                size - h->native_offset < h->native_size)))
+	/* none at all: the writer counted none (BILLING_STATS_NATIVE=off) */
+	pr->native = h->native_offset != 0 || h->native_size != 0;
+	if ((pr->native && native * 8 != h->native_size) ||
+	    (native && pr->native &&
+	     (h->native_offset < native_from || h->native_offset > size || size - h->native_offset < h->native_size)))
 		FAIL("truncated or corrupt: its native buckets do not fit its %llu bytes", (unsigned long long)size);
 	return 0;
 }
@@ -160,7 +164,7 @@ static int plan(const src_t *s, const struct bs_header *h, const bs_layout_t *l,
 		out->map_rows[m] = nrows;
 		out->map_first[m] = (size_t)rows;
 		out->native_first[m] = (size_t)native;
-		native += (uint64_t)nrows * l->maps[m].native_cells;
+		native += pr->native ? (uint64_t)nrows * l->maps[m].native_cells : 0;
 		rows += nrows;
 		cells += (uint64_t)nrows * h->map_cells[m];
 	}
@@ -204,7 +208,7 @@ static int read_native(const src_t *s, const bs_layout_t *l, const plan_rows_t *
                        size_t errlen)
 {
 	for (size_t m = 0; m < l->nmaps; m++) {
-		uint64_t n = (uint64_t)out->map_rows[m] * l->maps[m].native_cells;
+		uint64_t n = pr->native ? (uint64_t)out->map_rows[m] * l->maps[m].native_cells : 0;
 		if (n && get(s, pr->native_at[m], out->native + out->native_first[m], n * 8) != 0)
 			FAIL("truncated in map %s's native buckets", l->maps[m].name);
 		out->work.bytes += n * 8;
@@ -412,6 +416,7 @@ static int read_src(const src_t *s, bs_segment_t *out, char *err, size_t errlen)
 	int rc = check_layout(&h, l, s->size, &pr, err, errlen) != 0 || plan(s, &h, l, &pr, out, err, errlen) != 0 ||
 	         read_dicts_rows(s, &h, l, &pr, out, dict, err, errlen) != 0 || read_slots(s, &h, l, out, err, errlen) != 0 ||
 	         read_native(s, l, &pr, out, err, errlen) != 0;
+	out->has_native = pr.native;
 	free(dict);
 	if (rc) {
 		empty(out); /* no partial result */

@@ -78,6 +78,7 @@ typedef struct bs_segment {
 	 * at native[native_first[sm] + r * native_cells]; read them with
 	 * bs_map_native() or bs_native(). */
 	uint64_t *native; /* owned (bs_segment_free) */
+	int has_native;   /* 0: its writer counted none (BILLING_STATS_NATIVE=off) */
 	size_t native_cap;
 	size_t native_first[BS_MAX_MAPS];
 	int build_sm[BX_MAP_COUNT]; /* this build's map m is the segment's map build_sm[m]; -1: none */
@@ -100,7 +101,7 @@ static inline const bs_read_row_t *bs_map_row(const bs_segment_t *s, size_t sm, 
 static inline const uint64_t *bs_map_native(const bs_segment_t *s, size_t sm, size_t r)
 {
 	size_t w = s->layout->maps[sm].native_cells;
-	return w ? s->native + s->native_first[sm] + r * w : NULL;
+	return w && s->has_native ? s->native + s->native_first[sm] + r * w : NULL;
 }
 
 /* The same for row r of this build's map m. */

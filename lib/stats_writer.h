@@ -114,8 +114,9 @@ BS_HIDDEN extern __thread bs_thread_t *bs_self_ BS_TLS_MODEL;
  * segment's header field, so the hot path reads no shared page. */
 BS_HIDDEN extern uint64_t bs_map_offset_[BX_MAP_COUNT];
 
-/* Each map's native buckets in this process's segment (NULL: none); a
- * row's are native_cells wide (bs_map_info_t), at its row's place. */
+/* Each map's native buckets in this process's segment (NULL: none, or
+ * BILLING_STATS_NATIVE=off); a row's are native_cells wide
+ * (bs_map_info_t), at its row's place. */
 BS_HIDDEN extern uint64_t *bs_native_[BX_MAP_COUNT];
 
 /* The slow path: the segment and this thread's slot on first use, and the
@@ -171,14 +172,16 @@ static inline void *bs_cells_(int map, const void *key, size_t key_size, size_t 
 static inline uint64_t *bs_native_row_(int map, const void *v, size_t value_size, size_t width)
 {
 	size_t row = (size_t)((const unsigned char *)v - bs_self_->cells - bs_map_offset_[map]) / value_size;
-	return bs_native_[map] + row * width;
+	return bs_native_[map] ? bs_native_[map] + row * width : NULL;
 }
 
-/* Count native cell `cell` of that row.  Atomic: every thread of the
- * process shares a row's buckets. */
+/* Count native cell `cell` of that row (none: nothing).  Atomic: every
+ * thread of the process shares a row's buckets. */
 static inline void bs_native_add_(int map, const void *v, size_t value_size, size_t width, size_t cell)
 {
-	__atomic_fetch_add(&bs_native_row_(map, v, value_size, width)[cell], 1, __ATOMIC_RELAXED);
+	uint64_t *row = bs_native_row_(map, v, value_size, width);
+	if (row)
+		__atomic_fetch_add(&row[cell], 1, __ATOMIC_RELAXED);
 }
 
 /* Copy a label argument into its key field: NULL as "", cut to size - 1

@@ -166,7 +166,8 @@ def native_calls(ms, feed, indent, cached=False):
         n = ms.quantities[q].native
         if not n:
             continue
-        guard = f"if ({q} != 0)\n{indent}\t" if ms.quantities[q].unmeasured_zero else ""
+        test = [f"{q} != 0"] * ms.quantities[q].unmeasured_zero + ["e->native"] * cached
+        guard = f"if ({' && '.join(test)})\n{indent}\t" if test else ""
         cell = f"{at} + bx_native_index_{q}({q})"
         o.append(f"{indent}{guard}" + (f"__atomic_fetch_add(&e->native[{cell}], 1, __ATOMIC_RELAXED);\n" if cached else
                  f"bs_native_add_(BX_MAP_{feed.probe.macro}, v, sizeof *v, {native_cells(ms, feed)}, {cell});\n"))
