@@ -20,6 +20,8 @@
    size per thread and for 64 threads.
 5. (before 4 in a run) The slow-request trails (trails()): a probe inside
    a request with the trails on against off; target <= 2x.
+6. (before 4 in a run) The native buckets (native()): request-done and
+   payment-auth with them on against BILLING_STATS_NATIVE=off.
 4. billingd: instructions and clock reads per request under callgrind
    over a fixed schedule (billingd_bench.instructions), compiled out vs
    untraced vs stats, target <= 0.5 %; and at saturation with stats against
@@ -164,6 +166,39 @@ def trails(build, reps, n, workdir):
     return out
 
 
+def native(build, reps, n, workdir):
+    """6. The native (exponential) buckets: request-done (one native
+    quantity, its duration) and payment-auth (two: amount and duration)
+    with the native buckets on and off (BILLING_STATS_NATIVE=off), the
+    trails off in both; instructions (callgrind) and ns (interleaved)."""
+    exe = os.path.join(build, "bench", "stats_loop")
+    on = {"BILLING_STATS_DIR": os.path.join(workdir, "native"), "BILLING_STATS_SLOW": "off"}
+    off = dict(on, BILLING_STATS_NATIVE="off")
+    out = {}
+    for probe, quantities in (("request-done", 1), ("payment-auth", 2)):
+        ns = {"on": [], "off": []}
+        for _ in range(reps):
+            ns["on"].append(loop(exe, probe, 1, n, on)[0])
+            ns["off"].append(loop(exe, probe, 1, n, off)[0])
+        r = {"quantities": quantities,
+             "instructions_on": callgrind_per_event(exe, probe, on),
+             "instructions_off": callgrind_per_event(exe, probe, off),
+             "ns_on": statistics.median(ns["on"]), "ns_off": statistics.median(ns["off"])}
+        r["instructions_per_quantity"] = (r["instructions_on"] - r["instructions_off"]) / quantities
+        r["ns_per_quantity"] = (r["ns_on"] - r["ns_off"]) / quantities
+        out[probe] = r
+    return out
+
+
+def native_markdown(t):
+    parts = [f"{p} {r['instructions_on']:.0f} instructions and {r['ns_on']:.1f} ns per event with them, "
+             f"{r['instructions_off']:.0f} and {r['ns_off']:.1f} without ({r['quantities']} native "
+             f"quantit{'y' if r['quantities'] == 1 else 'ies'}: {r['instructions_per_quantity']:.0f} instructions, "
+             f"{r['ns_per_quantity']:.1f} ns each)" for p, r in t.items() if isinstance(r, dict)]
+    return ["Native buckets (BILLING_STATS_NATIVE=off turns them off; trails off in both): " + "; ".join(parts)
+            + ": the bucket's index (a search of its power of two's bounds) and one atomic add per quantity."]
+
+
 def trails_markdown(t):
     r, q, m = t["in_request"], t["no_request"], t.get("machine_ns", {})
     said = ", ".join(f"{'rdtsc' if k == 'rdtsc' else 'an atomic add'} {v:.1f} ns" for k, v in sorted(m.items()))
@@ -292,6 +327,8 @@ def markdown(res):
               "only pages a thread writes are allocated."]
     if "trails" in res:
         o += [""] + trails_markdown(res["trails"])
+    if "native" in res:
+        o += [""] + native_markdown(res["native"])
     b = res["billingd"]
     if "skipped" not in b:
         o += [""] + billingd_bench.instructions_markdown(b["instructions"])
@@ -357,11 +394,11 @@ def billingd_instructions(a, build, source):
     return 0
 
 
-def trails_only(a, build, source):
-    """--trails: part 5 alone."""
-    workdir = tempfile.mkdtemp(prefix="billing-trails-", dir="/dev/shm")
+def part_only(a, build, source, key, measure, lines):
+    """--trails or --native: that part alone, published into the stats part."""
+    workdir = tempfile.mkdtemp(prefix=f"billing-{key}-", dir="/dev/shm")
     try:
-        res = trails(build, 2 if a.quick else a.reps, 500000 if a.quick else 5000000, workdir)
+        res = measure(build, 2 if a.quick else a.reps, 500000 if a.quick else 5000000, workdir)
     finally:
         subprocess.run(["rm", "-rf", workdir])
     res["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -370,11 +407,11 @@ def trails_only(a, build, source):
 
         def update(latest):
             stats = latest["stats"]["json"]
-            stats["trails"] = res
+            stats[key] = res
             stats["summary"] = summary(stats)
             latest["stats"]["markdown"] = markdown(stats)
         run_bench.publish_part(source, update)
-    print("\n".join(trails_markdown(res)))
+    print("\n".join(lines(res)))
     print(json.dumps(res, indent=1))
     return 0
 
@@ -391,15 +428,19 @@ def main():
     ap.add_argument("--before-source-dir", help="its source tree (for its compiled-out build)")
     ap.add_argument("--before-label", help="what the before build is, e.g. \"parent 63d1c71\"")
     ap.add_argument("--trails", action="store_true", help="only the slow-request trails' cost (part 5)")
+    ap.add_argument("--native", action="store_true", help="only the native buckets' cost (part 6)")
     ap.add_argument("--publish", action="store_true",
-                    help="with --billingd-instructions or --trails: write the result into "
+                    help="with --billingd-instructions, --trails or --native: write the result into "
                          "SOURCE/bench/results/latest.json")
     a = ap.parse_args()
     build, source = os.path.abspath(a.build_dir), os.path.abspath(a.source_dir)
     if a.trails:
-        return trails_only(a, build, source)
+        return part_only(a, build, source, "trails", trails, trails_markdown)
+    if a.native:
+        return part_only(a, build, source, "native", native, native_markdown)
     if a.publish and not a.billingd_instructions:
-        print("stats_bench.py: --publish goes with --billingd-instructions or --trails (a whole run publishes through "
+        print("stats_bench.py: --publish goes with --billingd-instructions, --trails or --native (a whole run "
+              "publishes through "
               "run_bench.py --publish)", file=sys.stderr)
         return 2
     if a.billingd_instructions:
@@ -414,7 +455,7 @@ def main():
         res = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cores": os.cpu_count(),
                "load_average": os.getloadavg()[0],
                "per_event": per_event(build, reps, n, workdir), "scaling": scaling(build, reps, n, workdir),
-               "trails": trails(build, reps, n, workdir),
+               "trails": trails(build, reps, n, workdir), "native": native(build, reps, n, workdir),
                "scrape": scrape(build, workdir)}
     finally:
         subprocess.run(["rm", "-rf", workdir])

@@ -291,6 +291,11 @@ FROM_SOURCE = [
     ("docs/security.md", "10 s", "tests/security/exporter/test_binary_watch_cost.py",
      r"CEILING = 30  # ticks per 10 s: 3% of one CPU"),
     ("docs/exporter.md", "30 s", "tools/billing-exporter/program_files.h", r"#define BX_IDLE_DETACH_S 30\b"),
+    ("docs/exporter.md", "1.1 %", "provider/billing.d", r"@@native duration_ns schema=6 [\s\S]*off by under 1\.1 %"),
+    ("docs/exporter.md", "2.2 %", "provider/billing.d", r"@@native amount_minor schema=5 [\s\S]*would allow 2\.2 %"),
+    ("docs/stats.md", "1.1 %", "provider/billing.d", r"@@native duration_ns schema=6 [\s\S]*off by under 1\.1 %"),
+    ("docs/stats.md", "2.2 %", "provider/billing.d", r"@@native amount_minor schema=5 [\s\S]*would allow 2\.2 %"),
+    ("docs/exporter.md", "2 %", "tests/exporter/test_native_histograms.py", r"native_err <= 0\.02"),
 ]
 
 # --- markers ------------------------------------------------------------------

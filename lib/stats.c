@@ -36,6 +36,7 @@
 int billing_stats_off_;
 __thread bs_thread_t *bs_self_ BS_TLS_MODEL;
 uint64_t bs_map_offset_[BX_MAP_COUNT];
+uint64_t *bs_native_[BX_MAP_COUNT];
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned char *seg; /* the mapping; NULL until the first event */
@@ -292,7 +293,14 @@ static int create_segment(void)
 	uint64_t slots_off = (rows_off + BS_ROWS_SIZE + 4095) / 4096 * 4096;
 	uint64_t nslots = (uint64_t)settings.threads + 1; /* + the overflow slot */
 	uint64_t trail_off = slots_off + nslots * slot_size;
-	uint64_t size = (trail_off + BS_TRAIL_RING_SIZE + 4095) / 4096 * 4096;
+	uint64_t native_off = (trail_off + BS_TRAIL_RING_SIZE + 4095) / 4096 * 4096, native_at[BX_MAP_COUNT];
+	uint64_t native_size = 0;
+	for (int m = 0; m < BX_MAP_COUNT && !settings.native_off; m++) {
+		native_at[m] = native_off + native_size;
+		native_size += (uint64_t)billing_stats_maps_[m].rows * billing_stats_maps_[m].native_cells * 8;
+	}
+	/* Pages no row has counted into stay holes in the file. */
+	uint64_t size = (native_off + native_size + 4095) / 4096 * 4096;
 	unsigned char *p = MAP_FAILED;
 	if (ftruncate(fd, (off_t)size) == 0)
 		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -341,6 +349,10 @@ static int create_segment(void)
 	struct bs_trail_ring *ring = (struct bs_trail_ring *)(p + trail_off);
 	bs_trail_ring_init_(ring);
 	h->trail_offset = trail_off;
+	h->native_offset = native_size ? native_off : 0;
+	h->native_size = native_size;
+	for (int m = 0; m < BX_MAP_COUNT; m++)
+		bs_native_[m] = native_size && billing_stats_maps_[m].native_cells ? (uint64_t *)(p + native_at[m]) : NULL;
 	/* The magic last: a reader that sees it sees a whole header. */
 	uint64_t magic;
 	memcpy(&magic, BS_MAGIC, 8);

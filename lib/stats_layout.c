@@ -142,11 +142,45 @@ static int flag(const char *s, int *out)
 	return 0;
 }
 
+/* A small decimal integer, maybe negative: 0, or -1. */
+static int small_int(const char *s, const char *end, int *out)
+{
+	int neg = *s == '-', v = 0;
+	const char *c = s + neg;
+	if (c == end || end - c > 3)
+		return -1;
+	for (; c < end; c++) {
+		if (*c < '0' || *c > '9')
+			return -1;
+		v = v * 10 + (*c - '0');
+	}
+	*out = neg ? -v : v;
+	return 0;
+}
+
+/* "native=-" or "native=SCHEMA,LOW,HIGH" into q. */
+static int native_of(const char *s, bs_lquantity_t *q)
+{
+	const char *a, *b;
+	q->nnative = 0;
+	if (!s)
+		return -1;
+	if (strcmp(s, "-") == 0)
+		return 0;
+	if (!(a = strchr(s, ',')) || !(b = strchr(a + 1, ',')) || small_int(s, a, &q->schema) != 0 ||
+	    small_int(a + 1, b, &q->native_low) != 0 || small_int(b + 1, b + 1 + strlen(b + 1), &q->native_high) != 0)
+		return -1;
+	if (q->schema < 0 || q->schema > 8 || q->native_low < -62 || q->native_low >= q->native_high || q->native_high > 62)
+		return -1;
+	q->nnative = (size_t)(q->native_high - q->native_low) << q->schema;
+	return q->nnative <= BS_NATIVE_BUCKETS_MAX ? 0 : -1;
+}
+
 static int line_quantity(parser_t *p, char **w, int nw)
 {
 	bs_layout_t *l = p->l;
-	if (nw != 7 || !is_name(w[1]) || l->nquantities == BS_LAYOUT_QUANTITIES)
-		return fail(p, "a quantity line is: quantity NAME unit= divide= unmeasured_zero= signed= le= (at most %d)",
+	if (nw != 8 || !is_name(w[1]) || l->nquantities == BS_LAYOUT_QUANTITIES)
+		return fail(p, "a quantity line is: quantity NAME unit= divide= unmeasured_zero= signed= le= native= (at most %d)",
 		            BS_LAYOUT_QUANTITIES);
 	bs_lquantity_t *q = &l->quantities[l->nquantities++];
 	char *le = (char *)opt(w[6], "le");
@@ -171,6 +205,9 @@ static int line_quantity(parser_t *p, char **w, int nw)
 			return fail(p, "quantity %s: bound %zu is not a decimal number above the one before", q->name, i + 1);
 		prev = v;
 	}
+	if (native_of(opt(w[7], "native"), q) != 0)
+		return fail(p, "quantity %s: native= - or SCHEMA,LOW,HIGH (0..8, -62 <= LOW < HIGH <= 62, at most %d buckets)",
+		            q->name, BS_NATIVE_BUCKETS_MAX);
 	for (size_t i = 0; i + 1 < l->nquantities; i++)
 		if (strcmp(l->quantities[i].name, q->name) == 0)
 			return fail(p, "quantity %s described twice", q->name);
@@ -256,6 +293,8 @@ static int line_value(parser_t *p, char **w, int nw)
 			if (m->values[i].quantity == q)
 				return fail(p, "value %s twice in map %s", w[1], m->name);
 		m->values[m->nvalues].quantity = q;
+		m->values[m->nvalues].native = m->native_cells;
+		m->native_cells += l->quantities[q].nnative ? l->quantities[q].nnative + 2 : 0;
 		m->values[m->nvalues++].cell = p->next_cell;
 		p->next_cell += 3 + l->quantities[q].nbounds;
 		if (p->next_cell > BS_CELLS_MAX)
@@ -509,7 +548,8 @@ static int same_quantity(const bs_lquantity_t *a, const bs_lquantity_t *b)
 {
 	int same = strcmp(a->name, b->name) == 0 && strcmp(a->unit, b->unit) == 0 &&
 	           strcmp(a->divide, b->divide) == 0 && a->unmeasured_zero == b->unmeasured_zero &&
-	           a->is_signed == b->is_signed && a->nbounds == b->nbounds;
+	           a->is_signed == b->is_signed && a->nbounds == b->nbounds && a->nnative == b->nnative &&
+	           (!a->nnative || (a->schema == b->schema && a->native_low == b->native_low));
 	for (size_t i = 0; same && i < a->nbounds; i++)
 		same = strcmp(a->le[i], b->le[i]) == 0;
 	return same;

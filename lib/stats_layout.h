@@ -19,12 +19,13 @@
 #include "stats_segment.h"
 #include "stats_trail.h"
 
-#define BS_DESC_GRAMMAR 4          /* the first line: "billing-stats description 4" */
+#define BS_DESC_GRAMMAR 5          /* the first line: "billing-stats description 5" */
 #define BS_DESC_MAX 65536u         /* description bytes a reader parses at most */
 #define BS_CELLS_MAX 48            /* cells of one map's row */
 #define BS_LAYOUT_QUANTITIES 16    /* "quantity" lines */
 #define BS_LAYOUT_VALUES 4         /* quantities one map holds */
 #define BS_LAYOUT_BOUNDS 40        /* bucket bounds of one quantity */
+#define BS_NATIVE_BUCKETS_MAX 4096 /* native buckets of one quantity (provider/native.py BUCKETS_MAX) */
 #define BS_LAYOUT_KNOWN_ARGS 8     /* "known" lines */
 #define BS_LAYOUT_FAMILIES 128     /* "family" lines in all */
 #define BS_LAYOUT_LABELS 8         /* labels of one family */
@@ -51,6 +52,12 @@ typedef struct bs_lquantity {
 	int unmeasured_zero, is_signed;
 	size_t nbounds;
 	const char *le[BS_LAYOUT_BOUNDS]; /* as billing.d writes them, ascending */
+	/* Native buckets (provider/native.py), none when nnative is 0: 2^schema
+	 * per power of two of the unit, values up to 2^native_low in the zero
+	 * bucket, past 2^native_high out of range.  A row keeps nnative + 2
+	 * cells: the zero bucket, the buckets, out of range. */
+	int schema, native_low, native_high;
+	size_t nnative;
 } bs_lquantity_t;
 
 typedef struct bs_lfield {
@@ -69,8 +76,10 @@ typedef struct bs_lmap {
 	struct {
 		size_t quantity; /* index into the layout's quantities */
 		size_t cell;     /* its count; sum at +1, buckets from +2 */
+		size_t native;   /* its native cells in the row's native block (nnative > 0) */
 	} values[BS_LAYOUT_VALUES];
-	int build_map; /* this build's map of exactly this shape, -1: none */
+	size_t native_cells; /* a row's native cells, every value's together; 0: none */
+	int build_map;       /* this build's map of exactly this shape, -1: none */
 } bs_lmap_t;
 
 typedef struct bs_lfamily {

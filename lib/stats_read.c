@@ -81,6 +81,8 @@ static void set_int_text(char *dst, int32_t v)
  * out one map after another), and how many there are in all. */
 typedef struct plan_rows {
 	uint64_t rows[BS_MAX_MAPS], base[BS_MAX_MAPS], total;
+	uint64_t native_at[BS_MAX_MAPS]; /* each map's native cells in the file */
+	int native;                      /* the writer counted native buckets (not BILLING_STATS_NATIVE=off) */
 } plan_rows_t;
 
 /* The header against the segment's own layout and the file's size: its
@@ -120,6 +122,18 @@ static int check_layout(const struct bs_header *h, const bs_layout_t *l, uint64_
 	if (h->trail_offset &&
 	    (h->trail_offset < slots_end || h->trail_offset > size || size - h->trail_offset < BS_TRAIL_RING_SIZE))
 		FAIL("truncated or corrupt: its trails do not fit its %llu bytes", (unsigned long long)size);
+	/* the native buckets, map after map as described, after the rest */
+	uint64_t native = 0, native_from = h->trail_offset ? h->trail_offset + BS_TRAIL_RING_SIZE : slots_end;
+	for (size_t m = 0; m < l->nmaps; m++) {
+		pr->native_at[m] = h->native_offset + native * 8;
+		native += pr->rows[m] * l->maps[m].native_cells;
+	}
+	/* none at all: the writer counted none (BILLING_STATS_NATIVE=off) */
+	pr->native = h->native_offset != 0 || h->native_size != 0;
+	if ((pr->native && native * 8 != h->native_size) ||
+	    (native && pr->native &&
+	     (h->native_offset < native_from || h->native_offset > size || size - h->native_offset < h->native_size)))
+		FAIL("truncated or corrupt: its native buckets do not fit its %llu bytes", (unsigned long long)size);
 	return 0;
 }
 
@@ -136,7 +150,7 @@ static bs_read_row_t *row_mut(bs_segment_t *s, size_t m, size_t r)
 static int plan(const src_t *s, const struct bs_header *h, const bs_layout_t *l, const plan_rows_t *pr,
                 bs_segment_t *out, char *err, size_t errlen)
 {
-	uint64_t cells = 0, rows = 0, values = 0;
+	uint64_t cells = 0, rows = 0, values = 0, native = 0;
 	for (size_t m = 0; m < l->nmaps; m++) {
 		uint32_t nrows = h->row_count[m];
 		if (nrows > pr->rows[m])
@@ -149,6 +163,8 @@ static int plan(const src_t *s, const struct bs_header *h, const bs_layout_t *l,
 		}
 		out->map_rows[m] = nrows;
 		out->map_first[m] = (size_t)rows;
+		out->native_first[m] = (size_t)native;
+		native += pr->native ? (uint64_t)nrows * l->maps[m].native_cells : 0;
 		rows += nrows;
 		cells += (uint64_t)nrows * h->map_cells[m];
 	}
@@ -161,7 +177,7 @@ static int plan(const src_t *s, const struct bs_header *h, const bs_layout_t *l,
 	if (backed && slots > backed / 4096)
 		FAIL("claims %llu threads' slots, but the file holds only %llu kB", (unsigned long long)slots,
 		     (unsigned long long)(backed >> 10));
-	uint64_t bytes = values * BS_VALUE_BYTES + rows * sizeof(struct bs_row) + slots * cells * 8;
+	uint64_t bytes = values * BS_VALUE_BYTES + rows * sizeof(struct bs_row) + slots * cells * 8 + native * 8;
 	if (bytes > BS_READ_BUDGET)
 		FAIL("its counts ask for %llu bytes of reading (%llu slots, %llu rows), over the reader's budget of %llu MiB",
 		     (unsigned long long)bytes, (unsigned long long)slots, (unsigned long long)rows,
@@ -175,6 +191,29 @@ static int plan(const src_t *s, const struct bs_header *h, const bs_layout_t *l,
 	}
 	if (rows)
 		memset(out->rows, 0, rows * sizeof *out->rows);
+	if (native > out->native_cap || native < out->native_cap / 4) {
+		uint64_t *n = realloc(out->native, (native ? native : 1) * sizeof *n);
+		if (!n)
+			FAIL("out of memory");
+		out->native = n;
+		out->native_cap = native ? native : 1;
+	}
+	return 0;
+}
+
+/* Each map's native cells of the rows in use: one read per map (its rows
+ * are contiguous).  Every thread adds to them atomically: each cell is
+ * read whole. */
+static int read_native(const src_t *s, const bs_layout_t *l, const plan_rows_t *pr, bs_segment_t *out, char *err,
+                       size_t errlen)
+{
+	for (size_t m = 0; m < l->nmaps; m++) {
+		uint64_t n = pr->native ? (uint64_t)out->map_rows[m] * l->maps[m].native_cells : 0;
+		if (n && get(s, pr->native_at[m], out->native + out->native_first[m], n * 8) != 0)
+			FAIL("truncated in map %s's native buckets", l->maps[m].name);
+		out->work.bytes += n * 8;
+		out->work.reads += n != 0;
+	}
 	return 0;
 }
 
@@ -293,11 +332,14 @@ static int read_slots(const src_t *s, const struct bs_header *h, const bs_layout
 static void build_view(bs_segment_t *out)
 {
 	const bs_layout_t *l = out->layout;
+	for (int b = 0; b < BX_MAP_COUNT; b++)
+		out->build_sm[b] = -1;
 	for (size_t m = 0; m < l->nmaps; m++) {
 		int b = l->maps[m].build_map;
 		if (b >= 0) {
 			out->nrows[b] = out->map_rows[m];
 			out->first_row[b] = out->map_first[m];
+			out->build_sm[b] = (int)m;
 		}
 	}
 }
@@ -372,7 +414,9 @@ static int read_src(const src_t *s, bs_segment_t *out, char *err, size_t errlen)
 		FAIL("out of memory");
 	}
 	int rc = check_layout(&h, l, s->size, &pr, err, errlen) != 0 || plan(s, &h, l, &pr, out, err, errlen) != 0 ||
-	         read_dicts_rows(s, &h, l, &pr, out, dict, err, errlen) != 0 || read_slots(s, &h, l, out, err, errlen) != 0;
+	         read_dicts_rows(s, &h, l, &pr, out, dict, err, errlen) != 0 || read_slots(s, &h, l, out, err, errlen) != 0 ||
+	         read_native(s, l, &pr, out, err, errlen) != 0;
+	out->has_native = pr.native;
 	free(dict);
 	if (rc) {
 		empty(out); /* no partial result */
@@ -420,6 +464,7 @@ void bs_segment_free(bs_segment_t *s)
 {
 	bs_layout_release((bs_layout_t *)s->layout);
 	free(s->rows);
+	free(s->native);
 	memset(s, 0, sizeof *s);
 }
 

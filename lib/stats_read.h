@@ -73,7 +73,16 @@ typedef struct bs_segment {
 	size_t first_row[BX_MAP_COUNT];
 	bs_read_row_t *rows; /* the rows in use, map after map; owned (bs_segment_free) */
 	size_t rows_cap;
-	bs_read_work_t work; /* of the last reading, refused or not */
+	/* Native buckets (stats_layout.h: bs_lquantity_t.nnative): a row of the
+	 * segment's map sm holds layout->maps[sm].native_cells of them, row r's
+	 * at native[native_first[sm] + r * native_cells]; read them with
+	 * bs_map_native() or bs_native(). */
+	uint64_t *native; /* owned (bs_segment_free) */
+	int has_native;   /* 0: its writer counted none (BILLING_STATS_NATIVE=off) */
+	size_t native_cap;
+	size_t native_first[BS_MAX_MAPS];
+	int build_sm[BX_MAP_COUNT]; /* this build's map m is the segment's map build_sm[m]; -1: none */
+	bs_read_work_t work;        /* of the last reading, refused or not */
 } bs_segment_t;
 
 /* Row r (< nrows[m]) of this build's map m. */
@@ -86,6 +95,19 @@ static inline const bs_read_row_t *bs_row(const bs_segment_t *s, int m, size_t r
 static inline const bs_read_row_t *bs_map_row(const bs_segment_t *s, size_t sm, size_t r)
 {
 	return &s->rows[s->map_first[sm] + r];
+}
+
+/* The native cells of row r of the segment's own map sm (NULL: it has none). */
+static inline const uint64_t *bs_map_native(const bs_segment_t *s, size_t sm, size_t r)
+{
+	size_t w = s->layout->maps[sm].native_cells;
+	return w && s->has_native ? s->native + s->native_first[sm] + r * w : NULL;
+}
+
+/* The same for row r of this build's map m. */
+static inline const uint64_t *bs_native(const bs_segment_t *s, int m, size_t r)
+{
+	return !s->layout || s->build_sm[m] < 0 ? NULL : bs_map_native(s, (size_t)s->build_sm[m], r);
 }
 
 /* The segment's own map fed by probe (billing.d's spelling, "payment__auth"),

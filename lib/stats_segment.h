@@ -13,6 +13,8 @@
  *   rows       per map, up to its bs_map_info_t.rows label sets, each as value indices
  *   slots      per thread: a header line and every map's cells, row by row
  *   trails     the slow-request trails' ring (stats_trail.h)
+ *   native     per map and row, the native (exponential) buckets of its
+ *              values that declare them, shared by the process's threads
  *
  * Every count a reader trusts is published by the writer with a release
  * store after what it covers is written, and the writer only appends: a
@@ -87,6 +89,11 @@ struct bs_header {
 	uint64_t map_cells_offset[BS_MAX_MAPS];          /* within a slot, bytes from its cells */
 	uint32_t map_cells[BS_MAX_MAPS];                 /* cells per row of each map */
 	uint64_t trail_offset;                           /* the trails' ring (stats_trail.h); 0: none */
+	/* The native buckets: map after map (the description's order), row
+	 * after row, bs_lmap_t.native_cells each, added to atomically by every
+	 * thread of the process (one row's buckets are many: two threads
+	 * rarely share a line).  0: none. */
+	uint64_t native_offset, native_size;
 };
 
 /* A slot's header line; only its owner writes it (and the cells). */
@@ -125,6 +132,7 @@ typedef struct bs_map_info {
 		const char *const *known; /* "@@known" values, sorted (strcmp); NULL: none */
 		size_t nknown;
 	} fields[BX_MAX_FIELDS];
+	size_t native_cells; /* native buckets of a row (its values' together); 0: none */
 } bs_map_info_t;
 
 extern const bs_map_info_t billing_stats_maps_[BX_MAP_COUNT];

@@ -90,6 +90,14 @@ static void read_switch(bs_settings_t *s, const char *v)
 		say_value(PREFIX, v, "not on, off, 1, 0, yes, no, true or false: stats off");
 }
 
+static void read_native(bs_settings_t *s, const char *v)
+{
+	if (strcmp(v, "off") == 0 || strcmp(v, "0") == 0 || strcmp(v, "no") == 0 || strcmp(v, "false") == 0)
+		s->native_off = 1;
+	else if (strcmp(v, "on") != 0 && strcmp(v, "1") != 0 && strcmp(v, "yes") != 0 && strcmp(v, "true") != 0)
+		say_value(PREFIX "_NATIVE", v, "not on, off, 1, 0, yes, no, true or false: native buckets on");
+}
+
 static void read_dir(bs_settings_t *s, const char *v)
 {
 	char what[128];
@@ -253,7 +261,8 @@ void bs_settings_read(bs_settings_t *s)
 		      { PREFIX "_GROUP", read_group },
 		      { PREFIX "_THREADS", read_threads },
 		      { PREFIX "_KEEP", read_keep },
-		      { PREFIX "_SLOW", read_slow } };
+		      { PREFIX "_SLOW", read_slow },
+		      { PREFIX "_NATIVE", read_native } };
 	enum { NKNOWN = sizeof known / sizeof *known };
 	int seen[NKNOWN] = { 0 }; /* the first of a name counts, as for getenv() */
 	char name[80];
@@ -282,7 +291,7 @@ void bs_settings_read(bs_settings_t *s)
 		if (k == NKNOWN) {
 			snprintf(name, sizeof name, "%.*s", (int)(len < 64 ? len : 64), *e);
 			say_value(name, v, "not a setting of the stats (" PREFIX ", " PREFIX "_DIR, _GROUP, _THREADS, "
-			                   "_KEEP, _SLOW): ignored");
+			                   "_KEEP, _SLOW, _NATIVE): ignored");
 		} else if (!seen[k]++ && *v) { /* set but empty: as unset */
 			known[k].read(s, v);
 		}

@@ -27,6 +27,7 @@
 
 typedef struct bs_settings {
 	int off;              /* BILLING_STATS=off: no segment, no counting */
+	int native_off;       /* BILLING_STATS_NATIVE=off: no native buckets */
 	char dir[BS_DIR_MAX]; /* BILLING_STATS_DIR; "" for /dev/shm/billing-stats-UID */
 	int has_group;        /* BILLING_STATS_GROUP names one: gid */
 	gid_t gid;

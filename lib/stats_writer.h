@@ -75,6 +75,7 @@ typedef struct bs_cache_entry {
 typedef struct bs_l1_entry {
 	uintptr_t arg[BX_MAX_FIELDS]; /* per label field of the map, in order */
 	void *cells;                  /* NULL: empty */
+	uint64_t *native;             /* the row's native buckets (maps that have them) */
 } bs_l1_entry_t;
 
 /* The string literals (bs_immutable_) a thread's trail events met lately,
@@ -112,6 +113,11 @@ BS_HIDDEN extern __thread bs_thread_t *bs_self_ BS_TLS_MODEL;
 /* Where each map's cells start in a slot: a private copy of the
  * segment's header field, so the hot path reads no shared page. */
 BS_HIDDEN extern uint64_t bs_map_offset_[BX_MAP_COUNT];
+
+/* Each map's native buckets in this process's segment (NULL: none, or
+ * BILLING_STATS_NATIVE=off); a row's are native_cells wide
+ * (bs_map_info_t), at its row's place. */
+BS_HIDDEN extern uint64_t *bs_native_[BX_MAP_COUNT];
 
 /* The slow path: the segment and this thread's slot on first use, and the
  * row of a key not in the cache (into *e); NULL when the stats are off. */
@@ -158,6 +164,24 @@ static inline void *bs_cells_(int map, const void *key, size_t key_size, size_t 
 		return NULL;
 	*shared = t->shared;
 	return t->cells + bs_map_offset_[map] + (uint64_t)e->row * cells * 8;
+}
+
+/* The native buckets (width of them) of the row whose cells (of
+ * value_size bytes, in this thread's slot) are v: the row is v's place
+ * among its map's rows. */
+static inline uint64_t *bs_native_row_(int map, const void *v, size_t value_size, size_t width)
+{
+	size_t row = (size_t)((const unsigned char *)v - bs_self_->cells - bs_map_offset_[map]) / value_size;
+	return bs_native_[map] ? bs_native_[map] + row * width : NULL;
+}
+
+/* Count native cell `cell` of that row (none: nothing).  Atomic: every
+ * thread of the process shares a row's buckets. */
+static inline void bs_native_add_(int map, const void *v, size_t value_size, size_t width, size_t cell)
+{
+	uint64_t *row = bs_native_row_(map, v, value_size, width);
+	if (row)
+		__atomic_fetch_add(&row[cell], 1, __ATOMIC_RELAXED);
 }
 
 /* Copy a label argument into its key field: NULL as "", cut to size - 1

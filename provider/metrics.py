@@ -25,6 +25,8 @@ import shlex
 import string
 from decimal import Decimal, InvalidOperation
 
+import native
+
 TYPES_OK_FOR_LABELS = {"char *": "string", "int": "int32"}
 # Known values a label may have: a stats segment row names one by a byte,
 # BS_IDX_KNOWN (64) .. BS_IDX_OVERFLOW (254) - 1 (lib/stats_segment.h).
@@ -47,6 +49,7 @@ class Quantity:
         self.signed = signed
         self.bounds_text = []               # as written in billing.d: the "le" values
         self.bounds_raw = []                # in the argument's unit (integers)
+        self.native = None                  # its native histogram (native.Native), if declared
 
     @property
     def c_type(self):
@@ -243,6 +246,13 @@ def parse_header(lines, path):
                     raise MetricError(f"{path}: {line!r}: bounds must increase")
                 q.bounds_text.append(text)
                 q.bounds_raw.append(int(raw))
+        elif kind == "native":
+            if not rest or rest[0] not in quantities or quantities[rest[0]].native:
+                raise MetricError(f"{path}: {line!r}: @@native names no declared @@quantity, or one twice")
+            got = native.parse(rest, line, path, parse_options(rest[1:], line), quantities[rest[0]].divide)
+            if isinstance(got, str):
+                raise MetricError(got)
+            quantities[rest[0]].native = got
         elif kind == "known":
             opts = parse_options(rest[1:], line)
             if len(rest) != 2 or set(opts) != {"file"} or opts["file"] is True:
@@ -471,6 +481,8 @@ def metrics_layout_h(provider, ms):
         o.append(f"#ifdef __bpf__\n#pragma unroll\n#endif\n\tfor (b = 0; b < BX_{Q}_BOUNDS; b++)\n"
                  f"\t\ti += x > bounds[b];\n\tBX_ADD(q->count, 1, shared);\n\tBX_ADD(q->sum, (bx_u64)x, shared);\n"
                  f"\tif (i < BX_{Q}_BUCKETS)\n\t\tBX_ADD(q->buckets[i], 1, shared);\n}}\n\n")
+        if q.native:
+            o.append("#ifndef __bpf__\n" + native.layout_h(q, q.native) + "#endif\n\n")
     o.append("/* Per probe that feeds metrics: its key, the label arguments (strings cut\n"
              " * to fit, NUL-padded; the padding is explicit so a key compares as bytes),\n"
              " * and its value. */\n")

@@ -28,7 +28,7 @@ def params(feed):
     return ", ".join(f"{CTYPE[t]}{'' if t == 'char *' else ' '}{n}" for n, t in needed_args(feed)) or "void"
 
 
-DESCRIPTION_GRAMMAR = 4  # docs/stats.md, "The self-description": a new kind of line is a new grammar
+DESCRIPTION_GRAMMAR = 5  # docs/stats.md, "The self-description": a new kind of line is a new grammar
 
 
 def family_lines(ms, feed, m):
@@ -46,6 +46,13 @@ def family_lines(ms, feed, m):
     return out
 
 
+def native_text(q):
+    """A quantity's native buckets for its "quantity" line: - or
+    SCHEMA,LOW,HIGH (provider/native.py)."""
+    n = q.native
+    return f"{n.schema},{n.low},{n.high}" if n else "-"
+
+
 def description(ms):
     """The segment's self-description: everything a reader needs to decode
     a segment and serve its metric families, as text (docs/stats.md).  A
@@ -56,7 +63,7 @@ def description(ms):
     for q in ms.quantities.values():
         lines.append(f"quantity {q.name} unit={q.unit.replace(' ', '_')} divide={q.divide} "
                      f"unmeasured_zero={int(q.unmeasured_zero)} signed={int(q.signed)} "
-                     f"le={','.join(q.bounds_text)}")
+                     f"le={','.join(q.bounds_text)} native={native_text(q)}")
     for f in ms.feeds:
         fields, pad = metrics.key_layout(ms, f)
         cells = 1 + sum(3 + len(ms.quantities[q].bounds_raw) for q in f.quantities)
@@ -143,6 +150,31 @@ def observe_hot(q):
     return "".join(o)
 
 
+def native_cells(ms, feed):
+    """A row's native cells in feed's map: each value's that declares
+    native buckets, the zero bucket and out of range included, in order."""
+    return sum(ms.quantities[q].native.buckets + 2 for q in feed.quantities if ms.quantities[q].native)
+
+
+def native_calls(ms, feed, indent, cached=False):
+    """Count each native value of a fire into its row's native buckets:
+    through the first-level entry e's cached row (cached), or found from
+    v, the row's cells.  The value's buckets start where the ones before
+    end, as the description's order lays them."""
+    o, at = [], 0
+    for q in feed.quantities:
+        n = ms.quantities[q].native
+        if not n:
+            continue
+        test = [f"{q} != 0"] * ms.quantities[q].unmeasured_zero + ["e->native"] * cached
+        guard = f"if ({' && '.join(test)})\n{indent}\t" if test else ""
+        cell = f"{at} + bx_native_index_{q}({q})"
+        o.append(f"{indent}{guard}" + (f"__atomic_fetch_add(&e->native[{cell}], 1, __ATOMIC_RELAXED);\n" if cached else
+                 f"bs_native_add_(BX_MAP_{feed.probe.macro}, v, sizeof *v, {native_cells(ms, feed)}, {cell});\n"))
+        at += n.buckets + 2
+    return "".join(o)
+
+
 def l1_arg(feed, arg):
     """A label argument as the first level keys it: a string's address, an
     int's value."""
@@ -170,14 +202,18 @@ def stats_gen_c(provider, ms):
         slot = f"bs_l1_slot_({' ^ '.join(l1_arg(f, a) for a in f.fields) or '0'})"
         match = "".join(f" && e->arg[{i}] == {l1_arg(f, a)}" for i, a in enumerate(f.fields))
         hit = ("\t\tBS_ADD_OWN(v->count, 1);\n"
-               + "".join(f"\t\tbs_observe_{q}(&v->{q}, {q});\n" for q in f.quantities) + "\t\treturn;\n")
+               + "".join(f"\t\tbs_observe_{q}(&v->{q}, {q});\n" for q in f.quantities) + native_calls(ms, f, "\t\t")
+               + "\t\treturn;\n")
+        hit_cached = ("\t\tBS_ADD_OWN(v->count, 1);\n"
+                      + "".join(f"\t\tbs_observe_{q}(&v->{q}, {q});\n" for q in f.quantities)
+                      + native_calls(ms, f, "\t\t", cached=True) + "\t\treturn;\n")
         o.append(f"static BS_COLD void miss_{f.probe.func}({params(f)})\n{{\n"
                  f"\tstruct bx_key_{f.probe.func} k;\n\tstruct bx_value_{f.probe.func} *v;\n"
                  f"\tsize_t slot = {slot};\n\tbs_l1_entry_t *e;\n\tint shared;\n\n"
                  "\t/* Two label sets that share an entry: the second sits next to it. */\n"
                  f"\tif (bs_self_) {{\n\t\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1];\n"
                  f"\t\tv = (struct bx_value_{f.probe.func} *)e->cells;\n"
-                 f"\t\tif (v{match}) {{\n" + hit.replace("\t\t", "\t\t\t").replace("\t\t\treturn;\n", "\t\t\treturn;\n")
+                 f"\t\tif (v{match}) {{\n" + hit_cached.replace("\t\t", "\t\t\t")
                  + "\t\t}\n\t}\n"
                  "\tmemset(&k, 0, sizeof k);\n")
         o += metrics.count_fire(f, lambda a: f"bs_copy_label_(k.{a}, {a}, sizeof k.{a})", lambda a: f"k.{a} = {a}",
@@ -185,13 +221,15 @@ def stats_gen_c(provider, ms):
                                 "sizeof k, sizeof *v / 8, &shared);\n\tif (!v)\n\t\treturn;\n"
                                 "\tif (shared) {\n\t\tBX_ADD(v->count, 1, 1)",
                                 lambda q: f"\tbx_observe_{q}(&v->{q}, {q}, 1)")
-        o.append("\t\treturn;\n\t}\n" + hit.replace("\t\treturn;\n", "").replace("\t\t", "\t"))
+        o.append(native_calls(ms, f, "\t\t") + "\t\treturn;\n\t}\n" + hit.replace("\t\treturn;\n", "").replace("\t\t", "\t"))
         o.append(("\tif (" + " || ".join(f"!bs_immutable_({a})" for a in strings) + ")\n\t\treturn;\n"
                   if strings else "")
                  + f"\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot];\n"
                  f"\tif (e->cells && !bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1].cells)\n"
                  f"\t\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1];\n"
                  + "".join(f"\te->arg[{i}] = {l1_arg(f, a)};\n" for i, a in enumerate(f.fields))
+                 + (f"\te->native = bs_native_row_(BX_MAP_{f.probe.macro}, v, sizeof *v, {native_cells(ms, f)});\n"
+                    if native_cells(ms, f) else "")
                  + "\te->cells = v;\n}\n\n")
         args = ", ".join(n for n, _ in needed_args(f))
         o.append(f"void billing_stats_{f.probe.func}({params(f)})\n{{\n"
@@ -202,6 +240,7 @@ def stats_gen_c(provider, ms):
                  f"\t\tif (BS_LIKELY(v{match})) {{\n"
                  "\t\t\tBS_ADD_OWN(v->count, 1);\n"
                  + "".join(f"\t\t\tbs_observe_{q}(&v->{q}, {q});\n" for q in f.quantities)
+                 + native_calls(ms, f, "\t\t\t", cached=True)
                  + "\t\t\treturn;\n\t\t}\n\t}\n"
                  f"\tmiss_{f.probe.func}({args});\n}}\n\n")
     o.append(trail_emit.gen_c(ms))
@@ -228,7 +267,7 @@ def stats_desc_c(provider, ms):
         fl = ", ".join(f"{{ offsetof({st}, {arg}), {size}, {1 if kind == 'BX_KEY_STRING' else 0}, "
                        f"{metrics.known_ref(ms, arg)} }}" for _, arg, kind, size in fields)
         o.append(f"\t[BX_MAP_{f.probe.macro}] = {{ sizeof({st}), sizeof(struct bx_value_{f.probe.func}) / 8, "
-                 f"{rows}, {' + '.join(base) or '0'}, {len(fields)}, {{ {fl} }} }},\n")
+                 f"{rows}, {' + '.join(base) or '0'}, {len(fields)}, {{ {fl} }}, {native_cells(ms, f)} }},\n")
         base.append(f"({rows})")
     o.append("};\n\n")
     return "".join(o)

@@ -29,8 +29,8 @@ packages=(
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev wrk procps
   # billing-exporter (clang, bpftool, libbpf-dev, libmicrohttpd-dev above; --web-config:
   # YAML, GnuTLS, bcrypt) and its tests: a real Prometheus server and promtool, openssl
-  # for the test certificates
-  libyaml-dev libgnutls28-dev libcrypt-dev openssl
+  # for the test certificates; protobuf-c for the protobuf exposition (native histograms)
+  libyaml-dev libgnutls28-dev libcrypt-dev openssl protobuf-c-compiler libprotobuf-c-dev
   prometheus
   prometheus-alertmanager
   # benchmarks

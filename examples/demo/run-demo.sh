@@ -93,7 +93,8 @@ trap 'echo; echo "run-demo: interrupted"; [ -s "$work/load.out" ] && cat "$work/
 # whole project configure (the billing-probes tool, the unit tests).
 packages=(meson ninja-build gcc libc6-dev pkg-config python3 procps systemtap-sdt-dev
           libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev
-          libelf-dev libcmocka-dev bpftrace clang bpftool libbpf-dev prometheus)
+          libelf-dev libcmocka-dev bpftrace clang bpftool libbpf-dev prometheus
+          protobuf-c-compiler libprotobuf-c-dev)
 if [ "$(id -u)" -eq 0 ] && [ "$install" -eq 1 ] && command -v apt-get >/dev/null; then
 	missing=()
 	for p in "${packages[@]}"; do

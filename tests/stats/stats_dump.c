@@ -24,6 +24,25 @@ static void put_string(const char *s)
 	putchar('"');
 }
 
+/* Row r's native buckets, per value that has them: [counted in range,
+ * out of range] (the zero bucket and the buckets, then the last cell). */
+static void put_native(const bs_segment_t *seg, int m, size_t r)
+{
+	const uint64_t *n = bs_native(seg, m, r);
+	const bs_lmap_t *lm = seg->build_sm[m] >= 0 ? &seg->layout->maps[seg->build_sm[m]] : NULL;
+	printf(",\"native\":[");
+	for (size_t v = 0, k = 0; n && lm && v < lm->nvalues; v++) {
+		size_t cells = seg->layout->quantities[lm->values[v].quantity].nnative;
+		unsigned long long in = 0;
+		if (!cells)
+			continue;
+		for (size_t c = 0; c <= cells; c++)
+			in += n[lm->values[v].native + c];
+		printf("%s[%llu,%llu]", k++ ? "," : "", in, (unsigned long long)n[lm->values[v].native + cells + 1]);
+	}
+	printf("]");
+}
+
 static void put_work(const bs_read_work_t *w)
 {
 	printf(",\"work\":{\"bytes\":%llu,\"reads\":%llu,\"rows\":%llu,\"slots\":%llu}}\n",
@@ -106,7 +125,9 @@ int main(int argc, char **argv)
 				printf("],\"cells\":[");
 				for (size_t c = 0; c < BX_MAX_CELLS; c++)
 					printf("%s%llu", c ? "," : "", (unsigned long long)row->cells[c]);
-				printf("]}");
+				printf("]");
+				put_native(seg, m, r);
+				printf("}");
 			}
 			printf("]");
 		}

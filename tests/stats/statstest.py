@@ -21,7 +21,7 @@ PROVIDER = billing_d.parse(os.environ.get("BS_PROVIDER_D", bt.PROVIDER_D))
 METRICS = PROVIDER.metrics
 
 # struct bs_header (lib/stats_segment.h), little-endian, naturally aligned.
-HEADER = struct.Struct("<8sIIQQIIQIIIIQQQQQQQII32I128I32Q32IQ")  # struct bs_header
+HEADER = struct.Struct("<8sIIQQIIQIIIIQQQQQQQII32I128I32Q32IQQQ")  # struct bs_header
 FIELDS = ("magic layout_version endian generation size pid state start_time nmaps nslots rows_per_map "
           "label_values desc_offset desc_size desc_hash dicts_offset rows_offset slots_offset slot_size "
           "slots_used overflow_used").split()
@@ -42,6 +42,23 @@ def cells_layout(map_name):
         out[q] = (cell, n)
         cell += 2 + n
     return out
+
+
+def native_whole(seg, map_name):
+    """Whether every row of map_name in seg holds each observation of each
+    native quantity once in its native buckets (stats_dump's "native":
+    [in range, out of range] per quantity that has them), as many as its
+    classic count; a duration never out of range.  The buckets are shared
+    by the process's threads (atomic adds): this is what says none was lost."""
+    layout = cells_layout(map_name)
+    natives = [q for q in layout if q != "count" and METRICS.quantities[q].native]
+    for r in rows(seg, map_name):
+        if len(r.get("native", [])) != len(natives):
+            return False
+        for q, (inside, out) in zip(natives, r["native"]):
+            if inside + out != r["cells"][layout[q][0]] or (not METRICS.quantities[q].signed and out):
+                return False
+    return True
 
 
 def bucket(quantity, x):
@@ -176,7 +193,9 @@ def write_segment(path, ms, rows):
     rows_off = dicts + nmaps * fields_max * values * entry
     slots_off = (rows_off + sum(nrows) * 4 + 4095) // 4096 * 4096
     slot_size = (64 + sum(n * c for n, c in zip(nrows, cells)) * 8 + 4095) // 4096 * 4096
-    data = bytearray(slots_off + slot_size)
+    native_off = slots_off + slot_size  # no trails' ring; the native buckets (all zero) after the slot
+    native_size = sum(n * stats_emit.native_cells(ms, f) * 8 for n, f in zip(nrows, feeds))
+    data = bytearray(native_off + native_size)
     data[4096:4096 + len(desc)] = desc
     row_count, dict_count, cell_off = [0] * 32, [0] * 128, [0] * 32
     base_row, base_cell = 0, 0
@@ -208,6 +227,7 @@ def write_segment(path, ms, rows):
         base_cell += nrows[m] * cells[m]
     head = [b"BILLSTAT", 4, 0x01020304, fnv1a(path.encode()) | 1, len(data), os.getpid(), 2, 0, nmaps, 1, 128,
             values, 4096, len(desc) + 1, fnv1a(desc), dicts, rows_off, slots_off, slot_size, 1, 0]
-    HEADER.pack_into(data, 0, *head, *row_count, *dict_count, *cell_off, *(cells + [0] * (32 - nmaps)), 0)
+    HEADER.pack_into(data, 0, *head, *row_count, *dict_count, *cell_off, *(cells + [0] * (32 - nmaps)), 0,
+                     native_off if native_size else 0, native_size)
     with open(path, "wb") as f:
         f.write(data)

@@ -98,7 +98,8 @@ with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
         "bounds out of order": desc.replace(b"le=100,500,", b"le=500,100,", 1),
         "a label naming no field": desc.replace(b"label campaign value campaign", b"label campaign value nope", 1),
         "a control byte": desc.replace(b"Coupons applied", b"Coupons\x1bapplied", 1),
-        "another grammar": desc.replace(b"description 4", b"description 5", 1),
+        "another grammar": desc.replace(b"description 5", b"description 6", 1),
+        "native buckets past the bound": desc.replace(b"native=6,-20,7", b"native=8,-20,7", 1),
         "a family twice, differently": desc + b"family billing_errors_total histogram observe - -\n",
         "70,000 bytes": desc + b"known pad " + b"A," * 35000 + b"\n",
     }

@@ -42,6 +42,8 @@ with tempfile.TemporaryDirectory() as tmp:
     workers = [dumped.get(pid) for pid in pids[1:]]
     bt.check(all(w is not None and payments(w) == N for w in workers),
              f"each worker's segment holds exactly {N} ({[w and payments(w) for w in workers]})")
+    bt.check(all(s is not None and st.native_whole(s, PAY) for s in [parent] + workers),
+             "each process's native buckets hold its own observations once (a child never counts in its parent's)")
     killed_pid = [int(l.split()[1]) for l in p.stdout.splitlines() if l.startswith("killed ")]
     killed = dumped.get(killed_pid[0]) if killed_pid else None
     bt.check(killed is not None and killed["state"] == 1,

@@ -49,6 +49,17 @@ def no_trails(data):
     struct.pack_into("<Q", data, TRAIL_OFFSET, 0)
 
 
+NATIVE_OFFSET = TRAIL_OFFSET + 8  # header's native_offset, native_size
+
+
+def native_after(data, end):
+    """The header's native buckets moved to end (where the slots the
+    counts claim end): the file's size to give them room."""
+    native_size = struct.unpack_from("<Q", data, NATIVE_OFFSET + 8)[0]
+    struct.pack_into("<Q", data, NATIVE_OFFSET, end if native_size else 0)
+    return end + native_size
+
+
 def every_row_used(data, h):
     for m in range(h["nmaps"]):
         struct.pack_into("<I", data, ROW_COUNT + 4 * m, h["rows_per_map"])
@@ -85,7 +96,7 @@ with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
     put(d, "slots_used", 65537)
     every_row_used(d, h)
     no_trails(d)
-    size = h["slots_offset"] + 65537 * h["slot_size"]
+    size = native_after(d, h["slots_offset"] + 65537 * h["slot_size"])
     put(d, "size", size)
     sparse = os.path.join(tmp, "sparse.stats")
     write_sparse(sparse, d, size)
@@ -107,7 +118,7 @@ with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
     put(d, "slots_used", slots)
     every_row_used(d, h)
     no_trails(d)
-    size = h["slots_offset"] + slots * h["slot_size"]
+    size = native_after(d, h["slots_offset"] + slots * h["slot_size"])
     put(d, "size", size)
     full = os.path.join(tmp, "full.stats")
     with open(full, "wb") as f:

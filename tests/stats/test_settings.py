@@ -65,6 +65,18 @@ with tempfile.TemporaryDirectory() as tmp:
         path, lines = run(tmp, "on-" + value, BILLING_STATS=value)
         bt.check(path != "" and not lines, f"BILLING_STATS={value}: a segment, nothing said ({lines})")
 
+    # --- BILLING_STATS_NATIVE: native buckets on (the default) or off ----------
+    for value, counted, said in (("", True, False), ("off", False, False), ("on", True, False),
+                                 ("of", True, True)):
+        path, lines = run(tmp, "native-" + (value or "default"), BILLING_STATS_NATIVE=value)
+        seg = st.dump([path])[0] if path else {"error": "no segment"}
+        natives = [r["native"] for r in st.rows(seg, "m_payment_auth")] if "error" not in seg else []
+        whole = bool(natives) and st.native_whole(seg, "m_payment_auth")
+        bt.check("error" not in seg and (whole if counted else natives and not any(natives))
+                 and (one_line(lines, f"BILLING_STATS_NATIVE={value}:", "native buckets on") if said else not lines),
+                 f"BILLING_STATS_NATIVE={value!r}: the segment reads, native buckets "
+                 f"{'counted' if counted else 'absent'}{', said in one line' if said else ''} ({seg.get('error')}, {lines})")
+
     # --- BILLING_STATS_KEEP: a duration, with a unit --------------------------
     # Gone writers' segments 30 min and 2 h old: a new writer with KEEP=1h
     # removes only the 2 h one; one with KEEP=-5 keeps both (the default

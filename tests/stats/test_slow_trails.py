@@ -35,7 +35,7 @@ TOOL = os.environ.get("BS_TOOL", "")
 if not BURST or not TOOL:
     bt.skip("trail_burst or billing-probes not built (-Dtool=enabled)")
 EVENTS = ["request-start", "db-query-start", "payment-auth", "error", "request-done"]
-TRAIL_OFFSET = st.HEADER.size - 8  # the header's last field
+TRAIL_OFFSET = st.HEADER.size - 24  # the header's trail_offset, before native_offset and native_size
 THRESHOLDS = 32  # BS_TRAIL_THRESHOLDS: the ring's header publishes them after its first 64 bytes
 RING_HEADER = 64 + THRESHOLDS * 40
 

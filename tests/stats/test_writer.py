@@ -78,6 +78,8 @@ with tempfile.TemporaryDirectory() as tmp:
         measured = 8 * sum(1 for i in range(N) if i % 100)
         bt.check(len(req) == 1 and req[0]["cells"][d0] == measured == sum(req[0]["cells"][d0 + 2:d0 + 2 + dn]),
                  f"8 threads: request durations observed {req and req[0]['cells'][d0]} == {measured} (0 is not measured)")
+        bt.check(st.native_whole(seg, REQ) and st.native_whole(seg, "m_payment_auth"),
+                 "8 threads: every observation once in the native buckets the threads share (atomic adds)")
         bt.check(1 <= seg["slots_used"] <= 8 and seg["overflow_used"] == 0,
                  f"8 threads: {seg['slots_used']} slots used (1..8), no overflow slot")
         bt.check(seg["state"] == 2 and seg["pid"] == segs[0][0], "8 threads: the segment says its writer exited, and its pid")

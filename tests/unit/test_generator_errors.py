@@ -42,7 +42,8 @@ CASES = {
                                                     "@@counter billing_errors_total count {component, request_id}", 1),
                                 "request_id is unsigned long long: IDs and amounts never make labels"),
     "metric of an undeclared quantity": (lambda s: s.replace("@@quantity amount_minor", "@@quantity amount_major", 1)
-                                         .replace("@@buckets amount_minor", "@@buckets amount_major", 1),
+                                         .replace("@@buckets amount_minor", "@@buckets amount_major", 1)
+                                         .replace("@@native amount_minor", "@@native amount_major", 1),
                                          "amount_minor is not a declared @@quantity"),
     "counter without _total": (lambda s: s.replace("billing_errors_total count", "billing_errors count", 1),
                                "billing_errors: a counter's name ends in _total"),
@@ -61,6 +62,12 @@ CASES = {
                                         "@@known code: probe error passes it as an int"),
     "metric bucket not whole": (lambda s: s.replace("@@buckets amount_minor 100 ", "@@buckets amount_minor 100.5 ", 1),
                                 "bound 100.5 is not a whole amount_minor"),
+    "native schema out of range": (lambda s: s.replace("@@native duration_ns schema=6 ", "@@native duration_ns schema=9 ", 1),
+                                   "want @@native ARG schema=0..8 octaves=LOW..HIGH"),
+    "native range upside down": (lambda s: s.replace("octaves=-20..7", "octaves=7..-20", 1),
+                                 "want @@native ARG schema=0..8 octaves=LOW..HIGH"),
+    "native histogram twice": (lambda s: s.replace("@@native amount_minor", "@@native duration_ns", 1),
+                               "@@native names no declared @@quantity, or one twice"),
     "probe of an undeclared group": (lambda s: s.replace("@@group db", "@@group database", 1),
                                      "@@group database is not one of @@groups (business requests db gateway)"),
     "no groups line": (lambda s: s.replace(" * @@groups business* requests* db gateway\n", "", 1),

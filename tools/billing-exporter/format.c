@@ -209,6 +209,7 @@ void bx_format(const bx_snapshot_t *s, bx_format_t f, double now_seconds, bp_buf
 	case BX_FMT_OPENMETRICS: write_exposition(s, 1, NULL, b); break;
 	case BX_FMT_TABLE: write_table(s, b); break;
 	case BX_FMT_JSON: write_json(s, now_seconds, b); break;
+	case BX_FMT_PROTOBUF: bx_format_protobuf(s, b); break;
 	}
 }
 

@@ -14,10 +14,13 @@
 typedef enum bx_format { BX_FMT_PROMETHEUS,
 	                 BX_FMT_OPENMETRICS,
 	                 BX_FMT_TABLE,
-	                 BX_FMT_JSON } bx_format_t;
+	                 BX_FMT_JSON,
+	                 BX_FMT_PROTOBUF } bx_format_t;
 
 #define BX_CONTENT_TYPE_PROMETHEUS "text/plain; version=0.0.4; charset=utf-8"
 #define BX_CONTENT_TYPE_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
+#define BX_CONTENT_TYPE_PROTOBUF \
+  "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited"
 
 /* Append the snapshot to b in format f.  now_seconds stamps JSON lines. */
 void bx_format(const bx_snapshot_t *s, bx_format_t f, double now_seconds, bp_buf_t *b);
@@ -25,6 +28,11 @@ void bx_format(const bx_snapshot_t *s, bx_format_t f, double now_seconds, bp_buf
 /* The snapshot as OpenMetrics, each histogram bucket with the exemplar
  * src has for it (none when src is NULL). */
 void bx_format_openmetrics(const bx_snapshot_t *s, const bx_exemplar_source_t *src, bp_buf_t *b);
+
+/* The snapshot as length-delimited io.prometheus.client.MetricFamily
+ * messages (format_protobuf.c): histograms with native buckets twice,
+ * native then classic. */
+void bx_format_protobuf(const bx_snapshot_t *s, bp_buf_t *b);
 
 /* The metric table as markdown (docs/exporter.md between its markers). */
 void bx_format_metric_table(bp_buf_t *b);

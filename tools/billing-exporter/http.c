@@ -85,6 +85,8 @@ char *bx_render(bx_exporter_t *ex, int format, size_t *len)
 	int rc = bx_snapshot_take(ex, &snap);
 	if (rc == 0 && format == BX_FMT_OPENMETRICS)
 		bx_format_openmetrics(&snap, ex->exemplars, &buf);
+	else if (rc == 0 && format == BX_FMT_PROTOBUF)
+		bx_format_protobuf(&snap, &buf);
 	else if (rc == 0)
 		bx_format(&snap, (bx_format_t)format, now_seconds(CLOCK_REALTIME), &buf);
 	bx_snapshot_free(&snap);
@@ -100,18 +102,43 @@ char *bx_render(bx_exporter_t *ex, int format, size_t *len)
 	return buf.data;
 }
 
-/* OpenMetrics when the Accept header lists it without refusing it (q=0);
- * Prometheus text otherwise, byte for byte as before. */
-static int wants_openmetrics(const char *accept)
+/* The q of the Accept header's first entry of media type `type` that has
+ * every parameter in params (";"-separated "name=value"s, no spaces) -
+ * 1 when it gives none - or -1 when none lists it. */
+static double accept_q(const char *accept, const char *type, const char *params)
 {
-	const char *p = accept ? strstr(accept, "application/openmetrics-text") : NULL;
-	if (!p)
-		return 0;
-	size_t end = strcspn(p, ",");
-	const char *q = strstr(p, "q=");
-	if (!q || (size_t)(q - p) > end)
-		return 1;
-	return strtod(q + 2, NULL) > 0;
+	for (const char *p = accept; p && (p = strstr(p, type)) != NULL; p += strlen(type)) {
+		size_t end = strcspn(p, ",");
+		int all = 1;
+		for (const char *w = params; *w && all;) {
+			size_t n = strcspn(w, ";");
+			char want[96];
+			snprintf(want, sizeof want, "%.*s", (int)n, w);
+			const char *at = strstr(p, want);
+			all = at && (size_t)(at - p) < end;
+			w += n + (w[n] == ';');
+		}
+		if (!all)
+			continue;
+		const char *q = strstr(p, "q=");
+		return !q || (size_t)(q - p) > end ? 1.0 : strtod(q + 2, NULL);
+	}
+	return -1;
+}
+
+/* The protobuf exposition when the Accept header asks for delimited
+ * MetricFamily messages (Prometheus with native histograms on) at least
+ * as much as for OpenMetrics; OpenMetrics when it lists that without
+ * refusing it (q=0); Prometheus text otherwise, byte for byte as before.
+ * Anything unknown or malformed is text. */
+static int negotiate(const char *accept)
+{
+	double pb = accept_q(accept, "application/vnd.google.protobuf",
+	                     "proto=io.prometheus.client.MetricFamily;encoding=delimited");
+	double om = accept_q(accept, "application/openmetrics-text", "");
+	if (pb > 0 && pb >= om)
+		return BX_FMT_PROTOBUF;
+	return om > 0 ? BX_FMT_OPENMETRICS : BX_FMT_PROMETHEUS;
 }
 
 static const char index_page[] =
@@ -211,13 +238,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	}
 	if (strcmp(url, "/metrics") == 0) {
 		const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
-		int om = wants_openmetrics(accept);
+		int format = negotiate(accept);
 		size_t len = 0;
-		char *body = bx_render(h->ex, om ? BX_FMT_OPENMETRICS : BX_FMT_PROMETHEUS, &len);
+		char *body = bx_render(h->ex, format, &len);
 		if (!body)
 			return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", (char *)"out of memory\n",
 			             14, MHD_RESPMEM_PERSISTENT);
-		return reply(c, MHD_HTTP_OK, om ? BX_CONTENT_TYPE_OPENMETRICS : BX_CONTENT_TYPE_PROMETHEUS,
+		return reply(c, MHD_HTTP_OK,
+		             format == BX_FMT_PROTOBUF      ? BX_CONTENT_TYPE_PROTOBUF
+		             : format == BX_FMT_OPENMETRICS ? BX_CONTENT_TYPE_OPENMETRICS
+		                                            : BX_CONTENT_TYPE_PROMETHEUS,
 		             body, len, MHD_RESPMEM_MUST_FREE);
 	}
 	if (strcmp(url, "/") == 0)

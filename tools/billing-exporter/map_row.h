@@ -17,6 +17,9 @@ struct bx_row {
 	const char *labels[BX_MAX_FIELDS]; /* admitted values or "other" */
 	long long ints[BX_MAX_FIELDS];     /* INT32 fields, raw (outcomes, filters) */
 	bx_u64 cells[BX_MAX_CELLS];
+	/* A stats row's native buckets (bs_map_info_t.native_cells, the
+	 * source's until the snapshot is taken); NULL: none (a BPF map's). */
+	const bx_u64 *native;
 };
 
 #endif /* BX_MAP_ROW_H */

@@ -6,20 +6,32 @@
 
 #include "samples.h"
 
-char *bx_snapshot_own(bx_snapshot_t *s, const char *text)
+/* Keep p to free with the snapshot: p, or NULL (p freed) when out of memory. */
+static void *keep(bx_snapshot_t *s, void *p)
 {
-	if (s->owned_count == s->owned_cap) {
+	if (p && s->owned_count == s->owned_cap) {
 		size_t cap = s->owned_cap ? s->owned_cap * 2 : 32;
 		char **o = realloc(s->owned, cap * sizeof *o);
-		if (!o)
+		if (!o) {
+			free(p);
 			return NULL;
+		}
 		s->owned = o;
 		s->owned_cap = cap;
 	}
-	char *copy = strdup(text);
-	if (copy)
-		s->owned[s->owned_count++] = copy;
-	return copy;
+	if (p)
+		s->owned[s->owned_count++] = p;
+	return p;
+}
+
+char *bx_snapshot_own(bx_snapshot_t *s, const char *text)
+{
+	return keep(s, strdup(text));
+}
+
+void *bx_snapshot_alloc(bx_snapshot_t *s, size_t size)
+{
+	return keep(s, calloc(1, size ? size : 1));
 }
 
 bx_sample_t *bx_snapshot_add(bx_snapshot_t *s, const bx_metric_t *m, const char *suffix, double value)

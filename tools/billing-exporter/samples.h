@@ -13,6 +13,16 @@
 
 #define BX_SAMPLE_LABELS 4 /* the metric's labels + le */
 
+/* A series' native (exponential) buckets, as client_model sends them:
+ * bucket k (1..nbuckets) is client_model's index first_index + k - 1,
+ * holding (2^((i-1)/2^schema), 2^(i/2^schema)] of the family's unit. */
+typedef struct bx_native {
+	int schema, first_index;
+	double zero_threshold; /* 2^low: the zero bucket holds [0, zero_threshold] */
+	size_t nbuckets;
+	const bx_u64 *cells; /* the zero bucket, buckets 1..nbuckets, out of range */
+} bx_native_t;
+
 typedef struct bx_sample {
 	const bx_metric_t *metric; /* its family: name, type, help, unit */
 	const char *suffix;        /* "", "_bucket", "_sum", "_count" */
@@ -20,6 +30,7 @@ typedef struct bx_sample {
 	const char *label_names[BX_SAMPLE_LABELS];
 	const char *label_values[BX_SAMPLE_LABELS]; /* sanitized, stable for the snapshot */
 	double value;
+	const bx_native_t *native; /* on a histogram's "_count": its native buckets; NULL: none */
 } bx_sample_t;
 
 typedef struct bx_snapshot {
@@ -36,6 +47,7 @@ typedef struct bx_snapshot {
  * of text the snapshot frees; a new sample of family m; a label on it.
  * NULL or -1 when out of memory (or out of label room). */
 char *bx_snapshot_own(bx_snapshot_t *s, const char *text);
+void *bx_snapshot_alloc(bx_snapshot_t *s, size_t size); /* zeroed, freed with the snapshot */
 bx_sample_t *bx_snapshot_add(bx_snapshot_t *s, const bx_metric_t *m, const char *suffix, double value);
 int bx_sample_label(bx_sample_t *x, const char *name, const char *value);
 

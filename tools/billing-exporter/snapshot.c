@@ -6,6 +6,7 @@
 #include "snapshot.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,7 @@ typedef struct agg {
 	size_t n;
 	const char *values[BX_MAX_FIELDS];
 	bx_u64 cells[BX_MAX_CELLS];
+	const bx_u64 *native; /* its row's native cells (map_row.h); NULL: none */
 } agg_t;
 
 static int agg_cmp(const void *a, const void *b)
@@ -140,7 +142,38 @@ static double sum_value(const bx_quantity_t *q, bx_u64 sum)
 	return q->divide == 1.0 ? v : v / q->divide;
 }
 
-static int emit_series(bx_snapshot_t *s, const bx_metric_t *m, const agg_t *a)
+/* The native buckets of histogram m's series summed from aggs[0, n), when
+ * every one of them has them and none fell out of their range (a figure
+ * that may be wrong is not served: the classic buckets still are); NULL
+ * otherwise, or when out of memory. */
+static const bx_native_t *native_series(bx_snapshot_t *s, const bx_metric_t *m, const agg_t *aggs, size_t n)
+{
+	const bs_layout_t *own = bs_layout_own();
+	const bs_lmap_t *lm = &own->maps[m->map];
+	const bs_lquantity_t *q = &own->quantities[lm->values[m->quantity].quantity];
+	size_t at = lm->values[m->quantity].native, cells = q->nnative + 2;
+	if (!q->nnative)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!aggs[i].native)
+			return NULL;
+	bx_native_t *nat = bx_snapshot_alloc(s, sizeof *nat + cells * sizeof(bx_u64));
+	if (!nat)
+		return NULL;
+	bx_u64 *sum = (bx_u64 *)(nat + 1);
+	for (size_t i = 0; i < n; i++)
+		add_cells(sum, aggs[i].native + at, cells);
+	if (sum[cells - 1])
+		return NULL;
+	nat->schema = q->schema;
+	nat->first_index = q->native_low * (1 << q->schema) + 1;
+	nat->zero_threshold = ldexp(1.0, q->native_low);
+	nat->nbuckets = q->nnative;
+	nat->cells = sum;
+	return nat;
+}
+
+static int emit_series(bx_snapshot_t *s, const bx_metric_t *m, const agg_t *a, const bx_native_t *native)
 {
 	const bx_u64 *c = a->cells;
 #define LABELS(x) \
@@ -177,6 +210,7 @@ static int emit_series(bx_snapshot_t *s, const bx_metric_t *m, const agg_t *a)
 	LABELS(x);
 	x = bx_snapshot_add(s, m, "_count", (double)qc[0]);
 	LABELS(x);
+	x->native = native;
 	return 0;
 #undef LABELS
 }
@@ -210,6 +244,7 @@ static int derive(bx_snapshot_t *s, const bx_metric_t *m, const rows_t *rows, co
 		for (size_t l = 0; l < m->nlabels; l++)
 			a->values[l] = label_value(&m->labels[l], r);
 		memcpy(a->cells, r->cells, sizeof a->cells);
+		a->native = r->native;
 	}
 	qsort(aggs, n, sizeof *aggs, agg_cmp);
 	for (size_t i = 0; i < n && rc == 0;) {
@@ -217,7 +252,7 @@ static int derive(bx_snapshot_t *s, const bx_metric_t *m, const rows_t *rows, co
 		size_t j = i + 1;
 		for (; j < n && agg_cmp(&aggs[i], &aggs[j]) == 0; j++)
 			add_cells(merged.cells, aggs[j].cells, BX_MAX_CELLS);
-		rc = emit_series(s, m, &merged);
+		rc = emit_series(s, m, &merged, m->source == BX_SRC_HIST ? native_series(s, m, &aggs[i], j - i) : NULL);
 		i = j;
 	}
 	free(aggs);

@@ -204,6 +204,8 @@ static stats_target_t *add_target(bx_exporter_t *ex)
 	ex->stats->targets = t;
 	t = &t[ex->stats->count++];
 	memset(t, 0, sizeof *t);
+	for (int m = 0; m < BX_MAP_COUNT; m++)
+		t->gone[m].native_cells = t->served[m].sets.native_cells = billing_stats_maps_[m].native_cells;
 	t->pid = -1;
 	t->only_uid = ex->only_uid;
 	t->cgroup = ex->cgroup;
@@ -371,7 +373,7 @@ static void retire_reading(stats_target_t *t, bs_segment_t *old)
 	if (!described && m == BX_MAP_COUNT) {
 		for (m = 0; m < BX_MAP_COUNT; m++)
 			for (size_t r = 0; r < old->nrows[m]; r++)
-				bx_row_sum_add(&t->gone[m], bs_row(old, m, r));
+				bx_row_sum_add(&t->gone[m], bs_row(old, m, r), bs_native(old, m, r));
 	} else {
 		bs_segment_t **k = realloc(t->kept, (t->nkept + 1) * sizeof *k);
 		if (k) {
@@ -868,11 +870,14 @@ static int place_rows(served_t *sv, uint32_t **at, size_t *nat, const bs_read_ro
 	return 0;
 }
 
-/* The n rows at their places: their first cells cells added. */
-static void feed(served_t *sv, const uint32_t *at, const bs_read_row_t *rows, size_t n, size_t cells)
+/* The n rows at their places: their first cells cells added, and their
+ * native cells (row r's at native + r * the map's native cells; NULL: none). */
+static void feed(served_t *sv, const uint32_t *at, const bs_read_row_t *rows, size_t n, size_t cells,
+                 const uint64_t *native)
 {
 	for (size_t r = 0; r < n; r++) {
 		bx_row_cells_add(&sv->sets.rows[at[r]], &rows[r], cells);
+		bx_row_native_add(&sv->sets, at[r], native ? native + r * sv->sets.native_cells : NULL);
 		sv->fed[at[r]] = 1;
 	}
 }
@@ -913,15 +918,20 @@ static int serve(stats_target_t *t, size_t mi)
 		memset(sv->fed, 0, sv->sets.count);
 	for (size_t i = 0; i < sv->sets.count; i++)
 		memset(sv->sets.rows[i].cells, 0, cells * sizeof sv->sets.rows[i].cells[0]);
-	feed(sv, sv->gone_at, g->rows, g->count, cells);
-	for (size_t k = 0; k < t->nsegs; k++)
-		if (t->segs[k]->last)
-			feed(sv, t->segs[k]->places->at[mi], bs_row(t->segs[k]->last, (int)mi, 0), t->segs[k]->last->nrows[mi],
-			     cells);
+	if (sv->sets.native_cells && sv->sets.count)
+		memset(sv->sets.native, 0, sv->sets.count * sv->sets.native_cells * sizeof *sv->sets.native);
+	feed(sv, sv->gone_at, g->rows, g->count, cells, bx_row_native(g, 0));
+	for (size_t k = 0; k < t->nsegs; k++) {
+		const bs_segment_t *last = t->segs[k]->last;
+		if (last)
+			feed(sv, t->segs[k]->places->at[mi], bs_row(last, (int)mi, 0), last->nrows[mi], cells,
+			     last->nrows[mi] ? bs_native(last, (int)mi, 0) : NULL);
+	}
 	for (size_t k = 0; k < t->nkept; k++) {
 		for (size_t r = 0; r < t->kept[k]->nrows[mi]; r++) {
 			size_t at = bx_row_sum_place(&sv->sets, bs_row(t->kept[k], (int)mi, r));
 			bx_row_cells_add(&sv->sets.rows[at], bs_row(t->kept[k], (int)mi, r), cells);
+			bx_row_native_add(&sv->sets, at, bs_native(t->kept[k], (int)mi, r));
 			sv->fed[at] = 1;
 		}
 	}
@@ -937,9 +947,13 @@ int bx_stats_rows(bx_exporter_t *ex, size_t mi, struct bx_row **items, size_t *c
 		if (serve(t, mi) != 0)
 			return -1;
 		const served_t *sv = &t->served[mi];
-		for (size_t r = 0; r < sv->sets.count; r++)
-			if (sv->fed[r] && add_row(ex, mi, &sv->sets.rows[r], items, count, cap) != 0)
+		for (size_t r = 0; r < sv->sets.count; r++) {
+			if (!sv->fed[r])
+				continue;
+			if (add_row(ex, mi, &sv->sets.rows[r], items, count, cap) != 0)
 				return -1;
+			(*items)[*count - 1].native = bx_row_native(&sv->sets, r);
+		}
 	}
 	return 0;
 }
