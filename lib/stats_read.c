@@ -147,6 +147,21 @@ static bs_read_row_t *row_mut(bs_segment_t *s, size_t m, size_t r)
  * backed by the file's real size (each claimed slot's header line is
  * written, so it holds a page), and the bytes to read within
  * BS_READ_BUDGET.  The rows' memory is sized to the rows in use. */
+/* *p holds n items of size bytes, in memory that follows what a reading
+ * uses (grown, or shrunk when four times too big): 0, or -1 when out of
+ * memory (*p unchanged). */
+static int fit(void **p, size_t *cap, uint64_t n, size_t size)
+{
+	if (n <= *cap && n >= *cap / 4)
+		return 0;
+	void *m = realloc(*p, (n ? n : 1) * size);
+	if (!m)
+		return -1;
+	*p = m;
+	*cap = n ? n : 1;
+	return 0;
+}
+
 static int plan(const src_t *s, const struct bs_header *h, const bs_layout_t *l, const plan_rows_t *pr,
                 bs_segment_t *out, char *err, size_t errlen)
 {
@@ -182,22 +197,11 @@ static int plan(const src_t *s, const struct bs_header *h, const bs_layout_t *l,
 		FAIL("its counts ask for %llu bytes of reading (%llu slots, %llu rows), over the reader's budget of %llu MiB",
 		     (unsigned long long)bytes, (unsigned long long)slots, (unsigned long long)rows,
 		     (unsigned long long)(BS_READ_BUDGET >> 20));
-	if (rows > out->rows_cap || rows < out->rows_cap / 4) {
-		bs_read_row_t *n = realloc(out->rows, (rows ? rows : 1) * sizeof *n);
-		if (!n)
-			FAIL("out of memory");
-		out->rows = n;
-		out->rows_cap = rows ? rows : 1;
-	}
+	if (fit((void **)&out->rows, &out->rows_cap, rows, sizeof *out->rows) != 0 ||
+	    fit((void **)&out->native, &out->native_cap, native, sizeof *out->native) != 0)
+		FAIL("out of memory");
 	if (rows)
 		memset(out->rows, 0, rows * sizeof *out->rows);
-	if (native > out->native_cap || native < out->native_cap / 4) {
-		uint64_t *n = realloc(out->native, (native ? native : 1) * sizeof *n);
-		if (!n)
-			FAIL("out of memory");
-		out->native = n;
-		out->native_cap = native ? native : 1;
-	}
 	return 0;
 }
 
