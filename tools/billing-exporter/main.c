@@ -49,6 +49,7 @@ static void usage(FILE *out)
 	        "  --web-max-connections N         HTTP clients at once (default %d)\n"
 	        "  --web-max-connections-per-ip N  from one remote address or local user (default %d)\n"
 	        "  --web-request-timeout N         seconds a request may take (default %d)\n"
+	        "  --idle-detach N     detach a --binary program file no process has run for N seconds (default %d)\n"
 	        "  --once              print one snapshot after --interval seconds (default 5) and exit\n"
 	        "  --interval N        print a snapshot every N seconds\n"
 	        "  --format F          snapshot format: table (default) or json (one JSON object per line)\n"
@@ -57,7 +58,7 @@ static void usage(FILE *out)
 	        "  --check-table       check the metric table against billing.d's catalogue and exit\n"
 	        "  --verbose           show libbpf's messages\n",
 	        BX_DEFAULT_ADDRESS, BX_DEFAULT_PORT, BX_DEFAULT_MAX_CONNECTIONS, BX_DEFAULT_MAX_PER_IP,
-	        BX_DEFAULT_REQUEST_SECONDS);
+	        BX_DEFAULT_REQUEST_SECONDS, BX_IDLE_DETACH_S);
 }
 
 static int parse_groups(const char *list, unsigned *groups)
@@ -139,6 +140,7 @@ typedef struct opts {
 	long only_uid;
 	const char *cgroup;
 	bx_http_limits_t limits;
+	unsigned idle_detach_s;
 } opts_t;
 
 static int parse_args(int argc, char **argv, opts_t *o)
@@ -163,6 +165,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
 	       O_REQUEST_TIMEOUT,
 	       O_UID,
 	       O_CGROUP,
+	       O_IDLE_DETACH,
 	       O_HELP };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, O_PID },
@@ -185,6 +188,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
 		{ "web-max-connections", required_argument, NULL, O_MAX_CONN },
 		{ "web-max-connections-per-ip", required_argument, NULL, O_MAX_PER_IP },
 		{ "web-request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT },
+		{ "idle-detach", required_argument, NULL, O_IDLE_DETACH },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -200,6 +204,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
 	o->limits.max_connections = BX_DEFAULT_MAX_CONNECTIONS;
 	o->limits.max_per_ip = BX_DEFAULT_MAX_PER_IP;
 	o->limits.request_seconds = BX_DEFAULT_REQUEST_SECONDS;
+	o->idle_detach_s = BX_IDLE_DETACH_S;
 	o->pids = calloc((size_t)argc, sizeof *o->pids);
 	o->binaries = calloc((size_t)argc, sizeof *o->binaries);
 	o->stats_dirs = calloc((size_t)argc, sizeof *o->stats_dirs);
@@ -256,6 +261,10 @@ static int parse_args(int argc, char **argv, opts_t *o)
 			break;
 		case O_REQUEST_TIMEOUT:
 			if (parse_count("--web-request-timeout", optarg, 3600, &o->limits.request_seconds) != 0)
+				return BX_EXIT_USAGE;
+			break;
+		case O_IDLE_DETACH:
+			if (parse_count("--idle-detach", optarg, 86400, &o->idle_detach_s) != 0)
 				return BX_EXIT_USAGE;
 			break;
 		case O_ONCE: o->once = 1; break;
@@ -428,6 +437,7 @@ int main(int argc, char **argv)
 	ex.groups = o.groups;
 	ex.verbose = o.verbose;
 	ex.only_uid = o.only_uid;
+	ex.idle_detach_s = o.idle_detach_s;
 	if (o.cgroup) {
 		if (bx_cgroup_open(o.cgroup, &cgroup, err, sizeof err) != 0) {
 			bx_error("%s", err);
