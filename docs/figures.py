@@ -369,6 +369,7 @@ def prose_figures(text):
     text = INLINE_RE.sub("", text)
     text = re.sub(r"(?s)<!-- bench-figures.*?<!-- /bench-figures -->", blank, text)
     text = re.sub(r"(?s)<!-- metric-table begin.*?<!-- metric-table end -->", blank, text)
+    text = re.sub(r"(?s)<!-- option-table begin.*?<!-- option-table end -->", blank, text)
     found, fenced = [], False
     for n, line in enumerate(text.split("\n"), 1):
         if FENCE.match(line):

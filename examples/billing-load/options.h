@@ -17,7 +17,8 @@ typedef struct load_options {
 	int json; /* print the summary as JSON */
 } load_options_t;
 
-/* 0: run; 1: --help printed; -1: bad input, one line printed on stderr. */
+/* 0: run; > 0: --help or the option table printed; -1: bad input, one
+ * line printed on stderr. */
 int load_options_parse(load_options_t *opts, int argc, char **argv);
 
 #endif /* BILLING_LOAD_OPTIONS_H */

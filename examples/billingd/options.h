@@ -20,8 +20,8 @@ typedef struct billingd_options {
 	uint64_t seed;
 } billingd_options_t;
 
-/* Fills opts from argv.  Returns 0 to run, 1 when --help was printed,
- * -1 after printing one line about bad input on stderr. */
+/* Fills opts from argv.  Returns 0 to run, > 0 when --help or the option
+ * table was printed, -1 after printing one line about bad input on stderr. */
 int options_parse(billingd_options_t *opts, int argc, char **argv);
 
 #endif /* BILLINGD_OPTIONS_H */

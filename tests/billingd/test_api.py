@@ -275,12 +275,12 @@ def check_help(name, exe):
                f"({p.returncode}, {p.stdout!r}, {p.stderr!r})")
     starts, continued = set(), 0
     for line in lines[1:]:
-        option = re.match(r"  --[a-z-]+( [A-Z]+)? +\S", line)
+        option = re.match(r"  (-[a-z], )?--[a-z-]+( [A-Z]+)? +\S", line)
         more = re.match(r" +\S", line)
         starts.add(option.end() - 1 if option else more.end() - 1 if more else None)
         continued += option is None and more is not None
     check.true(f"{name} --help: every help line starts in one column, --help last",
-               len(starts) == 1 and None not in starts and lines[-1].startswith("  --help ")
+               len(starts) == 1 and None not in starts and lines[-1].startswith("  -h, --help ")
                and lines[-1].endswith(" this text"), p.stdout)
     return continued
 
@@ -293,17 +293,17 @@ def test_command_lines():
                  ["--threads", "0"], ["--gateway-latency-dist", "normal"], ["--bogus"],
                  ["extra"], ["--db", ""], ["--max-connections", "8"],
                  ["--max-connections", "99999999"], ["--request-timeout", "0"],
-                 ["--request-timeout", "5s"]):
+                 ["--request-timeout", "5s"], ["--seed", "1", "--seed", "2", "--port", "70000"], ["--seed"]):
         p = subprocess.run([billingd_exe, *args], capture_output=True, text=True, timeout=10)
         lines = p.stderr.strip().splitlines()
-        check.true(f"billingd {' '.join(args)}: exit 2 and one line",
-                   p.returncode == 2 and len(lines) == 1, f"({p.returncode}, {p.stderr!r})")
+        check.true(f"billingd {' '.join(args)}: exit 2 and one line naming {args[0]}",
+                   p.returncode == 2 and len(lines) == 1 and args[0] in lines[0], f"({p.returncode}, {p.stderr!r})")
     for args in (["--concurrency", "0"], ["--rate", "-1"], ["--duration", "x"],
-                 ["--url", "ftp://x"], ["--nope"]):
+                 ["--url", "ftp://x"], ["--nope"], ["--json", "--json", "--rate", "-1"], ["--rate"]):
         p = subprocess.run([load_exe, *args], capture_output=True, text=True, timeout=10)
         lines = p.stderr.strip().splitlines()
-        check.true(f"billing-load {' '.join(args)}: exit 2 and one line",
-                   p.returncode == 2 and len(lines) == 1, f"({p.returncode}, {p.stderr!r})")
+        check.true(f"billing-load {' '.join(args)}: exit 2 and one line naming {args[0]}",
+                   p.returncode == 2 and len(lines) == 1 and args[0] in lines[0], f"({p.returncode}, {p.stderr!r})")
     p = subprocess.run([load_exe, "--url", "http://127.0.0.1:1", "--duration", "0.3",
                         "--concurrency", "1"], capture_output=True, text=True, timeout=30)
     check.true("billing-load against nothing: non-zero exit, says why",

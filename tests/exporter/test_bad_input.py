@@ -58,7 +58,7 @@ with tempfile.NamedTemporaryFile("w", suffix=".txt") as text_file, socket.socket
     one_line_exit_2("unknown option", [exe, "--binary", fire, "--frobnicate"], "unknown")
     for idle in ("0", "86401", "30s", ""):
         one_line_exit_2("--idle-detach %r" % idle, [exe, "--binary", fire, "--idle-detach", idle],
-                        "--idle-detach: want a whole number 1..86400")
+                        "--idle-detach needs an integer 1..86400")
     one_line_exit_2("unprivileged BPF load",
                     ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
                      exe, "--binary", fire] + listen0, "no permission to load BPF")

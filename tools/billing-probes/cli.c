@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "option_table.h"
 #include "term_text.h"
 
 const char bp_cli_help[] =
@@ -72,148 +73,109 @@ int bp_usage_error(const char *why)
 	return BP_EXIT_ERROR;
 }
 
-/* "--name VALUE" or "--name=VALUE"; *i advances past what is used.
- * 1 matched, 0 not this option, -1 the value is missing. */
-static int option_value(int argc, char **argv, int *i, const char *name, const char **value)
+static int parse_pid(const char *text, void *out, char *why, size_t whylen)
 {
-	size_t n = strlen(name);
-	if (strncmp(argv[*i], name, n) != 0)
-		return 0;
-	if (argv[*i][n] == '=') {
-		*value = argv[*i] + n + 1;
-		return 1;
-	}
-	if (argv[*i][n] != '\0')
-		return 0;
-	if (*i + 1 >= argc)
+	(void)why;
+	(void)whylen;
+	if (text[0] == '\0')
 		return -1;
-	*value = argv[++*i];
-	return 1;
-}
-
-static int is_number(const char *s)
-{
-	if (!*s)
-		return 0;
-	for (; *s; s++)
-		if (*s < '0' || *s > '9')
-			return 0;
-	return 1;
-}
-
-static int add_target(bp_options_t *opt, const char *spec, int many)
-{
-	char why[300];
-	if (opt->target_count > 0 && !many) {
-		snprintf(why, sizeof why, "%s: one TARGET only ('%.200s' is a second)", opt->command, spec);
-		return bp_usage_error(why);
-	}
-	if (opt->target_count == BP_MAX_TARGETS)
-		return bp_usage_error("too many TARGETs (at most 256)");
-	opt->targets[opt->target_count++] = spec;
+	for (const char *c = text; *c; c++)
+		if (*c < '0' || *c > '9')
+			return -1;
+	*(const char **)out = text;
 	return 0;
 }
 
-int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_options_t *opt)
+/* What the command line sets; the table's values go here. */
+static bp_options_t parsed;
+static size_t target_n, expect_n, binary_n;
+
+enum { EVERY = 0,
+       NOT_TRACE = BP_LIST | BP_CHECK | BP_DOCTOR | BP_TOP | BP_SLOW };
+
+/* Every option of every command, once: parsing, each command's --help
+ * and docs/tool.md's tables come from here. */
+static const opt_option_t options[] = {
+	{ "", "PID", OPT_LIST, parsed.targets, .letter = 'p', .parse = parse_pid, .most = BP_MAX_TARGETS,
+	  .count = &target_n, .wants = "a numeric PID",
+	  .help = "a running process: its executable and every mapped library",
+	  .doc = "a TARGET: a running process, its executable and every mapped library (`trace`: "
+	         "several are one service)" },
+	{ "target", "FILE", OPT_LIST, parsed.targets, .commands = NOT_TRACE, .most = BP_MAX_TARGETS,
+	  .count = &target_n, .wants = "a file", .help = "a TARGET given by name: an ELF file or a PID" },
+	{ NULL, "TARGET", OPT_LIST, parsed.targets, .commands = NOT_TRACE, .most = BP_MAX_TARGETS,
+	  .count = &target_n },
+	{ NULL, "SCRIPT", OPT_TEXT, &parsed.script, .commands = BP_TRACE, .wants = "a script" },
+	{ "provider", "FILE.d", OPT_TEXT, &parsed.provider_file, .wants = "a .d file",
+	  .help = "the catalogue, replacing the billing.d built in",
+	  .doc = "the catalogue, replacing the billing.d built in: `check` and `doctor` compare against "
+	         "it, `list` shows only the probes it declares" },
+	{ "", "PROVIDER", OPT_TEXT, &parsed.provider_glob, .letter = 'P', .commands = BP_LIST,
+	  .wants = "a provider name", .help = "only providers matching this glob" },
+	{ "", "NAME", OPT_TEXT, &parsed.name_glob, .letter = 'n', .commands = BP_LIST,
+	  .wants = "a probe name", .help = "only probes matching this glob (D or ELF spelling)" },
+	{ "json", NULL, OPT_FLAG, &parsed.json, .commands = BP_LIST | BP_CHECK,
+	  .help = "one JSON document on stdout" },
+	{ "expect", "NAME", OPT_LIST, parsed.expect, .commands = BP_CHECK, .most = BP_MAX_EXPECT,
+	  .count = &expect_n, .wants = "a probe name or glob",
+	  .help = "expect this probe (a glob; repeatable; default: every probe)" },
+	{ "expect-file", "FILE", OPT_TEXT, &parsed.expect_file, .commands = BP_CHECK, .wants = "a file",
+	  .help = "expect the probes named in FILE, one name or glob a line, # comments" },
+	{ "save-baseline", "FILE", OPT_TEXT, &parsed.save_baseline_file, .commands = BP_CHECK,
+	  .wants = "a file", .help = "write the probes the program carries to FILE" },
+	{ "baseline", "FILE", OPT_TEXT, &parsed.baseline_file, .commands = BP_CHECK, .wants = "a file",
+	  .help = "compare the program with FILE: a probe removed or changed is exit 1" },
+	{ "clear-stale", NULL, OPT_FLAG, &parsed.clear_stale, .commands = BP_DOCTOR,
+	  .help = "lower the semaphores raised with no uprobe attached (needs a PID)" },
+	{ "binary", "PATH", OPT_LIST, parsed.binaries, .commands = BP_TRACE, .most = BP_MAX_TARGETS,
+	  .count = &binary_n, .wants = "the path of a program or library",
+	  .help = "every process running PATH, now or later (repeatable)" },
+	{ "", "'CMD ARGS'", OPT_TEXT, &parsed.command_line, .letter = 'c', .commands = BP_TRACE,
+	  .wants = "a command", .help = "run CMD and trace it" },
+	{ "dry-run", NULL, OPT_FLAG, &parsed.dry_run, .commands = BP_TRACE,
+	  .help = "print the resolved script, run nothing" },
+	{ "stats-dir", "DIR", OPT_TEXT, &parsed.stats_dir, .commands = BP_TOP | BP_SLOW,
+	  .wants = "a directory", .help = "every stats segment in DIR, as one service" },
+	{ "once", NULL, OPT_FLAG, &parsed.once, .commands = BP_TOP,
+	  .help = "print one interval as plain text and exit" },
+	{ "follow", NULL, OPT_FLAG, &parsed.follow, .commands = BP_SLOW,
+	  .help = "print new trails as they come, until Ctrl-C" },
+	{ "interval", "SECONDS", OPT_NUMBER, &parsed.interval, .commands = BP_TOP | BP_SLOW, .min = 0.1,
+	  .max = 3600, .help = "seconds between updates (default 1)" },
+};
+
+/* Each refusal one line through bp_usage_error: escaped, naming the
+ * command. */
+static const char *parsing_command;
+
+static void report(const opt_table_t *t, const char *line)
+{
+	char why[600];
+	(void)t;
+	snprintf(why, sizeof why, "%s: %s", parsing_command, line);
+	bp_usage_error(why);
+}
+
+static opt_table_t table_of(unsigned int command)
+{
+	opt_table_t t = { .prog = "billing-probes", .options = options, .n = sizeof options / sizeof options[0], .command = command, .report = report };
+	return t;
+}
+
+void bp_cli_print_options(unsigned int command)
+{
+	opt_table_t t = table_of(command);
+	opt_print_help(stdout, &t);
+}
+
+/* What the options cannot say alone: how many TARGETs, and which
+ * options go together. */
+static int check_shape(const bp_command_shape_t *shape, const bp_options_t *opt)
 {
 	char why[300];
-	int many = shape->targets == BP_TARGETS;
-	for (int i = 2; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = NULL;
-		int r;
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			opt->help = 1;
-			return BP_EXIT_OK;
-		} else if (shape->trace && strcmp(a, "--") == 0) {
-			opt->script_args = argv + i + 1;
-			opt->script_arg_count = argc - i - 1;
-			break;
-		} else if ((r = option_value(argc, argv, &i, "--provider", &v)) != 0) {
-			if (r < 0)
-				return bp_usage_error("--provider needs a .d file");
-			opt->provider_file = v;
-		} else if ((r = option_value(argc, argv, &i, "-p", &v)) != 0) {
-			if (r < 0)
-				return bp_usage_error("-p needs a PID");
-			if (!is_number(v)) {
-				bp_error(v, "-p needs a numeric PID");
-				return BP_EXIT_ERROR;
-			}
-			if (add_target(opt, v, many) != 0)
-				return BP_EXIT_ERROR;
-		} else if (!shape->trace && (r = option_value(argc, argv, &i, "--target", &v)) != 0) {
-			if (r < 0)
-				return bp_usage_error("--target needs a file");
-			if (add_target(opt, v, many) != 0)
-				return BP_EXIT_ERROR;
-		} else if (shape->json && strcmp(a, "--json") == 0) {
-			opt->json = 1;
-		} else if (shape->list_filters && (r = option_value(argc, argv, &i, "-P", &v)) != 0) {
-			if (r < 0)
-				return bp_usage_error("-P needs a provider name");
-			opt->provider_glob = v;
-		} else if (shape->list_filters && (r = option_value(argc, argv, &i, "-n", &v)) != 0) {
-			if (r < 0)
-				return bp_usage_error("-n needs a probe name");
-			opt->name_glob = v;
-		} else if (shape->expect && (r = option_value(argc, argv, &i, "--expect-file", &v)) != 0) {
-			if (r < 0)
-				return bp_usage_error("--expect-file needs a file");
-			opt->expect_file = v;
-		} else if (shape->expect && (r = option_value(argc, argv, &i, "--expect", &v)) != 0) {
-			if (r < 0 || !*v)
-				return bp_usage_error("--expect needs a probe name or glob");
-			if (opt->expect_count == BP_MAX_EXPECT)
-				return bp_usage_error("too many --expect (at most 256; use --expect-file)");
-			opt->expect[opt->expect_count++] = v;
-		} else if (shape->baseline && (r = option_value(argc, argv, &i, "--baseline", &v)) != 0) {
-			if (r < 0 || !*v)
-				return bp_usage_error("--baseline needs a file");
-			opt->baseline_file = v;
-		} else if (shape->baseline && (r = option_value(argc, argv, &i, "--save-baseline", &v)) != 0) {
-			if (r < 0 || !*v)
-				return bp_usage_error("--save-baseline needs a file");
-			opt->save_baseline_file = v;
-		} else if (shape->clear_stale && strcmp(a, "--clear-stale") == 0) {
-			opt->clear_stale = 1;
-		} else if (shape->trace && (r = option_value(argc, argv, &i, "-c", &v)) != 0) {
-			if (r < 0 || !*v)
-				return bp_usage_error("-c needs a command");
-			opt->command_line = v;
-		} else if (shape->trace && (r = option_value(argc, argv, &i, "--binary", &v)) != 0) {
-			if (r < 0 || !*v)
-				return bp_usage_error("--binary needs the path of a program or library");
-			if (opt->binary_count == BP_MAX_TARGETS)
-				return bp_usage_error("too many --binary (at most 256)");
-			opt->binaries[opt->binary_count++] = v;
-		} else if (shape->trace && strcmp(a, "--dry-run") == 0) {
-			opt->dry_run = 1;
-		} else if ((shape->top || shape->slow) && (r = option_value(argc, argv, &i, "--stats-dir", &v)) != 0) {
-			if (r < 0 || !*v)
-				return bp_usage_error("--stats-dir needs a directory");
-			opt->stats_dir = v;
-		} else if (shape->top && strcmp(a, "--once") == 0) {
-			opt->once = 1;
-		} else if (shape->slow && strcmp(a, "--follow") == 0) {
-			opt->follow = 1;
-		} else if ((shape->top || shape->slow) && (r = option_value(argc, argv, &i, "--interval", &v)) != 0) {
-			char *end;
-			opt->interval = r < 0 ? 0 : strtod(v, &end);
-			if (r < 0 || end == v || *end || !(opt->interval >= 0.1 && opt->interval <= 3600))
-				return bp_usage_error("--interval needs SECONDS from 0.1 to 3600");
-		} else if (a[0] == '-' && a[1] != '\0') {
-			snprintf(why, sizeof why, "%s: unknown option '%.200s'", opt->command, a);
-			return bp_usage_error(why);
-		} else if (shape->trace && !opt->script) {
-			opt->script = a;
-		} else if (shape->targets != BP_NO_TARGET && !shape->trace) {
-			if (add_target(opt, a, many) != 0)
-				return BP_EXIT_ERROR;
-		} else {
-			snprintf(why, sizeof why, "%s: unexpected argument '%.200s'", opt->command, a);
-			return bp_usage_error(why);
-		}
+	if (shape->targets == BP_ONE_TARGET && opt->target_count > 1) {
+		snprintf(why, sizeof why, "%s: one TARGET only ('%.200s' is a second)", opt->command, opt->targets[1]);
+		return bp_usage_error(why);
 	}
 	if (shape->needs_target && opt->target_count == 0) {
 		snprintf(why, sizeof why, "%s: a TARGET (file or PID) is needed", opt->command);
@@ -223,7 +185,7 @@ int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_opti
 		return bp_usage_error("check: --baseline or --save-baseline, not both");
 	if ((opt->baseline_file || opt->save_baseline_file) && (opt->expect_count || opt->expect_file || opt->json))
 		return bp_usage_error("check: --baseline and --save-baseline take no --expect, --expect-file or --json");
-	if (shape->trace) {
+	if (shape->command == BP_TRACE) {
 		if (!opt->script)
 			return bp_usage_error("trace: a SCRIPT is needed (a .bt path or a name such as tps)");
 		if ((opt->target_count > 0) + (opt->command_line != NULL) + (opt->binary_count > 0) != 1)
@@ -231,6 +193,31 @@ int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_opti
 			                      "(one of them)");
 	}
 	return BP_EXIT_OK;
+}
+
+int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_options_t *opt)
+{
+	int rest = argc - 1;
+	opt_table_t t = table_of(shape->command);
+	if (shape->command == BP_TRACE)
+		t.rest = &rest;
+	memset(&parsed, 0, sizeof parsed);
+	parsed.command = parsing_command = opt->command;
+	/* argv[1], the command, stands where getopt_long skips a name. */
+	int rc = opt_parse(&t, argc - 1, argv + 1);
+	parsed.target_count = (int)target_n;
+	parsed.expect_count = (int)expect_n;
+	parsed.binary_count = (int)binary_n;
+	if (shape->command == BP_TRACE && rest < argc - 1) {
+		parsed.script_args = argv + 1 + rest;
+		parsed.script_arg_count = argc - 1 - rest;
+	}
+	*opt = parsed;
+	opt->help = rc == OPT_HELP;
+	opt->option_table_printed = rc == OPT_TABLE;
+	if (rc == OPT_REFUSED)
+		return BP_EXIT_ERROR;
+	return rc == OPT_RUN ? check_shape(shape, opt) : BP_EXIT_OK;
 }
 
 int bp_cli_catalogue(const bp_options_t *opt, bp_catalogue_t *cat, const char **source)

@@ -49,32 +49,36 @@ typedef struct bp_options {
 	int dry_run;        /* trace --dry-run */
 	char **script_args; /* trace: what follows -- */
 	int script_arg_count;
-	const char *stats_dir; /* top --stats-dir DIR */
-	int once;              /* top --once */
-	double interval;       /* top, slow --interval SECONDS (0: the default) */
-	int follow;            /* slow --follow */
+	const char *stats_dir;    /* top --stats-dir DIR */
+	int once;                 /* top --once */
+	double interval;          /* top, slow --interval SECONDS (0: the default) */
+	int follow;               /* slow --follow */
+	int option_table_printed; /* --print-option-table: nothing more to do */
 } bp_options_t;
 
-/* What a command takes: the parser accepts only these. */
+/* The commands, as option_table.h's command bits: which take an option
+ * is written once, in cli.c's option table. */
+enum { BP_LIST = 1u << 0,
+       BP_CHECK = 1u << 1,
+       BP_DOCTOR = 1u << 2,
+       BP_TRACE = 1u << 3,
+       BP_TOP = 1u << 4,
+       BP_SLOW = 1u << 5 };
+
+/* What a command takes besides its options. */
 typedef struct bp_command_shape {
-	enum { BP_NO_TARGET,
-	       BP_ONE_TARGET,
+	enum { BP_ONE_TARGET,
 	       BP_TARGETS } targets;
-	int needs_target; /* TARGET required */
-	int list_filters; /* -P PROVIDER, -n NAME */
-	int json;         /* --json */
-	int expect;       /* --expect NAME, --expect-file FILE */
-	int baseline;     /* --baseline FILE, --save-baseline FILE */
-	int clear_stale;  /* --clear-stale */
-	int trace;        /* SCRIPT, -c, --binary, --dry-run, -- ARGS */
-	int top;          /* --stats-dir DIR, --once, --interval SECONDS */
-	int slow;         /* --stats-dir DIR, --follow, --interval SECONDS */
+	int needs_target;     /* TARGET required */
+	unsigned int command; /* BP_LIST ...: its options in cli.c's table */
 } bp_command_shape_t;
 
 /* Parse argv[2..] for opt->command, shaped by shape.  BP_EXIT_OK, or
  * BP_EXIT_ERROR after printing one usage line; opt->help is set when
  * --help was asked for (the rest is then not parsed). */
 int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_options_t *opt);
+/* The --help lines of command's options, on stdout. */
+void bp_cli_print_options(unsigned int command);
 /* What the usage text says after the commands' lines. */
 extern const char bp_cli_help[];
 

@@ -15,7 +15,8 @@
 #include "commands.h"
 
 /* Every command: its name, usage, what it takes, and what runs it.  The
- * usage text, the dispatch and the "unknown command" line come from here. */
+ * usage text, the dispatch and the "unknown command" line come from here;
+ * its options from cli.c's option table. */
 typedef struct command {
 	const char *name;
 	const char *usage; /* after "billing-probes NAME "; more lines indented */
@@ -27,7 +28,7 @@ static const command_t commands[] = {
 	{
 	    .name = "list",
 	    .usage = "TARGET [-P PROVIDER] [-n NAME] [--json] [--provider FILE.d]",
-	    .shape = { .targets = BP_ONE_TARGET, .needs_target = 1, .list_filters = 1, .json = 1 },
+	    .shape = { .targets = BP_ONE_TARGET, .needs_target = 1, .command = BP_LIST },
 	    .run = bp_cmd_list,
 	},
 	{
@@ -36,13 +37,13 @@ static const command_t commands[] = {
 	             "                            [--json] [--provider FILE.d]\n"
 	             "       billing-probes check TARGET [TARGET...] (--save-baseline FILE | --baseline FILE)\n"
 	             "                            [--provider FILE.d]",
-	    .shape = { .targets = BP_TARGETS, .needs_target = 1, .json = 1, .expect = 1, .baseline = 1 },
+	    .shape = { .targets = BP_TARGETS, .needs_target = 1, .command = BP_CHECK },
 	    .run = bp_cmd_check,
 	},
 	{
 	    .name = "doctor",
 	    .usage = "[TARGET] [--clear-stale] [--provider FILE.d]",
-	    .shape = { .targets = BP_ONE_TARGET, .clear_stale = 1 },
+	    .shape = { .targets = BP_ONE_TARGET, .command = BP_DOCTOR },
 	    .run = bp_cmd_doctor,
 	},
 	{
@@ -50,20 +51,20 @@ static const command_t commands[] = {
 	    .usage = "SCRIPT (-p PID [-p PID...] | --binary PATH [--binary PATH...]\n"
 	             "                            | -c 'CMD ARGS') [--dry-run]\n"
 	             "                            [--provider FILE.d] [-- SCRIPT-ARGS...]",
-	    .shape = { .targets = BP_TARGETS, .trace = 1 },
+	    .shape = { .targets = BP_TARGETS, .command = BP_TRACE },
 	    .run = bp_cmd_trace,
 	},
 #ifdef BP_HAVE_TOP
 	{
 	    .name = "top",
 	    .usage = "(PID | --stats-dir DIR) [--interval SECONDS] [--once]",
-	    .shape = { .targets = BP_ONE_TARGET, .top = 1 },
+	    .shape = { .targets = BP_ONE_TARGET, .command = BP_TOP },
 	    .run = bp_cmd_top,
 	},
 	{
 	    .name = "slow",
 	    .usage = "(PID | --stats-dir DIR) [--follow [--interval SECONDS]]",
-	    .shape = { .targets = BP_ONE_TARGET, .slow = 1 },
+	    .shape = { .targets = BP_ONE_TARGET, .command = BP_SLOW },
 	    .run = bp_cmd_slow,
 	},
 #endif
@@ -116,7 +117,12 @@ int main(int argc, char **argv)
 	int rc = bp_cli_parse(argc, argv, &cmd->shape, &opt);
 	if (rc != BP_EXIT_OK)
 		return rc;
-	if (opt.help)
-		return usage();
+	if (opt.help) {
+		printf("usage: billing-probes %s %s\n", cmd->name, cmd->usage);
+		bp_cli_print_options(cmd->shape.command);
+		return BP_EXIT_OK;
+	}
+	if (opt.option_table_printed)
+		return BP_EXIT_OK;
 	return cmd->run(&opt);
 }

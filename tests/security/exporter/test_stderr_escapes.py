@@ -65,7 +65,7 @@ stderr_of("--stats-dir, a file that is no segment", ["--stats-dir", evil_dir, "-
           ["%s/%s/1.stats: " % (tmp, SHOWN)])
 stderr_of("--uid", ["--uid", EVIL, "--stats-dir", tmp], 2, ["--uid: %s is neither" % SHOWN])
 stderr_of("--cgroup", ["--cgroup", evil_dir, "--stats-dir", tmp], 2, ["--cgroup %s/%s: " % (tmp, SHOWN)])
-stderr_of("unknown option", ["--" + EVIL, "--stats-dir", tmp], 2, ["unknown or incomplete option --%s" % SHOWN])
+stderr_of("unknown option", ["--" + EVIL, "--stats-dir", tmp], 2, ["unknown option '--%s" % SHOWN])
 
 # --pid of the program run from that directory: /proc/PID/maps shows the
 # newline as \012, a path that reaches no file here, so the target is
