@@ -9,9 +9,14 @@ host by signals, its stdout read line by line.
 Inside, the service prints namespace PIDs ("parent 1", "worker 7",
 "fired 7 3"); NsPids maps them to host PIDs through /proc/PID/status.
 Every wait is for a condition with a generous deadline (DEADLINE), never
-a sleep standing for one.
+a sleep standing for one.  rootfs() makes the Debian root podman runs
+from, once per build folder.
 """
+import fcntl
+import glob
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -148,3 +153,36 @@ def ns_service(program, hidden, mode="bind", workers=2):
 def run_tool(args, timeout=120):
     p = subprocess.run([TOOL] + list(args), capture_output=True, text=True, errors="replace", timeout=timeout)
     return p.returncode, p.stdout, p.stderr
+
+
+def apt_mirror():
+    """The Debian mirror apt uses (deb822 URIs: or a one-line deb entry)."""
+    for path in ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*")):
+        try:
+            text = open(path).read()
+        except OSError:
+            continue
+        for m in re.finditer(r"^URIs:\s*(\S+)|^deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+bookworm\s", text, flags=re.M):
+            uri = m.group(1) or m.group(2)
+            if "security" not in uri:
+                return uri
+    return "http://deb.debian.org/debian"
+
+
+def rootfs(cache):
+    """A bookworm minbase root, made once and kept in the directory cache
+    (a lock keeps two runs from making it at once)."""
+    os.makedirs(cache, exist_ok=True)
+    root = os.path.join(cache, "bookworm")
+    with open(os.path.join(cache, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(os.path.join(root, "etc", "debian_version")):
+            tmp = root + ".tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            r = bt.run(["debootstrap", "--variant=minbase", "bookworm", tmp, apt_mirror()], timeout=1800)
+            if r.returncode != 0:
+                check(False, "debootstrap of the container root (rc=%d %s)" % (r.returncode, r.stderr[-500:]))
+                finish()
+            shutil.rmtree(root, ignore_errors=True)
+            os.rename(tmp, root)
+    return root

@@ -2,8 +2,9 @@
 
 podman (runtime runc, cgroupfs: crun refuses these machines' hybrid
 cgroups) runs billingd from a Debian bookworm root made by `debootstrap
---variant=minbase` from the mirror apt uses (cached in the build folder:
-BP_CONTAINER_CACHE, about 30 s the first time), with billingd installed
+--variant=minbase` from the mirror apt uses (containertest.rootfs(),
+made once in the build folder, BP_CONTAINER_CACHE, by containers-root
+beside other tests), with billingd installed
 at /app inside, the build's libbillingprobes.so.0 in the root's libdir (as
 an installed kit puts it; billingd links the shared library as a user's
 service does) and its database on a volume.  The host has neither file.
@@ -21,8 +22,6 @@ service does) and its database on a volume.  The host has neither file.
 
 Needs root, podman, runc and debootstrap (tests/install-deps.sh), bpftrace
 and the exporter."""
-import fcntl
-import glob
 import json
 import os
 import re
@@ -54,39 +53,6 @@ from billingdtest import run_load  # noqa: E402  (tests/billingd)
 
 INSIDE = "/app/billingd"
 LIBRARY = "libbillingprobes.so.0"
-
-
-def apt_mirror():
-    """The Debian mirror apt uses (deb822 URIs: or a one-line deb entry)."""
-    for path in ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*")):
-        try:
-            text = open(path).read()
-        except OSError:
-            continue
-        for m in re.finditer(r"^URIs:\s*(\S+)|^deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+bookworm\s", text, flags=re.M):
-            uri = m.group(1) or m.group(2)
-            if "security" not in uri:
-                return uri
-    return "http://deb.debian.org/debian"
-
-
-def rootfs():
-    """A bookworm minbase root, made once and kept in the cache (a lock
-    keeps two runs from making it at once)."""
-    os.makedirs(CACHE, exist_ok=True)
-    root = os.path.join(CACHE, "bookworm")
-    with open(os.path.join(CACHE, ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not os.path.exists(os.path.join(root, "etc", "debian_version")):
-            tmp = root + ".tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            r = bt.run(["debootstrap", "--variant=minbase", "bookworm", tmp, apt_mirror()], timeout=1800)
-            if r.returncode != 0:
-                check(False, "debootstrap of the container root (rc=%d %s)" % (r.returncode, r.stderr[-500:]))
-                finish()
-            shutil.rmtree(root, ignore_errors=True)
-            os.rename(tmp, root)
-    return root
 
 
 def fresh_copy(src, dest):
@@ -185,7 +151,7 @@ class Container:
         shutil.rmtree(self.data, ignore_errors=True)
 
 
-root = rootfs()
+root = ct.rootfs(CACHE)
 library = install(root)
 for path in (INSIDE, library):
     check(not os.path.exists(path), "the host has no %s (precondition)" % path)

@@ -2,7 +2,7 @@
 """Bad input: one line naming the problem on stderr, exit 2, never a
 crash -- a PID that does not exist, a binary without billing probes, a
 file that is not ELF, no permission to load BPF (as user nobody), a port
-in use, unknown options.  And a --pid target that exits: /metrics keeps
+in use, unknown options, an --idle-detach out of range.  And a --pid target that exits: /metrics keeps
 serving with its up metric at 0; /healthz and / answer."""
 import os
 import socket
@@ -56,6 +56,9 @@ with tempfile.NamedTemporaryFile("w", suffix=".txt") as text_file, socket.socket
     one_line_exit_2("not an address", [exe, "--binary", fire, "--listen", "billing.example:9477"],
                     "not an IPv4 or IPv6 address")
     one_line_exit_2("unknown option", [exe, "--binary", fire, "--frobnicate"], "unknown")
+    for idle in ("0", "86401", "30s", ""):
+        one_line_exit_2("--idle-detach %r" % idle, [exe, "--binary", fire, "--idle-detach", idle],
+                        "--idle-detach needs an integer 1..86400")
     one_line_exit_2("unprivileged BPF load",
                     ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
                      exe, "--binary", fire] + listen0, "no permission to load BPF")

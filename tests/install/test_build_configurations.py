@@ -5,8 +5,11 @@ Usage: test_build_configurations.py SOURCE_ROOT WORK_DIR
 
 1. -Dprobes=disabled: everything builds, its unit tests pass, and no ELF
    file it produced has a .note.stapsdt section.
-2. Installed with probes: headers, libraries, pkg-config file, billing.d
-   and the scripts are where ARCHITECTURE.md says; an out-of-tree program
+2. Installed with probes (the userpath suite's plain kit when UP_WORK
+   names its folder: the same `meson setup --prefix`, build and `meson
+   install`, made once for both suites; else a build of its own):
+   headers, libraries, pkg-config file, billing.d and the scripts are
+   where ARCHITECTURE.md says; an out-of-tree program
    (examples/minimal) builds as C and C++ with
    `cc app.c $(pkg-config --cflags --libs billing-probes)`, runs, and
    carries its probe (the helpers' probes are in the installed library).
@@ -25,6 +28,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import billingtest as bt  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "userpath"))
+import userpathtest as up  # noqa: E402  (the installed kit, built once per source state)
 
 check = bt.check
 
@@ -69,14 +74,31 @@ def disabled_build(source, work):
 
 
 def installed_build(source, work):
-    build = os.path.join(work, "build-install")
-    prefix = os.path.join(work, "prefix")
-    shutil.rmtree(prefix, ignore_errors=True)
-    ok = setup(source, build, f"--prefix={prefix}", "-Dprobes=enabled")
-    check(ok, "-Dprobes=enabled configures and builds")
-    if not ok or run(["meson", "install", "-C", build, "--no-rebuild"]).returncode != 0:
-        check(False, "meson install")
+    """The installed copy's checks, on the userpath suite's plain kit while
+    this test holds its turn (the programs below load its library, which a
+    userpath test's exporter counts), or on an install of its own."""
+    if not up.WORK:
+        build = os.path.join(work, "build-install")
+        prefix = os.path.join(work, "prefix")
+        shutil.rmtree(prefix, ignore_errors=True)
+        ok = setup(source, build, f"--prefix={prefix}", "-Dprobes=enabled")
+        check(ok, "-Dprobes=enabled configures and builds")
+        if not ok or run(["meson", "install", "-C", build, "--no-rebuild"]).returncode != 0:
+            check(False, "meson install")
+            return
+        installed_checks(source, work, build, prefix)
         return
+    try:
+        kit = up.kits()["plain"]
+    except RuntimeError as e:
+        check(False, "-Dprobes=enabled configures, builds and installs (the userpath kit): %s" % str(e)[-2000:])
+        return
+    check(True, "-Dprobes=enabled configures, builds and installs (the userpath kit, %s)" % kit.prefix)
+    with kit.turn():
+        installed_checks(source, work, os.path.join(kit.root, "build"), kit.prefix)
+
+
+def installed_checks(source, work, build, prefix):
     for rel in ["include/billing/probes.h", "include/billing/timing.h", "include/billing/catalogue.h",
                 "include/billing/probes_sdt.h", "include/billing/probes_off.h",
                 "include/billing/probe_macros.h", "include/billing/probes_config.h",

@@ -375,12 +375,12 @@ static void detach_idle(bx_exporter_t *ex, bx_target_t *tg)
 	bx_program_file_t gone;
 	char path[4200];
 	int fd = bpf_map__fd(ex->skel->maps.bx_programs);
-	while (tg->program && bx_program_target_take_idle(tg, &gone, path, sizeof path)) {
+	while (tg->program && bx_program_target_take_idle(tg, ex->idle_detach_s, &gone, path, sizeof path)) {
 		struct bx_program_key key = { gone.kdev, gone.kino };
 		drop_file_links(ex, tg, gone.dev, gone.ino);
 		if (gone.filed == 1)
 			bpf_map_delete_elem(fd, &key);
-		bx_error("%s: %s: no process has run it for %d s: detached", tg->label, path, BX_IDLE_DETACH_S);
+		bx_error("%s: %s: no process has run it for %u s: detached", tg->label, path, ex->idle_detach_s);
 	}
 }
 

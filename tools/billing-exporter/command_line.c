@@ -13,6 +13,7 @@
 #include "format.h"
 #include "metric_table.h"
 #include "option_table.h"
+#include "program_files.h"
 #include "report.h"
 #include "stats_source.h"
 
@@ -219,6 +220,11 @@ static const opt_option_t options[] = {
 	  .init = BX_TEXT(BX_DEFAULT_REQUEST_SECONDS), .help = "seconds a request may take",
 	  .doc = "seconds from a connection (or its previous response) to the response, however "
 	         "slowly a client sends; the connection is closed after" },
+	{ "idle-detach", "N", OPT_UINT, &opts.idle_detach_s, .imin = 1, .imax = 86400,
+	  .init = BX_TEXT(BX_IDLE_DETACH_S),
+	  .help = "detach a --binary program file no process has run for N seconds",
+	  .doc = "seconds after which a `--binary` program file that no process runs any more is "
+	         "detached ([What `--binary` counts](#what---binary-counts))" },
 	{ "once", NULL, OPT_FLAG, &opts.once,
 	  .help = "print one snapshot after --interval seconds (5 without it) and exit",
 	  .doc = "print a snapshot (the same samples as `/metrics`, buckets left out) after "

@@ -31,6 +31,7 @@ typedef struct bx_opts {
 	long only_uid; /* -1: every user */
 	const char *cgroup;
 	bx_http_limits_t limits;
+	unsigned idle_detach_s; /* --idle-detach */
 	int print_metric_table, check_table;
 } bx_opts_t;
 

@@ -45,6 +45,7 @@ typedef struct bx_exporter {
 	int verbose;
 	long only_uid;                              /* --uid: fires and segments of that user only; -1 all */
 	struct bx_cgroup *cgroup;                   /* --cgroup: fires and segments of its processes only; NULL all */
+	unsigned idle_detach_s;                     /* --idle-detach: a --binary file idle this long is detached */
 	const struct bx_exemplar_source *exemplars; /* OpenMetrics' bucket exemplars (exemplars.h); NULL none */
 	pthread_mutex_t lock;
 } bx_exporter_t;

@@ -175,6 +175,7 @@ int main(int argc, char **argv)
 	ex.groups = o.groups;
 	ex.verbose = o.verbose;
 	ex.only_uid = o.only_uid;
+	ex.idle_detach_s = o.idle_detach_s;
 	if (o.cgroup) {
 		if (bx_cgroup_open(o.cgroup, &cgroup, err, sizeof err) != 0) {
 			bx_error("%s", err);

@@ -50,7 +50,8 @@ int bx_foreign_file_trusted(pid_t pid, const struct stat *st, long owner, long o
 #define BX_FILES_PER_PATH 32
 
 /* A program file that no look through /proc has found a process running
- * for this long (seconds), but the one at PATH here, is detached. */
+ * for this long (seconds), but the one at PATH here, is detached: the
+ * default of --idle-detach. */
 #define BX_IDLE_DETACH_S 30
 
 /* Seconds on the monotonic clock. */

@@ -57,14 +57,15 @@ static int add_program(bx_target_t *t, const bx_program_file_t *pf)
 	return 0;
 }
 
-int bx_program_target_take_idle(bx_target_t *t, bx_program_file_t *gone, char *path, size_t pathlen)
+int bx_program_target_take_idle(bx_target_t *t, long long idle_s, bx_program_file_t *gone, char *path,
+                                size_t pathlen)
 {
 	long long now = bx_now_s();
 	struct stat here;
 	int have_here = t->on_host && stat(t->binary, &here) == 0;
 	for (size_t i = 0; i < t->program_count; i++) {
 		bx_program_file_t *pf = &t->programs[i];
-		if (now - pf->run_at < BX_IDLE_DETACH_S ||
+		if (now - pf->run_at < idle_s ||
 		    (have_here && (unsigned long long)here.st_dev == pf->dev && (unsigned long long)here.st_ino == pf->ino))
 			continue;
 		*gone = *pf;

@@ -32,10 +32,11 @@ int bx_program_target_discover(bx_target_t *t);
  * executable cannot be looked at. */
 int bx_program_target_runs(const bx_target_t *t, pid_t pid);
 
-/* A program file of t that no process has run for BX_IDLE_DETACH_S
- * seconds, other than the file at PATH here: taken out of t with its
- * module, into *gone and (its module's path) path, for the caller to
+/* A program file of t that no process has run for idle_s seconds
+ * (--idle-detach), other than the file at PATH here: taken out of t with
+ * its module, into *gone and (its module's path) path, for the caller to
  * detach and take out of the BPF filter.  1, or 0 when there is none. */
-int bx_program_target_take_idle(bx_target_t *t, bx_program_file_t *gone, char *path, size_t pathlen);
+int bx_program_target_take_idle(bx_target_t *t, long long idle_s, bx_program_file_t *gone, char *path,
+                                size_t pathlen);
 
 #endif /* BX_PROGRAM_TARGET_H */

@@ -7,9 +7,9 @@ the service is rolled out (a new inode at PATH here); then the
 containers stop.
 
 Wanted: the cap's line once, the copies beyond it not attached, the
-rollout counted exactly; once no process has run them for
-BX_IDLE_DETACH_S, every file but the rollout's detached (one line each)
-and their descriptors released.  On the code before there was no cap and
+rollout counted exactly; once no process has run them for the idle
+time (--idle-detach), every file but the rollout's detached (one line
+each) and their descriptors released.  On the code before there was no cap and
 no detach: every file was attached, and with them their descriptors, for
 good.  Needs root (BPF; mount namespaces)."""
 import os
@@ -26,12 +26,14 @@ from sectest import bt, h  # noqa: E402
 h.require_exporter_can_run()
 exe, fire = h.env_path("BX_EXPORTER"), h.env_path("BX_FIRE_STATIC")
 unshare = bt.require_program("unshare", "util-linux")
-# BX_FILES_PER_PATH and BX_IDLE_DETACH_S, from the header that sets them
+# BX_FILES_PER_PATH, from the header that sets it
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools", "billing-exporter",
                        "program_files.h")) as f:
     HEADER = f.read()
 CAP = int(re.search(r"#define BX_FILES_PER_PATH (\d+)", HEADER).group(1))
-IDLE = int(re.search(r"#define BX_IDLE_DETACH_S (\d+)", HEADER).group(1))
+# --idle-detach: shorter than the default so the test does not wait it out,
+# and 5 looks through /proc (one a second) for a running container's file
+IDLE = 5
 DETACHED = "no process has run it for %d s: detached" % IDLE
 EXTRA, ROLLED = 4, 40
 CAPPED = "(the cap)"
@@ -62,7 +64,7 @@ def wait_for(test, timeout=30):
 
 ex, procs = None, []
 try:
-    ex = h.Exporter(exe, "--binary", service, "--interval", "1")
+    ex = h.Exporter(exe, "--binary", service, "--interval", "1", "--idle-detach", str(IDLE))
     containers = [h.FireProgram(unshare, "-m", "--propagation", "private", "sh", "-c", OWN_ROOT, "sh", c, service)
                   for c in copies]
     procs += containers

@@ -58,6 +58,7 @@ def counts(with_caps):
     """(requests counted, fired, stderr) of a root process, the exporter run
     as uid 65534 with with_caps."""
     prog = h.FireProgram(fire, "threads", "1", "50")
+    fired = None
     try:
         p = subprocess.Popen(as_nobody(with_caps) + [exporter, "--pid", str(prog.pid), "--once", "--interval", "3",
                                                      "--format", "json"],
@@ -78,6 +79,8 @@ def counts(with_caps):
         fired = result[0] if result else None
         out, err = p.communicate(timeout=60)
     finally:
+        if fired is None:  # still waiting for an exporter that never attached: stdin does not end that wait
+            prog.proc.kill()
         prog.release()
     got = sum(float(v) for v in re.findall(r'"metric":"billing_requests_total".*"value":([0-9.]+)', out))
     return got, fired, err.strip()
