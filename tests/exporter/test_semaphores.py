@@ -2,6 +2,7 @@
 """Semaphores: raised while the exporter is attached, back to 0 after it
 exits, by SIGTERM and by SIGKILL (libbpf attaches through the kernel's
 uprobe reference counters), as billing-probes list PID reads them."""
+import faulthandler
 import os
 import signal
 import sys
@@ -11,6 +12,9 @@ import exportertest as h  # noqa: E402
 from exportertest import bt  # noqa: E402
 
 h.require_exporter_can_run()
+# One fresh-clone run hung in the SIGKILL round without a word: where it
+# waits is printed before meson's 120 s are up.
+faulthandler.dump_traceback_later(100, exit=False)
 exe, tool, fire = h.env_path("BX_EXPORTER"), h.env_path("BX_TOOL"), h.env_path("BX_FIRE_SHARED")
 
 prog = h.FireProgram(fire, "spans", "10")
