@@ -98,11 +98,13 @@ static void mark_exited(void)
 		__atomic_store_n(&hdr->state, BS_EXITED, __ATOMIC_RELEASE);
 }
 
+static struct bs_trail_ring *trail_ring(void);
+
 static void init_once(void)
 {
 	bs_settings_read(&settings);
 	billing_stats_off_ = settings.off;
-	bs_trail_prepare_(&settings);
+	bs_trail_prepare_(&settings, trail_ring);
 	if (!settings.off)
 		bs_immutable_start_();
 	pthread_key_create(&thread_key, thread_exit);
@@ -505,7 +507,9 @@ const bs_settings_t *bs_settings_(void)
 	return &settings;
 }
 
-struct bs_trail_ring *bs_trail_ring_(void)
+/* The segment's ring for the trails' commits (bs_trail_prepare_): the
+ * segment made on a first commit before any other event. */
+static struct bs_trail_ring *trail_ring(void)
 {
 	pthread_once(&once, init_once);
 	pthread_mutex_lock(&lock);

@@ -85,8 +85,17 @@ static double tsc_ns_per_tick(void)
 	return tk ? (double)ns / (double)tk : 1;
 }
 
-void bs_trail_prepare_(const bs_settings_t *s)
+/* The segment's ring, as lib/stats.c gives it (bs_trail_prepare_). */
+static struct bs_trail_ring *(*ring_of)(void);
+
+static struct bs_trail_ring *the_ring(void)
 {
+	return ring_of ? ring_of() : NULL;
+}
+
+void bs_trail_prepare_(const bs_settings_t *s, struct bs_trail_ring *(*ring)(void))
+{
+	ring_of = ring;
 #if defined(__x86_64__) && defined(__GNUC__)
 	char line[4096];
 	int constant = 0, nonstop = 0;
@@ -159,7 +168,7 @@ static void put(bs_open_request_t *r, uint32_t i, uint64_t id, const bs_trail_fi
 
 static void count_untracked(void)
 {
-	struct bs_trail_ring *ring = bs_trail_ring_();
+	struct bs_trail_ring *ring = the_ring();
 	if (ring)
 		__atomic_fetch_add(&ring->untracked, 1, __ATOMIC_RELAXED);
 }
@@ -206,7 +215,7 @@ static uint64_t threshold_of(const char *handler)
 static void commit(bs_open_request_t *r, uint64_t id, int32_t status, uint64_t duration, uint64_t threshold,
                    uint32_t claimed, double ns_per_tick)
 {
-	struct bs_trail_ring *ring = bs_trail_ring_();
+	struct bs_trail_ring *ring = the_ring();
 	if (!ring)
 		return;
 	uint64_t n = __atomic_fetch_add(&ring->committed, 1, __ATOMIC_RELAXED);

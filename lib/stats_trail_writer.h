@@ -138,9 +138,12 @@ BS_HIDDEN void bs_trail_done_(uint64_t id, const char *handler, int32_t status, 
                               const bs_trail_fire_t *f);
 
 /* Once, before the first event (lib/stats.c, with its settings): whether
- * the trails are on, and how events are timed. */
+ * the trails are on, how events are timed, and ring(), which gives the
+ * segment's ring when a trail is committed (made with the segment; NULL
+ * with the stats off).  The ring comes through ring() so that this
+ * module never calls back into lib/stats.c, which calls it. */
 struct bs_settings;
-BS_HIDDEN void bs_trail_prepare_(const struct bs_settings *s);
+BS_HIDDEN void bs_trail_prepare_(const struct bs_settings *s, struct bs_trail_ring *(*ring)(void));
 
 /* A new segment's ring header: empty, with the thresholds requests are
  * judged by (lib/stats.c, before the segment's magic). */
@@ -148,9 +151,5 @@ BS_HIDDEN void bs_trail_ring_init_(struct bs_trail_ring *ring);
 
 /* A forked child's: the parent's open requests are not its own. */
 BS_HIDDEN void bs_trail_forget_(void);
-
-/* The segment's ring (lib/stats.c): made with the segment; NULL with the
- * stats off. */
-BS_HIDDEN struct bs_trail_ring *bs_trail_ring_(void);
 
 #endif /* BILLING_STATS_TRAIL_WRITER_H */
