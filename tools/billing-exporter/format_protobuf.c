@@ -54,8 +54,10 @@ static void put_family(bp_buf_t *b, const family_t *f)
 {
 	size_t n = io__prometheus__client__metric_family__get_packed_size(f);
 	uint8_t *packed = malloc(n ? n : 1);
-	if (!packed)
+	if (!packed) {
+		b->failed = 1; /* a family left out: the scrape is refused, not served short */
 		return;
+	}
 	io__prometheus__client__metric_family__pack(f, packed);
 	put_varint(b, n);
 	bp_buf_append(b, (const char *)packed, n);
@@ -151,8 +153,10 @@ static void family(bp_buf_t *b, const bx_sample_t *s, size_t first, size_t end, 
 	w.span_ptrs = calloc(nnative + 1, sizeof *w.span_ptrs);
 	w.deltas = calloc(nnative + 1, sizeof *w.deltas);
 	if (!w.metrics || !w.metric_ptrs || !w.pairs || !w.pair_ptrs || !w.counters || !w.gauges || !w.hists ||
-	    !w.buckets || !w.bucket_ptrs || !w.spans || !w.span_ptrs || !w.deltas)
+	    !w.buckets || !w.bucket_ptrs || !w.spans || !w.span_ptrs || !w.deltas) {
+		b->failed = 1; /* out of memory: the scrape is refused, not served short */
 		goto out;
+	}
 	io__prometheus__client__metric_family__init(&f);
 	f.name = (char *)m->name;
 	f.help = (char *)m->help;
