@@ -383,6 +383,36 @@ def interrupt_bpftrace(proc, timeout=120, already_sent=False):
     return proc.wait()
 
 
+def private_copy(program, directory):
+    """A copy of PROGRAM under DIRECTORY that only this test runs: uprobes
+    attach to a file (its inode), so `--binary COPY` sees this test's
+    processes and no other test's run of the same build output, and the
+    test can run beside others.  The libraries PROGRAM needs from an
+    $ORIGIN-relative RUNPATH (meson's build tree) are copied to the same
+    place relative to the copy, so the copy loads its own copies too.
+    Returns the copy's path."""
+    program = os.path.realpath(program)
+    dyn = run(["readelf", "-d", "-W", program]).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^]]+)\]", dyn)
+    origin = [e for runpath in re.findall(r"\((?:RUNPATH|RPATH)\)\s+Library r(?:un)?path: \[([^]]+)\]", dyn)
+              for e in runpath.split(":") if e.startswith("$ORIGIN")]
+    # as many of the program's folders as its RUNPATH climbs, so each
+    # library's copy stays under DIRECTORY
+    climb = max([e.split("/").count("..") for e in origin] + [0])
+    parts = os.path.dirname(program).strip("/").split("/")
+    copy = os.path.join(directory, *parts[len(parts) - climb:], os.path.basename(program))
+    os.makedirs(os.path.dirname(copy), exist_ok=True)
+    shutil.copy2(program, copy)
+    for entry in origin:
+        source = os.path.normpath(entry.replace("$ORIGIN", os.path.dirname(program)))
+        target = os.path.normpath(entry.replace("$ORIGIN", os.path.dirname(copy)))
+        for name in needed:
+            if os.path.exists(os.path.join(source, name)):
+                os.makedirs(target, exist_ok=True)
+                shutil.copy2(os.path.realpath(os.path.join(source, name)), os.path.join(target, name))
+    return copy
+
+
 # --- sample arguments (provider/generate.py probe-samples-json) -----------------
 
 def wait_for(what, fn, timeout=60, interval=0.25):
