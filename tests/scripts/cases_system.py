@@ -8,15 +8,40 @@ import re
 import struct
 import subprocess
 import tempfile
+import threading
 
 import scriptstest as S
-from scriptstest import BT_SCRIPTS, TIMEOUT, bt, hist, keyed, require, run, scalar_map, total_table
+from scriptstest import BT_SCRIPTS, TIMEOUT, Failure, bt, hist, keyed, require, run, scalar_map, total_table
 import expected as X
 from fold_stacks import fold  # the folder SREs run, tested here
 
 
 SYSTEM_VIEWS = {"cswitch": [1], "syscalls": [], "file_opens": [], "io_bytes": [1],
                 "page_faults": [1], "cpu_profile": []}
+
+
+def parallel_views(views, stop, tmp):
+    """{view: output} of each view run on a workload of its own, all at
+    once; "file_opens path" names the file file_opens' workload wrote.  A
+    view that fails fails the case with its own reason."""
+    out, failures = {}, []
+
+    def one(view):
+        path = os.path.join(tmp, "workload-%s.dat" % view[0])
+        try:
+            out.update(run("system", [view], extra=["--path", path],
+                           stop_early=[n for n in stop if n == view[0]]))
+            out[view[0] + " path"] = path
+        except Failure as e:
+            failures.append("%s: %s" % (view[0], e))
+
+    threads = [threading.Thread(target=one, args=(v,)) for v in views]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    require(not failures, "; ".join(failures))
+    return out
 
 
 def case_system():
@@ -26,11 +51,11 @@ def case_system():
         views = [(n, n, a, True) for n, a in SYSTEM_VIEWS.items()]
         stop = ["cpu_profile", "page_faults"]
         if S.TRACER.dtrace:
-            # one dtrace -p per process: DTrace holds its target with ptrace
-            out = {}
-            for v in views:
-                out.update(run("system", [v], extra=["--path", path],
-                               stop_early=[n for n in stop if n == v[0]]))
+            # one dtrace -p per process (DTrace holds its target with
+            # ptrace): a workload per view, side by side, each writing its
+            # own file
+            out = parallel_views(views, stop, tmp)
+            path = out["file_opens path"]
         else:
             out = run("system", views, extra=["--path", path], stop_early=stop)
     opens = scalar_map(out["file_opens"], "@opens")

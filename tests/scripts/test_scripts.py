@@ -24,7 +24,6 @@ tracer: the reason on stdout; CI has both).
 How a case runs a script, and the readers of what it prints: scriptstest.py.
 """
 import argparse
-import contextlib
 import os
 import sys
 import tempfile
@@ -103,10 +102,13 @@ def main():
     try:
         with tempfile.TemporaryDirectory(prefix="billing-scripts-") as tmp:
             if a.tracer != "any":
-                S.TRACER = S.Tracer(a.tracer, a.workload, tmp)
-            # every case's workload is the same binary: see oracle_dtrace_turn
-            with bt.oracle_dtrace_turn() if a.tracer == "dtrace" else contextlib.nullcontext():
-                CASES[a.case]()
+                # DTrace names a pid-provider uprobe after the file's inode
+                # (dt_pid/p_DEV_INO_OFF) and the dtrace that exits deletes
+                # it: on a copy of its own, a case shares none with another
+                # case running beside it
+                workload = bt.private_copy(a.workload, tmp) if a.tracer == "dtrace" else a.workload
+                S.TRACER = S.Tracer(a.tracer, workload, tmp)
+            CASES[a.case]()
     except Failure as e:
         print("FAIL: %s" % e, file=sys.stderr)
         return 1
