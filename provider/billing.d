@@ -90,7 +90,7 @@
  * @@groups business* requests* db gateway
  *
  * Slow requests.  A stats build keeps the trail of probes of each request
- * at or over its handler's threshold (lib/stats_trail.h; `billing-probes
+ * over its handler's threshold (lib/stats_trail.h; `billing-probes
  * slow` prints them, the exporter's exemplars point at them); the SLO
  * rules in monitoring/ count the same threshold's bucket.  Seconds, each a
  * bound of duration_ns's buckets: a default, then per handler
