@@ -28,13 +28,23 @@ failed=()
 phase() {  # phase NAME COMMAND...: runs it, remembers a failure
   local name=$1
   shift
-  local t0=$SECONDS
-  if "$@"; then
-    echo "run-all: $name passed ($((SECONDS - t0)) s)"
-  else
-    echo "run-all: $name FAILED ($((SECONDS - t0)) s)"
-    failed+=("$name")
-  fi
+  local t0=$SECONDS result=passed
+  "$@" || result=FAILED
+  echo "run-all: $name $result ($((SECONDS - t0)) s)"
+  [ $result = passed ] || failed+=("$name")
+  times+=("$name" "$result" "$((SECONDS - t0))")
+}
+
+# The phases' wall times, for the README's suite figure (docs/figures.py
+# reads bench/results/suite-fresh-clone.json, copies of this file)
+write_times() {  # write_times FILE
+  python3 - "$1" "$(git rev-parse --short HEAD 2>/dev/null || echo none)" "$(nproc)" "${times[@]}" <<'PY'
+import json, sys, time
+path, commit, cores, rest = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+phases = [{"phase": rest[i], "result": rest[i + 1], "s": int(rest[i + 2])} for i in range(0, len(rest), 3)]
+json.dump({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit, "cores": cores,
+           "phases": phases, "total_s": sum(p["s"] for p in phases)}, open(path, "w"), indent=1)
+PY
 }
 
 setup() {  # setup DIR [meson options...]
@@ -108,11 +118,18 @@ tsan() {
   return $rc
 }
 
-bash tests/install-deps.sh
+times=()
+phase "install what is needed" bash tests/install-deps.sh
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "run-all: FAILED: the dependencies could not be installed"
+  exit 1
+fi
 phase "build and test ($build)" plain
 phase "AddressSanitizer + UBSan ($build-asan)" asan
 phase "ThreadSanitizer ($build-tsan)" tsan
 tally
+write_times "$build/run-all-times.json"
+echo "run-all: phase times in $build/run-all-times.json"
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'run-all: FAILED: %s\n' "${failed[@]}"
   exit 1
