@@ -20,7 +20,8 @@ provider/billing.d (buckets, label widths), monitoring/rules/billing.rules.yml
 (the alert table), examples/demo/results/slow-request.txt (the demo's slow
 request, written by `examples/demo/run-demo.sh --publish`) and
 bench/results/suite-quick.json (the quick suite's time, written by
-tests/time_suite.py).  A figure that states what the code or a test is set to
+tests/time_suite.py) and bench/results/suite-fresh-clone.json (the README
+test command's phases from fresh clones, each run's run-all-times.json).  A figure that states what the code or a test is set to
 (a default, a test's load) stays plain text and is listed in FROM_SOURCE with
 the pattern its source must still hold.  Any other number with a unit in the
 prose of PAGES fails the check (tests/docs/test_figures.py runs it).
@@ -37,6 +38,7 @@ RESULTS = "bench/results/latest.json"
 FLEET_RESULTS = "bench/results/fleet.json"
 DEMO_SLOW_REQUEST = "examples/demo/results/slow-request.txt"
 QUICK_RESULTS = "bench/results/suite-quick.json"  # tests/time_suite.py --suite quick
+FRESH_CLONE_RESULTS = "bench/results/suite-fresh-clone.json"  # tests/run-all.sh's run-all-times.json, per run
 PAGES = ("README.md", "docs/*.md", "bench/README.md", "monitoring/README.md")
 
 
@@ -228,6 +230,20 @@ def quick_suite_time():
     return f"{q['wall_s']:.0f} s for {q['tests']} tests on {q['machine']['cores']} cores ({q['date']})"
 
 
+def fresh_clone_suite_time():
+    runs = json.loads(read(FRESH_CLONE_RESULTS))["runs"]
+
+    def span(key):
+        secs = sorted(next(p["s"] for p in r["phases"] if key(p["phase"])) for r in runs)
+        return f"{secs[0] / 60:.1f}–{secs[-1] / 60:.1f} min" if secs[0] != secs[-1] else f"{secs[0] / 60:.1f} min"
+    every = sorted(r["total_s"] for r in runs)
+    dates = sorted(r["date"] for r in runs)
+    return (f"the build and every test {span(lambda n: n.startswith('build and test'))}, then "
+            f"ASan+UBSan {span(lambda n: n.startswith('AddressSanitizer'))} and TSan "
+            f"{span(lambda n: n.startswith('ThreadSanitizer'))}: {every[0] / 60:.1f}–{every[-1] / 60:.1f} min in all, "
+            f"{len(runs)} runs from fresh clones on {runs[0]['cores']} cores ({dates[0]} to {dates[-1]})")
+
+
 INLINE = {
     "untraced-site-instructions":
         lambda r: f"{2 * untraced_row(r, 'scalar')['semaphore_checks_on_hot_path'] // r['untraced']['sites_per_call']}"
@@ -243,6 +259,7 @@ INLINE = {
     "label-values": lambda _: billing_d_directive("label-values")[0],
     "label-sets": lambda _: f"{int(billing_d_directive('label-sets')[0]):,}",
     "quick-suite-time": lambda _: quick_suite_time(),
+    "fresh-clone-suite-time": lambda _: fresh_clone_suite_time(),
 }
 
 BLOCKS = {

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import scriptstest as S
-from scriptstest import (BT_SCRIPTS, TIMEOUT, bpftrace_rows, hist, intervals_add_up, keyed, one, require,
+from scriptstest import (BT_SCRIPTS, TIMEOUT, bpftrace_rows, hist, intervals_add_up, keyed, one, require, side_by_side,
                          run, section)
 import expected as X
 
@@ -276,10 +276,10 @@ def case_past_max_cpu():
     faulting = os.path.join(S.TRACER.tmp, "system-workload-file")  # the system mode's file
     refusal = re.compile(r"^refused: an event on CPU 1; this script sums CPU ids 0\.\.511 only", re.M)
     for cpu in (1, 0):
-        out = run("business", business, cpu=cpu)
-        out.update(run("tps", [("tps", paths["tps"], [], False)], cpu=cpu))
-        out.update(run("system", [("page_faults", paths["page_faults"], [1], True)], extra=["--path", faulting],
-                       stop_early=["page_faults"], cpu=cpu))
+        out = side_by_side([("business", business, {"cpu": cpu}),
+                            ("tps", [("tps", paths["tps"], [], False)], {"cpu": cpu}),
+                            ("system", [("page_faults", paths["page_faults"], [1], True)],
+                             {"extra": ["--path", faulting], "stop_early": ["page_faults"], "cpu": cpu})])
         for name, text in sorted(out.items()):
             if cpu == 1:
                 lines = [l for l in text.splitlines() if l.strip()]

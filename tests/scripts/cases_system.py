@@ -8,40 +8,15 @@ import re
 import struct
 import subprocess
 import tempfile
-import threading
 
 import scriptstest as S
-from scriptstest import BT_SCRIPTS, TIMEOUT, Failure, bt, hist, keyed, require, run, scalar_map, total_table
+from scriptstest import BT_SCRIPTS, TIMEOUT, bt, hist, keyed, require, run, scalar_map, side_by_side, total_table
 import expected as X
 from fold_stacks import fold  # the folder SREs run, tested here
 
 
 SYSTEM_VIEWS = {"cswitch": [1], "syscalls": [], "file_opens": [], "io_bytes": [1],
                 "page_faults": [1], "cpu_profile": []}
-
-
-def parallel_views(views, stop, tmp):
-    """{view: output} of each view run on a workload of its own, all at
-    once; "file_opens path" names the file file_opens' workload wrote.  A
-    view that fails fails the case with its own reason."""
-    out, failures = {}, []
-
-    def one(view):
-        path = os.path.join(tmp, "workload-%s.dat" % view[0])
-        try:
-            out.update(run("system", [view], extra=["--path", path],
-                           stop_early=[n for n in stop if n == view[0]]))
-            out[view[0] + " path"] = path
-        except Failure as e:
-            failures.append("%s: %s" % (view[0], e))
-
-    threads = [threading.Thread(target=one, args=(v,)) for v in views]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    require(not failures, "; ".join(failures))
-    return out
 
 
 def case_system():
@@ -54,8 +29,9 @@ def case_system():
             # one dtrace -p per process (DTrace holds its target with
             # ptrace): a workload per view, side by side, each writing its
             # own file
-            out = parallel_views(views, stop, tmp)
-            path = out["file_opens path"]
+            path = os.path.join(tmp, "workload-file_opens.dat")
+            out = side_by_side([("system", [v], {"extra": ["--path", os.path.join(tmp, "workload-%s.dat" % v[0])],
+                                                 "stop_early": [n for n in stop if n == v[0]]}) for v in views])
         else:
             out = run("system", views, extra=["--path", path], stop_early=stop)
     opens = scalar_map(out["file_opens"], "@opens")

@@ -234,6 +234,27 @@ def run(mode, scripts, extra=(), stop_early=(), stall_s=0, after_go=None, cpu=No
             wl.kill()
 
 
+def side_by_side(runs):
+    """Each (mode, scripts, keyword arguments) of runs through run(), all at
+    once, a workload each: one dict of every run's outputs.  A run that
+    fails fails the case with its own reason."""
+    out, failures = {}, []
+
+    def one_run(mode, scripts, kw):
+        try:
+            out.update(run(mode, scripts, **kw))
+        except Failure as e:
+            failures.append("%s: %s" % ("+".join(s[0] for s in scripts), e))
+
+    threads = [threading.Thread(target=one_run, args=r) for r in runs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    require(not failures, "; ".join(failures))
+    return out
+
+
 def one(mode, script, *args):
     """Runs one USDT script with ARGS; its output."""
     return run(mode, [(script, script, args, False)])[script]
