@@ -58,6 +58,26 @@ def env_path(name):
     return path
 
 
+def private_programs(directory, *programs):
+    """Copies of PROGRAMS under DIRECTORY (billingtest.private_copy) that
+    map one copy of libbillingprobes.so between them: (copies, the
+    library's copy).  --binary attaches to these files, which no other
+    test's process maps, so a --binary test runs beside others."""
+    os.chmod(directory, 0o755)  # another user's run of a copy loads the library too
+    # meson test's LD_LIBRARY_PATH names the build's library, and the loader
+    # takes it before a copy's RUNPATH: without it, every program the test
+    # runs finds its libraries through its RUNPATH (the copies, their copy)
+    os.environ.pop("LD_LIBRARY_PATH", None)
+    copies = [bt.private_copy(p, directory) for p in programs]
+    library = os.path.realpath(env_path("BX_LIBBILLINGPROBES"))
+    where = os.path.normpath(os.path.join(os.path.dirname(copies[0]), os.path.relpath(
+        os.path.dirname(library), os.path.dirname(os.path.realpath(programs[0])))))
+    found = [n for n in os.listdir(where) if n.startswith("libbillingprobes.so")] if os.path.isdir(where) else []
+    if len(found) != 1:
+        raise RuntimeError("%s: no one copy of libbillingprobes.so beside the copies (%s)" % (where, found))
+    return copies, os.path.join(where, found[0])
+
+
 def require_exporter_can_run():
     why = bt.why_no_tracing(tracer=None)
     if why:

@@ -12,10 +12,15 @@ processes: another program mapping the same library file
 (exporter_prefork_other) fires as many requests through it during each
 run, and none of them counts.  On the code before, `--binary billingd`
 alone counted 0 requests; with `--binary LIB` added, the other program's
-requests too."""
+requests too.  billingd, the other program and the library are the test's
+own copies (exportertest.private_programs): --binary attaches to files no
+other test's process maps."""
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -26,8 +31,10 @@ from billingdtest import Billingd, run_load  # noqa: E402  (tests/billingd/billi
 
 h.require_exporter_can_run()
 exe, tool = h.env_path("BX_EXPORTER"), h.env_path("BX_TOOL")
-billingd, load_exe = h.env_path("BX_BILLINGD"), h.env_path("BX_BILLING_LOAD")
-library, other = h.env_path("BX_LIBBILLINGPROBES"), h.env_path("BX_PREFORK_OTHER")
+load_exe = h.env_path("BX_BILLING_LOAD")
+own = tempfile.mkdtemp(prefix="bx-binary-mode-")
+atexit.register(shutil.rmtree, own, ignore_errors=True)
+(billingd, other), library = h.private_programs(own, h.env_path("BX_BILLINGD"), h.env_path("BX_PREFORK_OTHER"))
 OTHER_REQUESTS = 2 * 2 * 1000  # exporter_prefork_other 2 2 1000
 
 

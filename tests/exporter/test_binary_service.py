@@ -25,7 +25,10 @@ On the code before: 0 requests for PREFORK (only the program file was
 attached); with --binary LIB added, OTHER's requests counted as PREFORK's;
 --binary PREFORK --binary LIB ran; a key from stat() counted 0 requests
 on the overlay; a library taken from any process's maps counted the other
-user's requests.  Needs root (BPF, uprobes, mounts, another user)."""
+user's requests.  The programs and the library are the test's own copies
+(exportertest.private_programs): --binary attaches to files no other
+test's process maps.  Needs root (BPF, uprobes, mounts, another user)."""
+import atexit
 import os
 import shutil
 import subprocess
@@ -36,8 +39,9 @@ from exportertest import bt
 
 h.require_exporter_can_run()
 exe = h.env_path("BX_EXPORTER")
-prefork, other = h.env_path("BX_PREFORK"), h.env_path("BX_PREFORK_OTHER")
-library = h.env_path("BX_LIBBILLINGPROBES")
+own = tempfile.mkdtemp(prefix="bx-binary-service-")
+atexit.register(shutil.rmtree, own, ignore_errors=True)
+(prefork, other), library = h.private_programs(own, h.env_path("BX_PREFORK"), h.env_path("BX_PREFORK_OTHER"))
 WORKERS, THREADS, N = 3, 2, 2000
 FIRED = WORKERS * THREADS * N
 

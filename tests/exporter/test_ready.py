@@ -6,8 +6,11 @@ The poller here is what a start-up script or a Kubernetes readiness probe
 does: connect to /healthz as fast as it can, and start the work on the
 first 200.  The workload fires at once without waiting for a semaphore
 (fire_program go/now), so a fire made before the exporter is attached is
-missing from its totals."""
+missing from its totals.  The program is the test's own copy
+(billingtest.private_copy): --binary attaches to its file, which no other
+test's process runs, so the test runs beside others."""
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -19,7 +22,9 @@ import exportertest as h  # noqa: E402
 from exportertest import bt  # noqa: E402
 
 h.require_exporter_can_run()
-exe, fire = h.env_path("BX_EXPORTER"), h.env_path("BX_FIRE_STATIC")
+exe = h.env_path("BX_EXPORTER")
+own = tempfile.mkdtemp(prefix="bx-ready-")
+fire = bt.private_copy(h.env_path("BX_FIRE_STATIC"), own)
 ROUNDS, THREADS, EACH = 10, 2, 20000
 
 
@@ -80,14 +85,17 @@ def one_round(mode):
             bt.stop_process(ex)
 
 
-for mode in ("pid", "binary"):
-    for r in range(1, ROUNDS + 1):
-        fired, (requests, payments, dropped) = one_round(mode)
-        want = THREADS * EACH
-        bt.check(fired["request_done"] == want and fired["payment_auth"] == want,
-                 "--%s round %d: the program fired %d of each" % (mode, r, want))
-        bt.check(requests == want and payments == want and dropped == 0,
-                 "--%s round %d: started on the first 200 from /healthz, counted "
-                 "request-done %d and payment-auth %d of %d (dropped %d)"
-                 % (mode, r, requests, payments, want, dropped))
+try:
+    for mode in ("pid", "binary"):
+        for r in range(1, ROUNDS + 1):
+            fired, (requests, payments, dropped) = one_round(mode)
+            want = THREADS * EACH
+            bt.check(fired["request_done"] == want and fired["payment_auth"] == want,
+                     "--%s round %d: the program fired %d of each" % (mode, r, want))
+            bt.check(requests == want and payments == want and dropped == 0,
+                     "--%s round %d: started on the first 200 from /healthz, counted "
+                     "request-done %d and payment-auth %d of %d (dropped %d)"
+                     % (mode, r, requests, payments, want, dropped))
+finally:
+    shutil.rmtree(own, ignore_errors=True)
 bt.finish()

@@ -198,6 +198,9 @@ class AsAttacker:
             self.pid = 0
 
 
+IP_BIND_ADDRESS_NO_PORT = getattr(socket, "IP_BIND_ADDRESS_NO_PORT", 24)  # linux/in.h
+
+
 class Slow:
     """One slow client connection to 127.0.0.1:port from source: one byte
     of a long request per poke()."""
@@ -207,6 +210,11 @@ class Slow:
         self.sock = socket.socket()
         self.sock.settimeout(5)
         try:
+            # the port chosen at connect(), for this connection only: a
+            # port bind() picks is held from every other socket of the host
+            # on that address, the port a neighbour test chose for its
+            # server among them
+            self.sock.setsockopt(socket.IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1)
             self.sock.bind((source, 0))
             self.opened = time.monotonic()
             self.sock.connect(("127.0.0.1", port))
