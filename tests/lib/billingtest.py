@@ -310,8 +310,24 @@ def stop_process(proc, sig=None, timeout=30, group=()):
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            proc.wait()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                # SIGKILL not acted on in a minute: the process is stuck in
+                # the kernel; say where, rather than wait for meson's timeout
+                raise RuntimeError("pid %d survives SIGKILL for 60 s: state %s, kernel stack:\n%s"
+                                   % (proc.pid, _proc_text(proc.pid, "stat").split(") ")[-1][:1],
+                                      _proc_text(proc.pid, "stack")))
     return proc.returncode
+
+
+def _proc_text(pid, name):
+    """/proc/PID/NAME, or why it could not be read."""
+    try:
+        with open("/proc/%d/%s" % (pid, name)) as f:
+            return f.read()
+    except OSError as e:
+        return "(%s)" % e
 
 
 def kill_all(*procs):
