@@ -13,7 +13,8 @@ an address, and the bytes at that address in PROGRAM are the sample string
 
 perf probe events are global: perf names each one (sdt_billing:NAME, or
 NAME_1, ... when another tracer holds NAME: -f); this test deletes exactly
-the events it added, also on failure.
+the events it added, also on failure.  They are on a file: PROGRAM is a
+private copy (bt.private_copy), so no other test's process runs it.
 """
 import os
 import re
@@ -48,8 +49,9 @@ def string_at(data, loads, vaddr):
 
 
 def main():
-    program, samples_path = os.path.abspath(sys.argv[1]), sys.argv[2]
     bt.require_tracing("perf")
+    private = tempfile.TemporaryDirectory(prefix="consumers-perf-program-")
+    program, samples_path = bt.private_copy(sys.argv[1], private.name), sys.argv[2]
     samples = bt.load_samples(samples_path)
     probes = samples["probes"]
     bt.check([p["d_name"] for p in probes] == [bt.elf_name(n) for _, n, _ in bt.provider_probes()],
@@ -75,8 +77,8 @@ def main():
         script = bt.run(["perf", "script", "-i", data_file], timeout=120)
         bt.check(script.returncode == 0, "perf script reads the record")
     finally:
-        # What this run added, and anything else on PROGRAM (this build
-        # tree's own file: no other tracer's event) a parse may have missed.
+        # What this run added, and anything else on PROGRAM (this test's
+        # own copy: no other tracer's event) a parse may have missed.
         listed = bt.run(["perf", "probe", "-l"]).stdout
         stray = re.findall(r"^\s*(\S+:\S+)\s+\(on .* in %s[ )]" % re.escape(program), listed, re.M)
         for name in sorted(set(added) | set(stray)):

@@ -17,6 +17,14 @@ just "it started".  Needs root and bpftrace (CI has both).
                              or is refused when it carries none of them
                              (meson: tool-trace-subset; it needs scripts
                              that stay valid when a clause is dropped)
+    test_trace.py --pid-reuse
+                             a traced PID reused by another process is not
+                             counted (meson: tool-trace-pid-reuse; it sets
+                             ns_last_pid, so it runs alone)
+
+Each run traces private copies of the services (bt.private_copy): a
+tracer attached to a file sees every process running it, so no other
+test's run of the build's programs meets this one's.
 """
 import json
 import os
@@ -34,9 +42,11 @@ from tooltest import (TOOL, biz_total, check, finish, fire_waiting, latency_tota
 need_probes()
 bt.require_tracing()
 
-SUBSET = os.environ["BP_SUBSET_PROGRAM"]
-TWO = os.environ["BP_TWO_MODULE_PROGRAM"]
-LIB = os.path.realpath(os.environ["BP_LIB_HELPERS"])
+PRIVATE = tempfile.TemporaryDirectory(prefix="bp-tool-trace-")
+SUBSET = bt.private_copy(os.environ["BP_SUBSET_PROGRAM"], PRIVATE.name)
+TWO = bt.private_copy(os.environ["BP_TWO_MODULE_PROGRAM"], PRIVATE.name)
+LIB = bt.loaded_library(TWO, "libbillingprobes.so")
+check(LIB.startswith(os.path.realpath(PRIVATE.name) + os.sep), "the private copy loads its own library (%s)" % LIB)
 SCRIPTS = os.path.join(bt.SOURCE_ROOT, "d-scripts", "bpftrace")
 ROUNDS = 7
 
@@ -120,6 +130,46 @@ if "--subset" in sys.argv[1:]:
               % (script, rc, errors[:3]))
     finish()
 
+# --- a traced PID is the process, not the number --------------------------------------
+# trace -p A -p B; B fires and exits; the next process made gets B's PID
+# (ns_last_pid set to B - 1 just before it forks) and fires too: only A's
+# and B's rounds count, and the trace ends when A ends.
+
+
+def subset_waiting():
+    return waiting_program(SUBSET, ROUNDS)
+
+
+if "--pid-reuse" in sys.argv[1:]:
+    a, b, reused, tracer = subset_waiting(), subset_waiting(), None, None
+    try:
+        tracer, head = trace_attached(["biz_metrics", "-p", str(a.pid), "-p", str(b.pid), "--", "1"])
+        fire_waiting(b)
+        for _ in range(20):
+            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                f.write(str(b.pid - 1))
+            reused = subset_waiting()
+            if reused.pid == b.pid:
+                break
+            reused.kill()
+            reused.wait()
+            reused = None
+        check(reused is not None, "a process got the traced PID %d after its owner exited" % b.pid)
+        if reused:
+            fire_waiting(reused)
+        fire_waiting(a)
+        out, err = tracer.communicate(timeout=60)
+        rows = biz_total(head + out)
+        check(tracer.returncode == 0 and rows.get(("invoices", 0)) == (2 * ROUNDS, 2 * ROUNDS * 1250),
+              "trace -p A -p B: B's PID reused by another process, not counted: %d invoices of A and B (%d %s %r)"
+              % (2 * ROUNDS, tracer.returncode, rows.get(("invoices", 0)), err[-300:]))
+    finally:
+        for p in (a, b, reused, tracer):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+    finish()
+
 # --- resolution (--dry-run) ---------------------------------------------------------
 for name in ("biz_metrics", "tps", "request_latency", "slow_requests", "amount_dist", "errors"):
     wanted = script_probes(name)
@@ -187,44 +237,6 @@ for how in ("-c", "-p"):
     check(rc == 0 and rows == {("invoices", 0): (ROUNDS, ROUNDS * 1250), ("approved", 0): (ROUNDS, ROUNDS * 1999),
                                ("declined", 51): (ROUNDS, ROUNDS * 250000), ("refunds", 0): (ROUNDS, ROUNDS * 500)},
           "biz_metrics %s on the subset service: exact counts and amounts (%d %s %r)" % (how, rc, rows, err[-300:]))
-
-# --- a traced PID is the process, not the number --------------------------------------
-# trace -p A -p B; B fires and exits; the next process made gets B's PID
-# (ns_last_pid set to B - 1 just before it forks) and fires too: only A's
-# and B's rounds count, and the trace ends when A ends.
-
-
-def subset_waiting():
-    return waiting_program(SUBSET, ROUNDS)
-
-
-a, b, reused, tracer = subset_waiting(), subset_waiting(), None, None
-try:
-    tracer, head = trace_attached(["biz_metrics", "-p", str(a.pid), "-p", str(b.pid), "--", "1"])
-    fire_waiting(b)
-    for _ in range(20):
-        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-            f.write(str(b.pid - 1))
-        reused = subset_waiting()
-        if reused.pid == b.pid:
-            break
-        reused.kill()
-        reused.wait()
-        reused = None
-    check(reused is not None, "a process got the traced PID %d after its owner exited" % b.pid)
-    if reused:
-        fire_waiting(reused)
-    fire_waiting(a)
-    out, err = tracer.communicate(timeout=60)
-    rows = biz_total(head + out)
-    check(tracer.returncode == 0 and rows.get(("invoices", 0)) == (2 * ROUNDS, 2 * ROUNDS * 1250),
-          "trace -p A -p B: B's PID reused by another process, not counted: %d invoices of A and B (%d %s %r)"
-          % (2 * ROUNDS, tracer.returncode, rows.get(("invoices", 0)), err[-300:]))
-finally:
-    for p in (a, b, reused, tracer):
-        if p and p.poll() is None:
-            p.kill()
-            p.wait()
 
 # --- real runs: probes in two modules ------------------------------------------------
 # A round: a request through the helpers (library), one through the macros
