@@ -31,8 +31,10 @@ bt.check('pgrep -o -x your-service' in command and " tps " in command,
 private = tempfile.TemporaryDirectory(prefix="bp-quickstart-")
 bindir = os.path.join(private.name, "bin")
 os.makedirs(bindir)
-for name, target in (("billing-probes", os.path.abspath(tool)),
-                     ("your-service", bt.private_copy(service, os.path.join(private.name, "service")))):
+copy = bt.private_copy(service, os.path.join(private.name, "service"))
+library = bt.loaded_library(copy, "libbillingprobes.so")
+bt.check(library.startswith(os.path.realpath(private.name) + os.sep), "your-service loads its own library (%s)" % library)
+for name, target in (("billing-probes", os.path.abspath(tool)), ("your-service", copy)):
     os.symlink(target, os.path.join(bindir, name))
 env = dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"])
 command = command[len("sudo "):]  # root already (and sudo would reset PATH)
