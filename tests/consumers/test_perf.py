@@ -13,9 +13,7 @@ an address, and the bytes at that address in PROGRAM are the sample string
 
 perf probe events are global: perf names each one (sdt_billing:NAME, or
 NAME_1, ... when another tracer holds NAME: -f); this test deletes exactly
-the events it added, also on failure.  They are on a file: PROGRAM is a
-private copy (bt.private_copy), so no other test's process runs it, with
-a perf build-id cache of its own.
+the events it added, also on failure.
 """
 import os
 import re
@@ -50,12 +48,8 @@ def string_at(data, loads, vaddr):
 
 
 def main():
+    program, samples_path = os.path.abspath(sys.argv[1]), sys.argv[2]
     bt.require_tracing("perf")
-    private = tempfile.TemporaryDirectory(prefix="consumers-perf-program-")
-    program, samples_path = bt.private_copy(sys.argv[1], private.name), sys.argv[2]
-    # perf caches a file's probes by build-id under its path: a copy's
-    # build-id is the build's, so the copy gets a cache of its own.
-    perf = ["perf", "--buildid-dir", os.path.join(private.name, "buildid")]
     samples = bt.load_samples(samples_path)
     probes = samples["probes"]
     bt.check([p["d_name"] for p in probes] == [bt.elf_name(n) for _, n, _ in bt.provider_probes()],
@@ -65,7 +59,7 @@ def main():
     try:
         event_of = {}
         for p in probes:
-            r = bt.run(perf + ["probe", "-f", "-x", program, "--add", "%sdt_billing:" + p["d_name"]])
+            r = bt.run(["perf", "probe", "-f", "-x", program, "--add", "%sdt_billing:" + p["d_name"]])
             names = re.findall(r"^\s+(sdt_billing:\S+)\s+\(on ", r.stdout + r.stderr, re.M)
             added += names
             if bt.check(len(names) == 1, "perf probe adds %s (%s)" % (p["name"], names or r.stderr.strip()[-200:])):
@@ -73,20 +67,20 @@ def main():
         if len(event_of) != len(probes):
             bt.finish()
         data_file = os.path.join(tmp, "perf.data")
-        cmd = perf + ["record", "-q", "-o", data_file]
+        cmd = ["perf", "record", "-q", "-o", data_file]
         for p in probes:
             cmd += ["-e", event_of[p["d_name"]]]
         r = bt.run(cmd + ["--", program], timeout=120)
         bt.check(r.returncode == 0, "perf record runs the program (exit %d %s)" % (r.returncode, r.stderr.strip()[-300:]))
-        script = bt.run(perf + ["script", "-i", data_file], timeout=120)
+        script = bt.run(["perf", "script", "-i", data_file], timeout=120)
         bt.check(script.returncode == 0, "perf script reads the record")
     finally:
-        # What this run added, and anything else on PROGRAM (this test's
-        # own copy: no other tracer's event) a parse may have missed.
-        listed = bt.run(perf + ["probe", "-l"]).stdout
+        # What this run added, and anything else on PROGRAM (this build
+        # tree's own file: no other tracer's event) a parse may have missed.
+        listed = bt.run(["perf", "probe", "-l"]).stdout
         stray = re.findall(r"^\s*(\S+:\S+)\s+\(on .* in %s[ )]" % re.escape(program), listed, re.M)
         for name in sorted(set(added) | set(stray)):
-            bt.run(perf + ["probe", "-q", "-d", name])
+            bt.run(["perf", "probe", "-q", "-d", name])
         bt.run(["rm", "-rf", tmp])
 
     # COMM PID [CPU] TIME: sdt_billing:EVENT: (IP) arg1=V arg2=V ...

@@ -36,7 +36,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import billingtest as bt  # noqa: E402
-from tooltest import (TOOL, biz_total, check, finish, fire_waiting, latency_total, need_probes,  # noqa: E402
+from tooltest import (DEADLINE, TOOL, Lines, biz_total, check, finish, fire_waiting, latency_total, need_probes,  # noqa: E402
                       readelf_names, run, tps_seconds, trace_attached, waiting_program)
 
 need_probes()
@@ -266,7 +266,24 @@ check(rc == 0 and stats and int(stats.group(1)) == ROUNDS and int(stats.group(2)
       and bucket and int(bucket.group(1)) == ROUNDS,
       "amount_dist -c: %d payments of 700 EUR in the [512, 1K) bucket, sum exact (%d)" % (ROUNDS, rc))
 
-rc, out, err = trace_c("slow_requests", TWO, ["1"])
+# slow_requests prints one trail a millisecond after its request ends, and
+# bpftrace 0.17 drops what it has not read yet when SIGINT comes: the
+# program lingers (stdin open) until every trail is out, then trace ends.
+tracer = subprocess.Popen([TOOL, "trace", "slow_requests", "-c", "%s %d --linger" % (TWO, ROUNDS), "--", "1"],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+lines = Lines(tracer.stdout)
+try:
+    for n in range(ROUNDS):  # a trail's last line: its request-done
+        lines.wait_for(lambda l: "  request-done  " in l, "slow_requests -c: trail %d of %d printed" % (n + 1, ROUNDS))
+except RuntimeError as e:
+    print(e)
+tracer.stdin.close()
+try:
+    tracer.wait(timeout=DEADLINE)
+except subprocess.TimeoutExpired:
+    tracer.kill()
+    tracer.wait()
+rc, out, err = tracer.returncode, "\n".join(lines.rest()), tracer.stderr.read()
 trails = re.findall(r"^SLOW REQUEST (\d+) (\S+)", out, flags=re.M)
 queued = re.search(r"(\d+) slow trails? still queued", out)
 queued = int(queued.group(1)) if queued else 0
