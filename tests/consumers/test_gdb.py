@@ -11,6 +11,8 @@ macro, one round of sample arguments after another):
   - at each hit, $_probe_argc and every $_probe_argN: integers printed by
     gdb with the type the note gives them (so signedness and width count),
     strings read as char *.  All must equal the samples, round by round.
+gdb runs a private copy of PROGRAM (bt.private_copy): a tracer attached
+to the build's file elsewhere writes its sites in every process running it.
 Needs no root: gdb debugs its own child.
 """
 import os
@@ -47,8 +49,9 @@ def gdb_script(probes):
 
 
 def main():
-    program, samples_path = os.path.abspath(sys.argv[1]), sys.argv[2]
     bt.require_program("gdb", "gdb")
+    private = tempfile.TemporaryDirectory(prefix="consumers-gdb-")
+    program, samples_path = bt.private_copy(sys.argv[1], private.name), sys.argv[2]
     samples = bt.load_samples(samples_path)
     probes = samples["probes"]
     bt.check([p["d_name"] for p in probes] == [bt.elf_name(n) for _, n, _ in bt.provider_probes()],

@@ -405,7 +405,10 @@ def private_copy(program, directory):
     processes and no other test's run of the same build output, and the
     test can run beside others.  The libraries PROGRAM needs from an
     $ORIGIN-relative RUNPATH (meson's build tree) are copied to the same
-    place relative to the copy, so the copy loads its own copies too.
+    place relative to the copy, so the copy loads its own copies too;
+    the folders they came from leave this process's LD_LIBRARY_PATH (meson
+    test points it at the build's lib, and the loader searches it before
+    RUNPATH), so the processes the test starts do not load the build's.
     Returns the copy's path."""
     program = os.path.realpath(program)
     dyn = run(["readelf", "-d", "-W", program]).stdout
@@ -426,7 +429,22 @@ def private_copy(program, directory):
             if os.path.exists(os.path.join(source, name)):
                 os.makedirs(target, exist_ok=True)
                 shutil.copy2(os.path.realpath(os.path.join(source, name)), os.path.join(target, name))
+                search = os.environ.get("LD_LIBRARY_PATH", "").split(":")
+                os.environ["LD_LIBRARY_PATH"] = ":".join(
+                    d for d in search if d and os.path.realpath(d) != os.path.realpath(source))
     return copy
+
+
+def loaded_library(program, name):
+    """The file the dynamic loader maps for PROGRAM's library NAME (a
+    soname's start, e.g. libbillingprobes.so), asked of the loader itself
+    (LD_TRACE_LOADED_OBJECTS, ldd's way): for a private_copy, its own
+    library copy.  Raises RuntimeError when PROGRAM loads no such library."""
+    out = run([program], env=dict(os.environ, LD_TRACE_LOADED_OBJECTS="1"), timeout=30).stdout
+    m = re.search(r"^\s*%s\S* => (/\S+)" % re.escape(name), out, re.M)
+    if not m:
+        raise RuntimeError("%s loads no %s:\n%s" % (program, name, out))
+    return os.path.realpath(m.group(1))
 
 
 # --- sample arguments (provider/generate.py probe-samples-json) -----------------

@@ -15,10 +15,14 @@ bpftrace attaches with -p; else with -c.  Checks:
     the timing helpers' durations measured (> 0);
   - the macros' arguments were evaluated once per fire while traced, and
     never in a run without bpftrace.
+The program traced is a private copy, with its own copy of LIBRARY
+(bt.private_copy): a tracer attached to the build's file elsewhere would
+raise semaphores in it, and the untraced run would evaluate arguments.
 """
 import os
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import billingtest as bt  # noqa: E402
@@ -49,8 +53,13 @@ def matches(want, got):
 
 def main():
     bt.require_tracing()
-    program, samples = os.path.abspath(sys.argv[1]), bt.load_samples(sys.argv[2])
-    library = os.path.realpath(sys.argv[3]) if len(sys.argv) > 3 else None
+    private = tempfile.TemporaryDirectory(prefix="bp-live-probes-")
+    program, samples = bt.private_copy(sys.argv[1], private.name), bt.load_samples(sys.argv[2])
+    library = None
+    if len(sys.argv) > 3:
+        library = bt.loaded_library(program, os.path.basename(sys.argv[3]).split(".so")[0] + ".so")
+        bt.check(library.startswith(os.path.realpath(private.name) + os.sep),
+                 "the private copy loads its own %s (%s)" % (os.path.basename(sys.argv[3]), library))
     probes, rounds = samples["probes"], samples["rounds"]
     paired = [p for p in probes if p["timing"]]
     macro_probes = [p for p in probes if not (library and p["timing"])]

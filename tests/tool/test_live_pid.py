@@ -2,11 +2,15 @@
 
 Start the test program, list it (nothing traced), attach
 `bpftrace -p PID` to one probe, list again (that probe traced, the
-others not), stop bpftrace.  Needs root and bpftrace: skip otherwise."""
+others not), stop bpftrace.  The program is a private copy
+(bt.private_copy): a tracer attached to the build's file elsewhere would
+raise its semaphores and write its sites in this process too.  Needs root
+and bpftrace: skip otherwise."""
 import json
 import os
 import sys
 import subprocess
+import tempfile
 import time
 
 
@@ -20,6 +24,8 @@ need_probes()
 bt.require_tracing()
 
 PROBE = "payment__auth"
+PRIVATE = tempfile.TemporaryDirectory(prefix="bp-tool-live-pid-")
+PROGRAM = bt.private_copy(PROGRAM, PRIVATE.name)
 
 
 def listing(pid):

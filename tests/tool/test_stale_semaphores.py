@@ -5,7 +5,9 @@ probe is then "traced" for ever and its arguments are evaluated on every
 call.  Here one is raised by hand through /proc/PID/mem (what such a
 tracer leaves), doctor must report it stale and --clear-stale must lower
 it; a semaphore that a live bpftrace holds must be reported as in use and
-never lowered, also when a stale one sits beside it.  Needs root and
+never lowered, also when a stale one sits beside it.  The program is a
+private copy (bt.private_copy): a tracer attached to the build's file
+elsewhere would raise semaphores in this process too.  Needs root and
 bpftrace (CI has both).
 """
 import json
@@ -13,6 +15,7 @@ import os
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -23,6 +26,8 @@ need_probes()
 bt.require_tracing()
 
 LIVE, STALE = "payment__auth", "refund__process"
+PRIVATE = tempfile.TemporaryDirectory(prefix="bp-tool-stale-")
+PROGRAM = bt.private_copy(PROGRAM, PRIVATE.name)
 
 
 def probes(pid):

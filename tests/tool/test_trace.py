@@ -17,6 +17,14 @@ just "it started".  Needs root and bpftrace (CI has both).
                              or is refused when it carries none of them
                              (meson: tool-trace-subset; it needs scripts
                              that stay valid when a clause is dropped)
+    test_trace.py --pid-reuse
+                             a traced PID reused by another process is not
+                             counted (meson: tool-trace-pid-reuse; it sets
+                             ns_last_pid, so it runs alone)
+
+Each run traces private copies of the services (bt.private_copy): a
+tracer attached to a file sees every process running it, so no other
+test's run of the build's programs meets this one's.
 """
 import json
 import os
@@ -28,15 +36,17 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import billingtest as bt  # noqa: E402
-from tooltest import (TOOL, biz_total, check, finish, fire_waiting, latency_total, need_probes,  # noqa: E402
+from tooltest import (DEADLINE, TOOL, Lines, biz_total, check, finish, fire_waiting, latency_total, need_probes,  # noqa: E402
                       readelf_names, run, tps_seconds, trace_attached, waiting_program)
 
 need_probes()
 bt.require_tracing()
 
-SUBSET = os.environ["BP_SUBSET_PROGRAM"]
-TWO = os.environ["BP_TWO_MODULE_PROGRAM"]
-LIB = os.path.realpath(os.environ["BP_LIB_HELPERS"])
+PRIVATE = tempfile.TemporaryDirectory(prefix="bp-tool-trace-")
+SUBSET = bt.private_copy(os.environ["BP_SUBSET_PROGRAM"], PRIVATE.name)
+TWO = bt.private_copy(os.environ["BP_TWO_MODULE_PROGRAM"], PRIVATE.name)
+LIB = bt.loaded_library(TWO, "libbillingprobes.so")
+check(LIB.startswith(os.path.realpath(PRIVATE.name) + os.sep), "the private copy loads its own library (%s)" % LIB)
 SCRIPTS = os.path.join(bt.SOURCE_ROOT, "d-scripts", "bpftrace")
 ROUNDS = 7
 
@@ -120,6 +130,46 @@ if "--subset" in sys.argv[1:]:
               % (script, rc, errors[:3]))
     finish()
 
+# --- a traced PID is the process, not the number --------------------------------------
+# trace -p A -p B; B fires and exits; the next process made gets B's PID
+# (ns_last_pid set to B - 1 just before it forks) and fires too: only A's
+# and B's rounds count, and the trace ends when A ends.
+
+
+def subset_waiting():
+    return waiting_program(SUBSET, ROUNDS)
+
+
+if "--pid-reuse" in sys.argv[1:]:
+    a, b, reused, tracer = subset_waiting(), subset_waiting(), None, None
+    try:
+        tracer, head = trace_attached(["biz_metrics", "-p", str(a.pid), "-p", str(b.pid), "--", "1"])
+        fire_waiting(b)
+        for _ in range(20):
+            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                f.write(str(b.pid - 1))
+            reused = subset_waiting()
+            if reused.pid == b.pid:
+                break
+            reused.kill()
+            reused.wait()
+            reused = None
+        check(reused is not None, "a process got the traced PID %d after its owner exited" % b.pid)
+        if reused:
+            fire_waiting(reused)
+        fire_waiting(a)
+        out, err = tracer.communicate(timeout=60)
+        rows = biz_total(head + out)
+        check(tracer.returncode == 0 and rows.get(("invoices", 0)) == (2 * ROUNDS, 2 * ROUNDS * 1250),
+              "trace -p A -p B: B's PID reused by another process, not counted: %d invoices of A and B (%d %s %r)"
+              % (2 * ROUNDS, tracer.returncode, rows.get(("invoices", 0)), err[-300:]))
+    finally:
+        for p in (a, b, reused, tracer):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+    finish()
+
 # --- resolution (--dry-run) ---------------------------------------------------------
 for name in ("biz_metrics", "tps", "request_latency", "slow_requests", "amount_dist", "errors"):
     wanted = script_probes(name)
@@ -188,44 +238,6 @@ for how in ("-c", "-p"):
                                ("declined", 51): (ROUNDS, ROUNDS * 250000), ("refunds", 0): (ROUNDS, ROUNDS * 500)},
           "biz_metrics %s on the subset service: exact counts and amounts (%d %s %r)" % (how, rc, rows, err[-300:]))
 
-# --- a traced PID is the process, not the number --------------------------------------
-# trace -p A -p B; B fires and exits; the next process made gets B's PID
-# (ns_last_pid set to B - 1 just before it forks) and fires too: only A's
-# and B's rounds count, and the trace ends when A ends.
-
-
-def subset_waiting():
-    return waiting_program(SUBSET, ROUNDS)
-
-
-a, b, reused, tracer = subset_waiting(), subset_waiting(), None, None
-try:
-    tracer, head = trace_attached(["biz_metrics", "-p", str(a.pid), "-p", str(b.pid), "--", "1"])
-    fire_waiting(b)
-    for _ in range(20):
-        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-            f.write(str(b.pid - 1))
-        reused = subset_waiting()
-        if reused.pid == b.pid:
-            break
-        reused.kill()
-        reused.wait()
-        reused = None
-    check(reused is not None, "a process got the traced PID %d after its owner exited" % b.pid)
-    if reused:
-        fire_waiting(reused)
-    fire_waiting(a)
-    out, err = tracer.communicate(timeout=60)
-    rows = biz_total(head + out)
-    check(tracer.returncode == 0 and rows.get(("invoices", 0)) == (2 * ROUNDS, 2 * ROUNDS * 1250),
-          "trace -p A -p B: B's PID reused by another process, not counted: %d invoices of A and B (%d %s %r)"
-          % (2 * ROUNDS, tracer.returncode, rows.get(("invoices", 0)), err[-300:]))
-finally:
-    for p in (a, b, reused, tracer):
-        if p and p.poll() is None:
-            p.kill()
-            p.wait()
-
 # --- real runs: probes in two modules ------------------------------------------------
 # A round: a request through the helpers (library), one through the macros
 # (executable, 2 ms), a 700 EUR payment transaction (helpers), one error.
@@ -254,7 +266,24 @@ check(rc == 0 and stats and int(stats.group(1)) == ROUNDS and int(stats.group(2)
       and bucket and int(bucket.group(1)) == ROUNDS,
       "amount_dist -c: %d payments of 700 EUR in the [512, 1K) bucket, sum exact (%d)" % (ROUNDS, rc))
 
-rc, out, err = trace_c("slow_requests", TWO, ["1"])
+# slow_requests prints one trail a millisecond after its request ends, and
+# bpftrace 0.17 drops what it has not read yet when SIGINT comes: the
+# program lingers (stdin open) until every trail is out, then trace ends.
+tracer = subprocess.Popen([TOOL, "trace", "slow_requests", "-c", "%s %d --linger" % (TWO, ROUNDS), "--", "1"],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+lines = Lines(tracer.stdout)
+try:
+    for n in range(ROUNDS):  # a trail's last line: its request-done
+        lines.wait_for(lambda l: "  request-done  " in l, "slow_requests -c: trail %d of %d printed" % (n + 1, ROUNDS))
+except RuntimeError as e:
+    print(e)
+tracer.stdin.close()
+try:
+    tracer.wait(timeout=DEADLINE)
+except subprocess.TimeoutExpired:
+    tracer.kill()
+    tracer.wait()
+rc, out, err = tracer.returncode, "\n".join(lines.rest()), tracer.stderr.read()
 trails = re.findall(r"^SLOW REQUEST (\d+) (\S+)", out, flags=re.M)
 queued = re.search(r"(\d+) slow trails? still queued", out)
 queued = int(queued.group(1)) if queued else 0

@@ -15,24 +15,31 @@ of a script's probes.
   line (tps ran forever printing zeros); a script naming no USDT probe
   (cpu_profile) is not refused.
 
+The program and its library traced are private copies (bt.private_copy):
+--binary attaches to a file, so every process running it is seen, and no
+other test's run of the build's files may be one of them.
+
 Every wait is for a condition (a line printed) with a generous deadline.
 Needs root and bpftrace (CI has both)."""
 import os
 import re
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import billingtest as bt  # noqa: E402
-from tooltest import (DEADLINE, LIB_HELPERS, check, expected, figures, finish, need_probes, run,  # noqa: E402
+from tooltest import (DEADLINE, check, expected, figures, finish, need_probes, run,  # noqa: E402
                       start_trace, stop_trace, wait_tps)
 
 need_probes()
 bt.require_tracing()
 
-SHARED = os.environ["BP_SHARED_PROGRAM"]
-SUBSET = os.environ["BP_SUBSET_PROGRAM"]
-LIB = os.path.realpath(LIB_HELPERS)
+PRIVATE = tempfile.TemporaryDirectory(prefix="bp-tool-trace-binaries-")
+SHARED = bt.private_copy(os.environ["BP_SHARED_PROGRAM"], PRIVATE.name)
+SUBSET = os.environ["BP_SUBSET_PROGRAM"]  # refused before any tracer starts
+LIB = bt.loaded_library(SHARED, "libbillingprobes.so")
+check(LIB.startswith(os.path.realpath(PRIVATE.name) + os.sep), "the private copy loads its own library (%s)" % LIB)
 ROUNDS = 9
 ARGS = {"biz_metrics": ["1"], "tps": []}
 START = {"biz_metrics": "Tracing billing business figures", "tps": "Tracing transactions per second"}

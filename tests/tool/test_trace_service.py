@@ -14,6 +14,10 @@ one more worker forked while tracing).
   exit 2, when no other module carries the probes); a -p process with no
   USDT probes at all is refused (one line, exit 2), as list refuses it.
 
+The service traced is a private copy (bt.private_copy): --binary attaches
+to the file, so every process running it is seen, and no other test's
+run of the build's program may be one of them.
+
 Every wait is for a condition (a line printed, a semaphore raised) with a
 generous deadline; never a sleep standing for one.  Needs root and
 bpftrace (CI has both)."""
@@ -35,7 +39,8 @@ from tooltest import (DEADLINE, Lines, check, expected, expected_biz, figures, f
 need_probes()
 bt.require_tracing()
 
-SERVICE = os.environ["BP_PREFORK_SERVICE"]
+PRIVATE = tempfile.TemporaryDirectory(prefix="bp-tool-trace-service-")
+SERVICE = bt.private_copy(os.environ["BP_PREFORK_SERVICE"], PRIVATE.name)
 ROUNDS = 5
 
 
