@@ -64,10 +64,6 @@ def private_programs(directory, *programs):
     library's copy).  --binary attaches to these files, which no other
     test's process maps, so a --binary test runs beside others."""
     os.chmod(directory, 0o755)  # another user's run of a copy loads the library too
-    # meson test's LD_LIBRARY_PATH names the build's library, and the loader
-    # takes it before a copy's RUNPATH: without it, every program the test
-    # runs finds its libraries through its RUNPATH (the copies, their copy)
-    os.environ.pop("LD_LIBRARY_PATH", None)
     copies = [bt.private_copy(p, directory) for p in programs]
     library = os.path.realpath(env_path("BX_LIBBILLINGPROBES"))
     where = os.path.normpath(os.path.join(os.path.dirname(copies[0]), os.path.relpath(
