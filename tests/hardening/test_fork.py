@@ -38,9 +38,12 @@ from billingdtest import Bpftrace, parse_maps  # noqa: E402
 FIRES = 7          # probes per round: an odd count no default would give
 TRACEFS_EVENTS = os.path.join(bt.TRACEFS, "uprobe_events")
 
-prefork_exe, tool = sys.argv[1:3]
 bt.require_tracing("bpftrace")
 perf = bt.require_program("perf", "linux-perf")
+# Uprobes by path attach to the file: a copy no other test runs, so every
+# process of it is this test's own.
+copy_dir = tempfile.mkdtemp(prefix="hardfork-exe-")
+prefork_exe, tool = bt.private_copy(sys.argv[1], copy_dir), sys.argv[2]
 
 
 class Prefork:
@@ -325,5 +328,6 @@ try:
 finally:
     rc = pf.stop()
     os.unlink(script.name)
+    shutil.rmtree(copy_dir, ignore_errors=True)
 bt.check(rc == 0, "prefork stopped cleanly (exit %s)" % rc)
 bt.finish()
