@@ -123,13 +123,16 @@ class Service:
             self.proc.wait()
 
 
-NS_INSIDE = "/srv/app/renewald"
+# The service's path inside, one per test process: --binary PATH looks
+# for PATH in every process's root, so a path of its own keeps a test
+# from counting another container test's service.
+NS_INSIDE = "/srv/app-%d/renewald" % os.getpid()
 NS_LAUNCH = r'''set -e
 mount -t tmpfs tmpfs /srv
-mkdir /srv/app
-if [ "$2" = copy ]; then cp "$1" /srv/app/renewald; else : > /srv/app/renewald; mount --bind "$1" /srv/app/renewald; fi
+mkdir "${5%/*}"
+if [ "$2" = copy ]; then cp "$1" "$5"; else : > "$5"; mount --bind "$1" "$5"; fi
 mount -t tmpfs tmpfs "$3"
-exec /srv/app/renewald "$4"
+exec "$5" "$4"
 '''
 
 
@@ -140,7 +143,7 @@ def ns_service(program, hidden, mode="bind", workers=2):
     every time, a restart) or copied onto the namespace's tmpfs ("copy": a
     new file, as from a new image)."""
     argv = ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "--propagation", "private",
-            "sh", "-c", NS_LAUNCH, "sh", program, mode, hidden, str(workers)]
+            "sh", "-c", NS_LAUNCH, "sh", program, mode, hidden, str(workers), NS_INSIDE]
 
     def find_parent(svc):
         for pid in children(svc.proc.pid):

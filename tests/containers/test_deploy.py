@@ -10,7 +10,7 @@ them.
   (its paths pointed at this build);
 - the exporter run with exactly the DaemonSet's capabilities (uid 0, the
   bounding set cut to its list) counts a service in its own namespaces
-  through --binary /srv/app/renewald exactly; run as the systemd unit runs
+  through --binary /srv/app-PID/renewald exactly; run as the systemd unit runs
   it (not root, its AmbientCapabilities) it counts a host service exactly.
 
 Needs root, unshare and the exporter (CI has them); PyYAML from

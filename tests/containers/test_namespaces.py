@@ -1,13 +1,14 @@
 """A service in its own PID and mount namespaces (unshare), seen from the
-host: the program exists only at /srv/app/renewald inside (a tmpfs of the
-namespace; the host has no /srv/app/renewald).  From the host:
+host: the program exists only at /srv/app-PID/renewald inside (PID this
+test's own: containertest.NS_INSIDE; a tmpfs of the namespace; the host
+has no such file).  From the host:
 
 - list, check, doctor HOSTPID read it through /proc/PID/root;
 - trace tps/biz_metrics -p HOSTPID... and trace tps --binary
-  /srv/app/renewald (the path inside) count it exactly (bpftrace attached
-  through /proc/PID/root/srv/app/renewald, the same inode);
+  /srv/app-PID/renewald (the path inside) count it exactly (bpftrace attached
+  through /proc/HOSTPID/root/srv/app-PID/renewald, the same inode);
 - billing-exporter --pid HOSTPID counts it exactly;
-- billing-exporter --binary /srv/app/renewald (the path as the service
+- billing-exporter --binary /srv/app-PID/renewald (the path as the service
   sees it) counts it, then the same service restarted (a new namespace
   bind-mounting the same file), then one started from a fresh copy of the
   program (a new file: attached by the exporter's watcher), all without

@@ -1,7 +1,8 @@
 """The Debian bookworm root containers-podman runs billingd from
 (containertest.rootfs(): debootstrap, made once per build folder), made
-here beside other tests: debootstrap waits mostly on the mirror and the
-disk, and containers-podman, which runs alone, then finds it made.
+here beside other tests, first among them: debootstrap waits mostly on
+the mirror and the disk, and containers-podman, started later, finds it
+made (or waits for it on the cache's lock).
 
 Checks that it is a Debian 12 root with a shell.  Needs root and debootstrap (tests/install-deps.sh)."""
 import os

@@ -239,6 +239,10 @@ def main():
         bt.finish()
     work = tempfile.mkdtemp(prefix="fsite-billingd-")
     try:
+        # Oracle's DTrace names a pid-provider uprobe after the file's
+        # device and inode, shared by every dtrace on that file: billingd's
+        # own copy shares it with no other test.
+        billingd = bt.private_copy(billingd, os.path.join(work, "own"))
         scripts = transformed(transform, d_scripts, work)
         # One script per run: Oracle's DTrace grabs the process (-p), and a
         # second dtrace cannot while the first holds it ("not a

@@ -38,9 +38,17 @@ from billingdtest import Bpftrace, parse_maps  # noqa: E402
 FIRES = 7          # probes per round: an odd count no default would give
 TRACEFS_EVENTS = os.path.join(bt.TRACEFS, "uprobe_events")
 
-prefork_exe, tool = sys.argv[1:3]
 bt.require_tracing("bpftrace")
 perf = bt.require_program("perf", "linux-perf")
+# Uprobes by path attach to the file: a copy no other test runs, so every
+# process of it is this test's own.
+copy_dir = tempfile.mkdtemp(prefix="hardfork-exe-")
+prefork_exe, tool = bt.private_copy(sys.argv[1], copy_dir), sys.argv[2]
+# perf keeps one build-id cache (~/.debug) for every perf user, keyed by
+# build id: a second copy of one build is not cached under its own path,
+# and perf probe -x on it fails ("Failed to open cache").  This test's perf
+# runs keep a cache of their own.
+perf = [perf, "--buildid-dir", os.path.join(copy_dir, "buildid-cache")]
 
 
 class Prefork:
@@ -205,7 +213,7 @@ def perf_event_line(group):
     supported"), and sdt_billing:invoice__create is a global name other
     tests may hold, so perf resolves it in a dry run and the event is
     written under a name of our own, exactly as perf would write it."""
-    p = bt.run([perf, "probe", "-n", "-v", "-x", prefork_exe, "-a", "%sdt_billing:invoice__create"])
+    p = bt.run([*perf, "probe", "-n", "-v", "-x", prefork_exe, "-a", "%sdt_billing:invoice__create"])
     m = re.search(r"^Writing event: p:sdt_billing/(\S+) (.*)$", p.stdout + p.stderr, re.M)
     if not m:
         raise RuntimeError("perf probe -n did not show its event:\n" + p.stdout + p.stderr)
@@ -265,7 +273,7 @@ def perf_by_path(pf):
         # the host (slow on a busy machine: fires in between were lost).
         # So it starts disabled and is enabled through its control fifo;
         # its "ack" means recording.
-        record = subprocess.Popen([perf, "record", "-q", "-a", "-e", event, "-o", data, "-D", "-1",
+        record = subprocess.Popen([*perf, "record", "-q", "-a", "-e", event, "-o", data, "-D", "-1",
                                    "--control", "fifo:%s,%s" % (ctl, ack)],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         enable_perf(record, ctl, ack)
@@ -280,7 +288,7 @@ def perf_by_path(pf):
         record.send_signal(signal.SIGINT)
         out = record.communicate(timeout=60)[0]
         record = None
-        script = bt.run([perf, "script", "-i", data, "-F", "pid,event,trace"], timeout=120)
+        script = bt.run([*perf, "script", "-i", data, "-F", "pid,event,trace"], timeout=120)
         got, wrong_args = {}, []
         for row in script.stdout.splitlines():
             fields = row.split()
@@ -325,5 +333,6 @@ try:
 finally:
     rc = pf.stop()
     os.unlink(script.name)
+    shutil.rmtree(copy_dir, ignore_errors=True)
 bt.check(rc == 0, "prefork stopped cleanly (exit %s)" % rc)
 bt.finish()

@@ -50,7 +50,10 @@ try:
     tracer = Bpftrace(program, svc.pid)
     health = hardeningtest.HealthProbe(svc.port, every=0.2)
     slow = hardeningtest.SlowClients(svc.port, slow_n, seconds)
-    time.sleep(3)  # the slow ones in place first
+    # the slow ones in place first: every connection open and sending
+    bt.wait_for("%d slow clients connected and sending" % slow_n,
+                lambda: slow.opened >= slow_n and slow.bytes_sent >= slow_n,
+                timeout=60, interval=0.05)
     burst = hardeningtest.Burst(svc.port, burst_n)
     load = start_load(load_exe, svc.url, "--duration", str(max(5, seconds - 8)),
                       "--concurrency", "8", "--invalid-rate", "0.08", "--refund-rate", "0.4",
