@@ -10,7 +10,6 @@ test run here (skip with a reason, exit 77, meson's SKIP), can a tracer
 attach here, which probes does billing.d declare; and it keeps the running
 list of checks so a driver ends with one verdict.
 """
-import contextlib
 import fcntl
 import json
 import os
@@ -21,7 +20,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -227,23 +225,6 @@ def remove_dtrace_uprobes(dtrace_pid, binary=None):
             except OSError:
                 time.sleep(0.2)  # busy, or in use by another dtrace: leave it
     return len(names)
-
-
-@contextlib.contextmanager
-def oracle_dtrace_turn():
-    """Holds the one turn for a dtrace that enables pid-provider probes.
-
-    Oracle's DTrace names such a uprobe after the file's device, inode and
-    offset (dt_pid/p_DEV_INO_OFF), so two dtrace processes tracing one
-    binary share it, and the one that exits deletes it while the other may
-    be attaching it: "could not enable tracing: Failed to enable probe"
-    (seen once in CI, two scripts-dtrace tests side by side).  Tests that
-    run dtrace on a shared binary take turns; the lock file is released
-    when the holder exits, however it exits."""
-    path = os.path.join(tempfile.gettempdir(), "billing-probes-oracle-dtrace.lock")
-    with open(path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
 
 
 def require_dtrace():
