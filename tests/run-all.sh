@@ -107,11 +107,11 @@ tsan() {
   local reports=$PWD/$build-tsan/sanitizer-reports rc=0
   setup "$build-tsan" -Db_sanitize=thread && ninja -C "$build-tsan" && reports_dir "$reports" || return 1
   export TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:log_path=$reports/tsan
-  meson test -C "$build-tsan" --print-errorlogs --num-processes 1 --no-rebuild \
+  meson test -C "$build-tsan" --print-errorlogs --num-processes 2 --no-rebuild \
     timing billingd-ground-truth billingd-api billingd-shutdown hardening-hostile-clients stats-writer stats-fork stats-label-cache stats-slow-trails \
     security-exporter-slow-clients security-exporter-web-config security-exporter-uid \
     security-exporter-auth-flood security-exporter-connection-classes || rc=1
-  meson test -C "$build-tsan" --print-errorlogs --num-processes 1 --no-rebuild --logbase testlog-exporter \
+  meson test -C "$build-tsan" --print-errorlogs --num-processes 2 --no-rebuild --logbase testlog-exporter \
     --suite exporter || rc=1
   unset TSAN_OPTIONS
   no_reports "$reports" || rc=1
