@@ -4,11 +4,14 @@ suite's time is measured, not guessed (README.md's quick-suite figure comes
 from bench/results/suite-quick.json, written by this).
 
 usage: python3 tests/time_suite.py [-C BUILD] [-j JOBS] [--out FILE]
-                                   [MESON TEST ARGUMENTS...]
+                                   [--log TESTLOG] [MESON TEST ARGUMENTS...]
 
-  -C BUILD    a configured, built meson build directory (default build)
-  -j JOBS     --num-processes for meson test (default 2, as tests/run-all.sh)
-  --out FILE  the JSON written (default: printed only)
+  -C BUILD      a configured, built meson build directory (default build)
+  -j JOBS       --num-processes for meson test (default 2, as tests/run-all.sh)
+  --out FILE    the JSON written (default: printed only)
+  --log TESTLOG no run: the figures of a finished one from its meson log
+                (BUILD/meson-logs/testlog.json, e.g. of tests/run-all.sh),
+                its wall time from the first test's start to the last's end
   the rest goes to meson test as it is, e.g. --suite quick
 
 Figures: the wall time of the run; the sum of the tests' durations; the
@@ -36,14 +39,17 @@ def run_alone(build):
     return {t["name"]: not t["is_parallel"] for t in json.loads(out.stdout)}
 
 
-def results(build):
-    """(name, result, duration) of each test of the run just made."""
-    rows = []
-    with open(os.path.join(build, "meson-logs", LOGBASE + ".json")) as log:
+def results(path):
+    """(name, result, duration) of each test in meson's JSON log PATH, and
+    the wall time from the first test's start to the last one's end."""
+    rows, spans = [], []
+    with open(path) as log:
         for line in log:
             entry = json.loads(line)
             rows.append((entry["name"].split(" / ", 1)[-1], entry["result"], entry["duration"]))
-    return rows
+            spans.append((entry["starttime"], entry["starttime"] + entry["duration"]))
+    return rows, (max(e for _, e in spans) - min(s for s, _ in spans)) if spans else 0.0, \
+        min(s for s, _ in spans) if spans else time.time()
 
 
 def main():
@@ -51,27 +57,35 @@ def main():
     ap.add_argument("-C", dest="build", default="build")
     ap.add_argument("-j", dest="jobs", type=int, default=2)
     ap.add_argument("--out")
+    ap.add_argument("--log")
     opts, meson_args = ap.parse_known_args()
     if opts.jobs < 1:
         ap.error("-j must be at least 1")
+    if opts.log and meson_args:
+        ap.error("--log summarises a finished run: no meson test arguments")
     alone = run_alone(opts.build)
-    command = ["meson", "test", "-C", opts.build, "--no-rebuild", "--num-processes", str(opts.jobs),
-               "--logbase", LOGBASE] + meson_args
     load = os.getloadavg()[0]
-    t0 = time.monotonic()
-    rc = subprocess.run(command).returncode
-    wall = time.monotonic() - t0
-    rows = results(opts.build)
+    if opts.log:
+        rc = 0
+        rows, wall, started = results(opts.log)
+        meson_args = ["--log", opts.log]
+    else:
+        command = ["meson", "test", "-C", opts.build, "--no-rebuild", "--num-processes", str(opts.jobs),
+                   "--logbase", LOGBASE] + meson_args
+        t0, started = time.monotonic(), time.time()
+        rc = subprocess.run(command).returncode
+        wall = time.monotonic() - t0
+        rows, _, _ = results(os.path.join(opts.build, "meson-logs", LOGBASE + ".json"))
     serial = sum(d for n, _, d in rows if alone.get(n))
     spread = sum(d for n, _, d in rows if not alone.get(n))
     counts = {}
     for _, result, _ in rows:
         counts[result] = counts.get(result, 0) + 1
     summary = {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
         "command": " ".join(["python3", "tests/time_suite.py", "-j", str(opts.jobs)] + meson_args),
         "machine": {"cores": os.cpu_count(), "kernel": platform.release(),
-                    "load_average_at_start": round(load, 2)},
+                    "load_average_at_start": None if opts.log else round(load, 2)},
         "tests": len(rows),
         "results": counts,
         "wall_s": round(wall, 1),
