@@ -233,15 +233,17 @@ def quick_suite_time():
 def fresh_clone_suite_time():
     runs = json.loads(read(FRESH_CLONE_RESULTS))["runs"]
 
-    def span(key):
-        secs = sorted(next(p["s"] for p in r["phases"] if key(p["phase"])) for r in runs)
-        return f"{secs[0] / 60:.1f}–{secs[-1] / 60:.1f} min" if secs[0] != secs[-1] else f"{secs[0] / 60:.1f} min"
-    every = sorted(r["total_s"] for r in runs)
-    dates = sorted(r["date"] for r in runs)
-    return (f"the build and every test {span(lambda n: n.startswith('build and test'))}, then "
-            f"ASan+UBSan {span(lambda n: n.startswith('AddressSanitizer'))} and TSan "
-            f"{span(lambda n: n.startswith('ThreadSanitizer'))}: {every[0] / 60:.1f}–{every[-1] / 60:.1f} min in all, "
-            f"{len(runs)} runs from fresh clones on {runs[0]['cores']} cores ({dates[0]} to {dates[-1]})")
+    def minutes(secs):
+        secs = sorted(secs)
+        low, high = f"{secs[0] / 60:.1f}", f"{secs[-1] / 60:.1f}"
+        return f"{low} min" if low == high else f"{low}–{high} min"
+
+    def phase(prefix):
+        return minutes(next(p["s"] for p in r["phases"] if p["phase"].startswith(prefix)) for r in runs)
+    days = sorted({r["date"][:10] for r in runs})
+    return (f"the build and every test {phase('build and test')}, then ASan+UBSan "
+            f"{phase('AddressSanitizer')} and TSan {phase('ThreadSanitizer')}: "
+            f"{minutes(r['total_s'] for r in runs)} in all ({len(runs)} runs, {', '.join(days)})")
 
 
 INLINE = {
