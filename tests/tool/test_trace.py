@@ -291,4 +291,13 @@ check(rc == 0 and len(trails) + queued == ROUNDS and all(h == "macro.req" for _,
       and "error               component=validation code=22" in out,
       "slow_requests -c: the %d slow (2 ms) macro requests, trails with their error (%d printed + %d queued)%s"
       % (ROUNDS, len(trails), queued, "" if len(trails) + queued == ROUNDS else "\n" + out + err))
+
+# Without lingering: the program exits as its last requests end, and trace
+# stops bpftrace only once the queue of trails has printed (its output quiet
+# for BP_BPFTRACE_QUIET_MS), so every trail prints and none is left queued.
+rc, out, err = trace_c("slow_requests", TWO, ["1"])
+trails = re.findall(r"^SLOW REQUEST (\d+) (\S+)", out, flags=re.M)
+check(rc == 0 and len(trails) == ROUNDS and "still queued" not in out,
+      "slow_requests -c, the program exiting at once: all %d trails printed, none left queued (%d)%s"
+      % (ROUNDS, len(trails), "" if len(trails) == ROUNDS else "\n" + out + err))
 finish()

@@ -28,7 +28,7 @@ int bp_bpftrace_idle(pid_t pid)
 	return strcmp(wchan, "do_epoll_wait") == 0;
 }
 
-static long long now_ms(void)
+long long bp_monotonic_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -37,7 +37,7 @@ static long long now_ms(void)
 
 void bp_sigint_watch_sent(bp_sigint_watch_t *watch)
 {
-	watch->sent_ms = watch->window_ms = now_ms();
+	watch->sent_ms = watch->window_ms = bp_monotonic_ms();
 	watch->samples = watch->polling = 0;
 }
 
@@ -48,7 +48,7 @@ int bp_sigint_watch_missed(bp_sigint_watch_t *watch, pid_t tracer)
 	int polling = bp_bpftrace_idle(tracer);
 	watch->samples++;
 	watch->polling += polling;
-	long long now = now_ms();
+	long long now = bp_monotonic_ms();
 	if (now - watch->window_ms < 1000)
 		return 0;
 	/* a whole second since the last SIGINT, nearly all of it in epoll_wait */

@@ -19,6 +19,16 @@ int bp_bpftrace_catches_sigint(pid_t pid);
  * while it prints a batch loses the rest of that batch. */
 int bp_bpftrace_idle(pid_t pid);
 
+/* How long bpftrace's output must have been quiet, and bpftrace idle, after
+ * the traced processes are gone, before the launcher sends SIGINT: a
+ * script that prints from a timer (slow_requests' queue of trails, one a
+ * millisecond) waits in epoll_wait between two prints, and a SIGINT there
+ * would cut the queue short. */
+#define BP_BPFTRACE_QUIET_MS 250
+
+/* The launcher's clock: CLOCK_MONOTONIC in milliseconds. */
+long long bp_monotonic_ms(void);
+
 /* bpftrace 0.17 looks at its SIGINT flag only when epoll_wait() returns
  * EINTR.  A SIGINT handled while it runs anywhere else (reading events,
  * or runnable but waiting for a CPU on a loaded machine) sets the flag

@@ -273,18 +273,20 @@ static int script_printed(const struct tracer_output *out)
 	return out->lines > (size_t)skip;
 }
 
-/* Wait up to timeout_ms for bpftrace's output and pass on all there is. */
-static void pass_output(struct tracer_output *out, int timeout_ms)
+/* Wait up to timeout_ms for bpftrace's output and pass on all there is.
+ * 1 when there was some. */
+static int pass_output(struct tracer_output *out, int timeout_ms)
 {
 	if (out->fd < 0) {
 		nanosleep(&(struct timespec){ 0, (long)timeout_ms * 1000 * 1000 }, NULL);
-		return;
+		return 0;
 	}
 	struct pollfd pfd = { out->fd, POLLIN, 0 };
 	if (poll(&pfd, 1, timeout_ms) <= 0)
-		return;
+		return 0;
 	char buf[65536];
 	ssize_t n;
+	int passed = 0;
 	while ((n = read(out->fd, buf, sizeof buf)) > 0) {
 		for (ssize_t i = 0; i < n; i++) {
 			if (out->head_len < sizeof out->head)
@@ -292,11 +294,13 @@ static void pass_output(struct tracer_output *out, int timeout_ms)
 			out->lines += buf[i] == '\n';
 		}
 		bp_blank_trim_write(&out->trim, buf, (size_t)n, stdout);
+		passed = 1;
 	}
 	if (n == 0) {
 		close(out->fd);
 		out->fd = -1;
 	}
+	return passed;
 }
 
 /* 1 when every one of the npids processes has exited (never for none). */
@@ -378,7 +382,8 @@ static int wait_attached(pid_t tracer, pid_t target, const bp_probe_set_t *set, 
 static int wait_done(pid_t tracer, const int *pids, const unsigned long long *starts, size_t npids, pid_t command,
                      struct tracer_output *out)
 {
-	int status = 0, interrupted = 0, target_gone = 0, gone_ticks = 0;
+	int status = 0, interrupted = 0;
+	long long gone_ms = 0, output_ms = bp_monotonic_ms();
 	bp_sigint_watch_t watch = { 0 };
 	for (;;) {
 		pid_t done = waitpid(-1, &status, WNOHANG);
@@ -386,15 +391,17 @@ static int wait_done(pid_t tracer, const int *pids, const unsigned long long *st
 			break;
 		if (done < 0 && errno == ECHILD)
 			break;
-		if (done > 0 && done == command)
-			target_gone = 1;
-		else if (done == 0 && command < 0 && all_gone(pids, starts, npids))
-			target_gone = 1;
-		gone_ticks += target_gone;
-		if (!interrupted && target_gone && bp_bpftrace_catches_sigint(tracer) &&
-		    (bp_bpftrace_idle(tracer) || gone_ticks > 100)) {
+		long long now = bp_monotonic_ms();
+		if (!gone_ms && ((done > 0 && done == command) ||
+		                 (done == 0 && command < 0 && all_gone(pids, starts, npids))))
+			gone_ms = now;
+		if (!interrupted && gone_ms && bp_bpftrace_catches_sigint(tracer) &&
+		    ((bp_bpftrace_idle(tracer) && now - output_ms >= BP_BPFTRACE_QUIET_MS &&
+		      now - gone_ms >= BP_BPFTRACE_QUIET_MS) ||
+		     now - gone_ms > 20 * BP_BPFTRACE_QUIET_MS)) {
 			/* the traced process has ended and bpftrace has printed
-			 * what it read (or after 100 polls, 2 s at most) */
+			 * all it had, its output quiet for a while (a script's
+			 * timer may still print what it queued); 5 s at most */
 			kill(tracer, SIGINT);
 			bp_sigint_watch_sent(&watch);
 			interrupted = 1;
@@ -409,8 +416,8 @@ static int wait_done(pid_t tracer, const int *pids, const unsigned long long *st
 			kill(tracer, SIGINT);
 			bp_sigint_watch_sent(&watch);
 		}
-		if (done <= 0)
-			pass_output(out, 20);
+		if (done <= 0 && pass_output(out, 20))
+			output_ms = bp_monotonic_ms();
 	}
 	return status;
 }
