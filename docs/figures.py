@@ -300,6 +300,8 @@ FROM_SOURCE = [
     ("docs/tool.md", "5 s", "tools/billing-probes/cmd_trace.c",
      r"i - ready_at >= 250\)\)[\s\S]{0,80}pass_output\(out, 20\)"),
     ("docs/tool.md", "15 s", "tests/fuzz/meson.build", r"corpus, '15'\]"),
+    ("docs/tool.md", "250 ms", "tools/billing-probes/bpftrace_process.h", r"#define BP_BPFTRACE_QUIET_MS 250\n"),
+    ("docs/tool.md", "5 s", "tools/billing-probes/bpftrace_process.h", r"#define BP_BPFTRACE_STOP_MS 5000\n"),
     ("docs/tool.md", "1 s", "tools/billing-probes/cmd_top.c", r"opt->interval > 0 \? opt->interval : 1\.0;"),
     ("docs/stats.md", "32 MiB", "lib/stats_read.h", r"#define BS_READ_BUDGET \(32ull << 20\)"),
     ("docs/stats.md", "2 s", "tools/billing-exporter/stats_source.c", r"#define BX_SETTLE_S 2\n"),

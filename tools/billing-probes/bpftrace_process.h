@@ -25,6 +25,8 @@ int bp_bpftrace_idle(pid_t pid);
  * millisecond) waits in epoll_wait between two prints, and a SIGINT there
  * would cut the queue short. */
 #define BP_BPFTRACE_QUIET_MS 250
+/* ... and how long after they are gone it is stopped whatever it prints */
+#define BP_BPFTRACE_STOP_MS 5000
 
 /* The launcher's clock: CLOCK_MONOTONIC in milliseconds. */
 long long bp_monotonic_ms(void);

@@ -398,10 +398,11 @@ static int wait_done(pid_t tracer, const int *pids, const unsigned long long *st
 		if (!interrupted && gone_ms && bp_bpftrace_catches_sigint(tracer) &&
 		    ((bp_bpftrace_idle(tracer) && now - output_ms >= BP_BPFTRACE_QUIET_MS &&
 		      now - gone_ms >= BP_BPFTRACE_QUIET_MS) ||
-		     now - gone_ms > 20 * BP_BPFTRACE_QUIET_MS)) {
+		     now - gone_ms > BP_BPFTRACE_STOP_MS)) {
 			/* the traced process has ended and bpftrace has printed
 			 * all it had, its output quiet for a while (a script's
-			 * timer may still print what it queued); 5 s at most */
+			 * timer may still print what it queued), or after
+			 * BP_BPFTRACE_STOP_MS whatever it prints */
 			kill(tracer, SIGINT);
 			bp_sigint_watch_sent(&watch);
 			interrupted = 1;
