@@ -65,13 +65,12 @@ def private_programs(directory, *programs):
     test's process maps, so a --binary test runs beside others."""
     os.chmod(directory, 0o755)  # another user's run of a copy loads the library too
     copies = [bt.private_copy(p, directory) for p in programs]
-    library = os.path.realpath(env_path("BX_LIBBILLINGPROBES"))
-    where = os.path.normpath(os.path.join(os.path.dirname(copies[0]), os.path.relpath(
-        os.path.dirname(library), os.path.dirname(os.path.realpath(programs[0])))))
-    found = [n for n in os.listdir(where) if n.startswith("libbillingprobes.so")] if os.path.isdir(where) else []
-    if len(found) != 1:
-        raise RuntimeError("%s: no one copy of libbillingprobes.so beside the copies (%s)" % (where, found))
-    return copies, os.path.join(where, found[0])
+    mapped = {bt.loaded_library(c, "libbillingprobes.so") for c in copies}
+    inside = os.path.realpath(directory) + os.sep
+    if len(mapped) != 1 or not next(iter(mapped)).startswith(inside):
+        raise RuntimeError("the copies under %s do not map one copy of libbillingprobes.so there: %s"
+                           % (directory, sorted(mapped)))
+    return copies, mapped.pop()
 
 
 def require_exporter_can_run():

@@ -29,9 +29,10 @@ def case_system():
             # one dtrace -p per process (DTrace holds its target with
             # ptrace): a workload per view, side by side, each writing its
             # own file
-            path = os.path.join(tmp, "workload-file_opens.dat")
-            out = side_by_side([("system", [v], {"extra": ["--path", os.path.join(tmp, "workload-%s.dat" % v[0])],
+            paths = {v[0]: os.path.join(tmp, "workload-%s.dat" % v[0]) for v in views}
+            out = side_by_side([("system", [v], {"extra": ["--path", paths[v[0]]],
                                                  "stop_early": [n for n in stop if n == v[0]]}) for v in views])
+            path = paths["file_opens"]
         else:
             out = run("system", views, extra=["--path", path], stop_early=stop)
     opens = scalar_map(out["file_opens"], "@opens")
