@@ -301,6 +301,6 @@ def check_documented(names):
     with open(os.path.join(root, "docs", "security.md")) as f:
         doc = f.read()
     for name in names:
-        m = re.search(r'(?m)^#define %s (\d+|"[^"\n]*")$' % name, headers)
+        m = re.search(r'(?m)^#define %s (\d+|"[^"\n]*")(?=\s|$)' % name, headers)
         bt.check(m and ("`%s %s`" % (name, m.group(1))) in doc,
                  "docs/security.md states %s as in the code (%s)" % (name, m.group(1) if m else "not defined"))
