@@ -43,7 +43,7 @@ static const bs_lquantity_t *quantity_of(const bs_layout_t *l, const bs_lfamily_
 }
 
 struct bx_foreign {
-	char why[160]; /* the reason a family is refused, for say() */
+	char why[256]; /* the reason a family is refused, for say() */
 	bx_exporter_t *ex;
 	bx_snapshot_t *s;
 	fam_t *fams;
