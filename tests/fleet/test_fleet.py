@@ -36,8 +36,8 @@ One set-up, stages in order (each a function taking the fleet):
      succeeds, and no forged series reaches the central Prometheus.  Two
      rogue Alertmanagers (one without TLS, one with a certificate of its
      own CA) ask to join the cluster and spread a silence of every alert:
-     for ROGUE_S seconds the cluster stays two, and neither Alertmanager
-     holds the silence, while an operator's silence made on one with
+     watched for ROGUE_S seconds once they serve, the cluster stays two
+     and neither Alertmanager holds the silence, while an operator's silence made on one with
      credentials reaches the other (the gossip works over mutual TLS).
 
 The recipe runs as shipped: each program's command line is read from its
@@ -90,7 +90,7 @@ SHORT_FOR = "3s"
 CUT_S = 10
 PEER_TIMEOUT_S = 3
 CENTRAL, AM_OCTETS, INTRUDER = 1, (2, 3), 66
-ROGUE_S = 10  # how long the rogue Alertmanagers try to join: the scenario, not a wait for a condition
+ROGUE_S = 5  # how long the rogue Alertmanagers are watched once serving: the scenario, not a wait for a condition
 # the recipe's users (central-web.yml, alertmanager-web.yml) and this run's passwords
 PASSWORDS = {user: os.urandom(12).hex() for user in ("agent", "operator", "prometheus")}
 NEW_METRIC = "billing_coupons_applied_total"  # the new kit's own counter
@@ -602,7 +602,7 @@ def start_rogues(fleet, ns, addr):
                              "--web.listen-address", "%s:%d" % (addr, web),
                              "--cluster.listen-address", "%s:%d" % (addr, gossip),
                              "--cluster.advertise-address", "%s:%d" % (addr, gossip),
-                             "--cluster.settle-timeout", "1s", *tls, *peers],
+                             "--cluster.settle-timeout", "1s", "--cluster.tcp-timeout", "2s", *tls, *peers],
                         os.path.join(fleet.base, "rogue-%d.log" % web))
         rogues.append((name, "http://%s:%d" % (addr, web)))
     return rogues
@@ -613,6 +613,7 @@ def stage_intruder(fleet, results):
     docstring, stage 6)."""
     t_stage = time.monotonic()
     ns, addr, _ = fleet.net.add("intruder", INTRUDER)
+    rogues = start_rogues(fleet, ns, addr)  # they start (and try to join) while the rest is tried
     now_ms = int(time.time() * 1000)
     victim = {"host": "victim-host", "service": "billingd", "billing_probes": "exporter"}
     forged = ft.remote_write_body([(dict(victim, __name__="up", job="billing-exporter"), 0, now_ms),
@@ -669,7 +670,6 @@ def stage_intruder(fleet, results):
     if status == 200:
         ft.request(am0[0], am0[1] + "/api/v2/silence/" + json.loads(body)["silenceID"], fleet.operator,
                    method="DELETE")
-    rogues = start_rogues(fleet, ns, addr)
     made = []
     for name, url in rogues:
         bt.wait_for(name + " serving", lambda: ft.answers(ns, url + "/-/ready"), 30)
