@@ -28,7 +28,23 @@ One set-up, stages in order (each a function taking the fleet):
      central Prometheus for exactly the hosts upgraded so far, each equal
      to the coupons its service fired;
   5. one host's exporter killed: its BillingExporterDown, and nothing
-     else, reaches the receiver exactly once though two Alertmanagers run.
+     else, reaches the receiver exactly once though two Alertmanagers run;
+  6. another host on the fleet's network (a namespace on the bridge, no
+     credentials): a remote write of up{host="victim-host"} 0, a query, a
+     silence on each Alertmanager, each over HTTPS and plain HTTP, with
+     no password and a wrong one, and the hosts' loopback ports: none
+     succeeds, and no forged series reaches the central Prometheus.  Two
+     rogue Alertmanagers (one without TLS, one with a certificate of its
+     own CA) ask to join the cluster and spread a silence of every alert:
+     watched for ROGUE_S seconds once they serve, the cluster stays two
+     and neither Alertmanager holds the silence, while an operator's silence made on one with
+     credentials reaches the other (the gossip works over mutual TLS).
+
+The recipe runs as shipped: each program's command line is read from its
+file's header (fleettest.recipe_command) with only addresses and paths
+set; the web configs, cluster-tls.yml and the configs' TLS and basic auth
+are the shipped files, with certificates the test makes (fleettest.Pki)
+and the password hashes of its own users put in.
 
 Writes what it measured (series per host, remote-write bytes per sample) to
 $FLEET_RESULTS (docs/deploy.md, "Scale"; bench/results/fleet.json is a
@@ -73,7 +89,10 @@ HOSTS = 4
 SHORT_FOR = "3s"
 CUT_S = 10
 PEER_TIMEOUT_S = 3
-CENTRAL, AM_OCTETS = 1, (2, 3)
+CENTRAL, AM_OCTETS, INTRUDER = 1, (2, 3), 66
+ROGUE_S = 5  # how long the rogue Alertmanagers are watched once serving: the scenario, not a wait for a condition
+# the recipe's users (central-web.yml, alertmanager-web.yml) and this run's passwords
+PASSWORDS = {user: os.urandom(12).hex() for user in ("agent", "operator", "prometheus")}
 NEW_METRIC = "billing_coupons_applied_total"  # the new kit's own counter
 checks = bt.Checks()
 check = checks.check
@@ -105,6 +124,28 @@ class Receiver(http.server.BaseHTTPRequestHandler):
 def write_yaml(path, doc):
     with open(path, "w") as f:
         yaml.safe_dump(doc, f)
+    return path
+
+
+def shipped(name):
+    """A recipe file's YAML, as shipped."""
+    return yaml.safe_load(open(os.path.join(FLEET, name)))
+
+
+def web_config(name, directory):
+    """The shipped web config NAME in directory, each user's hash made
+    from this run's password (the shipped ones are of passwords thrown
+    away), the rest as shipped."""
+    cfg = shipped(name)
+    cfg["basic_auth_users"] = {user: ft.bcrypt(PASSWORDS[user]) for user in cfg["basic_auth_users"]}
+    return write_yaml(os.path.join(directory, name), cfg)
+
+
+def secret(directory, name, text):
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o600)
     return path
 
 
@@ -141,17 +182,18 @@ class Host:
         self.start_service(billingd, exporter)
 
     def start_agent(self):
-        cfg = yaml.safe_load(open(os.path.join(FLEET, "agent.yml")))
+        cfg = shipped("agent.yml")
         cfg["global"]["scrape_interval"] = "1s"
         rw = cfg["remote_write"][0]
-        rw["url"] = "http://%s:9090/api/v1/write" % self.fleet.central_addr
+        rw["url"] = "https://%s:9090/api/v1/write" % self.fleet.central_addr
         rw["queue_config"].update(batch_send_deadline="1s", max_backoff="1s")
         path = write_yaml(os.path.join(self.dir, "agent.yml"), cfg)
-        self.agent = self.fleet.net.start(
-            self.ns, ["prometheus", "--enable-feature=agent,expand-external-labels", "--config.file", path,
-                      "--storage.agent.path", os.path.join(self.dir, "agent"),
-                      "--web.listen-address", "127.0.0.1:9090"],
-            os.path.join(self.dir, "agent.log"), dict(os.environ, BILLING_HOST=self.name))
+        shutil.copy(self.fleet.pki.path("fleet-ca.crt"), self.dir)
+        secret(self.dir, rw["basic_auth"]["password_file"], PASSWORDS[rw["basic_auth"]["username"]])
+        argv = ft.with_values(ft.recipe_command(os.path.join(FLEET, "agent.yml"), "prometheus"), config_file=path,
+                              storage_agent_path=os.path.join(self.dir, "agent"))
+        self.agent = self.fleet.net.start(self.ns, argv, os.path.join(self.dir, "agent.log"),
+                                          dict(os.environ, BILLING_HOST=self.name))
         self.agent_api = ft.Prom(self.ns, "http://127.0.0.1:9090")
 
     def load(self, *args):
@@ -176,6 +218,8 @@ class Fleet:
         self.base, self.net, self.hook = base, net, None
         self.services = []  # the new kit's services (userpathtest.Service), stopped at the end
         self.central_ns, self.central_addr, _ = self.net.add("central", CENTRAL)
+        self.am_places = [self.net.add("am%d" % n, octet)[:2] for n, octet in enumerate(AM_OCTETS)]
+        self.make_pki()
         self.start_receiver()
         self.start_alertmanagers()
         self.start_central()
@@ -185,32 +229,55 @@ class Fleet:
         bt.wait_for("the central Prometheus to hear every host's agent",
                     lambda: len(self.central.by('up{billing_probes="exporter"} == 1', "host")) == HOSTS, 60)
 
+    def make_pki(self):
+        """The fleet's CA (the central Prometheus's and the Alertmanagers'
+        certificates, for their addresses) and the cluster's CA (each
+        Alertmanager's gossip certificate, as cluster-tls.yml says)."""
+        os.makedirs(os.path.join(self.base, "pki"))
+        self.pki = ft.Pki(os.path.join(self.base, "pki"))
+        self.pki.ca("fleet-ca")
+        self.pki.ca("cluster-ca")
+        self.pki.leaf("central", "fleet-ca", ["IP:" + self.central_addr])
+        for n, (_, addr) in enumerate(self.am_places):
+            self.pki.leaf("am%d" % n, "fleet-ca", ["IP:" + addr])
+            self.pki.leaf("am%d-cluster" % n, "cluster-ca", ["DNS:alertmanager-cluster"], "serverAuth,clientAuth")
+        ca = self.pki.path("fleet-ca.crt")
+        self.operator = ft.Client(ca, "operator", PASSWORDS["operator"])
+
     def start_receiver(self):
         self.hook = ft.in_netns(self.central_ns, lambda: http.server.ThreadingHTTPServer(
             (self.central_addr, 0), Receiver))
         threading.Thread(target=self.hook.serve_forever, daemon=True).start()
 
     def start_alertmanagers(self):
-        cfg = yaml.safe_load(open(os.path.join(FLEET, "alertmanager.yml")))
+        cfg = shipped("alertmanager.yml")
         cfg["route"].update(group_wait="1s", group_interval="2s")
         for r in cfg["receivers"]:
             for w in r["webhook_configs"]:
                 w["url"] = "http://%s:%d/%s" % (self.central_addr, self.hook.server_address[1], r["name"])
-        path = write_yaml(os.path.join(self.base, "alertmanager.yml"), cfg)
+        recipe = ft.recipe_command(os.path.join(FLEET, "alertmanager.yml"), "prometheus-alertmanager")
         self.ams = []
-        for n, octet in enumerate(AM_OCTETS):
-            ns, addr, _ = self.net.add("am%d" % n, octet)
-            peer = ft.SUBNET + "%d:9094" % AM_OCTETS[1 - n]
-            self.net.start(ns, ["prometheus-alertmanager", "--config.file", path,
-                                "--storage.path", os.path.join(self.base, "am%d" % n),
-                                "--web.listen-address", addr + ":9093", "--cluster.listen-address", addr + ":9094",
-                                "--cluster.peer", peer, "--cluster.peer-timeout", "%ds" % PEER_TIMEOUT_S],
+        for n, (ns, addr) in enumerate(self.am_places):
+            d = os.path.join(self.base, "am%d" % n)
+            os.makedirs(d)
+            path = write_yaml(os.path.join(d, "alertmanager.yml"), cfg)
+            shutil.copy(os.path.join(FLEET, "cluster-tls.yml"), d)
+            shutil.copy(self.pki.path("cluster-ca.crt"), d)
+            self.pki.install("am%d" % n, d, "alertmanager")
+            self.pki.install("am%d-cluster" % n, d, "cluster")
+            argv = ft.with_values(recipe, config_file=path, storage_path=os.path.join(d, "data"),
+                                  web_listen_address=addr + ":9093",
+                                  web_config_file=web_config("alertmanager-web.yml", d),
+                                  cluster_listen_address=addr + ":9094", cluster_advertise_address=addr + ":9094",
+                                  cluster_tls_config=os.path.join(d, "cluster-tls.yml"),
+                                  cluster_peer="%s:9094" % self.am_places[1 - n][1])
+            self.net.start(ns, argv + ["--cluster.peer-timeout", "%ds" % PEER_TIMEOUT_S],
                            os.path.join(self.base, "am%d.log" % n))
-            self.ams.append((ns, "http://%s:9093" % addr))
+            self.ams.append((ns, "https://%s:9093" % addr))
 
         def clustered(ns, url):
             try:
-                _, body = ft.http_get(ns, url + "/api/v2/status", timeout=3)
+                _, body = ft.http_get(ns, url + "/api/v2/status", timeout=3, client=self.operator)
             except OSError:
                 return False
             c = json.loads(body).get("cluster", {})
@@ -219,7 +286,9 @@ class Fleet:
             bt.wait_for("Alertmanager %s clustered with its peer" % url, lambda: clustered(ns, url), 90)
 
     def start_central(self):
-        cfg = yaml.safe_load(open(os.path.join(FLEET, "central.yml")))
+        d = os.path.join(self.base, "central")
+        os.makedirs(d)
+        cfg = shipped("central.yml")
         cfg["global"]["evaluation_interval"] = "1s"
         cfg["rule_files"] = []
         for rules in RULES:  # the test's copies: `for:` shortened, nothing else
@@ -229,16 +298,21 @@ class Fleet:
             copy = os.path.join(self.base, os.path.basename(rules))
             open(copy, "w").write(short)
             cfg["rule_files"].append(copy)
-        cfg["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] = [
-            url.split("//")[1] for _, url in self.ams]
-        path = write_yaml(os.path.join(self.base, "central.yml"), cfg)
-        url = "http://%s:9090" % self.central_addr
-        self.net.start(self.central_ns, ["prometheus", "--web.enable-remote-write-receiver", "--config.file", path,
-                                         "--storage.tsdb.path", os.path.join(self.base, "central"),
-                                         "--web.listen-address", self.central_addr + ":9090"],
+        am = cfg["alerting"]["alertmanagers"][0]
+        am["static_configs"][0]["targets"] = [url.split("//")[1] for _, url in self.ams]
+        path = write_yaml(os.path.join(d, "central.yml"), cfg)
+        shutil.copy(self.pki.path("fleet-ca.crt"), d)
+        secret(d, am["basic_auth"]["password_file"], PASSWORDS[am["basic_auth"]["username"]])
+        self.pki.install("central", d, "central")
+        url = "https://%s:9090" % self.central_addr
+        argv = ft.with_values(ft.recipe_command(os.path.join(FLEET, "central.yml"), "prometheus"),
+                              web_config_file=web_config("central-web.yml", d),
+                              web_listen_address=self.central_addr + ":9090", config_file=path)
+        self.net.start(self.central_ns, argv + ["--storage.tsdb.path", os.path.join(d, "data")],
                        os.path.join(self.base, "central.log"))
-        self.central = ft.Prom(self.central_ns, url)
-        bt.wait_for("central Prometheus ready", lambda: ft.answers(self.central_ns, url + "/-/ready"), 60)
+        self.central = ft.Prom(self.central_ns, url, self.operator)
+        bt.wait_for("central Prometheus ready", lambda: ft.answers(self.central_ns, url + "/-/ready", self.operator),
+                    60)
         bt.wait_for("the central Prometheus to know both Alertmanagers",
                     lambda: len(self.central.api("/api/v1/alertmanagers")["activeAlertmanagers"]) == 2, 60)
 
@@ -477,7 +551,8 @@ def stage_exporter_down(fleet, results):
     # Both Alertmanagers hold the alert; the second notifies, if it does,
     # PEER_TIMEOUT_S after the first and a group interval later at most.
     for ns, url in fleet.ams:
-        bt.wait_for("%s to hold the alert" % url, lambda: json.loads(ft.http_get(ns, url + "/api/v2/alerts")[1]), 30)
+        bt.wait_for("%s to hold the alert" % url, lambda: json.loads(
+            ft.http_get(ns, url + "/api/v2/alerts", client=fleet.operator)[1]), 30)
     quiet_until = first + 3 * PEER_TIMEOUT_S + 3 * 2
     while time.monotonic() < quiet_until:
         time.sleep(0.5)
@@ -486,6 +561,132 @@ def stage_exporter_down(fleet, results):
     check(len(got) == 1 and alerts == [("BillingExporterDown", host.name, "firing")],
           "exactly one notification, BillingExporterDown of %s, from two Alertmanagers (got %s)" % (host.name, got))
     results.update(exporter_down_to_receiver_s=round(first - killed, 1))
+
+
+def silence(matcher_value, regex, by, days=30):
+    """A silence (Alertmanager API v2) of alertname MATCHER_VALUE for DAYS."""
+    now = time.time()
+    iso = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # noqa: E731
+    return json.dumps({"matchers": [{"name": "alertname", "value": matcher_value, "isRegex": regex,
+                                     "isEqual": True}],
+                       "startsAt": iso(now), "endsAt": iso(now + days * 86400), "createdBy": by,
+                       "comment": "issue 46"}).encode()
+
+
+def silences(fleet, ns, url):
+    """[(createdBy, matcher value)] of the silences an Alertmanager holds, not expired."""
+    _, body = ft.http_get(ns, url + "/api/v2/silences", client=fleet.operator)
+    return [(x["createdBy"], x["matchers"][0]["value"]) for x in json.loads(body)
+            if x["status"]["state"] != "expired"]
+
+
+def start_rogues(fleet, ns, addr):
+    """Two Alertmanagers of the intruder's asking to join the cluster: one
+    without TLS, one with a cluster certificate of its own CA (the right
+    name, the wrong signer).  [(name, API url)]."""
+    d = os.path.join(fleet.base, "intruder")
+    os.makedirs(d)
+    write_yaml(os.path.join(d, "alertmanager.yml"), {"route": {"receiver": "none"}, "receivers": [{"name": "none"}]})
+    fleet.pki.ca("rogue-ca")
+    fleet.pki.leaf("rogue-cluster", "rogue-ca", ["DNS:alertmanager-cluster"], "serverAuth,clientAuth")
+    fleet.pki.install("rogue-cluster", d, "cluster")
+    shutil.copy(fleet.pki.path("rogue-ca.crt"), os.path.join(d, "cluster-ca.crt"))
+    shutil.copy(os.path.join(FLEET, "cluster-tls.yml"), d)
+    peers = ["--cluster.peer=%s:9094" % a for _, a in fleet.am_places]
+    rogues = []
+    for name, web, gossip, tls in (("rogue without TLS", 9093, 9094, []),
+                                   ("rogue with its own CA", 9096, 9095,
+                                    ["--cluster.tls-config", os.path.join(d, "cluster-tls.yml")])):
+        fleet.net.start(ns, ["prometheus-alertmanager", "--config.file", os.path.join(d, "alertmanager.yml"),
+                             "--storage.path", os.path.join(d, "data-%d" % web),
+                             "--web.listen-address", "%s:%d" % (addr, web),
+                             "--cluster.listen-address", "%s:%d" % (addr, gossip),
+                             "--cluster.advertise-address", "%s:%d" % (addr, gossip),
+                             "--cluster.settle-timeout", "1s", "--cluster.tcp-timeout", "2s", *tls, *peers],
+                        os.path.join(fleet.base, "rogue-%d.log" % web))
+        rogues.append((name, "http://%s:%d" % (addr, web)))
+    return rogues
+
+
+def stage_intruder(fleet, results):
+    """Another host on the fleet's network, without credentials (module
+    docstring, stage 6)."""
+    t_stage = time.monotonic()
+    ns, addr, _ = fleet.net.add("intruder", INTRUDER)
+    rogues = start_rogues(fleet, ns, addr)  # they start (and try to join) while the rest is tried
+    now_ms = int(time.time() * 1000)
+    victim = {"host": "victim-host", "service": "billingd", "billing_probes": "exporter"}
+    forged = ft.remote_write_body([(dict(victim, __name__="up", job="billing-exporter"), 0, now_ms),
+                                   (dict(victim, __name__="billing_payments_total", outcome="approved"), 1e9, now_ms)])
+    central = "%s:9090" % fleet.central_addr
+    guess = ft.Client(None, "agent", "guess")
+    attempts = []
+
+    def attempt(what, url, client=ft.NOBODY, data=None, headers=None, method=None):
+        try:
+            status = ft.request(ns, url, client, data, headers, method, timeout=5)[0]
+        except OSError as e:  # no HTTP answer: refused, reset, a TLS failure
+            status = "no answer (%s)" % str(getattr(e, "reason", e))[:60]
+        attempts.append((what, status))
+    for scheme in ("https", "http"):
+        for who, client in (("no password", ft.NOBODY), ("a wrong password", guess)):
+            attempt("remote write over %s, %s" % (scheme, who), "%s://%s/api/v1/write" % (scheme, central),
+                    client, forged, ft.REMOTE_WRITE_HEADERS, "POST")
+            attempt("query over %s, %s" % (scheme, who),
+                    "%s://%s/api/v1/query?query=billing_payments_total" % (scheme, central), client)
+            for n, (_, am_addr) in enumerate(fleet.am_places):
+                attempt("silence on alertmanager %d over %s, %s" % (n, scheme, who),
+                        "%s://%s:9093/api/v2/silences" % (scheme, am_addr), client,
+                        silence(".+", True, "intruder"), {"Content-Type": "application/json"}, "POST")
+    for h in fleet.hosts[:1]:
+        for port in (9477, 9090):
+            attempt("%s's loopback port %d on its address" % (h.name, port), "http://%s:%d/" % (h.addr, port))
+    succeeded = [(w, st) for w, st in attempts if isinstance(st, int) and st < 400]
+    check(not succeeded and len(attempts) == 2 * 2 * (2 + len(fleet.am_places)) + 2,
+          "another host on the network, without credentials: none of %d writes, queries, silences and loopback "
+          "ports answered (succeeded: %s; answers: %s)" % (len(attempts), succeeded, sorted({str(st) for _, st in attempts})))
+    # the same forged write with the agents' credentials is taken: the
+    # refusals above were for want of them, not for a bad request
+    agent = ft.Client(fleet.pki.path("fleet-ca.crt"), "agent", PASSWORDS["agent"])
+    control = ft.remote_write_body([({"__name__": "fleet_test_write_control"}, 1, now_ms)])
+    status = ft.request(ns, "https://%s/api/v1/write" % central, agent, control, ft.REMOTE_WRITE_HEADERS, "POST")[0]
+    check(status == 204, "the agents' credentials write from that host (%s): the refusals were for credentials" % status)
+    check(not fleet.central.query('{host="victim-host"}'), "no series of victim-host at the central Prometheus")
+
+    # the cluster: an operator's silence spreads; the rogues' do not
+    am0, am1 = fleet.ams
+    status, body = ft.request(am0[0], am0[1] + "/api/v2/silences", fleet.operator, silence("FleetGossipCheck", False,
+                              "operator"), {"Content-Type": "application/json"}, "POST")
+    t0 = time.monotonic()
+    try:
+        bt.wait_for("the operator's silence on the other Alertmanager",
+                    lambda: ("operator", "FleetGossipCheck") in silences(fleet, *am1), 30, interval=0.1)
+    except RuntimeError:
+        pass
+    spread = ("operator", "FleetGossipCheck") in silences(fleet, *am1)
+    check(status == 200 and spread, "an operator's silence made on one Alertmanager reaches the other by gossip over "
+          "mutual TLS (%d, %.1f s)" % (status, time.monotonic() - t0))
+    results.update(gossip_silence_spread_s=round(time.monotonic() - t0, 1))
+    if status == 200:
+        ft.request(am0[0], am0[1] + "/api/v2/silence/" + json.loads(body)["silenceID"], fleet.operator,
+                   method="DELETE")
+    made = []
+    for name, url in rogues:
+        bt.wait_for(name + " serving", lambda: ft.answers(ns, url + "/-/ready"), 30)
+        made.append(ft.request(ns, url + "/api/v2/silences", ft.NOBODY, silence(".+", True, "intruder"),
+                               {"Content-Type": "application/json"}, "POST")[0])
+    check(made == [200, 200], "the rogue Alertmanagers took the intruder's silence of every alert (%s)" % made)
+    end, joined, spread = time.monotonic() + ROGUE_S, [], []
+    while time.monotonic() < end and not joined and not spread:
+        for ns_am, url in fleet.ams:
+            _, body = ft.http_get(ns_am, url + "/api/v2/status", client=fleet.operator)
+            peers = json.loads(body)["cluster"].get("peers") or []
+            joined += [(url, p["address"]) for p in peers if p["address"].startswith(addr)]
+            spread += [url for by, _ in silences(fleet, ns_am, url) if by == "intruder"]
+        time.sleep(0.5)
+    check(not joined and not spread, "for %d s two rogue Alertmanagers asked to join: the cluster stays two and no "
+          "silence of theirs reaches it (joined %s, silenced %s)" % (ROGUE_S, joined, spread))
+    results.update(intruder_s=round(time.monotonic() - t_stage, 1))
 
 
 def main():
@@ -512,6 +713,7 @@ def main():
         stage_rolling_restart(fleet, want)
         stage_rolling_upgrade(fleet, want, new_kit, results)
         stage_exporter_down(fleet, results)
+        stage_intruder(fleet, results)
         results["total_s"] = round(time.monotonic() - t0, 1)
         print(json.dumps(results, indent=1, sort_keys=True))
         out = os.environ.get("FLEET_RESULTS")

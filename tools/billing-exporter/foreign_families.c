@@ -8,6 +8,13 @@
  * conversion); a segment whose description of it differs is one line and
  * its rows of that family are left out, never summed wrongly.  A family
  * this exporter's tables name is served by the tables alone (snapshot.c).
+ *
+ * A family of a segment stays in its own namespace (foreign_families.h):
+ * a service user's segment that named a family `up` with a `host` label
+ * made the fleet's central Prometheus page for another host.  Refusing
+ * these names, rather than requiring a prefix of every foreign family,
+ * keeps every family a team's billing.d may declare (billing.d asks for
+ * no prefix) and still shuts out each name another family owns.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +43,7 @@ static const bs_lquantity_t *quantity_of(const bs_layout_t *l, const bs_lfamily_
 }
 
 struct bx_foreign {
+	char why[256]; /* the reason a family is refused, for say() */
 	bx_exporter_t *ex;
 	bx_snapshot_t *s;
 	fam_t *fams;
@@ -51,6 +59,73 @@ static int in_tables(const char *name)
 		if (strcmp(bx_metrics[i].name, name) == 0)
 			return (int)i;
 	return -1;
+}
+
+/* Is word (n bytes) one of the space-separated words of list, or (prefix)
+ * does it begin with one? */
+static int in_list(const char *list, const char *word, size_t n, int prefix)
+{
+	for (const char *w = list; *w;) {
+		size_t k = strcspn(w, " ");
+		if (prefix ? n >= k && memcmp(word, w, k) == 0 : n == k && memcmp(word, w, k) == 0)
+			return 1;
+		w += k + (w[k] == ' ');
+	}
+	return 0;
+}
+
+/* The length of name without every trailing _total, _created, _count,
+ * _sum and _bucket: two families whose names agree so take each other's
+ * series (a histogram's N_count is a counter N_count's only series). */
+static size_t stem_len(const char *name)
+{
+	static const char *const suffixes[] = { "_total", "_created", "_count", "_sum", "_bucket" };
+	size_t n = strlen(name);
+	for (int again = 1; again;) {
+		again = 0;
+		for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+			size_t k = strlen(suffixes[i]);
+			if (n > k && memcmp(name + n - k, suffixes[i], k) == 0) {
+				n -= k;
+				again = 1;
+			}
+		}
+	}
+	return n;
+}
+
+static int same_stem(const char *a, const char *b)
+{
+	size_t n = stem_len(a);
+	return n == stem_len(b) && memcmp(a, b, n) == 0;
+}
+
+/* Why family f, which the tables do not name, may not be served: a name
+ * or a label name that is not its own (foreign_families.h); NULL when it
+ * may. */
+static const char *not_its_own(ctx_t *c, const bs_lfamily_t *f)
+{
+	if (in_list(BX_FOREIGN_RESERVED_NAMES, f->name, strlen(f->name), 0) ||
+	    in_list(BX_FOREIGN_RESERVED_PREFIXES, f->name, strlen(f->name), 1))
+		return "takes a name kept for Prometheus's own series or this exporter's (" BX_FOREIGN_RESERVED_NAMES
+		       "; names beginning " BX_FOREIGN_RESERVED_PREFIXES ")";
+	for (size_t i = 0; i < f->nlabels; i++)
+		if (in_list(BX_FOREIGN_RESERVED_LABELS, f->labels[i].name, strlen(f->labels[i].name), 0)) {
+			snprintf(c->why, sizeof c->why, "has a label %s, which scrapes and the fleet attach (%s)",
+			         f->labels[i].name, BX_FOREIGN_RESERVED_LABELS);
+			return c->why;
+		}
+	const char *owner = NULL;
+	for (size_t i = 0; i < bx_metric_count && !owner; i++)
+		owner = same_stem(f->name, bx_metrics[i].name) ? bx_metrics[i].name : NULL;
+	for (size_t j = 0; j < c->n && !owner; j++)
+		owner = same_stem(f->name, c->fams[j].metric->name) ? c->fams[j].metric->name : NULL;
+	if (!owner)
+		return NULL;
+	snprintf(c->why, sizeof c->why, "takes the series of family %s (the same name but for _total, _created, "
+	                                "_count, _sum or _bucket)",
+	         owner);
+	return c->why;
 }
 
 /* Is family f, of a map this exporter's tables do not hold in its shape,
@@ -264,6 +339,7 @@ static int one_reading(void *arg, const char *path, const bs_segment_t *seg, uin
 		                      ? "has more labels than this exporter serves"
 		                  : x && !same_family(x, l, f) ? "is described otherwise than by the segments read before it "
 		                                                 "(type, labels, help or buckets): not summed with them"
+		                  : !x                         ? not_its_own(c, f)
 		                                               : NULL;
 		if (!why && !x && !(x = fam_new(c, l, f)))
 			return -1;

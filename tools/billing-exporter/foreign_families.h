@@ -8,6 +8,17 @@
 #include "samples.h"
 #include "stats_layout.h"
 
+/* A family a segment describes stays in its own namespace: it may not
+ * take a name Prometheus gives series of its own (these, and names that
+ * begin with these prefixes), a name of this exporter's own, the series of
+ * another family (the same name once every trailing _total, _created,
+ * _count, _sum and _bucket is taken off), or a label name that scrapes and
+ * the fleet (deploy/fleet/) attach.  Each refused family is one line, not
+ * served. */
+#define BX_FOREIGN_RESERVED_NAMES "up ALERTS ALERTS_FOR_STATE"
+#define BX_FOREIGN_RESERVED_PREFIXES "scrape_ billing_exporter_ __"
+#define BX_FOREIGN_RESERVED_LABELS "job instance host service billing_probes"
+
 /* Rows that stats segments describe by their own descriptions, where
  * this exporter's tables do not hold their map in that shape
  * (foreign_families.c): per label set, the label values of its family

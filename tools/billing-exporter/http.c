@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -102,40 +103,99 @@ char *bx_render(bx_exporter_t *ex, int format, size_t *len)
 	return buf.data;
 }
 
-/* The q of the Accept header's first entry of media type `type` that has
- * every parameter in params (";"-separated "name=value"s, no spaces) -
- * 1 when it gives none - or -1 when none lists it. */
-static double accept_q(const char *accept, const char *type, const char *params)
+/* An Accept header longer than this is not read (the exposition is then
+ * text): Prometheus 3's, the longest a scraper sends, is about 300 bytes,
+ * and what a request may cost in parsing stays bounded. */
+#define BX_ACCEPT_MAX_BYTES 4096
+
+typedef struct span {
+	const char *s;
+	size_t n;
+} span_t;
+
+/* [s, s+n) without the spaces and tabs around it. */
+static span_t trimmed(const char *s, size_t n)
 {
-	for (const char *p = accept; p && (p = strstr(p, type)) != NULL; p += strlen(type)) {
-		size_t end = strcspn(p, ",");
-		int all = 1;
-		for (const char *w = params; *w && all;) {
-			size_t n = strcspn(w, ";");
-			char want[96];
-			snprintf(want, sizeof want, "%.*s", (int)n, w);
-			const char *at = strstr(p, want);
-			all = at && (size_t)(at - p) < end;
-			w += n + (w[n] == ';');
-		}
-		if (!all)
-			continue;
-		const char *q = strstr(p, "q=");
-		return !q || (size_t)(q - p) > end ? 1.0 : strtod(q + 2, NULL);
+	while (n && (*s == ' ' || *s == '\t'))
+		s++, n--;
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	return (span_t){ s, n };
+}
+
+static int span_is(span_t a, const char *lit, int fold_case)
+{
+	size_t n = strlen(lit);
+	return a.n == n && (fold_case ? strncasecmp(a.s, lit, n) == 0 : memcmp(a.s, lit, n) == 0);
+}
+
+/* RFC 9110's qvalue: "0" ["." up to 3 digits] or "1" ["." up to 3 zeros];
+ * anything else refuses the entry (0). */
+static double qvalue(span_t v)
+{
+	if (v.n == 0 || (v.s[0] != '0' && v.s[0] != '1') || (v.n > 1 && (v.s[1] != '.' || v.n > 5)))
+		return 0;
+	double q = v.s[0] - '0', place = 0.1;
+	for (size_t i = 2; i < v.n; i++, place /= 10) {
+		if (v.s[i] < '0' || v.s[i] > '9')
+			return 0;
+		q += (v.s[i] - '0') * place;
 	}
-	return -1;
+	return q > 1 ? 0 : q;
+}
+
+/* One pass over the Accept header: the q of its first protobuf entry that
+ * asks for delimited MetricFamily messages (*pb) and of its first
+ * OpenMetrics entry (*om), 1 when an entry gives no q, -1 when none is
+ * listed.  Each byte is looked at a bounded number of times. */
+static void accept_q(const char *accept, double *pb, double *om)
+{
+	*pb = *om = -1;
+	size_t len = accept ? strnlen(accept, BX_ACCEPT_MAX_BYTES + 1) : 0;
+	if (len > BX_ACCEPT_MAX_BYTES)
+		return;
+	for (const char *p = accept, *end = accept + len; p && p < end;) {
+		const char *e = memchr(p, ',', (size_t)(end - p));
+		e = e ? e : end;
+		const char *semi = memchr(p, ';', (size_t)(e - p));
+		semi = semi ? semi : e;
+		span_t type = trimmed(p, (size_t)(semi - p));
+		int is_pb = span_is(type, "application/vnd.google.protobuf", 1);
+		int is_om = span_is(type, "application/openmetrics-text", 1);
+		int proto = 0, delimited = 0;
+		double q = 1;
+		for (const char *a = semi; (is_pb || is_om) && a < e;) {
+			const char *b = memchr(a + 1, ';', (size_t)(e - a - 1));
+			b = b ? b : e;
+			span_t param = trimmed(a + 1, (size_t)(b - a - 1));
+			const char *eq = memchr(param.s, '=', param.n);
+			if (eq) {
+				span_t name = trimmed(param.s, (size_t)(eq - param.s));
+				span_t value = trimmed(eq + 1, (size_t)(param.s + param.n - eq - 1));
+				if (span_is(name, "q", 1))
+					q = qvalue(value);
+				proto |= span_is(name, "proto", 1) && span_is(value, "io.prometheus.client.MetricFamily", 0);
+				delimited |= span_is(name, "encoding", 1) && span_is(value, "delimited", 0);
+			}
+			a = b;
+		}
+		if (is_pb && proto && delimited && *pb < 0)
+			*pb = q;
+		if (is_om && *om < 0)
+			*om = q;
+		p = e + 1;
+	}
 }
 
 /* The protobuf exposition when the Accept header asks for delimited
  * MetricFamily messages (Prometheus with native histograms on) at least
  * as much as for OpenMetrics; OpenMetrics when it lists that without
  * refusing it (q=0); Prometheus text otherwise, byte for byte as before.
- * Anything unknown or malformed is text. */
+ * Anything unknown, malformed or longer than BX_ACCEPT_MAX_BYTES is text. */
 static int negotiate(const char *accept)
 {
-	double pb = accept_q(accept, "application/vnd.google.protobuf",
-	                     "proto=io.prometheus.client.MetricFamily;encoding=delimited");
-	double om = accept_q(accept, "application/openmetrics-text", "");
+	double pb, om;
+	accept_q(accept, &pb, &om);
 	if (pb > 0 && pb >= om)
 		return BX_FMT_PROTOBUF;
 	return om > 0 ? BX_FMT_OPENMETRICS : BX_FMT_PROMETHEUS;

@@ -34,8 +34,16 @@ static int as_v4(const struct sockaddr_storage *sa, struct in_addr *v4, uint16_t
 	return 0;
 }
 
-/* The uid owning the client's end of a loopback connection: the socket
- * whose own address is peer and whose remote address is local. */
+/* The uid owning the client's end of a connection on this host: the
+ * socket whose own address is peer and whose remote address is local.
+ * FOUND with *uid; GONE when the kernel holds that end but no socket owns
+ * it any more (the client closed it: a timewait mini-socket, which the
+ * kernel reports with uid 0 and inode 0, or an orphan), so its owner is
+ * unknown, never root; NOT_FOUND when the kernel has no such end (a remote
+ * client). */
+enum { FOUND,
+       GONE,
+       NOT_FOUND };
 static int owner_uid(int family, const void *peer, uint16_t peer_port, const void *local, uint16_t local_port,
                      size_t addr_len, uint32_t *uid)
 {
@@ -59,7 +67,7 @@ static int owner_uid(int family, const void *peer, uint16_t peer_port, const voi
 
 	int s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (s < 0)
-		return -1;
+		return NOT_FOUND;
 	struct timeval tv = { 1, 0 };
 	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
@@ -69,14 +77,16 @@ static int owner_uid(int family, const void *peer, uint16_t peer_port, const voi
 		got = recv(s, buf, sizeof buf, 0);
 	close(s);
 	if (got < (ssize_t)sizeof(struct nlmsghdr))
-		return -1;
+		return NOT_FOUND;
 	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
 	if (!NLMSG_OK(h, (size_t)got) || h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
 	    h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
-		return -1;
+		return NOT_FOUND;
 	const struct inet_diag_msg *m = NLMSG_DATA(h);
+	if (m->idiag_inode == 0)
+		return GONE;
 	*uid = m->idiag_uid;
-	return 0;
+	return FOUND;
 }
 
 int bx_peer_of(int fd, bx_peer_t *p)
@@ -93,8 +103,9 @@ int bx_peer_of(int fd, bx_peer_t *p)
 	struct in_addr pv4, lv4;
 	uint16_t pport, lport;
 	if (as_v4(&peer, &pv4, &pport) && as_v4(&local, &lv4, &lport)) {
-		if (owner_uid(AF_INET, &pv4.s_addr, pport, &lv4.s_addr, lport, 4, &p->uid) == 0)
-			return 0;
+		int owner = owner_uid(AF_INET, &pv4.s_addr, pport, &lv4.s_addr, lport, 4, &p->uid);
+		if (owner != NOT_FOUND)
+			return owner == FOUND ? 0 : -1;
 		if ((ntohl(pv4.s_addr) >> 24) == 127)
 			return -1;
 		p->kind = BX_PEER_V4;
@@ -104,9 +115,10 @@ int bx_peer_of(int fd, bx_peer_t *p)
 	if (peer.ss_family != AF_INET6 || local.ss_family != AF_INET6)
 		return -1;
 	const struct sockaddr_in6 *p6 = (const struct sockaddr_in6 *)&peer, *l6 = (const struct sockaddr_in6 *)&local;
-	if (owner_uid(AF_INET6, p6->sin6_addr.s6_addr, p6->sin6_port, l6->sin6_addr.s6_addr, l6->sin6_port, 16,
-	              &p->uid) == 0)
-		return 0;
+	int owner = owner_uid(AF_INET6, p6->sin6_addr.s6_addr, p6->sin6_port, l6->sin6_addr.s6_addr,
+	                      l6->sin6_port, 16, &p->uid);
+	if (owner != NOT_FOUND)
+		return owner == FOUND ? 0 : -1;
 	if (IN6_IS_ADDR_LOOPBACK(&p6->sin6_addr))
 		return -1;
 	p->kind = BX_PEER_V6;

@@ -24,8 +24,9 @@ enum { BX_PEER_UNKNOWN = 0,
        BX_PEER_LOCAL_USER };
 
 /* The peer of connected TCP socket fd.  0, or -1 when the kernel cannot
- * say (the client already gone, or a loopback client whose socket is not
- * found): such a connection is refused rather than counted as nobody. */
+ * say (the client already gone: its end closed, which the kernel reports
+ * with uid 0; or a loopback client whose socket is not found): such a
+ * connection is refused rather than counted as nobody, or as root. */
 int bx_peer_of(int fd, bx_peer_t *p);
 
 int bx_peer_same(const bx_peer_t *a, const bx_peer_t *b);

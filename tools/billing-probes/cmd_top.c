@@ -14,6 +14,12 @@
  * went backwards or the set of segments changed (a segment replaced, a
  * process started or gone) is restarted and says so; a process that
  * exits is shown as gone.  --once prints one interval as plain text.
+ *
+ * Every byte of foreign text (file names, handler names, the reasons a
+ * reading failed, which name other users' files) reaches the terminal
+ * through the one escaper (term_text.h), live or not; a directory's file
+ * that is not the user's segment (another user's, in a sticky directory)
+ * is left out in one line.
  */
 #include <errno.h>
 #include <poll.h>
@@ -59,7 +65,10 @@ static int delta(const top_sample_t *prev, const top_sample_t *cur, top_sample_t
 		snprintf(why, n, "the segments changed (a process started, exited or was replaced)");
 		return -1;
 	}
-	*out = *cur;
+	if (top_sample_copy(out, cur) != 0) {
+		snprintf(why, n, "out of memory");
+		return -1;
+	}
 	int bad = sub(cur->invoices, prev->invoices, &out->invoices) | sub(cur->payments, prev->payments, &out->payments) |
 	          sub(cur->approved, prev->approved, &out->approved) | sub(cur->declined, prev->declined, &out->declined) |
 	          sub(cur->outcome_unknown, prev->outcome_unknown, &out->outcome_unknown) |
@@ -183,6 +192,27 @@ static void target_name(const top_target_t *t, char *buf, size_t n)
 		snprintf(buf, n, "%s", t->dir);
 }
 
+/* "skipped NAME: why" of a reading's left-out files, one per line (the
+ * caller escapes each: they name other users' files), then "and N more". */
+static void skipped_lines(const top_sample_t *s, void (*line)(const char *text, void *ctx), void *ctx)
+{
+	char buf[TOP_SKIPPED_BYTES + 64];
+	for (size_t i = 0; i < s->nskipped && i < TOP_SKIPPED_KEPT; i++) {
+		snprintf(buf, sizeof buf, "skipped %s", s->skipped[i]);
+		line(buf, ctx);
+	}
+	if (s->nskipped > TOP_SKIPPED_KEPT) {
+		snprintf(buf, sizeof buf, "skipped %zu more files that are not the user's segments",
+		         s->nskipped - TOP_SKIPPED_KEPT);
+		line(buf, ctx);
+	}
+}
+
+static void skipped_to_stderr(const char *text, void *name)
+{
+	bp_error(name, text);
+}
+
 static int run_once(const top_target_t *t, double interval)
 {
 	static top_sample_t first, second;
@@ -191,6 +221,8 @@ static int run_once(const top_target_t *t, double interval)
 	target_name(t, name, sizeof name);
 	int rc = top_sample_read(t, &first, err, sizeof err);
 	double t0 = now_s();
+	if (rc == 0)
+		skipped_lines(&first, skipped_to_stderr, name);
 	if (rc == 0) {
 		bp_printf_escaped(stdout, "# %s: first reading taken; the next in %g s", name, interval);
 		printf("\n");
@@ -203,16 +235,20 @@ static int run_once(const top_target_t *t, double interval)
 	x.seconds = shown_seconds(now_s() - t0);
 	if (rc == 1) {
 		bp_error(name, "the process exited: no figures for this interval");
+		top_sample_free(&first);
+		top_sample_free(&second);
 		return BP_EXIT_FAIL;
 	}
 	if (rc == 0 && delta(&first, &second, &x.d, err, sizeof err) != 0)
 		rc = -1;
-	if (rc != 0) {
+	if (rc == 0)
+		show(stdout, &x, "\n");
+	else
 		bp_error(name, err);
-		return BP_EXIT_ERROR;
-	}
-	show(stdout, &x, "\n");
-	return BP_EXIT_OK;
+	top_sample_free(&first);
+	top_sample_free(&second);
+	top_sample_free(&x.d);
+	return rc == 0 ? BP_EXIT_OK : BP_EXIT_ERROR;
 }
 
 static volatile sig_atomic_t stop_asked;
@@ -255,12 +291,24 @@ static int key_within(int ms)
 	return read(STDIN_FILENO, &c, 1) == 1 ? c : -1;
 }
 
-static void draw(const char *name, const char *state, const top_delta_t *x, int have)
+static void skipped_to_screen(const char *text, void *unused)
+{
+	(void)unused;
+	bp_put_escaped(stdout, text);
+	fputs("\r\n", stdout);
+}
+
+/* The screen: our words and the figures, every foreign byte (the state
+ * names files and says why a reading failed) through the escaper. */
+static void draw(const char *name, const char *state, const top_sample_t *last, const top_delta_t *x, int have)
 {
 	fputs("\033[H\033[J", stdout);
 	fputs("billing-probes top: ", stdout);
 	bp_put_escaped(stdout, name);
-	printf("  [p/space pause, q quit]\r\n%s\r\n", state);
+	fputs("  [p/space pause, q quit]\r\n", stdout);
+	bp_put_escaped(stdout, state);
+	fputs("\r\n", stdout);
+	skipped_lines(last, skipped_to_screen, NULL);
 	if (have)
 		show(stdout, x, "\r\n");
 	fflush(stdout);
@@ -291,7 +339,7 @@ static int run_live(const top_target_t *t, double interval)
 		snprintf(state, sizeof state, "first interval under way");
 	else
 		snprintf(state, sizeof state, "%s", gone ? "GONE: the process exited" : err);
-	draw(name, state, &x, 0);
+	draw(name, state, &prev, &x, 0);
 	while (!stop_asked) {
 		double left = t0 + interval - now_s();
 		int wait_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
@@ -305,7 +353,7 @@ static int run_live(const top_target_t *t, double interval)
 				t0 = now_s();
 			}
 			snprintf(state, sizeof state, "%s", paused ? "PAUSED (p or space resumes)" : "resumed: interval restarted");
-			draw(name, state, &x, have);
+			draw(name, state, &prev, &x, have);
 			continue;
 		}
 		if (paused || gone || now_s() < t0 + interval)
@@ -326,12 +374,17 @@ static int run_live(const top_target_t *t, double interval)
 			have = 1;
 			snprintf(state, sizeof state, "live");
 		}
+		top_sample_t was = prev; /* the reading just taken is the next one's start */
 		prev = cur;
+		cur = was;
 		base = r;
 		t0 = now_s();
-		draw(name, state, &x, have);
+		draw(name, state, &prev, &x, have);
 	}
 	screen_leave();
+	top_sample_free(&prev);
+	top_sample_free(&cur);
+	top_sample_free(&x.d);
 	return rc;
 }
 

@@ -78,12 +78,13 @@ int top_target_open(top_target_t *t, const char *pid_text, const char *dir, char
 	if (t->pid < 0)
 		return 0;
 	/* the first reading checks the file and its writer */
-	top_sample_t *s = malloc(sizeof *s);
+	top_sample_t *s = calloc(1, sizeof *s);
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	int rc = top_sample_read(t, s, err, errlen);
+	top_sample_free(s);
 	free(s);
 	if (rc == 1)
 		snprintf(err, errlen, "process %d exited", (int)t->pid);
@@ -178,9 +179,30 @@ static int add_slow(const bs_segment_t *seg, int sm, int f, const bs_read_row_t 
 	return 0;
 }
 
+/* The handler named name in s, added (at zero) when new; NULL when out of
+ * memory. */
+static top_handler_t *handler(top_sample_t *s, const char *name)
+{
+	for (size_t h = 0; h < s->nhandlers; h++)
+		if (strcmp(s->handlers[h].name, name) == 0)
+			return &s->handlers[h];
+	if (s->nhandlers == s->handlers_cap) {
+		size_t cap = s->handlers_cap ? 2 * s->handlers_cap : BS_LABEL_VALUES + 1;
+		top_handler_t *more = realloc(s->handlers, cap * sizeof *more);
+		if (!more)
+			return NULL;
+		s->handlers = more;
+		s->handlers_cap = cap;
+	}
+	top_handler_t *h = &s->handlers[s->nhandlers++];
+	memset(h, 0, sizeof *h);
+	snprintf(h->name, sizeof h->name, "%s", name);
+	return h;
+}
+
 /* Request-done rows by handler, with their duration buckets and the
  * observations over each handler's threshold (th).  -1 when the
- * segment's buckets differ from another segment's, or too many handlers. */
+ * segment's buckets differ from another segment's, or out of memory. */
 static int add_requests(const bs_segment_t *seg, const bs_slow_thresholds_t *th, top_sample_t *s, char *err,
                         size_t errlen)
 {
@@ -211,22 +233,15 @@ static int add_requests(const bs_segment_t *seg, const bs_slow_thresholds_t *th,
 	for (size_t r = 0; r < seg->map_rows[sm]; r++) {
 		const bs_read_row_t *row = bs_map_row(seg, (size_t)sm, r);
 		const char *name = f < 0 || row->state[f] != BS_FIELD_VALUE ? "other" : row->text[f];
-		size_t h = 0;
-		while (h < s->nhandlers && strcmp(s->handlers[h].name, name) != 0)
-			h++;
-		if (h == s->nhandlers) {
-			if (h == TOP_HANDLERS) {
-				snprintf(err, errlen, "more than %d handlers", TOP_HANDLERS);
-				return -1;
-			}
-			memset(&s->handlers[h], 0, sizeof s->handlers[h]);
-			snprintf(s->handlers[h].name, sizeof s->handlers[h].name, "%s", name);
-			s->nhandlers++;
+		top_handler_t *h = handler(s, name);
+		if (!h) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
 		}
-		s->handlers[h].requests += row->cells[0];
+		h->requests += row->cells[0];
 		for (size_t b = 0; q && b <= q->nbounds; b++)
-			s->handlers[h].buckets[b] += row->cells[cell + 2 + b];
-		if (q && add_slow(seg, sm, f, row, q, cell, th, &s->handlers[h], err, errlen) != 0)
+			h->buckets[b] += row->cells[cell + 2 + b];
+		if (q && add_slow(seg, sm, f, row, q, cell, th, h, err, errlen) != 0)
 			return -1;
 	}
 	return 0;
@@ -280,14 +295,32 @@ static int by_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A file of the directory left out, named in the sample. */
+static void skipped(top_sample_t *s, const char *name, const char *why)
+{
+	/* a name that long is cut: the line still says a file was left out */
+	if (s->nskipped < TOP_SKIPPED_KEPT && snprintf(s->skipped[s->nskipped], sizeof s->skipped[0], "%s: %s", name, why) < 0)
+		s->skipped[s->nskipped][0] = '\0';
+	s->nskipped++;
+}
+
 static int read_dir(const top_target_t *t, bs_segment_t *seg, top_sample_t *s, char *err, size_t errlen)
 {
 	char *names[TOP_SEGMENTS], why[512];
 	size_t n = 0;
-	int rc = 0;
-	DIR *d = opendir(t->dir);
+	int rc = 0, dfd, bad;
+	uid_t owner;
+	if (bx_stats_dir_open(t->dir, (long)t->user, BX_OWNER_OR_ROOT, &dfd, &owner, why, sizeof why) != 0) {
+		snprintf(err, errlen, "%s: %s", t->dir, why);
+		return -1;
+	}
+	int listed = dup(dfd);
+	DIR *d = listed >= 0 ? fdopendir(listed) : NULL;
 	if (!d) {
 		snprintf(err, errlen, "%s: %s", t->dir, strerror(errno));
+		if (listed >= 0)
+			close(listed);
+		close(dfd);
 		return -1;
 	}
 	for (struct dirent *e; (e = readdir(d)) != NULL && rc == 0;) {
@@ -304,10 +337,13 @@ static int read_dir(const top_target_t *t, bs_segment_t *seg, top_sample_t *s, c
 	qsort(names, n, sizeof names[0], by_name);
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		struct stat st;
-		int fd = top_segment_open(t->dir, names[i], t->user, BX_OWNER_OR_ROOT, &st, err, errlen);
+		/* the directory opened once: every file is checked in the one
+		 * that was checked; one that is not the user's is not read */
+		int fd = bx_stats_file_open(dfd, names[i], t->user, &st, &bad, why, sizeof why);
 		if (fd < 0) {
-			rc = -1;
-			break;
+			if (errno != ENOENT)
+				skipped(s, names[i], why);
+			continue;
 		}
 		bs_slow_thresholds_t th;
 		if (bs_read_fd(fd, seg, why, sizeof why) != 0 || bs_slow_thresholds_read_fd(fd, &th, why, sizeof why) < 0) {
@@ -317,6 +353,7 @@ static int read_dir(const top_target_t *t, bs_segment_t *seg, top_sample_t *s, c
 			rc = add_segment(seg, &th, s, err, errlen);
 		close(fd);
 	}
+	close(dfd);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	return rc;
@@ -325,9 +362,39 @@ static int read_dir(const top_target_t *t, bs_segment_t *seg, top_sample_t *s, c
 int top_sample_read(const top_target_t *t, top_sample_t *s, char *err, size_t errlen)
 {
 	bs_segment_t seg;
+	top_handler_t *handlers = s->handlers;
+	size_t cap = s->handlers_cap;
 	memset(&seg, 0, sizeof seg);
 	memset(s, 0, sizeof *s);
+	s->handlers = handlers; /* kept for this reading's */
+	s->handlers_cap = cap;
 	int rc = t->pid >= 0 ? read_process(t, &seg, s, err, errlen) : read_dir(t, &seg, s, err, errlen);
 	bs_segment_free(&seg);
 	return rc;
+}
+
+int top_sample_copy(top_sample_t *dst, const top_sample_t *src)
+{
+	top_handler_t *handlers = dst->handlers;
+	size_t cap = dst->handlers_cap;
+	if (cap < src->nhandlers) {
+		top_handler_t *more = realloc(handlers, src->nhandlers * sizeof *more);
+		if (!more)
+			return -1;
+		handlers = more;
+		cap = src->nhandlers;
+	}
+	*dst = *src;
+	dst->handlers = handlers;
+	dst->handlers_cap = cap;
+	if (src->nhandlers)
+		memcpy(dst->handlers, src->handlers, src->nhandlers * sizeof *dst->handlers);
+	return 0;
+}
+
+void top_sample_free(top_sample_t *s)
+{
+	free(s->handlers);
+	s->handlers = NULL;
+	s->nhandlers = s->handlers_cap = 0;
 }

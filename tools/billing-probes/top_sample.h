@@ -17,8 +17,9 @@
 #include "stats_segment.h"
 #include "stats_trust.h"
 
-enum { TOP_HANDLERS = 64,    /* handlers shown; more are refused as a reading */
-       TOP_SEGMENTS = 256 }; /* segments of one directory */
+enum { TOP_SEGMENTS = 256,   /* segments of one directory */
+       TOP_SKIPPED_KEPT = 4, /* skipped files named in one reading (the others counted) */
+       TOP_SKIPPED_BYTES = 512 };
 
 typedef struct top_handler {
 	char name[BS_VALUE_BYTES * 4 + 1];
@@ -28,17 +29,24 @@ typedef struct top_handler {
 	int slow_unknown;                       /* 1: a row's threshold cannot be told (top_sample.c) */
 } top_handler_t;
 
-/* One reading of a target: counters since each segment's start. */
+/* One reading of a target: counters since each segment's start.  Its
+ * handlers are as many as the segments hold (a writer keeps BS_LABEL_VALUES
+ * names and "other" each; a directory's segments may each keep others),
+ * in memory the sample owns: top_sample_free(). */
 typedef struct top_sample {
 	uint64_t invoices, payments, approved, declined, outcome_unknown, refunds, errors;
-	size_t nhandlers;
-	top_handler_t handlers[TOP_HANDLERS];
+	size_t nhandlers, handlers_cap;
+	top_handler_t *handlers;
 	/* the duration buckets' upper bounds as the segments write them (seconds) */
 	size_t nbounds;
 	char le[BS_LAYOUT_BOUNDS][24];
 	/* which segments were summed: a change between two readings restarts the interval */
 	size_t nsegments;
 	uint64_t segment_ids[TOP_SEGMENTS]; /* pid, start time, generation mixed */
+	/* files of a directory that are not the user's segments (another
+	 * user's file in a sticky directory): left out, each "NAME: why" */
+	size_t nskipped;
+	char skipped[TOP_SKIPPED_KEPT][TOP_SKIPPED_BYTES];
 } top_sample_t;
 
 typedef struct top_target {
@@ -66,8 +74,17 @@ int top_target_open(top_target_t *t, const char *pid_text, const char *dir, char
 int top_segment_open(const char *dir, const char *name, uid_t user, int how, struct stat *st, char *err,
                      size_t errlen);
 
-/* Read the target into *s.  0; 1 when the process is gone (or its
- * segment says it exited); -1 with a one-line reason in err. */
+/* Read the target into *s (zeroed, or a sample read before).  0; 1 when
+ * the process is gone (or its segment says it exited); -1 with a one-line
+ * reason in err.  A directory's file that is not a segment of its user (a
+ * file of another user in a sticky directory, a link, one writable by
+ * others) is left out and named in s->skipped; one that is gone since the
+ * directory was listed is left out silently (the segments changed). */
 int top_sample_read(const top_target_t *t, top_sample_t *s, char *err, size_t errlen);
+
+/* *dst as a copy of *src, in dst's own memory.  0, or -1 out of memory. */
+int top_sample_copy(top_sample_t *dst, const top_sample_t *src);
+
+void top_sample_free(top_sample_t *s);
 
 #endif /* BP_TOP_SAMPLE_H */

@@ -292,7 +292,8 @@ def free_port():
 
 def check_documented(names):
     """docs/security.md states each #define NAME of the exporter's headers
-    as `NAME VALUE`, with the header's value (one source: the code)."""
+    as `NAME VALUE`, with the header's value, a number or a string (one
+    source: the code)."""
     import glob
     import re
     root = os.path.join(HERE, "..", "..", "..")
@@ -300,6 +301,6 @@ def check_documented(names):
     with open(os.path.join(root, "docs", "security.md")) as f:
         doc = f.read()
     for name in names:
-        m = re.search(r"(?m)^#define %s (\d+)" % name, headers)
+        m = re.search(r'(?m)^#define %s (\d+|"[^"\n]*")(?=\s|$)' % name, headers)
         bt.check(m and ("`%s %s`" % (name, m.group(1))) in doc,
                  "docs/security.md states %s as in the code (%s)" % (name, m.group(1) if m else "not defined"))
