@@ -94,10 +94,11 @@ def http_get(url, headers=None, timeout=10):
 class Exporter:
     """billing-exporter on a free port; ready once it prints its URL."""
 
-    def __init__(self, exe, *args, serve=True, timeout=60, listen="127.0.0.1:0"):
+    def __init__(self, exe, *args, serve=True, timeout=60, listen="127.0.0.1:0", env=None):
         self.out = tempfile.TemporaryFile(mode="w+")
         cmd = [exe, *args] + (["--listen", listen] if serve else [])
-        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, **env) if env else None)
         self.url = None
         deadline = time.monotonic() + timeout
         want = "serving http" if serve else "probe attachments"
