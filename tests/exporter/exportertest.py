@@ -5,6 +5,7 @@ Every process started here is stopped by the caller's finally block
 (stop()/cleanup()); ports are chosen free on 127.0.0.1; Prometheus keeps
 its data in its own temporary directory, removed on cleanup.
 """
+import glob
 import json
 import os
 import re
@@ -255,6 +256,20 @@ class Prometheus:
         bt.stop_process(self.proc)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def fd_info(pid, key):
+    """The value of KEY in each fdinfo of process pid that has one: for the
+    exporter, "link_type" gives "uprobe_multi" for a multi-uprobe link and
+    "perf" for a uprobe per site."""
+    out = []
+    for f in glob.glob("/proc/%d/fdinfo/*" % pid):
+        try:
+            with open(f) as lines:
+                out += [l.split(":", 1)[1].strip() for l in lines if l.startswith(key + ":")]
+        except OSError:
+            pass
+    return out
 
 
 def semaphores(tool, pid):

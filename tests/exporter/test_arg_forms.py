@@ -10,9 +10,9 @@ durations exactly as the program fired them.  Its programs read the specs
 it wrote itself: no map of libbpf's USDT support (whose spec layout libbpf
 1.7 changed) is among its maps.  A file with a payment-auth site of five
 arguments (billing.d declares six) is refused in one line, not read with
-a sixth of 0.  The libbpf the exporter runs with is printed first, so a
+a sixth of 0; a BILLING_EXPORTER_UPROBES that is neither "multi" nor
+"per-site" is one line and exit 2.  The libbpf the exporter runs with is printed first, so a
 run in each distribution's root says which one it checked."""
-import glob
 import os
 import re
 import shutil
@@ -45,23 +45,10 @@ def libbpf_of(path):
     return os.path.realpath(m.group(1)) if m else "no libbpf in ldd's output: " + p.stdout.strip()
 
 
-def fd_info(pid, key):
-    """The value of KEY in every fdinfo of process pid that has one."""
-    out = []
-    for f in glob.glob("/proc/%d/fdinfo/*" % pid):
-        try:
-            for line in open(f):
-                if line.startswith(key + ":"):
-                    out.append(line.split(":", 1)[1].strip())
-        except OSError:
-            pass
-    return out
-
-
 def map_names(pid):
     bpftool = shutil.which("bpftool") or shutil.which("bpftool", path="/usr/sbin:/sbin")
     names = []
-    for map_id in fd_info(pid, "map_id"):
+    for map_id in h.fd_info(pid, "map_id"):
         p = bt.run([bpftool, "map", "show", "id", map_id])
         m = re.match(r"\d+: \S+\s+name (\S+)", p.stdout)
         names.append(m.group(1) if m else "?" + map_id)
@@ -100,7 +87,7 @@ def run(mode):
                 print("note: this kernel has no multi-uprobe links; only per-site attachment is checked")
                 return
             raise
-        links = fd_info(ex.proc.pid, "link_type")
+        links = h.fd_info(ex.proc.pid, "link_type")
         want = ["uprobe_multi"] if mode == "multi" else ["perf"] * len(SITES)
         bt.check(links == want, "%s: the exporter's links are %s (got %s)" % (mode, want, links))
         names = map_names(ex.proc.pid)
@@ -124,6 +111,15 @@ def run(mode):
 print("libbpf: %s" % libbpf_of(exe))
 for mode in ("multi", "per-site"):
     run(mode)
+
+prog = h.FireProgram(forms)
+try:
+    p = bt.run([exe, "--pid", str(prog.pid), "--listen", "127.0.0.1:0"],
+               env=dict(os.environ, BILLING_EXPORTER_UPROBES="sometimes"), timeout=60)
+    bt.check(p.returncode == 2 and p.stderr.count("\n") == 1 and "BILLING_EXPORTER_UPROBES" in p.stderr,
+             "BILLING_EXPORTER_UPROBES=sometimes: exit 2, one line naming it (got %s: %r)" % (p.returncode, p.stderr))
+finally:
+    prog.release()
 
 prog = h.FireProgram(mismatch)
 try:
