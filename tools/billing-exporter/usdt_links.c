@@ -71,7 +71,10 @@ int bx_uprobe_multi_kernel(void)
 	insns[0].code = BPF_ALU64 | BPF_MOV | BPF_K;
 	insns[0].dst_reg = BPF_REG_0;
 	insns[1].code = BPF_JMP | BPF_EXIT;
-	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = (enum bpf_attach_type)BX_TRACE_UPROBE_MULTI);
+	struct bpf_prog_load_opts opts;
+	memset(&opts, 0, sizeof opts); /* LIBBPF_OPTS is a GNU statement expression */
+	opts.sz = sizeof opts;
+	opts.expected_attach_type = (enum bpf_attach_type)BX_TRACE_UPROBE_MULTI;
 	int prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", insns, 2, &opts);
 	if (prog < 0)
 		return errno == EPERM || errno == EACCES ? -errno : 0;
@@ -132,7 +135,11 @@ static int attach_per_site(struct bpf_program *prog, int pid, const char *path, 
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, opts, .ref_ctr_offset = (size_t)ref_ctrs[i], .bpf_cookie = cookies[i]);
+		struct bpf_uprobe_opts opts;
+		memset(&opts, 0, sizeof opts);
+		opts.sz = sizeof opts;
+		opts.ref_ctr_offset = (size_t)ref_ctrs[i];
+		opts.bpf_cookie = cookies[i];
 		link->sites[i] = bpf_program__attach_uprobe_opts(prog, pid > 0 ? pid : -1, path, (size_t)offsets[i], &opts);
 		if (!link->sites[i]) {
 			int e = errno;
