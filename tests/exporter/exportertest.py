@@ -5,6 +5,7 @@ Every process started here is stopped by the caller's finally block
 (stop()/cleanup()); ports are chosen free on 127.0.0.1; Prometheus keeps
 its data in its own temporary directory, removed on cleanup.
 """
+import glob
 import json
 import os
 import re
@@ -94,10 +95,11 @@ def http_get(url, headers=None, timeout=10):
 class Exporter:
     """billing-exporter on a free port; ready once it prints its URL."""
 
-    def __init__(self, exe, *args, serve=True, timeout=60, listen="127.0.0.1:0"):
+    def __init__(self, exe, *args, serve=True, timeout=60, listen="127.0.0.1:0", env=None):
         self.out = tempfile.TemporaryFile(mode="w+")
         cmd = [exe, *args] + (["--listen", listen] if serve else [])
-        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, **env) if env else None)
         self.url = None
         deadline = time.monotonic() + timeout
         want = "serving http" if serve else "probe attachments"
@@ -254,6 +256,20 @@ class Prometheus:
         bt.stop_process(self.proc)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def fd_info(pid, key):
+    """The value of KEY in each fdinfo of process pid that has one: for the
+    exporter, "link_type" gives "uprobe_multi" for a multi-uprobe link and
+    "perf" for a uprobe per site."""
+    out = []
+    for f in glob.glob("/proc/%d/fdinfo/*" % pid):
+        try:
+            with open(f) as lines:
+                out += [l.split(":", 1)[1].strip() for l in lines if l.startswith(key + ":")]
+        except OSError:
+            pass
+    return out
 
 
 def semaphores(tool, pid):

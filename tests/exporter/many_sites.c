@@ -36,7 +36,7 @@
 #define SITE_1(n) \
   if (BILLING_INVOICE_CREATE_ENABLED()) { \
     __asm__ volatile("# site %c0" ::"i"(__COUNTER__)); \
-    DTRACE_PROBE4(billing, invoice__create, (n), 1ull, 1ll, "USD"); \
+    DTRACE_PROBE4(billing, invoice__create, (unsigned long long)(n), 1ull, 1ll, "USD"); \
   }
 #define SITE_10(n) SITE_1(n) SITE_1(n) SITE_1(n) SITE_1(n) SITE_1(n) SITE_1(n) SITE_1(n) SITE_1(n) SITE_1(n) SITE_1(n)
 #define SITE_100(n) SITE_10(n) SITE_10(n) SITE_10(n) SITE_10(n) SITE_10(n) SITE_10(n) SITE_10(n) SITE_10(n) SITE_10(n) SITE_10(n)

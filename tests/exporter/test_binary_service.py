@@ -11,6 +11,7 @@ from the same source, mapping the same library file.
       once the exporter serves and firing from their first instruction,
       count exactly, requests and invoices; OTHER's workers fire as many
       requests through the same library at the same time, and none counts
+      (and again through a uprobe per site: BILLING_EXPORTER_UPROBES=per-site)
   --binary PREFORK --binary OTHER: each program's fires counted once
   --binary PREFORK --binary LIB: refused in one line, exit 2 (the library's
       fires in PREFORK's processes would count twice)
@@ -71,13 +72,17 @@ class Service:
         bt.kill_all(self.proc)
 
 
-def run(*targets, service=prefork):
+def run(*targets, service=prefork, env=None, links=None):
     """The service's and the other program's workers fire at once under an
     exporter started with targets before either: (samples, fired per
-    program)."""
-    ex = h.Exporter(exe, *targets)
+    program).  links: what each of the exporter's links must be."""
+    ex = h.Exporter(exe, *targets, env=env)
     services = []
     try:
+        if links:
+            got = h.fd_info(ex.proc.pid, "link_type")
+            bt.check(got and set(got) == {links}, "%s: every link of the exporter is %s (%s)"
+                     % (" ".join(targets), links, got))
         services = [Service(service), Service(other)]
         for s in services:
             s.go()
@@ -101,6 +106,12 @@ bt.check(counts(s) == (FIRED, FIRED),
          "from their first fire, the other program's requests through the same library not at all "
          "(requests, invoices: %s, want %s)" % (counts(s), (FIRED, FIRED)))
 bt.check(h.total(s, "billing_exporter_target_up", target="binary:" + prefork) == 1, "binary target up")
+
+# The same through a uprobe per site (what a kernel without multi-uprobe links
+# gets): the program's cookie rides in each site's link too.
+s, fired = run("--binary", prefork, env={"BILLING_EXPORTER_UPROBES": "per-site"}, links="perf")
+bt.check(counts(s) == (FIRED, FIRED), "--binary PREFORK, a uprobe per site: requests and invoices exact, the other "
+         "program's not counted (%s, want %s)" % (counts(s), (FIRED, FIRED)))
 
 s, fired = run("--binary", prefork, "--binary", other)
 bt.check(counts(s) == (2 * FIRED, 2 * FIRED),

@@ -11,10 +11,11 @@
  * --binary program carry its USDT cookie, and its program files are in
  * the BPF map bx_programs before any of its links exists: the programs
  * count a fire of those links only in a process running one of them
- * (billing_exporter.bpf.c).  libbpf attaches
- * each USDT site through a uprobe with
- * the kernel's reference counter for its semaphore: the kernel raises it
- * while attached and lowers it when the exporter exits, even by SIGKILL.
+ * (billing_exporter.bpf.c).  Each probe's sites in a file are attached
+ * through one multi-uprobe link, or a uprobe per site on a kernel without
+ * them (usdt_links.h), with the kernel's reference counter for each
+ * site's semaphore: the kernel raises it while attached and lowers it
+ * when the exporter exits, even by SIGKILL.
  */
 #include "exporter.h"
 
@@ -112,8 +113,8 @@ static int fill_cgroup(bx_exporter_t *ex)
 }
 
 /* Open and load the object, its programs made for multi-uprobe links
- * when `multi`.  libbpf's error (negative), or 0. */
-static int open_and_load(bx_exporter_t *ex, int multi)
+ * when ex->multi.  libbpf's error (negative), or 0. */
+static int open_and_load(bx_exporter_t *ex)
 {
 	struct bpf_program *prog;
 	ex->skel = billing_exporter_bpf__open();
@@ -128,7 +129,7 @@ static int open_and_load(bx_exporter_t *ex, int multi)
 	{
 		const bx_map_desc_t *m = map_of_program(bpf_program__name(prog));
 		bpf_program__set_autoload(prog, m && (m->group & ex->groups));
-		if (multi)
+		if (ex->multi)
 			bpf_program__set_expected_attach_type(prog, (enum bpf_attach_type)BX_TRACE_UPROBE_MULTI);
 	}
 	int rc = billing_exporter_bpf__load(ex->skel);
@@ -136,6 +137,7 @@ static int open_and_load(bx_exporter_t *ex, int multi)
 		rc = fill_known(ex);
 	if (rc == 0 && ex->cgroup)
 		rc = fill_cgroup(ex);
+	ex->specs.map_fd = rc == 0 ? bpf_map__fd(ex->skel->maps.bx_usdt_specs) : -1;
 	if (rc != 0) {
 		billing_exporter_bpf__destroy(ex->skel);
 		ex->skel = NULL;
@@ -143,19 +145,39 @@ static int open_and_load(bx_exporter_t *ex, int multi)
 	return rc;
 }
 
+/* BILLING_EXPORTER_UPROBES: "per-site" (a uprobe link per site, what a
+ * kernel without multi-uprobe links gets: for tests and for comparing
+ * costs) or "multi" (required); unset, multi-uprobe links where the
+ * kernel has them.  1, 0 or -1 (unset); -2 for another value. */
+static int uprobes_asked(void)
+{
+	const char *v = getenv("BILLING_EXPORTER_UPROBES");
+	if (!v)
+		return -1;
+	return strcmp(v, "multi") == 0 ? 1 : strcmp(v, "per-site") == 0 ? 0
+	                                                                : -2;
+}
+
 int bx_bpf_load(bx_exporter_t *ex, int bpf_stats, char *err, size_t errlen)
 {
 	verbose_libbpf = ex->verbose;
 	libbpf_set_print(libbpf_print);
 	ex->stats_fd = -1;
-	/* multi-uprobe links where the kernel has them (6.6+): a kernel
-	 * without refuses the attach type at load, and gets libbpf's links */
-	ex->multi = bx_usdt_multi_built();
-	int rc = ex->multi ? open_and_load(ex, 1) : -EINVAL;
-	if (rc != 0 && rc != -EPERM && rc != -EACCES) {
-		ex->multi = 0;
-		rc = open_and_load(ex, 0);
+	ex->specs.map_fd = -1;
+	int asked = uprobes_asked();
+	if (asked == -2) {
+		snprintf(err, errlen, "BILLING_EXPORTER_UPROBES is \"multi\" or \"per-site\", or unset");
+		return -1;
 	}
+	int rc = bx_uprobe_multi_kernel();
+	ex->multi = rc > 0 && asked != 0;
+	if (asked == 1 && rc == 0) {
+		snprintf(err, errlen, "BILLING_EXPORTER_UPROBES=multi: this kernel has no multi-uprobe links that "
+		                      "count every thread of a process");
+		return -1;
+	}
+	if (rc >= 0)
+		rc = open_and_load(ex);
 	if (rc != 0) {
 		int e = -rc;
 		if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
@@ -179,12 +201,9 @@ int bx_bpf_load(bx_exporter_t *ex, int bpf_stats, char *err, size_t errlen)
 	return 0;
 }
 
-static void unlink_one(const bx_link_t *l)
+static void unlink_one(bx_link_t *l)
 {
-	if (l->link)
-		bpf_link__destroy(l->link);
-	else
-		close(l->fd);
+	bx_usdt_link_close(&l->usdt);
 }
 
 /* The file each of ex->links attaches (its target, device and inode),
@@ -196,7 +215,7 @@ typedef struct link_file {
 } link_file_t;
 static link_file_t *link_files;
 
-static int add_link(bx_exporter_t *ex, struct bpf_link *link, int fd, size_t map, const bx_target_t *tg,
+static int add_link(bx_exporter_t *ex, const bx_usdt_link_t *link, size_t map, const bx_target_t *tg,
                     const bx_module_t *mod)
 {
 	link_file_t *files = realloc(link_files, (ex->link_count + 1) * sizeof *files);
@@ -208,7 +227,7 @@ static int add_link(bx_exporter_t *ex, struct bpf_link *link, int fd, size_t map
 		return -1;
 	ex->links = links;
 	files[ex->link_count] = (link_file_t){ tg, mod->dev, mod->ino };
-	links[ex->link_count++] = (bx_link_t){ link, fd, map };
+	links[ex->link_count++] = (bx_link_t){ *link, map };
 	ex->attached[map]++;
 	return 0;
 }
@@ -239,11 +258,11 @@ static void drop_links(bx_exporter_t *ex, size_t mark)
 	}
 }
 
-/* The USDT cookie of tg's links: for a --binary program, what its
- * program files map to in bx_programs; 0 (no such filter) otherwise. */
-static __u64 target_cookie(const bx_exporter_t *ex, const bx_target_t *tg)
+/* The cookie of tg's links: for a --binary program, what its program
+ * files map to in bx_programs; 0 (no such filter) otherwise. */
+static __u32 target_cookie(const bx_exporter_t *ex, const bx_target_t *tg)
 {
-	return tg->program ? (__u64)(tg - ex->targets) + 1 : 0;
+	return tg->program ? (__u32)(tg - ex->targets) + 1 : 0;
 }
 
 /* tg's program files not in bx_programs yet put there, before any link of
@@ -281,45 +300,25 @@ static void file_programs(bx_exporter_t *ex, bx_target_t *tg)
  * reason in err and nothing of mod attached. */
 static int attach_module(bx_exporter_t *ex, const bx_target_t *tg, bx_module_t *mod, char *err, size_t errlen)
 {
-	__u64 cookie = target_cookie(ex, tg);
 	size_t mark = ex->link_count;
 	for (size_t i = 0; i < bx_map_count; i++) {
 		const bx_map_desc_t *m = &bx_maps[i];
 		if (!(m->group & ex->groups) || !bx_module_has_probe(mod, m->probe))
 			continue;
 		struct bpf_program *prog = bpf_object__find_program_by_name(ex->skel->obj, m->probe);
-		struct bpf_link *link = NULL;
-		int fd = -1;
-		if (ex->multi) {
-			size_t probe = 0;
-			while (strcmp(mod->probes[probe], m->probe) != 0)
-				probe++;
-			struct bpf_map *specs = bpf_object__find_map_by_name(ex->skel->obj, "__bpf_usdt_specs");
-			char why[400];
-			fd = specs ? bx_usdt_multi_attach(bpf_program__fd(prog), bpf_map__fd(specs), bpf_map__max_entries(specs),
-			                                  &ex->specs, cookie, tg->pid, mod->path, mod, probe, why, sizeof why)
-			           : -1;
-			if (fd < 0) {
-				snprintf(err, errlen, "%s: cannot attach %s in %s: %s", tg->label, m->probe, mod->path,
-				         specs ? why : "no USDT spec map in the BPF object");
-				drop_links(ex, mark);
-				return -1;
-			}
-		} else if (!(link = bpf_program__attach_usdt(prog, tg->pid, mod->path, "billing", m->probe,
-		                                             &(struct bpf_usdt_opts){ .sz = sizeof(struct bpf_usdt_opts),
-		                                                                      .usdt_cookie = cookie }))) {
-			int e = errno;
-			/* no multi-uprobe links on this kernel: a uprobe per
-			 * site through perf, which takes CAP_SYS_ADMIN */
-			snprintf(err, errlen, "%s: libbpf cannot attach %s in %s (%s; %s)", tg->label, m->probe, mod->path,
-			         strerror(e),
-			         e == EPERM || e == EACCES ? "before Linux 6.6 that needs root or CAP_SYS_ADMIN too"
-			                                   : "--verbose shows why");
+		size_t probe = 0;
+		while (strcmp(mod->probes[probe], m->probe) != 0)
+			probe++;
+		bx_usdt_link_t link;
+		char why[400];
+		if (bx_usdt_attach(prog, ex->multi, &ex->specs, target_cookie(ex, tg), tg->pid, mod, probe, &link, why,
+		                   sizeof why) != 0) {
+			snprintf(err, errlen, "%s: cannot attach %s in %s: %s", tg->label, m->probe, mod->path, why);
 			drop_links(ex, mark);
 			return -1;
 		}
-		if (add_link(ex, link, fd, i, tg, mod) != 0) {
-			unlink_one(&(bx_link_t){ link, fd, i });
+		if (add_link(ex, &link, i, tg, mod) != 0) {
+			bx_usdt_link_close(&link);
 			drop_links(ex, mark);
 			snprintf(err, errlen, "out of memory");
 			return -1;

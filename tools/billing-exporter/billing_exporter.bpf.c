@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * billing_exporter.bpf.c -- the kernel side of billing-exporter: one USDT
- * program per probe the metrics need, each adding its fire into a per-CPU
+ * billing_exporter.bpf.c -- the kernel side of billing-exporter: one uprobe
+ * program per probe the metrics need, attached to the probe's USDT sites, each adding its fire into a per-CPU
  * hash map keyed by the probe's label arguments (and, once that map is
  * full, in a small fold map beside it: see billing_exporter_programs.h).
  *
@@ -10,10 +10,11 @@
  *
  * Per-CPU maps: uprobe programs run with preemption off, so a plain add on
  * this CPU's copy can never lose an increment to another CPU; user space
- * sums the copies.  Only the arguments a metric needs are read
- * (bpf_usdt_arg per position, not BPF_USDT(), which fetches every argument
- * up to the last one named).  Strings are read bounded into fixed-size
- * key fields; all decoding and escaping happens in user space.
+ * sums the copies.  Only the arguments a metric needs are read, each from
+ * where the site's note says it is: the site's spec (billing_exporter.h,
+ * written by usdt_links.c), found by the spec ID in the link's cookie.
+ * Strings are read bounded into fixed-size key fields; all decoding and
+ * escaping happens in user space.
  *
  * Kernel types: UAPI headers (linux/bpf.h, asm/ptrace.h through
  * bpf_tracing.h) and, for the one kernel structure chain read here (the
@@ -28,7 +29,6 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include <bpf/usdt.bpf.h>
 
 #include "billing_exporter.h"
 
@@ -95,8 +95,8 @@ struct {
 /* --binary PROGRAM: the fires of its files and of the libraries it loads
  * count only in processes running one of its program files, whoever else
  * maps those libraries.  Each of the target's links carries the target's
- * USDT cookie (0 for links without this filter: --pid, a --binary of a
- * library); bx_programs maps each program file user space accepted for a
+ * cookie in the high half of its BPF cookie (0 for links without this
+ * filter: --pid, a --binary of a library); bx_programs maps each program file user space accepted for a
  * target to that target's cookie.  The firing task's executable is read
  * at each fire, so a worker forked a moment ago, or a process that has
  * just exec'd a known file, counts from its first fire, with nothing for
@@ -154,23 +154,60 @@ static __always_inline int runs_program_of(__u64 cookie)
 /* Zeroes for a new row of any map. */
 static const union bx_value_any zero_value;
 
-static __always_inline long arg(struct pt_regs *ctx, __u64 n)
-{
-	long v = 0;
+/* The argument specs of the sites attached, by spec ID (usdt_links.c
+ * writes each before a link uses it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BX_USDT_MAX_SPECS);
+	__type(key, __u32);
+	__type(value, struct bx_usdt_spec);
+} bx_usdt_specs SEC(".maps");
 
-	bpf_usdt_arg(ctx, n, &v);
-	return v;
+/* The spec of the site that fired: its ID is the low half of the link's
+ * cookie. */
+static __always_inline const struct bx_usdt_spec *site_spec(__u64 cookie)
+{
+	__u32 id = (__u32)cookie;
+
+	return bpf_map_lookup_elem(&bx_usdt_specs, &id);
 }
 
-static __always_inline void arg_str(struct pt_regs *ctx, __u64 n, char *dst, __u32 size)
+/* Argument n (a constant) of the fire, as its spec says: a constant, a
+ * register the uprobe saw, or the bytes at a register plus a
+ * displacement; cut to its size and sign- or zero-extended. */
+static __always_inline long arg(struct pt_regs *ctx, const struct bx_usdt_spec *spec, __u32 n)
 {
-	bpf_probe_read_user_str(dst, size, (const void *)arg(ctx, n));
+	const struct bx_usdt_arg *a = &spec->args[n];
+	__u64 v = 0;
+	__u32 size = a->size;
+
+	if (a->kind == BX_USDT_CONSTANT)
+		return a->value;
+	bpf_probe_read_kernel(&v, sizeof v, (char *)ctx + a->reg);
+	if (a->kind == BX_USDT_MEMORY) {
+		const void *at = (const char *)v + a->value;
+
+		v = 0;
+		/* exactly the argument's bytes: no read past them into a page
+		 * that may not be mapped */
+		if (size > sizeof v)
+			return 0;
+		bpf_probe_read_user(&v, size, at);
+	}
+	v <<= a->shift;
+	return a->is_signed ? (long)((__s64)v >> a->shift) : (long)(v >> a->shift);
+}
+
+static __always_inline void arg_str(struct pt_regs *ctx, const struct bx_usdt_spec *spec, __u32 n, char *dst,
+                                    __u32 size)
+{
+	bpf_probe_read_user_str(dst, size, (const void *)arg(ctx, spec, n));
 }
 
 /* 0 for a fire of another user than --uid's, from outside --cgroup's
- * subtree, or (a --binary PROGRAM's link) of a process not running that
- * program: all must hold. */
-static __always_inline int counted(struct pt_regs *ctx)
+ * subtree, or (a --binary PROGRAM's link: cookie) of a process not
+ * running that program: all must hold. */
+static __always_inline int counted(__u64 cookie)
 {
 	if (bx_filter_uid && (__u32)bpf_get_current_uid_gid() != bx_only_uid)
 		return 0;
@@ -178,7 +215,7 @@ static __always_inline int counted(struct pt_regs *ctx)
 		return 0;
 	if (!bx_filter_programs)
 		return 1;
-	__u64 cookie = (__u64)bpf_usdt_cookie(ctx);
+	cookie >>= 32;
 	return !cookie || runs_program_of(cookie);
 }
 

@@ -12,19 +12,17 @@
 #include "labels.h"
 #include "metric_table.h"
 #include "targets.h"
-#include "usdt_multi.h"
+#include "usdt_links.h"
 
 #define BX_MAX_MAPS BX_MAP_COUNT /* generated from billing.d */
 
 struct billing_exporter_bpf;
 struct bx_stats;
 struct bx_cgroup;
-struct bpf_link;
 
-/* One attachment: libbpf's USDT link, or a multi-uprobe link's fd. */
+/* One attachment: one probe's sites in one file (usdt_links.h). */
 typedef struct bx_link {
-	struct bpf_link *link;
-	int fd;
+	bx_usdt_link_t usdt;
 	size_t map; /* the bx_maps index it feeds */
 } bx_link_t;
 
@@ -35,8 +33,8 @@ typedef struct bx_exporter {
 	size_t target_count;
 	bx_link_t *links;
 	size_t link_count;
-	int multi;                    /* sites attached through multi-uprobe links (usdt_multi.h) */
-	bx_usdt_specs_t specs;        /* their argument specs */
+	int multi;                    /* sites attached through multi-uprobe links, else one link a site */
+	bx_usdt_specs_t specs;        /* the sites' argument specs (usdt_links.h) */
 	size_t attached[BX_MAX_MAPS]; /* attachments per map (= per probe) */
 	bx_label_slot_t slots[BX_MAX_MAPS][BX_MAX_FIELDS];
 	int stats_fd;           /* bpf_enable_stats, -1 when off */
@@ -65,8 +63,9 @@ enum { BX_EXIT_OK = 0,
 
 /* attach.c: open and load the BPF object with only the enabled groups'
  * programs; then attach each enabled probe in every module of every
- * target that carries it.  A target libbpf refuses (a note it cannot
- * read) is one line on stderr and skipped, the others served.  0, or -1
+ * target that carries it.  A target refused (a note whose arguments
+ * cannot be read, the kernel's refusal) is one line on stderr and
+ * skipped, the others served.  0, or -1
  * with a one-line reason in err (every target refused). */
 int bx_bpf_load(bx_exporter_t *ex, int bpf_stats, char *err, size_t errlen);
 int bx_attach_all(bx_exporter_t *ex, char *err, size_t errlen);
