@@ -138,7 +138,7 @@ static int read_segment(slow_target_t *st, slow_segment_t *s, bs_trails_t *out, 
 		                          err, errlen);
 		if (fd < 0)
 			return st->t.pid >= 0 && errno == ENOENT ? 1 : -1;
-		int rc = bs_trails_read_fd(fd, s->started ? s->next : 0, out, why, sizeof why);
+		int rc = bs_trails_read_fd(fd, BS_LANE_RECENT, s->started ? s->next : 0, out, why, sizeof why);
 		close(fd);
 		if (rc != 0) {
 			snprintf(err, errlen, "%.300s/%s: %s", dir, s->name, why);
