@@ -28,6 +28,15 @@ static unsigned long long ino_at(const char *dir, const char *name)
 	return lstat(path, &sb) == 0 ? (unsigned long long)sb.st_ino : 0;
 }
 
+/* Whether the segment open at fd has its magic, which its writer stores
+ * last: a file without it (empty, or zeros) is being made, or its maker
+ * died first. */
+static int initialised(int fd)
+{
+	uint64_t magic = 0;
+	return pread(fd, &magic, sizeof magic, 0) == (ssize_t)sizeof magic && magic != 0;
+}
+
 static int is_segment_name(const char *name)
 {
 	size_t len = strlen(name);
@@ -101,6 +110,10 @@ int slow_read_segment(slow_target_t *st, slow_segment_t *s, int lane, uint64_t s
 			s->refused = 1;
 			s->ino = ino_at(dir, s->name);
 			return 2;
+		}
+		if (!initialised(fd)) { /* being made: no trail yet, looked at again next time */
+			close(fd);
+			return 1;
 		}
 		int rc = bs_trails_read_fd(fd, lane, since, out, why, sizeof why);
 		close(fd);

@@ -43,7 +43,8 @@ typedef struct slow_target {
 int slow_list_segments(slow_target_t *st, int later, char *err, size_t errlen);
 
 /* One reading of lane `lane` of segment s, from trail `since` on.  0; 1
- * when it is gone (its process ended, or its file was removed); 2 when the
+ * when it is gone (its process ended, or its file was removed) or not
+ * made yet (no magic: nothing to read until it has); 2 when the
  * checks refuse it (the reason in err, to be said once); -1 with the
  * reason in err. */
 int slow_read_segment(slow_target_t *st, slow_segment_t *s, int lane, uint64_t since, bs_trails_t *out, char *err,
