@@ -41,6 +41,7 @@ bs_open_request_t bs_open_requests_[BS_OPEN_PLACES];
 __thread bs_trail_thread_t bs_trail_me_ BS_TLS_MODEL;
 int bs_trail_tsc_;
 int bs_trails_on_;
+int bs_trail_fast_;
 uint64_t bs_trail_fast_ns_;
 
 /* The time-stamp counter where it ticks at one rate on every CPU, whatever
@@ -130,6 +131,7 @@ void bs_trail_prepare_(const bs_settings_t *s, struct bs_trail_ring *(*ring)(voi
 #endif
 	judge_by(s);
 	__atomic_store_n(&bs_trails_on_, !s->slow_off, __ATOMIC_RELEASE);
+	__atomic_store_n(&bs_trail_fast_, !s->slow_off && bs_trail_tsc_, __ATOMIC_RELEASE);
 }
 
 unsigned bs_trail_copy_bytes_(char *dst, const char *s, size_t bytes)

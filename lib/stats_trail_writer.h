@@ -73,10 +73,12 @@ BS_HIDDEN extern bs_open_request_t bs_open_requests_[BS_OPEN_PLACES];
 typedef struct bs_trail_thread {
 	uint64_t current;
 	bs_open_request_t *place;
+	uint32_t tag; /* the place's tag when this thread took it */
 } bs_trail_thread_t;
 BS_HIDDEN extern __thread bs_trail_thread_t bs_trail_me_ BS_TLS_MODEL;
 BS_HIDDEN extern int bs_trail_tsc_;          /* events are timed by the time-stamp counter (stats_trail.c) */
 BS_HIDDEN extern int bs_trails_on_;          /* BILLING_STATS_SLOW is not "off" (set once, before any event) */
+BS_HIDDEN extern int bs_trail_fast_;         /* the trails on and timed by the counter: the fast paths may run */
 BS_HIDDEN extern uint64_t bs_trail_fast_ns_; /* the lowest threshold: a request-done at or under it is let go */
 
 /* --- fast and slow ----------------------------------------------------------
@@ -94,7 +96,7 @@ BS_HIDDEN extern uint64_t bs_trail_fast_ns_; /* the lowest threshold: a request-
  * enough from a page's end (BS_TRAIL_FITS_). */
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#  define BS_TRAIL_FAST_ __atomic_load_n(&bs_trail_tsc_, __ATOMIC_RELAXED)
+#  define BS_TRAIL_FAST_ __atomic_load_n(&bs_trail_fast_, __ATOMIC_RELAXED)
 #else
 #  define BS_TRAIL_FAST_ 0
 #endif
@@ -212,6 +214,7 @@ static inline void bs_trail_fill_(int fast, bs_open_request_t *p, uint64_t id, c
 	__atomic_store_n(&p->next, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->id, id, __ATOMIC_RELEASE);
 	bs_trail_me_.place = p;
+	bs_trail_me_.tag = tag;
 	if (tag == 1) /* the place's first request (set once: no line every request writes) */
 		__atomic_store_n(&billing_trail_open_, 1, __ATOMIC_RELAXED);
 }
@@ -233,8 +236,8 @@ static inline void bs_trail_start_(uint64_t id, const char *handler)
 	}
 	bs_trail_me_.current = id;
 	bs_trail_me_.place = NULL;
-	if (id - 1 >= BS_CLAIMED - 1 || !__atomic_load_n(&bs_trails_on_, __ATOMIC_RELAXED))
-		return; /* 0 or BS_CLAIMED: no request, or the trails are off */
+	if (id - 1 >= BS_CLAIMED - 1)
+		return; /* 0 or BS_CLAIMED: no request (and the trails are on: BS_TRAIL_FAST_) */
 	bs_open_request_t *p = &bs_open_requests_[bs_trail_home_(id)];
 	uint64_t free_id = 0;
 	if (__atomic_compare_exchange_n(&p->id, &free_id, BS_CLAIMED, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
@@ -286,15 +289,20 @@ static inline struct bs_trail_event *bs_trail_begin_(int fast, uint64_t id, int 
 	bs_open_request_t *p = bs_trail_me_.place;
 	if (!by_id)
 		id = current;
-	if (id != current || !p) {
+	if (id == current && p) {
+		/* this thread's request: the tag it took the place with (if
+		 * another thread ended the request and the place was taken
+		 * since, the tag is not the new request's: never committed) */
+		*tag = bs_trail_me_.tag;
+	} else {
 		if (!by_id || id - 1 >= BS_CLAIMED - 1 || !(p = bs_trail_find_(fast, id, further)))
 			return NULL;
+		/* the tag, then the ID again: the tag is this request's unless
+		 * the place was given back and taken since */
+		*tag = __atomic_load_n(&p->tag, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&p->id, __ATOMIC_ACQUIRE) != id)
+			return NULL;
 	}
-	/* the tag, then the ID again: the tag is this request's unless the
-	 * place was given back and taken since */
-	*tag = __atomic_load_n(&p->tag, __ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&p->id, __ATOMIC_ACQUIRE) != id)
-		return NULL;
 	uint32_t n = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
 	if (n >= BS_TRAIL_EVENTS - 1) /* the last place is request-done's */
 		return NULL;
