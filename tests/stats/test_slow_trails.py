@@ -41,6 +41,10 @@ EVENTS = ["request-start", "db-query-start", "payment-auth", "error", "request-d
 TRAIL_OFFSET = st.HEADER.size - 24  # the header's trail_offset, before native_offset and native_size
 THRESHOLDS = 32  # BS_TRAIL_THRESHOLDS: the ring's header publishes them after its first 64 bytes
 RING_HEADER = 64 + THRESHOLDS * 40
+# docs/stats.md's sizes: a trail, the recent lane (128), the ring with its kept lane (256)
+RECORD_SIZE = 3160
+RECENT_BYTES = 404480
+RING_BYTES = 1214784
 
 
 def slow_ids(threads, slow, fast):
@@ -170,6 +174,11 @@ try:
              f"slow --id of the second (not kept, overwritten): one line, exit 1 ({rc}, {err.strip()!r})")
     ring = record_at(open(path_of(d), "rb").read(), 0)[0]
     version, kept_records, kept, keep_ns = struct.unpack_from("<IIQQ", open(path_of(d), "rb").read(), ring + 40)
+    records, size = struct.unpack_from("<II", open(path_of(d), "rb").read(), ring)
+    bt.check(size == RECORD_SIZE and records * size == RECENT_BYTES
+             and RING_HEADER + (records + kept_records) * size == RING_BYTES,
+             f"docs/stats.md's sizes: {size} bytes a trail, {records * size} the recent lane, "
+             f"{RING_HEADER + (records + kept_records) * size} the ring")
     bt.check((version, kept_records, kept, keep_ns) == (2, 256, 1, 900 * 10**9),
              f"the ring's header: version 2, 256 kept records, 1 kept, for 15 minutes "
              f"({version}, {kept_records}, {kept}, {keep_ns})")
