@@ -235,13 +235,18 @@ static uint64_t threshold_of(const char *handler)
 	return judged.slow_default_ns;
 }
 
-/* Event e as a reader finds it: its strings' bytes past their NUL (a
- * longer string's, copied there before) cleared. */
+/* Event e as a reader finds it: the arguments its kind does not have,
+ * and its strings' bytes past their NUL (a longer string's, or what
+ * followed a string in its page), cleared. */
 static void clear_stale(struct bs_trail_event *e)
 {
+	unsigned ints = e->kind < BS_TRAIL_KINDS ? bs_trail_kind_ints_[e->kind] : 0;
+	unsigned strs = e->kind < BS_TRAIL_KINDS ? bs_trail_kind_strs_[e->kind] : 0;
 	e->owner = 0;
+	for (unsigned k = ints; k < BS_TRAIL_INTS; k++)
+		e->ints[k] = 0;
 	for (unsigned k = 0; k < BS_TRAIL_STRS; k++) {
-		size_t n = strnlen(e->strs[k], BS_TRAIL_STR - 1);
+		size_t n = k < strs ? strnlen(e->strs[k], BS_TRAIL_STR - 1) : 0;
 		memset(e->strs[k] + n, 0, BS_TRAIL_STR - n);
 	}
 }

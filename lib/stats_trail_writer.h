@@ -47,6 +47,10 @@ BS_HIDDEN extern const size_t bs_slow_nhandlers_;
 BS_HIDDEN extern const bs_slow_handler_t bs_slow_handlers_[];
 /* request-start's event kind (generated): a trail's first event */
 BS_HIDDEN extern const uint16_t bs_trail_start_kind_;
+/* Each kind's integers and strings (generated): an event writes only
+ * those, a commit clears the others. */
+BS_HIDDEN extern const uint8_t bs_trail_kind_ints_[BS_TRAIL_KINDS];
+BS_HIDDEN extern const uint8_t bs_trail_kind_strs_[BS_TRAIL_KINDS];
 
 #define BS_OPEN_PLACES 256    /* requests open at once that keep a trail */
 #define BS_CLAIMED UINT64_MAX /* a place's ID while it is filled */

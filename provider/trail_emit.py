@@ -84,10 +84,9 @@ def event_body(k):
          f"\tstruct bs_trail_event *e = bs_trail_begin_(fast, {REQUEST_ID if k.joins_by_id else '0'}, "
          f"{int(k.joins_by_id)}, {k.index}, &tag, &further);\n\n"
          "\tif (!e)\n\t\treturn !further;\n"]
-    for j in range(INTS):
-        o.append(f"\te->ints[{j}] = {f'(int64_t){k.ints[j]}' if j < len(k.ints) else '0'};\n")
-    for j in range(len(k.strs), STRS):
-        o.append(f"\te->strs[{j}][0] = '\\0';\n")
+    # only the kind's own: the commit clears the rest (bs_trail_kind_ints_, _strs_)
+    for j in range(len(k.ints)):
+        o.append(f"\te->ints[{j}] = (int64_t){k.ints[j]};\n")
     if k.strs:
         cuts = [f"bs_trail_put_(fast, e->strs[{j}], {k.strs[j]}, BS_TRAIL_STR / 8) << {j}" for j in range(len(k.strs))]
         o.append(f"\tunsigned cut = {' | '.join(cuts)};\n\n\tif (cut) /* rare: stored only then */\n"
@@ -120,7 +119,10 @@ def gen_c(ms):
          "const bs_slow_handler_t bs_slow_handlers_[] = {\n"
          + "".join(f"\t{{ {metrics.c_string(h)}, {ns}u }},\n" for h, ns in sorted(handlers.items()))
          + ("" if handlers else "\t{ NULL, 0 } /* C99 takes no empty list */\n") + "};\n"
-         f"const uint16_t bs_trail_start_kind_ = {start.index};\n\n"]
+         f"const uint16_t bs_trail_start_kind_ = {start.index};\n"
+         "/* Each event kind's integers and strings: a commit clears the others. */\n"
+         f"const uint8_t bs_trail_kind_ints_[BS_TRAIL_KINDS] = {{ {', '.join(str(len(k.ints)) for k in kinds(ms.probes))} }};\n"
+         f"const uint8_t bs_trail_kind_strs_[BS_TRAIL_KINDS] = {{ {', '.join(str(len(k.strs)) for k in kinds(ms.probes))} }};\n\n"]
     for k in kinds(ms.probes):
         p = k.probe
         if p.d_name == start.probe.d_name:
