@@ -278,6 +278,12 @@ BLOCKS = {
 # and a pattern its source file must still match.
 FROM_SOURCE = [
     ("docs/stats.md", "23 bytes", "lib/stats_trail.h", r"#define BS_TRAIL_STR 24 "),
+    ("docs/stats.md", "15 minutes", "lib/stats_settings.h", r"#define BS_DEFAULT_SLOW_KEEP_SECONDS 900L\n"),
+    ("docs/slow-requests.md", "15 minutes", "lib/stats_settings.h", r"#define BS_DEFAULT_SLOW_KEEP_SECONDS 900L\n"),
+    ("docs/tool.md", "15 minutes", "lib/stats_settings.h", r"#define BS_DEFAULT_SLOW_KEEP_SECONDS 900L\n"),
+    ("docs/stats.md", "3,160 bytes", "tests/stats/test_slow_trails.py", r"\nRECORD_SIZE = 3160\n"),
+    ("docs/stats.md", "404,480 bytes", "tests/stats/test_slow_trails.py", r"\nRECENT_BYTES = 404480\n"),
+    ("docs/stats.md", "1,214,784 bytes", "tests/stats/test_slow_trails.py", r"\nRING_BYTES = 1214784\n"),
     ("docs/tool.md", "1 s", "tools/billing-probes/cmd_slow.c", r"opt->interval > 0 \? opt->interval : 1;"),
     ("README.md", "30 s", "examples/demo/run-demo.sh", r"(?m)^duration=30$"),
     ("docs/example-service.md", "30 s", "examples/demo/run-demo.sh", r"(?m)^duration=30$"),

@@ -551,9 +551,15 @@ static int read_ring(const src_t *s, struct bs_header *h, struct bs_trail_ring *
 	if (get(s, h->trail_offset, ring, sizeof *ring) != 0 || h->trail_offset % 64 ||
 	    s->size - h->trail_offset < BS_TRAIL_RING_SIZE)
 		FAIL("truncated in its trails (%llu bytes)", (unsigned long long)s->size);
-	if (ring->records != BS_TRAIL_RECORDS || ring->record_size != sizeof(struct bs_trail))
-		FAIL("its trails' ring holds %u records of %u bytes; this reader reads %u of %zu", ring->records,
-		     ring->record_size, BS_TRAIL_RECORDS, sizeof(struct bs_trail));
+	if (ring->version != BS_TRAIL_RING_VERSION)
+		FAIL("its trails' ring is of version %u; this reader reads version %u", ring->version,
+		     BS_TRAIL_RING_VERSION);
+	if (ring->records != BS_TRAIL_RECORDS || ring->kept_records != BS_TRAIL_KEPT ||
+	    ring->record_size != sizeof(struct bs_trail))
+		FAIL("its trails' ring holds %u records (%u kept) of %u bytes; this reader reads %u (%u kept) of %zu", ring->records,
+		     ring->kept_records, ring->record_size, BS_TRAIL_RECORDS, BS_TRAIL_KEPT, sizeof(struct bs_trail));
+	if (ring->keep_ns == 0)
+		FAIL("its trails' ring keeps its kept trails 0 ns: corrupt");
 	return read_thresholds(ring, th, err, errlen);
 }
 
@@ -584,7 +590,7 @@ int bs_slow_thresholds_read_fd(int fd, bs_slow_thresholds_t *out, char *err, siz
 	return read_ring(&s, &h, &ring, out, err, errlen);
 }
 
-int bs_trails_read_fd(int fd, uint64_t since, bs_trails_t *out, char *err, size_t errlen)
+int bs_trails_read_fd(int fd, int lane, uint64_t since, bs_trails_t *out, char *err, size_t errlen)
 {
 	src_t s;
 	struct bs_header h;
@@ -596,13 +602,17 @@ int bs_trails_read_fd(int fd, uint64_t since, bs_trails_t *out, char *err, size_
 	bs_layout_t *l = read_layout(&s, &h, err, errlen);
 	if (!l)
 		return -1;
-	uint64_t c = ring.committed, first = c > BS_TRAIL_RECORDS ? c - BS_TRAIL_RECORDS : 0;
+	uint64_t records = lane == BS_LANE_KEPT ? BS_TRAIL_KEPT : BS_TRAIL_RECORDS;
+	uint64_t base = h.trail_offset + sizeof ring + (lane == BS_LANE_KEPT ? BS_TRAIL_RECORDS * sizeof(struct bs_trail) : 0);
+	uint64_t c = lane == BS_LANE_KEPT ? ring.kept : ring.committed, first = c > records ? c - records : 0;
 	if (since > first)
 		first = since < c ? since : c;
 	out->layout = l;
 	out->committed = c;
 	out->untracked = ring.untracked;
 	out->first = first;
+	out->keep_ns = ring.keep_ns;
+	out->records = (uint32_t)records;
 	out->pid = h.pid;
 	out->start_time = h.start_time;
 	if (c == first)
@@ -612,7 +622,7 @@ int bs_trails_read_fd(int fd, uint64_t since, bs_trails_t *out, char *err, size_
 		FAIL("out of memory");
 	}
 	for (uint64_t n = first; n < c; n++) {
-		uint64_t at = h.trail_offset + sizeof ring + (n % BS_TRAIL_RECORDS) * sizeof(struct bs_trail), seq;
+		uint64_t at = base + (n % records) * sizeof(struct bs_trail), seq;
 		struct bs_trail *t = &out->trails[out->count];
 		if (get(&s, at, t, sizeof *t) != 0 || get(&s, at, &seq, sizeof seq) != 0) {
 			bs_trails_free(out);

@@ -30,8 +30,9 @@
 
 #include "billing_metrics_layout.h"
 
+/* Layout 5: the trails' ring grew a kept lane (stats_trail.h), so what follows it moved. */
 #define BS_MAGIC "BILLSTAT" /* 8 bytes, no NUL */
-#define BS_LAYOUT_VERSION 4u
+#define BS_LAYOUT_VERSION 5u
 #define BS_ENDIAN 0x01020304u
 #define BS_HEADER_SIZE 4096u
 #define BS_MAX_MAPS 32                  /* header room; BX_MAP_COUNT are used */

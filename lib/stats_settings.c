@@ -153,6 +153,20 @@ static void read_keep(bs_settings_t *s, const char *v)
 	s->keep_seconds = n;
 }
 
+static void read_slow_keep(bs_settings_t *s, const char *v)
+{
+	long n = duration_seconds(v);
+	if (n < 1) {
+		char what[160];
+		snprintf(what, sizeof what,
+		         "not a duration (whole seconds, or with a unit s, m, h or d, from 1 s to 3650d): %ld s used",
+		         BS_DEFAULT_SLOW_KEEP_SECONDS);
+		say_value(PREFIX "_SLOW_KEEP", v, what);
+		return;
+	}
+	s->slow_keep_seconds = n;
+}
+
 /* "250ms", "2s", "500us" or "250" (milliseconds) in nanoseconds, above 0
  * and at most BS_SLOW_MAX_NS; 0 for anything else. */
 static uint64_t threshold_ns(const char *v, size_t n)
@@ -262,6 +276,7 @@ void bs_settings_read(bs_settings_t *s)
 		      { PREFIX "_THREADS", read_threads },
 		      { PREFIX "_KEEP", read_keep },
 		      { PREFIX "_SLOW", read_slow },
+		      { PREFIX "_SLOW_KEEP", read_slow_keep },
 		      { PREFIX "_NATIVE", read_native } };
 	enum { NKNOWN = sizeof known / sizeof *known };
 	int seen[NKNOWN] = { 0 }; /* the first of a name counts, as for getenv() */
@@ -270,6 +285,7 @@ void bs_settings_read(bs_settings_t *s)
 	memset(s, 0, sizeof *s);
 	s->threads = BS_DEFAULT_SLOTS;
 	s->keep_seconds = BS_DEFAULT_KEEP_SECONDS;
+	s->slow_keep_seconds = BS_DEFAULT_SLOW_KEEP_SECONDS;
 	int secure = getauxval(AT_SECURE) != 0, said = 0;
 	for (char **e = environ; e && *e; e++) {
 		size_t len = stats_name(*e);
@@ -291,7 +307,7 @@ void bs_settings_read(bs_settings_t *s)
 		if (k == NKNOWN) {
 			snprintf(name, sizeof name, "%.*s", (int)(len < 64 ? len : 64), *e);
 			say_value(name, v, "not a setting of the stats (" PREFIX ", " PREFIX "_DIR, _GROUP, _THREADS, "
-			                   "_KEEP, _SLOW, _NATIVE): ignored");
+			                   "_KEEP, _SLOW, _SLOW_KEEP, _NATIVE): ignored");
 		} else if (!seen[k]++ && *v) { /* set but empty: as unset */
 			known[k].read(s, v);
 		}

@@ -25,6 +25,9 @@
 #define BS_SLOW_OVERRIDES 16            /* BILLING_STATS_SLOW: handlers named at most */
 #define BS_SLOW_MAX_NS 3600000000000ULL /* ... a threshold at most: an hour */
 
+/* BILLING_STATS_SLOW_KEEP: how long a trail kept for exemplars stays */
+#define BS_DEFAULT_SLOW_KEEP_SECONDS 900L
+
 typedef struct bs_settings {
 	int off;              /* BILLING_STATS=off: no segment, no counting */
 	int native_off;       /* BILLING_STATS_NATIVE=off: no native buckets */
@@ -41,6 +44,7 @@ typedef struct bs_settings {
 		char handler[32];
 		uint64_t ns;
 	} slow[BS_SLOW_OVERRIDES];
+	long slow_keep_seconds; /* BILLING_STATS_SLOW_KEEP */
 } bs_settings_t;
 
 #if defined(__GNUC__)

@@ -5,19 +5,28 @@
  * "Slow-request trails".
  *
  * While a request is open (request-start .. request-done of one request
- * ID) the writer keeps the probes fired for it in process memory: the
- * probes that carry a request_id join that request, whichever thread
- * fires them; the others join the request their thread last started.  At
- * request-done a request over its handler's threshold (billing.d's
- * "@@slow-threshold", BILLING_STATS_SLOW at run time) is copied into the
- * next record of the ring; the others are let go.  The ring keeps the
- * last BS_TRAIL_RECORDS trails: older ones are overwritten, and
- * bs_trail_ring.committed says how many there were in all.
+ * ID) the writer keeps the probes fired for it in process memory, each as
+ * a bounded copy of its words and string bytes: the probes that carry a
+ * request_id join that request, whichever thread fires them; the others
+ * join the request their thread last started.  At request-done a request
+ * over its handler's threshold (billing.d's "@@slow-threshold",
+ * BILLING_STATS_SLOW at run time) is checked and copied into the next
+ * record of the ring's recent lane; the others are let go.  The recent
+ * lane keeps the last BS_TRAIL_RECORDS trails: older ones are
+ * overwritten, and bs_trail_ring.committed says how many there were.
+ *
+ * Some slow trails are also copied into the kept lane, the exemplars'
+ * (billing-exporter serves only these): a kept trail stays at least
+ * bs_trail_ring.keep_ns (BILLING_STATS_SLOW_KEEP, 15 minutes by default),
+ * so an exemplar a person clicks within that time still resolves with
+ * `billing-probes slow --id`.  The writer keeps one only when the record
+ * it overwrites is older than that, and spaces each (handler, duration
+ * bucket)'s picks so that every bucket gets its share (stats_trail.c).
  *
  * A record is written under a sequence number: odd while it is written,
- * 2 * (n + 1) once trail n (counting from 0) is whole.  A reader copies a
- * record, then reads the number again: a record it does not find whole
- * and unchanged is left out and counted, never shown.
+ * 2 * (n + 1) once trail n of its lane (counting from 0) is whole.  A
+ * reader copies a record, then reads the number again: a record it does
+ * not find whole and unchanged is left out and counted, never shown.
  */
 #ifndef BILLING_STATS_TRAIL_H
 #define BILLING_STATS_TRAIL_H
@@ -25,14 +34,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BS_TRAIL_RECORDS 128   /* trails a segment keeps */
-#define BS_TRAIL_EVENTS 32     /* events of one trail, request-done included */
-#define BS_TRAIL_INTS 4        /* integer arguments an event keeps */
-#define BS_TRAIL_STRS 2        /* string arguments an event keeps */
-#define BS_TRAIL_STR 24        /* bytes of one, NUL included: longer ones are cut (and marked) */
-#define BS_TRAIL_HANDLER 32    /* bytes of a trail's handler, NUL included */
-#define BS_TRAIL_KINDS 64      /* probes an event may be (the description's "trail" lines) */
-#define BS_TRAIL_THRESHOLDS 32 /* per-handler thresholds: billing.d's (at most 16) and BILLING_STATS_SLOW's (16) */
+#define BS_TRAIL_RING_VERSION 2 /* the ring's layout (bs_trail_ring.version): 2 added the kept lane */
+#define BS_TRAIL_RECORDS 128    /* the recent lane: the last slow trails */
+#define BS_TRAIL_KEPT 256       /* the kept lane: trails kept for exemplars, each at least keep_ns */
+#define BS_TRAIL_EVENTS 32      /* events of one trail, request-done included */
+#define BS_TRAIL_INTS 4         /* integer arguments an event keeps */
+#define BS_TRAIL_STRS 2         /* string arguments an event keeps */
+#define BS_TRAIL_STR 24         /* bytes of one, NUL included: longer ones are cut (and marked) */
+#define BS_TRAIL_HANDLER 32     /* bytes of a trail's handler, NUL included */
+#define BS_TRAIL_KINDS 64       /* probes an event may be (the description's "trail" lines) */
+#define BS_TRAIL_THRESHOLDS 32  /* per-handler thresholds: billing.d's (at most 16) and BILLING_STATS_SLOW's (16) */
 
 /* One event: a probe fired for the request, its arguments as the
  * description's "trail" line of that probe names them. */
@@ -40,7 +51,7 @@ struct bs_trail_event {
 	uint64_t offset_ns; /* since the request's request-start */
 	uint16_t kind;      /* its "trail" line: 0 is the first */
 	uint16_t cut;       /* bit s: string s was longer than BS_TRAIL_STR - 1 bytes */
-	uint32_t reserved;
+	uint32_t owner;     /* 0 in the ring (the writer's, in its process: the claim it was written for) */
 	int64_t ints[BS_TRAIL_INTS];
 	char strs[BS_TRAIL_STRS][BS_TRAIL_STR];
 };
@@ -66,24 +77,32 @@ struct bs_trail_threshold {
 	uint64_t ns;
 };
 
-/* The ring's header, at bs_header.trail_offset, records after it.  The
- * thresholds are the writer's own (billing.d's with BILLING_STATS_SLOW
- * over them), written with the header before the segment's magic and
- * never changed: a reader counts slow requests from the duration buckets
- * by them (each is a bound of the buckets: the writer takes no other). */
+/* The ring's header, at bs_header.trail_offset, then the recent lane's
+ * records, then the kept lane's.  The thresholds are the writer's own
+ * (billing.d's with BILLING_STATS_SLOW over them), written with the
+ * header before the segment's magic and never changed: a reader counts
+ * slow requests from the duration buckets by them (each is a bound of the
+ * buckets: the writer takes no other).  A reader refuses, in one line, a
+ * ring whose version, records or record size it does not know (a reader
+ * of version 1 checks only records and record_size, and reads the recent
+ * lane, which is as it was). */
 struct bs_trail_ring {
 	uint32_t records;         /* BS_TRAIL_RECORDS */
 	uint32_t record_size;     /* sizeof(struct bs_trail) */
-	uint64_t committed;       /* trails committed in all: the ring holds the last `records` */
-	uint64_t untracked;       /* requests not followed: every place for open requests taken */
+	uint64_t committed;       /* trails committed in all: the recent lane holds the last `records` */
+	uint64_t untracked;       /* requests not followed: every place for open requests taken, or an ID reused */
 	uint64_t slow_default_ns; /* a handler's threshold when threshold[] does not name it */
 	uint32_t nthresholds;     /* threshold[0 .. nthresholds) */
 	uint32_t trails_off;      /* 1: BILLING_STATS_SLOW=off, no trails kept (slow is still judged by these) */
-	uint64_t reserved[3];     /* to 64 bytes */
+	uint32_t version;         /* BS_TRAIL_RING_VERSION (0 in a ring of version 1) */
+	uint32_t kept_records;    /* BS_TRAIL_KEPT */
+	uint64_t kept;            /* trails kept in all: the kept lane holds the last `kept_records` */
+	uint64_t keep_ns;         /* a kept trail is overwritten no sooner than this after it was kept */
 	struct bs_trail_threshold threshold[BS_TRAIL_THRESHOLDS];
 };
 
-#define BS_TRAIL_RING_SIZE (sizeof(struct bs_trail_ring) + (uint64_t)BS_TRAIL_RECORDS * sizeof(struct bs_trail))
+#define BS_TRAIL_RING_SIZE \
+  (sizeof(struct bs_trail_ring) + (uint64_t)(BS_TRAIL_RECORDS + BS_TRAIL_KEPT) * sizeof(struct bs_trail))
 
 /* --- reading ------------------------------------------------------------- */
 
@@ -98,9 +117,9 @@ typedef struct bs_slow_thresholds {
 /* Handler's threshold in t: its own, else the default. */
 uint64_t bs_slow_threshold_of(const bs_slow_thresholds_t *t, const char *handler);
 
-/* A segment's trails as one reading found them, oldest first. */
+/* A segment's trails of one lane as one reading found them, oldest first. */
 typedef struct bs_trails {
-	uint64_t committed;              /* in all, ever */
+	uint64_t committed;              /* to the lane in all, ever */
 	uint64_t untracked;              /* requests not followed */
 	uint64_t first;                  /* the first trail looked at: those before it are gone (overwritten) or were read */
 	size_t count;                    /* trails[0 .. count) */
@@ -109,16 +128,22 @@ typedef struct bs_trails {
 	const struct bs_layout *layout;  /* the segment's description: kinds[] names each event's probe and
 	                                  * arguments (a reference: bs_trails_free() drops it) */
 	bs_slow_thresholds_t thresholds; /* what its trails were judged by */
+	uint64_t keep_ns;                /* how long a kept trail stays at least */
+	uint32_t records;                /* the lane's records */
 	uint32_t pid;                    /* the writer, as its header says (check it against /proc) */
 	uint64_t start_time;
 } bs_trails_t;
 
-/* Read the trails of the segment open at fd (its header checked as
- * bs_read_fd checks it, kinds checked against its description's "trail"
- * lines), those numbered `since` and later (0: every one the ring holds).
- * 0, or -1 with a one-line reason in err. */
+/* The lanes of a ring. */
+enum { BS_LANE_RECENT = 0, /* every slow trail, the last BS_TRAIL_RECORDS */
+       BS_LANE_KEPT = 1 }; /* the exemplars' (stats_trail.h's head) */
+
+/* Read the trails of lane `lane` of the segment open at fd (its header
+ * checked as bs_read_fd checks it, kinds checked against its
+ * description's "trail" lines), those numbered `since` and later (0:
+ * every one the lane holds).  0, or -1 with a one-line reason in err. */
 struct bs_layout;
-int bs_trails_read_fd(int fd, uint64_t since, bs_trails_t *out, char *err, size_t errlen);
+int bs_trails_read_fd(int fd, int lane, uint64_t since, bs_trails_t *out, char *err, size_t errlen);
 void bs_trails_free(bs_trails_t *t);
 
 /* The thresholds of the segment open at fd (its header and its ring's

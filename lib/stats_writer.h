@@ -78,12 +78,6 @@ typedef struct bs_l1_entry {
 	uint64_t *native;             /* the row's native buckets (maps that have them) */
 } bs_l1_entry_t;
 
-/* The string literals (bs_immutable_) a thread's trail events met lately,
- * per event kind and string argument, two each (stats_trail.c): an event
- * keeps such a string by its address, and only a committed trail copies
- * its bytes. */
-#define BS_TRAIL_CACHED_KINDS 16
-
 /* A thread's state: its slot and its caches (lib/stats.c claims and frees). */
 typedef struct bs_thread {
 	struct bs_slot *slot;
@@ -91,7 +85,6 @@ typedef struct bs_thread {
 	int shared;           /* the overflow slot: never in the first level */
 	bs_l1_entry_t l1[BX_MAP_COUNT][BS_L1_ENTRIES];
 	bs_cache_entry_t cache[BS_CACHE_ENTRIES];
-	const char *trail_literals[BS_TRAIL_CACHED_KINDS][2][2]; /* [kind][string argument][either] */
 } bs_thread_t;
 
 /* The first-level entry of a fire whose label arguments, xor-ed, are x:

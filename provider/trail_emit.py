@@ -46,8 +46,11 @@ def params(probe):
 
 
 def gen_h(probes):
-    o = ["/* Requests open now (lib/stats_trail.c): while none is, a probe that\n"
-         " * is not request-start keeps no trail event and costs one load. */\n"
+    o = ["/* 1 once a request kept a trail's place in this process (lib/stats_trail.c):\n"
+         " * until then a probe that is not request-start keeps no trail event and\n"
+         " * costs one load; after, a probe outside any request costs a look at\n"
+         " * its thread's request, or at its request ID's home place.  Set once:\n"
+         " * no line that every request writes. */\n"
          "extern int billing_trail_open_;\n"
          "#define BILLING_TRAIL_OPEN_() (__atomic_load_n(&billing_trail_open_, __ATOMIC_RELAXED) != 0)\n\n"]
     for k in kinds(probes):
@@ -55,8 +58,59 @@ def gen_h(probes):
     return "".join(o) + "\n"
 
 
+# request-start and request-done as lib/stats_trail.c takes them: the
+# request's handler, and request-done's status and duration.
+REQUEST_SHAPES = {"request__start": ([], ["handler"]), "request__done": (["status", "duration_ns"], ["handler"])}
+
+
+def request_kind(ms, d_name):
+    k = next((k for k in kinds(ms.probes) if k.probe.d_name == d_name), None)
+    if k is None or (k.ints, k.strs) != REQUEST_SHAPES[d_name] or not k.joins_by_id:
+        raise metrics.MetricError(f"probe {d_name.replace('__', '-')}: the trails take request_id, "
+                                  f"{', '.join(REQUEST_SHAPES[d_name][1] + REQUEST_SHAPES[d_name][0])} "
+                                  "(lib/stats_trail_writer.h)")
+    return k
+
+
+def fast_test(k, strings, words):
+    """The test that a fire takes the fast path (lib/stats_trail_writer.h)."""
+    return " && ".join(["BS_TRAIL_FAST_"] + [f"BS_TRAIL_FITS_({n}, {words})" for n in strings])
+
+
+def event_body(k):
+    """An event written in place: its words, then its strings' bytes, then
+    its owner (lib/stats_trail_writer.h, bs_trail_begin_).  1 when done."""
+    o = [f"\tuint32_t tag;\n\tint further = 0;\n"
+         f"\tstruct bs_trail_event *e = bs_trail_begin_(fast, {REQUEST_ID if k.joins_by_id else '0'}, "
+         f"{int(k.joins_by_id)}, {k.index}, &tag, &further);\n\n"
+         "\tif (!e)\n\t\treturn !further;\n"]
+    # only the kind's own: the commit clears the rest (bs_trail_kind_ints_, _strs_)
+    for j in range(len(k.ints)):
+        o.append(f"\te->ints[{j}] = (int64_t){k.ints[j]};\n")
+    if k.strs:
+        cuts = [f"bs_trail_put_(fast, e->strs[{j}], {k.strs[j]}, BS_TRAIL_STR / 8) << {j}" for j in range(len(k.strs))]
+        o.append(f"\tunsigned cut = {' | '.join(cuts)};\n\n\tif (cut) /* rare: stored only then */\n"
+                 "\t\te->cut = (uint16_t)cut;\n")
+    o.append("\t__atomic_store_n(&e->owner, tag, __ATOMIC_RELEASE);\n\treturn 1;\n")
+    return "".join(o)
+
+
+def fast_and_slow(k, body, words):
+    """billing_trail_<probe>() over a body written once as a function of
+    `fast` (lib/stats_trail_writer.h, "fast and slow")."""
+    p, args = k.probe, ", ".join(n for n, _, _ in k.probe.args)
+    params_ = params(p)
+    return (f"static inline int trail_{p.func}_(int fast, {params_})\n{{\n{body}}}\n\n"
+            f"static BS_NOINLINE_ void trail_{p.func}_slow_({params_})\n{{\n"
+            f"\t(void)trail_{p.func}_(0, {args});\n}}\n\n"
+            f"void billing_trail_{p.func}({params_})\n{{\n"
+            f"\tif (!({fast_test(k, k.strs, words)} && trail_{p.func}_(1, {args})))\n"
+            f"\t\ttrail_{p.func}_slow_({args});\n}}\n\n")
+
+
 def gen_c(ms):
     default, handlers = metrics.slow_thresholds_ns(ms)
+    start, done = request_kind(ms, "request__start"), request_kind(ms, "request__done")
     o = ["/* --- slow-request trails (lib/stats_trail.c) --- */\n\n"
          '#include "stats_trail_writer.h"\n\n'
          "/* @@slow-threshold: nanoseconds, the default and per handler. */\n"
@@ -64,25 +118,19 @@ def gen_c(ms):
          f"const size_t bs_slow_nhandlers_ = {len(handlers)};\n"
          "const bs_slow_handler_t bs_slow_handlers_[] = {\n"
          + "".join(f"\t{{ {metrics.c_string(h)}, {ns}u }},\n" for h, ns in sorted(handlers.items()))
-         + ("" if handlers else "\t{ NULL, 0 } /* C99 takes no empty list */\n") + "};\n\n"]
+         + ("" if handlers else "\t{ NULL, 0 } /* C99 takes no empty list */\n") + "};\n"
+         f"const uint16_t bs_trail_start_kind_ = {start.index};\n"
+         "/* Each event kind's integers and strings: a commit clears the others. */\n"
+         f"const uint8_t bs_trail_kind_ints_[BS_TRAIL_KINDS] = {{ {', '.join(str(len(k.ints)) for k in kinds(ms.probes))} }};\n"
+         f"const uint8_t bs_trail_kind_strs_[BS_TRAIL_KINDS] = {{ {', '.join(str(len(k.strs)) for k in kinds(ms.probes))} }};\n\n"]
     for k in kinds(ms.probes):
         p = k.probe
-        o.append(f"void billing_trail_{p.func}({params(p)})\n{{\n")
-        if p.d_name in ("request__start", "request__done"):
-            ints = ", ".join(f"(int64_t){n}" for n in k.ints) or "0"
-            strs = ", ".join(k.strs) or "NULL"
-            o.append(f"\tconst bs_trail_fire_t f = {{ {k.index}, {{ {ints} }}, {{ {strs} }} }};\n")
-            o.append("\tbs_trail_start_(request_id, handler, &f);\n}\n\n" if p.d_name == "request__start" else
-                     "\tbs_trail_done_(request_id, handler, status, duration_ns, &f);\n}\n\n")
-            continue
-        # the event written in place: no call on the way (lib/stats_trail_writer.h)
-        o.append(f"\tuint64_t id = {REQUEST_ID if k.joins_by_id else '0'};\n\tbs_open_request_t *r;\n\tuint32_t i;\n"
-                 f"\tstruct bs_trail_event *e = bs_trail_begin_(&id, {int(k.joins_by_id)}, {k.index}, &r, &i);\n\n"
-                 "\tif (!e)\n\t\treturn;\n")
-        for j in range(INTS):
-            o.append(f"\te->ints[{j}] = {f'(int64_t){k.ints[j]}' if j < len(k.ints) else '0'};\n")
-        cuts = [f"bs_trail_put_str_(r, i, {j}, {k.strs[j] if j < len(k.strs) else 'NULL'}, {k.index}) << {j}"
-                for j in range(STRS)]
-        o.append(f"\te->cut = (uint16_t)({' | '.join(cuts)});\n")
-        o.append("\t__atomic_store_n(&r->owner[i], id, __ATOMIC_RELEASE);\n}\n\n")
+        if p.d_name == start.probe.d_name:
+            o.append(f"void billing_trail_{p.func}({params(p)})\n{{\n\tbs_trail_start_(request_id, handler);\n}}\n\n")
+        elif p.d_name == done.probe.d_name:
+            o.append(f"void billing_trail_{p.func}({params(p)})\n{{\n"
+                     "\tif (!bs_trail_done_fast_(request_id, duration_ns)) /* maybe slow */\n"
+                     f"\t\tbs_trail_done_slow_(request_id, handler, status, duration_ns, {k.index});\n}}\n\n")
+        else:
+            o.append(fast_and_slow(k, event_body(k), "BS_TRAIL_STR / 8"))
     return "".join(o)

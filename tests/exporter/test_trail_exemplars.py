@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The exporter's exemplars from the real trail ring (trail_exemplars.c):
 trail_burst writes slow requests (300 ms, IDs above 2^32) into stats
-segments; the exporter's OpenMetrics carries, per handler, the latest of
-them on le="0.5", the bucket each fell in, with its ID in full, and
-Prometheus 2.42 with --enable-feature=exemplar-storage returns them from
+segments; the exporter's OpenMetrics carries, per handler, the latest
+trail its writer kept for exemplars (the ring's kept lane: of a burst's
+slow requests of one handler and bucket, the first) on le="0.5", the
+bucket each fell in, with its ID in full, and Prometheus 2.42 with
+--enable-feature=exemplar-storage returns them from
 /api/v1/query_exemplars.  A later burst replaces its handler's exemplar
 while the other handler's stays (read incrementally, kept across scrapes);
 a Prometheus text scrape carries none; a segment the exporter refuses for
@@ -20,16 +22,14 @@ exporter_exe = h.env_path("BX_EXPORTER")
 bt.require_program("prometheus", "prometheus")
 burst = os.environ.get("BX_TRAIL_BURST") or bt.skip("the stats writer is not built (-Dstats)")
 
-FIRST = 2**32 + 1  # trail_burst's first request ID (one thread): k-th is FIRST + k
 
-
-def run_burst(slow, fast, handler):
-    """One thread's slow and fast requests (in turn, slow first) into the
-    stats directory; the ID of its last slow one."""
-    r = bt.run([burst, "1", str(slow), str(fast), handler])
+def run_burst(slow, fast, handler, first):
+    """One thread's slow and fast requests (in turn, slow first: the first
+    is the one its writer keeps) into the stats directory, IDs from first;
+    that first one's ID."""
+    r = bt.run([burst, "1", str(slow), str(fast), handler, str(first)])
     bt.check(r.returncode == 0, "trail_burst %s %s %s ran: %s" % (slow, fast, handler, r.stderr.strip()))
-    last_k = 2 * (slow - 1) if slow <= fast + 1 else fast + slow - 1
-    return str(FIRST + last_k)
+    return str(first)
 
 
 def om_exemplars(exporter):
@@ -43,13 +43,13 @@ os.environ["BILLING_STATS_DIR"] = stats_dir.name
 os.environ.pop("BILLING_STATS_SLOW", None)  # billing.d's thresholds: 300 ms is slow
 prom = exporter = refusing = None
 try:
-    authorize = run_burst(3, 2, "payment.authorize")  # slow at k = 0, 2, 4
-    invoice = run_burst(2, 0, "invoice.create")
+    authorize = run_burst(3, 2, "payment.authorize", 2**32 + 1)  # slow at k = 0, 2, 4: k = 0 kept
+    invoice = run_burst(2, 0, "invoice.create", 2**33 + 1)
     want = {(authorize, "payment.authorize", "0.5"), (invoice, "invoice.create", "0.5")}
     exporter = h.Exporter(exporter_exe, "--stats-dir", stats_dir.name)
     got = om_exemplars(exporter)
     print("exemplars: %s" % sorted(got))
-    bt.check(got == want, "each handler's latest slow request on le=\"0.5\", its ID in full: want %s"
+    bt.check(got == want, "each handler's kept slow request on le=\"0.5\", its ID in full: want %s"
              % sorted(want))
     _, text = exporter.metrics()
     bt.check(" # {" not in text and "# EOF" not in text, "a Prometheus text scrape carries no exemplar")
@@ -61,7 +61,7 @@ try:
     print("query_exemplars: %s" % sorted(stored))
     bt.check(stored == want, "Prometheus returns each slow request's ID on its bucket")
 
-    again = run_burst(1, 0, "payment.authorize")
+    again = run_burst(1, 0, "payment.authorize", 2**34 + 1)
     got = om_exemplars(exporter)
     print("after a later burst: %s" % sorted(got))
     bt.check(got == {(again, "payment.authorize", "0.5"), (invoice, "invoice.create", "0.5")},

@@ -225,7 +225,7 @@ def write_segment(path, ms, rows):
             dict_count[m * fields_max + k] = len(vs)
         base_row += nrows[m]
         base_cell += nrows[m] * cells[m]
-    head = [b"BILLSTAT", 4, 0x01020304, fnv1a(path.encode()) | 1, len(data), os.getpid(), 2, 0, nmaps, 1, 128,
+    head = [b"BILLSTAT", 5, 0x01020304, fnv1a(path.encode()) | 1, len(data), os.getpid(), 2, 0, nmaps, 1, 128,
             values, 4096, len(desc) + 1, fnv1a(desc), dicts, rows_off, slots_off, slot_size, 1, 0]
     HEADER.pack_into(data, 0, *head, *row_count, *dict_count, *cell_off, *(cells + [0] * (32 - nmaps)), 0,
                      native_off if native_size else 0, native_size)

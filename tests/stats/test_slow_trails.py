@@ -7,12 +7,15 @@ A burst of 100 slow requests (IDs above 2^32, 4 threads, one event of
 each fired by ID from another thread) that exits at once: every trail,
 each thread's in its order, IDs in full, each with its five events; the
 100 fast ones leave none.  The ring: 300 slow requests keep the last 128,
-in order, and the 172 before are said to be gone.  BILLING_STATS_SLOW:
+in order, and the 172 before are said to be gone; the first, kept for
+exemplars (the ring's kept lane, 15 minutes), is still found by `slow --id`,
+the second is not (one line, exit 1).  BILLING_STATS_SLOW_KEEP: a
+duration, or one line and 15 minutes.  BILLING_STATS_SLOW:
 a default and a handler's threshold, "off", and a bad value (a word, a
 threshold that is no bound of the duration buckets) said in one line.
 Records a reader must not believe (a sequence number that is not the
 trail's, an event kind past the description's) are left out and said,
-exit 1; a ring header of another shape, or with thresholds not as a
+exit 1; a ring header of another shape or version, or with thresholds not as a
 writer writes them (too many, a handler without its end), is refused in
 one line, exit 2.
 --follow: trails as they come, and how many the ring overwrote before
@@ -38,6 +41,10 @@ EVENTS = ["request-start", "db-query-start", "payment-auth", "error", "request-d
 TRAIL_OFFSET = st.HEADER.size - 24  # the header's trail_offset, before native_offset and native_size
 THRESHOLDS = 32  # BS_TRAIL_THRESHOLDS: the ring's header publishes them after its first 64 bytes
 RING_HEADER = 64 + THRESHOLDS * 40
+# docs/stats.md's sizes: a trail, the recent lane (128), the ring with its kept lane (256)
+RECORD_SIZE = 3160
+RECENT_BYTES = 404480
+RING_BYTES = 1214784
 
 
 def slow_ids(threads, slow, fast):
@@ -103,6 +110,13 @@ def trail_problem(t):
     return ""
 
 
+def path_of(d):
+    """The one segment in directory d."""
+    names = [n for n in os.listdir(d) if n.endswith(".stats")]
+    bt.check(len(names) == 1, f"one segment in {d}: {names}")
+    return os.path.join(d, names[0])
+
+
 def record_at(data, n):
     off = struct.unpack_from("<Q", data, TRAIL_OFFSET)[0]
     records, size = struct.unpack_from("<II", data, off)
@@ -149,6 +163,36 @@ try:
     want = slow_ids(1, 300, 0)[0][-128:]
     bt.check(rc == 0 and [t[0] for t in got] == want, f"the last 128 trails, in order ({len(got)})")
     bt.check("172 older trails gone: the ring keeps the last 128" in out, "the 172 overwritten said")
+    # the kept lane: the burst's first trail, kept for exemplars, outlives the recent 128
+    first, second = slow_ids(1, 300, 0)[0][:2]
+    rc, out, err = slow(prefix, "--stats-dir", d, "--id", str(first))
+    got = trails(out)
+    bt.check(rc == 0 and [t[0] for t in got] == [first] and not trail_problem(got[0]) and not err,
+             f"slow --id of the first trail, gone from the recent 128: kept for exemplars, whole ({rc}, {err!r})")
+    rc, out, err = slow(prefix, "--stats-dir", d, "--id", str(second))
+    bt.check(rc == 1 and not trails(out) and len(err.splitlines()) == 1 and f"request {second}: no trail" in err,
+             f"slow --id of the second (not kept, overwritten): one line, exit 1 ({rc}, {err.strip()!r})")
+    ring = record_at(open(path_of(d), "rb").read(), 0)[0]
+    version, kept_records, kept, keep_ns = struct.unpack_from("<IIQQ", open(path_of(d), "rb").read(), ring + 40)
+    records, size = struct.unpack_from("<II", open(path_of(d), "rb").read(), ring)
+    bt.check(size == RECORD_SIZE and records * size == RECENT_BYTES
+             and RING_HEADER + (records + kept_records) * size == RING_BYTES,
+             f"docs/stats.md's sizes: {size} bytes a trail, {records * size} the recent lane, "
+             f"{RING_HEADER + (records + kept_records) * size} the ring")
+    bt.check((version, kept_records, kept, keep_ns) == (2, 256, 1, 900 * 10**9),
+             f"the ring's header: version 2, 256 kept records, 1 kept, for 15 minutes "
+             f"({version}, {kept_records}, {kept}, {keep_ns})")
+
+    # --- BILLING_STATS_SLOW_KEEP ----------------------------------------------
+    for value, keep, bad in (("90s", 90, False), ("2h", 7200, False), ("1.5m", 900, True), ("0", 900, True),
+                             ("soon", 900, True)):
+        d = fresh("keep-" + value.replace(".", "_"))
+        _, said = burst(d, prefix, 1, 1, 0, BILLING_STATS_SLOW_KEEP=value)
+        keep_ns = struct.unpack_from("<Q", open(path_of(d), "rb").read(),
+                                     record_at(open(path_of(d), "rb").read(), 0)[0] + 56)[0]
+        bt.check(keep_ns == keep * 10**9, f"BILLING_STATS_SLOW_KEEP={value}: kept trails stay {keep} s ({keep_ns} ns)")
+        bt.check(len(said) == bad and (not bad or "BILLING_STATS_SLOW_KEEP" in said[0] and "900 s used" in said[0]),
+                 f"BILLING_STATS_SLOW_KEEP={value}: {'one line' if bad else 'nothing'} on stderr ({said})")
 
     # --- BILLING_STATS_SLOW ---------------------------------------------------
     cases = [("500ms,payment.authorize=100ms", "payment.authorize", 10, 100.0),
@@ -193,6 +237,9 @@ try:
     def bad_ring(body):
         struct.pack_into("<I", body, record_at(body, 0)[0], 1000)
 
+    def other_version(body):
+        struct.pack_into("<I", body, record_at(body, 0)[0] + 40, 3)
+
     for name, change in (("a sequence number not the trail's", bad_seq), ("an event kind past the description's", bad_kind)):
         rc, out, err = hostile(name.split()[1], change)
         bt.check(rc == 1 and len(trails(out)) == 9 and len(err.splitlines()) == 1 and "1 trails left out" in err,
@@ -200,6 +247,9 @@ try:
     rc, out, err = hostile("ring", bad_ring)
     bt.check(rc == 2 and not trails(out) and len(err.splitlines()) == 1 and "1000 records" in err,
              f"a ring header of another shape: refused in one line, exit 2 ({rc}, {err.strip()!r})")
+    rc, out, err = hostile("version", other_version)
+    bt.check(rc == 2 and not trails(out) and len(err.splitlines()) == 1 and "version 3" in err,
+             f"a ring of a version this reader does not know: refused in one line, exit 2 ({rc}, {err.strip()!r})")
 
     def many_thresholds(body):
         struct.pack_into("<I", body, record_at(body, 0)[0] + 32, THRESHOLDS + 1)

@@ -2,11 +2,11 @@
  * trail_burst.c -- slow and fast requests for the trails' tests
  * (test_slow_trails.py), then exit at once.
  *
- *   trail_burst THREADS SLOW FAST [HANDLER]
+ *   trail_burst THREADS SLOW FAST [HANDLER [FIRST]]
  *
  * Each of THREADS threads serves its share of SLOW slow requests (request-
  * done says 300 ms) and FAST fast ones (1 ms), in turn.  Request IDs are
- * 2^32 + 1 + 1000 * thread + k, above 2^32.  Each request fires, in order:
+ * FIRST + 1000 * thread + k, FIRST 2^32 + 1 unless given: above 2^32.  Each request fires, in order:
  * request-start; db-query-start, fired for it by ID from a helper thread
  * while this one waits; payment-auth, which joins the request this thread
  * started; error, with the request's ID; request-done.  The durations are
@@ -27,6 +27,7 @@ typedef struct job {
 } job_t;
 
 static const char *handler = "payment.authorize";
+static uint64_t first = (1ull << 32) + 1;
 static long slow, fast;
 static int threads;
 
@@ -47,7 +48,7 @@ static void *serve(void *p)
 			mine_slow--;
 		else
 			mine_fast--;
-		job_t j = { 0, (1ull << 32) + 1 + 1000u * (uint64_t)t + (uint64_t)k };
+		job_t j = { 0, first + 1000u * (uint64_t)t + (uint64_t)k };
 		BILLING_REQUEST_START(j.id, handler);
 		if (pthread_create(&j.helper, NULL, by_id, &j) != 0 || pthread_join(j.helper, NULL) != 0)
 			abort();
@@ -61,13 +62,15 @@ static void *serve(void *p)
 int main(int argc, char **argv)
 {
 	if (argc < 4 || (threads = atoi(argv[1])) < 1 || threads > 64) {
-		fprintf(stderr, "usage: trail_burst THREADS SLOW FAST [HANDLER]\n");
+		fprintf(stderr, "usage: trail_burst THREADS SLOW FAST [HANDLER [FIRST]]\n");
 		return 2;
 	}
 	slow = atol(argv[2]);
 	fast = atol(argv[3]);
 	if (argc > 4)
 		handler = argv[4];
+	if (argc > 5)
+		first = strtoull(argv[5], NULL, 10);
 	pthread_t th[64];
 	for (long t = 0; t < threads; t++)
 		if (pthread_create(&th[t], NULL, serve, (void *)(intptr_t)t) != 0)

@@ -577,7 +577,7 @@ static int read_seg(const bx_exporter_t *ex, stats_target_t *t, seg_t *s, int df
 	bs_trails_t trails = { 0 };
 	char no_trails[256];
 	int trailed = rc == 0 && ex->stats->exemplars &&
-	              bs_trails_read_fd(fd, s->last && s->last->generation == buf->generation ? s->trail_next : 0,
+	              bs_trails_read_fd(fd, BS_LANE_KEPT, s->last && s->last->generation == buf->generation ? s->trail_next : 0,
 	                                &trails, no_trails, sizeof no_trails) == 0 &&
 	              trails.pid == buf->pid && trails.start_time == buf->start_time;
 	if (fd >= 0)

@@ -1,26 +1,37 @@
 /*
- * trail_exemplars.c -- the latest slow request per (handler, duration
- * bucket), from the trails of trusted segments: the duration histogram
- * sums every target's rows per handler, so the latest of any target wins.
- * A bucket is found the same way for a trail's duration and for the
- * bucket format.c asks about (its upper bound): the first bound at or
- * above it, so a trail is answered only for the bucket the histogram
- * counted it in.
+ * trail_exemplars.c -- per (handler, duration bucket), the latest slow
+ * request kept for exemplars (the kept lane of the trails of trusted
+ * segments, stats_trail.h): the duration histogram sums every target's
+ * rows per handler, so the latest of any target wins.  Only kept trails
+ * are served, and each only while its segment still keeps it (its
+ * keep_ns, less a tenth): every exemplar served resolves with
+ * `billing-probes slow --id` for that long.  A bucket is found the same
+ * way for a trail's duration and for the bucket format.c asks about (its
+ * upper bound): the first bound at or above it, so a trail is answered
+ * only for the bucket the histogram counted it in.
+ *
+ * Times are bounded by this reader's clock: a trail that says it ended
+ * later than now (a hostile or broken writer, a clock stepped back) is
+ * not taken, and one held from before a clock step no longer pins its
+ * bucket against the trails after it.
  */
 #include "trail_exemplars.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "metric_table.h"
 
 /* A hostile writer may name any number of handlers: the store is
  * bounded, and a new key takes the place of the one that ended first. */
 #define MAX_EXEMPLARS 1024
+#define FUTURE_SECONDS 10.0 /* how far past this reader's clock a trail may end (clocks of one host) */
 
 typedef struct entry {
 	char handler[BS_TRAIL_HANDLER];
 	size_t bucket;
+	double until; /* served until then: its segment keeps it that long */
 	bx_exemplar_t ex;
 } entry_t;
 
@@ -32,6 +43,13 @@ struct bx_trail_exemplars {
 	entry_t *entries;
 	size_t count;
 };
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static const bx_quantity_t *quantity_of(const bx_metric_t *m)
 {
@@ -73,7 +91,8 @@ static int latest(void *ctx, const bx_sample_t *bucket, double lower, double upp
 	if (bucket->metric != te->family || !handler)
 		return 0;
 	const entry_t *e = find(te, handler, bucket_of(te, upper));
-	if (!e)
+	double now = now_seconds();
+	if (!e || now > e->until || e->ex.timestamp > now + FUTURE_SECONDS)
 		return 0;
 	*out = e->ex;
 	return 1;
@@ -93,6 +112,7 @@ static entry_t *place_for(bx_trail_exemplars_t *te)
 
 void bx_trail_exemplars_take(bx_trail_exemplars_t *te, const bs_trails_t *trails)
 {
+	double now = now_seconds(), keep = (double)trails->keep_ns / 1e9;
 	for (size_t i = 0; i < trails->count; i++) {
 		const struct bs_trail *t = &trails->trails[i];
 		char handler[BS_TRAIL_HANDLER];
@@ -101,13 +121,16 @@ void bx_trail_exemplars_take(bx_trail_exemplars_t *te, const bs_trails_t *trails
 		double seconds = (double)t->duration_ns / quantity_of(te->family)->divide;
 		double at = (double)t->end_unix_ns / 1e9;
 		size_t bucket = bucket_of(te, seconds);
+		if (at > now + FUTURE_SECONDS || at + keep * 0.9 < now)
+			continue; /* not yet ended by this clock, or soon overwritten */
 		entry_t *e = find(te, handler, bucket);
-		if (e && e->ex.timestamp > at)
-			continue; /* a later one is kept: latest wins */
+		if (e && e->ex.timestamp > at && e->ex.timestamp <= now + FUTURE_SECONDS)
+			continue; /* a later one is held: latest wins */
 		if (!e && !(e = place_for(te)))
 			continue;
 		memcpy(e->handler, handler, sizeof handler);
 		e->bucket = bucket;
+		e->until = at + keep * 0.9;
 		e->ex.request_id = t->request_id;
 		e->ex.value = seconds;
 		e->ex.timestamp = at;

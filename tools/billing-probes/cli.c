@@ -48,7 +48,8 @@ const char bp_cli_help[] =
     "interval as plain text (exit 1: the process exited in it).\n"
     "slow prints the trails of slow requests a stats build keeps in its\n"
     "segment (request ID, handler, each probe with its offset and arguments);\n"
-    "--follow prints new ones as they come until Ctrl-C, --interval apart.\n"
+    "--follow prints new ones as they come until Ctrl-C, --interval apart;\n"
+    "--id ID prints the trail of one request, as an exemplar names it.\n"
     "Exit status: 0 ok, 1 check/doctor found a problem or nothing matched,\n"
     "2 bad target, provider file or usage (trace: bpftrace's status).\n";
 
@@ -140,6 +141,11 @@ static const opt_option_t options[] = {
 	  .help = "print one interval as plain text and exit" },
 	{ "follow", NULL, OPT_FLAG, &parsed.follow, .commands = BP_SLOW,
 	  .help = "print new trails as they come, until Ctrl-C" },
+	{ "id", "ID", OPT_U64, &parsed.request_id, .commands = BP_SLOW, .given = &parsed.request_id_given, .imin = 1,
+	  .imax = UINT64_MAX, .help = "only the trail of request ID (kept for exemplars or recent); exit 1 when none",
+	  .doc = "only the trail of request ID, as an exemplar names it: those kept for exemplars (for "
+	         "`BILLING_STATS_SLOW_KEEP`, 15 minutes by default) and the recent ones; exit 1 when no segment "
+	         "holds it" },
 	{ "interval", "SECONDS", OPT_NUMBER, &parsed.interval, .commands = BP_TOP | BP_SLOW, .min = 0.1,
 	  .max = 3600, .help = "seconds between updates (default 1)" },
 };

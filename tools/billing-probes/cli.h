@@ -7,6 +7,7 @@
 #define BP_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "probe_reader.h"
 
@@ -54,6 +55,9 @@ typedef struct bp_options {
 	double interval;          /* top, slow --interval SECONDS (0: the default) */
 	int follow;               /* slow --follow */
 	int option_table_printed; /* --print-option-table: nothing more to do */
+
+	uint64_t request_id; /* slow --id ID, when request_id_given */
+	int request_id_given;
 } bp_options_t;
 
 /* The commands, as option_table.h's command bits: which take an option

@@ -63,7 +63,7 @@ static const command_t commands[] = {
 	},
 	{
 	    .name = "slow",
-	    .usage = "(PID | --stats-dir DIR) [--follow [--interval SECONDS]]",
+	    .usage = "(PID | --stats-dir DIR) [--id ID | --follow [--interval SECONDS]]",
 	    .shape = { .targets = BP_ONE_TARGET, .command = BP_SLOW },
 	    .run = bp_cmd_slow,
 	},
