@@ -15,18 +15,21 @@ that root is absent.
 
 The books: known_latency writes BATCHES batches of log-normal durations (a
 fixed seed, IDs above 2^32, none shared) into stats segments; the slow list
-is every request over billing.d's 250 ms.  After each batch the test waits
-for Prometheus to hold that batch's exemplars, then checks:
+is every request over billing.d's 250 ms.  After each batch the test reads
+the exemplars the exporter serves in OpenMetrics (which slow requests
+become exemplars is the trail source's choice: trail_exemplars.c) and
+waits for Prometheus to hold them, then checks:
 - on billing_request_duration_seconds_bucket (Bucket.exemplar), exactly
-  each batch's latest slow request per bucket: its ID in the slow list, its
-  value the books' duration, on the bucket that duration falls in;
+  those the exporter served after each batch, some from every batch: each
+  ID in the slow list, its value the books' duration, on the bucket that
+  duration falls in;
 - on the native series (Histogram.exemplars), the same, from Prometheus
   2.51 on; 2.42 reads a native series' exemplars only from classic buckets
   inside its message, where the exporter sends none, and stores none there;
 - histogram_quantile(0.5, 0.9, 0.99) over the native series within one
   schema 6 bucket (2^(1/64) - 1) of the books' quantiles; the native count
   and sum exact; the classic series stored beside;
-- each stored request's trail in `billing-probes slow --stats-dir`.
+- each stored request's trail from `billing-probes slow --stats-dir DIR --id ID`.
 A second job serves exemplar_exposition --protobuf (format_protobuf.c on
 given requests, IDs up to 2^64 - 5): Prometheus stores each handler's
 latest request on billing_requests_total (Counter.exemplar) and the latest
@@ -101,13 +104,12 @@ def le_of(seconds):
     return next((b for b in BOUNDS if seconds <= b), math.inf)
 
 
-def latest_slow_per_bucket(batch):
-    """{(ID, le)}: the batch's last slow request in each classic bucket."""
-    latest = {}
-    for k, ns in enumerate(batches[batch]):
-        if ns > SLOW_NS:
-            latest[le_of(ns / 1e9)] = FIRST_ID + batch * PER_BATCH + k
-    return {(str(i), le) for le, i in latest.items()}
+def served(exporter):
+    """{(ID, le)} the exporter serves on the handler's buckets in OpenMetrics."""
+    headers, text = exporter.metrics(accept=h.PROMETHEUS_ACCEPT)
+    if headers.get("Content-Type") != h.OPENMETRICS:
+        raise RuntimeError("not OpenMetrics: %s" % headers.get("Content-Type"))
+    return {(i, float(le)) for i, handler, le in h.exemplars(text) if handler == HANDLER}
 
 
 # exemplar_exposition's requests (handler, seconds, ID) and what Prometheus keeps of them
@@ -170,14 +172,18 @@ try:
     bt.wait_for("a scrape of both", lambda: len(prom.query("up == 1")) == 2, timeout=20)
     classic_sel = 'billing_request_duration_seconds_bucket{job="billing-exporter",handler="%s"}' % HANDLER
     native_sel = 'billing_request_duration_seconds{job="billing-exporter",handler="%s"}' % HANDLER
-    want, waiting = set(), True
+    want, waiting = set(), True  # what the exporter served, after each batch
     for b in range(BATCHES):
         r = bt.run([workload, HANDLER, str(FIRST_ID + b * PER_BATCH)],
                    input="\n".join(map(str, batches[b])) + "\n")
         bt.check(r.returncode == 0 and r.stdout.strip() == "%d requests" % PER_BATCH,
                  "batch %d: %d requests written, %d of them slow: %s %s"
                  % (b, PER_BATCH, sum(ns > SLOW_NS for ns in batches[b]), r.stdout.strip(), r.stderr.strip()))
-        want |= latest_slow_per_bucket(b)
+        now = served(exporter)
+        first = FIRST_ID + b * PER_BATCH
+        bt.check(any(first <= int(i) < first + PER_BATCH for i, _ in now),
+                 "batch %d: the exporter serves exemplars of it: %s" % (b, sorted(now)))
+        want |= now
         try:
             if waiting:
                 bt.wait_for("batch %d's exemplars in Prometheus" % b,
@@ -190,7 +196,7 @@ try:
     got = stored(prom, classic_sel, True)
     print("%d slow requests in the books; %d exemplars stored on the classic buckets: %s"
           % (len(slow), len(got), sorted(got, key=lambda x: (x[1], x[0]))))
-    bt.check(got == want, "the classic buckets hold exactly each batch's latest slow request per bucket "
+    bt.check(got == want, "protobuf: the classic buckets hold exactly what the exporter served in OpenMetrics "
              "(%d, all in the slow list): missing %s, extra %s" % (len(want), sorted(want - got), sorted(got - want)))
 
     count = bt.wait_for("every request in the native histogram", lambda: (
@@ -221,11 +227,13 @@ try:
     else:
         bt.check(not native_ids, "Prometheus %d.%d: none on the native series, as docs/exporter.md says" % version)
 
-    trails = bt.run([tool, "slow", "--stats-dir", stats_dir.name]).stdout
-    shown = dict(re.findall(r"^SLOW REQUEST (\d+) (\S+) ", trails, re.M))
-    missing = sorted(i for i, _ in got if shown.get(i) != HANDLER)
-    bt.check(got and not missing, "each of the %d stored exemplars' requests has its trail in `billing-probes "
-             "slow`: missing %s" % (len(got), missing))
+    missing = []
+    for i in sorted({i for i, _ in got}):
+        r = bt.run([tool, "slow", "--stats-dir", stats_dir.name, "--id", i])
+        if r.returncode != 0 or not re.search(r"^SLOW REQUEST %s %s " % (i, re.escape(HANDLER)), r.stdout, re.M):
+            missing.append((i, r.returncode, r.stderr.strip()))
+    bt.check(got and not missing, "each of the %d stored exemplars' requests has its trail: `billing-probes slow "
+             "--stats-dir DIR --id ID`: missing %s" % (len(got), missing))
 
     def given_stored(family, with_le):
         return {(e["labels"]["request_id"], series["seriesLabels"]["handler"])
