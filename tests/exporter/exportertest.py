@@ -178,9 +178,10 @@ class Prometheus:
     """A real Prometheus scraping the given targets every second, with the
     shipped rules, on a free loopback port, storing into a temp dir.
     scrape_configs, when given, replaces the one plain-HTTP job; features
-    are --enable-feature names (exemplar-storage)."""
+    are --enable-feature names (exemplar-storage); exe is the program (the
+    prometheus on PATH unless given)."""
 
-    def __init__(self, targets, rule_files=(), timeout=60, scrape_configs=None, features=()):
+    def __init__(self, targets, rule_files=(), timeout=60, scrape_configs=None, features=(), exe="prometheus"):
         self.dir = tempfile.mkdtemp(prefix="billing-prom-")
         self.port = free_port()
         config = {
@@ -196,7 +197,7 @@ class Prometheus:
             json.dump(config, f)  # JSON is YAML
         self.log = open(os.path.join(self.dir, "prometheus.log"), "w+")
         self.proc = subprocess.Popen(
-            ["prometheus", "--config.file", cfg, "--storage.tsdb.path", os.path.join(self.dir, "data"),
+            [exe, "--config.file", cfg, "--storage.tsdb.path", os.path.join(self.dir, "data"),
              "--web.listen-address", "127.0.0.1:%d" % self.port, "--web.enable-lifecycle"]
             + ["--enable-feature=" + f for f in features],
             stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir)

@@ -2,15 +2,18 @@
 """OpenMetrics exemplars on billing_request_duration_seconds_bucket
 (format.c, exemplars.h): the latest request of each (handler, bucket) given
 to exemplar_exposition shows on the one bucket its duration falls in, with
-its 64-bit ID in full; a source offering a request for every bucket is
+its 64-bit ID in full, and each handler's latest on its
+billing_requests_total; a source offering a request for every bucket is
 refused on the others; and a real Prometheus 2.42 with
 --enable-feature=exemplar-storage scrapes it without error and returns
-those IDs from /api/v1/query_exemplars with each bucket's le.  The real
+those IDs from /api/v1/query_exemplars with each bucket's le, and the
+counters' too.  The real
 exporter (its stats path, an empty directory) answers Prometheus 2.42's
 Accept with OpenMetrics that scrapes without error, and Prometheus text
 to a scraper without OpenMetrics or refusing it (q=0)."""
 import http.server
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -29,6 +32,10 @@ REQUESTS = [("checkout", 0.3, 2**32 + 7), ("checkout", 1.7, 2**40 + 3),
 # the latest per (handler, bucket): 0.4 replaces 0.3 in le="0.5"
 WANT = {(str(2**33 + 1), "checkout", "0.5"), (str(2**40 + 3), "checkout", "2.5"),
         (str(2**64 - 5), "refund", "0.025")}
+# and per handler, on its counter
+WANT_COUNTERS = {(str(2**33 + 1), "checkout"), (str(2**64 - 5), "refund")}
+COUNTER_EXEMPLAR = re.compile(r'^billing_requests_total\{handler="([^"]*)",status="0"\} \S+ '
+                              r'# \{request_id="(\d+)"\} \S+ \S+$')
 OPENMETRICS, PROMETHEUS_TEXT, PROMETHEUS_ACCEPT = h.OPENMETRICS, h.PROMETHEUS_TEXT, h.PROMETHEUS_ACCEPT
 exemplars = h.exemplars
 
@@ -38,6 +45,8 @@ text = bt.run([exe] + args).stdout
 print("exemplars: %s" % sorted(exemplars(text)))
 bt.check(exemplars(text) == WANT, "each latest request on its own bucket")
 bt.check(text.endswith("# EOF\n") and text.count("# EOF") == 1, "OpenMetrics ends with one # EOF")
+counters = {(m.group(2), m.group(1)) for m in map(COUNTER_EXEMPLAR.match, text.splitlines()) if m}
+bt.check(counters == WANT_COUNTERS, "each handler's latest request on its counter: %s" % sorted(counters))
 anywhere = exemplars(bt.run([exe, "--any-bucket"] + args).stdout)
 bt.check(anywhere == {(str(2**33 + 1), "checkout", "0.5"), (str(2**64 - 5), "refund", "0.025")},
          "a request offered for every bucket shows only on its own: %s" % sorted(anywhere))
@@ -95,6 +104,9 @@ try:
     got = bt.wait_for("the exemplars in Prometheus", stored, timeout=20)
     print("query_exemplars: %s" % sorted(got))
     bt.check(got == WANT, "Prometheus returns each ID on its bucket")
+    counted = {(e["labels"]["request_id"], s["seriesLabels"]["handler"])
+               for s in prom.exemplars('billing_requests_total{job="exposition"}') for e in s["exemplars"]}
+    bt.check(counted == WANT_COUNTERS, "and each handler's latest on its counter: %s" % sorted(counted))
 finally:
     if prom:
         prom.cleanup()

@@ -93,20 +93,31 @@ static int next_bucket(const bx_sample_t *a, const bx_sample_t *b)
 	return 1;
 }
 
-/* The bucket's exemplar, when the source has one that lies in it. */
+int bx_exemplar_of(const bx_exemplar_source_t *src, const bx_sample_t *prev, const bx_sample_t *x,
+                   bx_exemplar_t *out)
+{
+	const char *le = label_value(x, "le");
+	double lower = -INFINITY, upper = INFINITY;
+	if (!src)
+		return 0;
+	if (le && strcmp(x->suffix, "_bucket") == 0) {
+		const char *prev_le = next_bucket(prev, x) ? label_value(prev, "le") : NULL;
+		upper = strtod(le, NULL);
+		lower = prev_le ? strtod(prev_le, NULL) : -INFINITY;
+	} else if (x->metric->type != BX_COUNTER) {
+		return 0;
+	}
+	if (!src->latest(src->ctx, x, lower, upper, out))
+		return 0;
+	return out->value > lower && out->value <= upper && isfinite(out->value) && out->timestamp > 0 &&
+	       out->timestamp < BX_EXEMPLAR_LATEST;
+}
+
 static void put_exemplar(bp_buf_t *b, const bx_sample_t *prev, const bx_sample_t *x,
                          const bx_exemplar_source_t *src)
 {
-	const char *le = label_value(x, "le");
-	if (!src || !le || strcmp(x->suffix, "_bucket") != 0)
-		return;
-	const char *prev_le = next_bucket(prev, x) ? label_value(prev, "le") : NULL;
-	double upper = strtod(le, NULL), lower = prev_le ? strtod(prev_le, NULL) : -INFINITY;
 	bx_exemplar_t e;
-	if (!src->latest(src->ctx, x, lower, upper, &e))
-		return;
-	if (!(e.value > lower && e.value <= upper) || !isfinite(e.value) || !isfinite(e.timestamp) ||
-	    e.timestamp <= 0)
+	if (!bx_exemplar_of(src, prev, x, &e))
 		return;
 	bp_buf_printf(b, " # {request_id=\"%" PRIu64 "\"} ", (uint64_t)e.request_id);
 	put_value(b, e.value);
@@ -209,7 +220,7 @@ void bx_format(const bx_snapshot_t *s, bx_format_t f, double now_seconds, bp_buf
 	case BX_FMT_OPENMETRICS: write_exposition(s, 1, NULL, b); break;
 	case BX_FMT_TABLE: write_table(s, b); break;
 	case BX_FMT_JSON: write_json(s, now_seconds, b); break;
-	case BX_FMT_PROTOBUF: bx_format_protobuf(s, b); break;
+	case BX_FMT_PROTOBUF: bx_format_protobuf(s, NULL, b); break;
 	}
 }
 

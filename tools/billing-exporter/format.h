@@ -31,8 +31,16 @@ void bx_format_openmetrics(const bx_snapshot_t *s, const bx_exemplar_source_t *s
 
 /* The snapshot as length-delimited io.prometheus.client.MetricFamily
  * messages (format_protobuf.c): histograms with native buckets twice,
- * native then classic. */
-void bx_format_protobuf(const bx_snapshot_t *s, bp_buf_t *b);
+ * native then classic; the exemplars src has (none when NULL) on their
+ * classic buckets, counters and native series. */
+void bx_format_protobuf(const bx_snapshot_t *s, const bx_exemplar_source_t *src, bp_buf_t *b);
+
+/* For the writers: 1 and *out when src has an exemplar for x, a bucket
+ * (prev the sample before it: the bucket below when of the same series)
+ * or a counter, that may be shown: its value in the bucket, finite, with
+ * a time.  0 otherwise (src NULL, any other sample). */
+int bx_exemplar_of(const bx_exemplar_source_t *src, const bx_sample_t *prev, const bx_sample_t *x,
+                   bx_exemplar_t *out);
 
 /* The metric table as markdown (docs/exporter.md between its markers). */
 void bx_format_metric_table(bp_buf_t *b);

@@ -10,11 +10,19 @@
  * native series alone and drops its classic buckets; sent apart, it keeps
  * both, so the rules and dashboards over _bucket keep working beside
  * histogram_quantile() over the native series (docs/exporter.md).
+ *
+ * Exemplars go where each Prometheus reads them: on the classic buckets
+ * (Bucket.exemplar, the one place 2.42 reads a histogram's), on counters
+ * (Counter.exemplar), and every bucket's again on the native series
+ * (Histogram.exemplars, read by 2.51 and later), so a Prometheus with
+ * native histograms keeps the requests OpenMetrics would have shown it.
  */
 #include "format.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +31,15 @@
 typedef Io__Prometheus__Client__MetricFamily family_t;
 typedef Io__Prometheus__Client__Metric metric_t;
 typedef Io__Prometheus__Client__Histogram histogram_t;
+typedef Io__Prometheus__Client__Exemplar exemplar_t;
+
+/* An exemplar's message, its one label and its time. */
+typedef struct exemplar_msg {
+	exemplar_t ex;
+	Io__Prometheus__Client__LabelPair label, *label_ptr;
+	Io__Prometheus__Client__Timestamp at;
+	char request_id[24];
+} exemplar_msg_t;
 
 /* One family's messages, built in arrays sized to its samples. */
 typedef struct build {
@@ -34,7 +51,9 @@ typedef struct build {
 	Io__Prometheus__Client__Bucket *buckets, **bucket_ptrs;
 	Io__Prometheus__Client__BucketSpan *spans, **span_ptrs;
 	int64_t *deltas;
-	size_t nmetrics, npairs, nbuckets, nspans, ndeltas;
+	exemplar_msg_t *exemplars; /* one a sample at most */
+	exemplar_t **exemplar_ptrs;
+	size_t nmetrics, npairs, nbuckets, nspans, ndeltas, nexemplars;
 } build_t;
 
 static void put_varint(bp_buf_t *b, uint64_t v)
@@ -78,6 +97,36 @@ static void set_labels(build_t *w, metric_t *m, const bx_sample_t *x)
 		w->pair_ptrs[w->npairs++] = p;
 		m->n_label++;
 	}
+}
+
+/* The exemplar of sample x (prev: the sample before it), or NULL.  Its
+ * time to the millisecond, as the text form writes it, so that a request
+ * is stored at one time whichever form Prometheus asked for. */
+static exemplar_t *new_exemplar(build_t *w, const bx_exemplar_source_t *src, const bx_sample_t *prev,
+                                const bx_sample_t *x)
+{
+	bx_exemplar_t e;
+	if (!bx_exemplar_of(src, prev, x, &e))
+		return NULL;
+	exemplar_msg_t *m = &w->exemplars[w->nexemplars];
+	io__prometheus__client__exemplar__init(&m->ex);
+	io__prometheus__client__label_pair__init(&m->label);
+	io__prometheus__client__timestamp__init(&m->at);
+	snprintf(m->request_id, sizeof m->request_id, "%" PRIu64, (uint64_t)e.request_id);
+	m->label.name = (char *)"request_id";
+	m->label.value = m->request_id;
+	m->label_ptr = &m->label;
+	m->ex.label = &m->label_ptr;
+	m->ex.n_label = 1;
+	m->ex.has_value = 1;
+	m->ex.value = e.value;
+	int64_t ms = (int64_t)(e.timestamp * 1000.0 + 0.5); /* > 0 and bounded: bx_exemplar_of */
+	m->at.has_seconds = m->at.has_nanos = 1;
+	m->at.seconds = ms / 1000;
+	m->at.nanos = (int32_t)(ms % 1000) * 1000000;
+	m->ex.timestamp = &m->at;
+	w->exemplar_ptrs[w->nexemplars] = &m->ex;
+	return w->exemplar_ptrs[w->nexemplars++];
 }
 
 static metric_t *new_metric(build_t *w, const bx_sample_t *x)
@@ -128,8 +177,9 @@ static void set_native(build_t *w, histogram_t *h, const bx_native_t *n)
 }
 
 /* Samples [first, end) of one family: its messages, native ones (when
- * native) or classic ones. */
-static void family(bp_buf_t *b, const bx_sample_t *s, size_t first, size_t end, int native)
+ * native) or classic ones, with src's exemplars. */
+static void family(bp_buf_t *b, const bx_sample_t *s, size_t first, size_t end, int native,
+                   const bx_exemplar_source_t *src)
 {
 	const bx_metric_t *m = s[first].metric;
 	size_t n = end - first, nnative = 0;
@@ -152,8 +202,11 @@ static void family(bp_buf_t *b, const bx_sample_t *s, size_t first, size_t end, 
 	w.spans = calloc(nnative + 1, sizeof *w.spans);
 	w.span_ptrs = calloc(nnative + 1, sizeof *w.span_ptrs);
 	w.deltas = calloc(nnative + 1, sizeof *w.deltas);
+	w.exemplars = src ? calloc(n, sizeof *w.exemplars) : NULL;
+	w.exemplar_ptrs = src ? calloc(n, sizeof *w.exemplar_ptrs) : NULL;
 	if (!w.metrics || !w.metric_ptrs || !w.pairs || !w.pair_ptrs || !w.counters || !w.gauges || !w.hists ||
-	    !w.buckets || !w.bucket_ptrs || !w.spans || !w.span_ptrs || !w.deltas) {
+	    !w.buckets || !w.bucket_ptrs || !w.spans || !w.span_ptrs || !w.deltas ||
+	    (src && (!w.exemplars || !w.exemplar_ptrs))) {
 		b->failed = 1; /* out of memory: the scrape is refused, not served short */
 		goto out;
 	}
@@ -165,6 +218,7 @@ static void family(bp_buf_t *b, const bx_sample_t *s, size_t first, size_t end, 
 	         : m->type == BX_GAUGE ? IO__PROMETHEUS__CLIENT__METRIC_TYPE__GAUGE
 	                               : IO__PROMETHEUS__CLIENT__METRIC_TYPE__HISTOGRAM;
 	histogram_t *h = NULL;
+	size_t series_exemplars = 0; /* where the series' exemplars start in w.exemplar_ptrs */
 	for (size_t i = first; i < end; i++) {
 		const bx_sample_t *x = &s[i];
 		if (m->type != BX_HISTOGRAM) {
@@ -173,6 +227,7 @@ static void family(bp_buf_t *b, const bx_sample_t *s, size_t first, size_t end, 
 				io__prometheus__client__counter__init(&w.counters[i - first]);
 				w.counters[i - first].has_value = 1;
 				w.counters[i - first].value = x->value;
+				w.counters[i - first].exemplar = new_exemplar(&w, src, NULL, x);
 				mt->counter = &w.counters[i - first];
 			} else {
 				io__prometheus__client__gauge__init(&w.gauges[i - first]);
@@ -188,8 +243,11 @@ static void family(bp_buf_t *b, const bx_sample_t *s, size_t first, size_t end, 
 			io__prometheus__client__histogram__init(h);
 			h->bucket = &w.bucket_ptrs[w.nbuckets];
 			mt->histogram = h;
+			series_exemplars = w.nexemplars;
 		}
-		if (strcmp(x->suffix, "_bucket") == 0 && !native) {
+		if (strcmp(x->suffix, "_bucket") == 0 && native) {
+			new_exemplar(&w, src, i > first ? x - 1 : NULL, x); /* gathered for the native series */
+		} else if (strcmp(x->suffix, "_bucket") == 0) {
 			Io__Prometheus__Client__Bucket *bk = &w.buckets[w.nbuckets];
 			const char *le = NULL;
 			for (size_t k = 0; k < x->nlabels; k++)
@@ -199,6 +257,7 @@ static void family(bp_buf_t *b, const bx_sample_t *s, size_t first, size_t end, 
 			bk->has_cumulative_count = bk->has_upper_bound = 1;
 			bk->cumulative_count = (uint64_t)x->value;
 			bk->upper_bound = le && strcmp(le, "+Inf") != 0 ? strtod(le, NULL) : INFINITY;
+			bk->exemplar = new_exemplar(&w, src, i > first ? x - 1 : NULL, x);
 			w.bucket_ptrs[w.nbuckets++] = bk;
 			h->n_bucket++;
 		} else if (strcmp(x->suffix, "_sum") == 0) {
@@ -207,9 +266,12 @@ static void family(bp_buf_t *b, const bx_sample_t *s, size_t first, size_t end, 
 		} else if (strcmp(x->suffix, "_count") == 0) {
 			if (native && x->native) {
 				set_native(&w, h, x->native);
+				h->exemplars = w.nexemplars > series_exemplars ? &w.exemplar_ptrs[series_exemplars] : NULL;
+				h->n_exemplars = w.nexemplars - series_exemplars;
 			} else if (native) { /* no native buckets: not in this family */
 				w.nmetrics--;
 				w.npairs -= w.metrics[w.nmetrics].n_label;
+				w.nexemplars = series_exemplars;
 			} else {
 				h->has_sample_count = 1;
 				h->sample_count = (uint64_t)x->value;
@@ -234,9 +296,11 @@ out:
 	free(w.spans);
 	free(w.span_ptrs);
 	free(w.deltas);
+	free(w.exemplars);
+	free(w.exemplar_ptrs);
 }
 
-void bx_format_protobuf(const bx_snapshot_t *s, bp_buf_t *b)
+void bx_format_protobuf(const bx_snapshot_t *s, const bx_exemplar_source_t *src, bp_buf_t *b)
 {
 	for (size_t i = 0; i < s->count;) {
 		size_t end = i + 1, natives = 0;
@@ -245,8 +309,8 @@ void bx_format_protobuf(const bx_snapshot_t *s, bp_buf_t *b)
 		for (size_t k = i; k < end; k++)
 			natives += s->samples[k].native != NULL;
 		if (natives)
-			family(b, s->samples, i, end, 1);
-		family(b, s->samples, i, end, 0);
+			family(b, s->samples, i, end, 1, src);
+		family(b, s->samples, i, end, 0, src);
 		i = end;
 	}
 }

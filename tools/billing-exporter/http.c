@@ -87,7 +87,7 @@ char *bx_render(bx_exporter_t *ex, int format, size_t *len)
 	if (rc == 0 && format == BX_FMT_OPENMETRICS)
 		bx_format_openmetrics(&snap, ex->exemplars, &buf);
 	else if (rc == 0 && format == BX_FMT_PROTOBUF)
-		bx_format_protobuf(&snap, &buf);
+		bx_format_protobuf(&snap, ex->exemplars, &buf);
 	else if (rc == 0)
 		bx_format(&snap, (bx_format_t)format, now_seconds(CLOCK_REALTIME), &buf);
 	bx_snapshot_free(&snap);
