@@ -90,10 +90,6 @@ class Tracer:
         args = [str(a) for a in args]
         if self.dtrace:
             path = self.d_script(name)
-            reader = os.path.join(D_SCRIPTS, name + "_d.py")
-            if os.path.exists(reader):  # tps.d's table is printed by tps_d.py
-                return [sys.executable, reader, "--dtrace", self.exe, "--script", path,
-                        "-p", str(pid)] + args
             cpp = ["-C"] if re.match(r"#![^\n]*-C", open(path).read()) else []
             return [self.exe] + cpp + ["-s", path, "-p", str(pid)] + args
         path = name if name.endswith(".bt") else os.path.join(BT_SCRIPTS, name + ".bt")
