@@ -14,7 +14,8 @@
  * the milliseconds they cover, never as if whole.  A line is printed once
  * its second has ended, from the next 10 Hz tick at least 10 ms after the
  * end (about 10 to 110 ms late); seconds still unprinted at exit are
- * printed then.
+ * printed then (Oracle's DTrace for Linux: the tick does not fire while
+ * its CPU idles).
  *
  * FIELDS:
  *   TIME      HH:MM:SS at which the second began, UTC (walltimestamp;
@@ -25,24 +26,27 @@
  *   NOTE      "partial NNN ms" for a second not traced whole
  *
  * EXACTNESS: every line is computed and printed in the kernel, by the
- * tick, from D variables: nothing depends on when dtrace reads its buffers.
- * (Aggregations would not do: printa() prints dtrace's last copy of them,
- * which on Oracle's DTrace for Linux can be older or newer than the tick
- * that prints it, and trunc() or clear() after it deletes the fires that
- * copy missed.)  Each CPU adds each event to its own counter in the row of the
- * second (second % 4): nK[cpu] (a CPU runs one probe at a time, so no
- * increment is lost), TXNS in the low 32 bits, FAILED in the high 32.  The
- * counters are cumulative: a second is its row's growth, summed over the
- * MAX_CPU counters, since the row was last printed.  It is printed only if
- * the row held nothing of another second then -- printed before the row's
- * next second (4 s later) began, and the row last printed before this
- * second began -- else its line says "not printed": a tick over 3 s late
- * costs lines, never a wrong one.  An event on a CPU id of MAX_CPU or more
- * ends the trace with one "refused" line instead of figures that would be
- * short.  (Four rows, each summed by a clause of its own with constant
- * indices: a row chosen at run time costs Oracle's BPF verifier seconds.)
+ * tick or at exit, from D variables: nothing depends on when dtrace reads
+ * its buffers.  (Aggregations would not do: printa() prints dtrace's last
+ * copy of them, which on Oracle's DTrace for Linux can be older or newer
+ * than the tick that prints it, and trunc() or clear() after it deletes
+ * the fires that copy missed.)  Each CPU adds each event to its own
+ * counter in the row of the second (second % 8): nK[cpu] (a CPU runs one
+ * probe at a time, so no increment is lost), TXNS in the low 32 bits,
+ * FAILED in the high 32.  The counters are cumulative: a second is its
+ * row's growth, summed over the MAX_CPU counters, since the row was last
+ * printed.  It is printed only if the row held nothing of another second
+ * then -- the row's last print took its previous second (8 s earlier)
+ * whole and came before this second began, and this one comes before its
+ * next second began -- else its line says "not printed": a tick over 7 s
+ * late costs lines, never a wrong one; so does an exit with more than the
+ * last 8 seconds still unprinted.  An event on
+ * a CPU id of MAX_CPU or more ends the trace with one "refused" line
+ * instead of figures that would be short.  (Eight rows, each summed by a
+ * clause of its own with constant indices: a row chosen at run time costs
+ * Oracle's BPF verifier seconds.)
  * OVERHEAD: one variable update per transaction-done; a 10 Hz tick that
- * sums MAX_CPU counters once per second printed; 16 KB of variables.
+ * sums MAX_CPU counters once per second printed; 32 KB of variables.
  * STABILITY: Evolving (probe transaction-done).
  * EXAMPLE: tps.example.txt
  */
@@ -59,9 +63,12 @@
  * addresses globals with 16-bit offsets (32 KB).
  */
 uint64_t start_ns, wall_off, cur, past_max_cpu;
-uint64_t base[4];	/* each row's sum when it was last printed */
-uint64_t base_ns[4];	/* ... and when that was */
-uint64_t n0[MAX_CPU], n1[MAX_CPU], n2[MAX_CPU], n3[MAX_CPU];	/* FAILED << 32 | TXNS */
+uint64_t base[8];	/* each row's sum when it was last printed */
+uint64_t base_ns[8];	/* ... and when that was */
+uint64_t base_sec[8];	/* ... and the second it printed (0: none yet) */
+/* [cpu]: FAILED << 32 | TXNS, the row of seconds 0, 1, ... 7 modulo 8 */
+uint64_t n0[MAX_CPU], n1[MAX_CPU], n2[MAX_CPU], n3[MAX_CPU];
+uint64_t n4[MAX_CPU], n5[MAX_CPU], n6[MAX_CPU], n7[MAX_CPU];
 
 /* the sum of row N over CPU ids 0..MAX_CPU-1 (512) */
 #define R4(N, c) (N[c] + N[c + 1] + N[c + 2] + N[c + 3])
@@ -75,32 +82,30 @@ uint64_t n0[MAX_CPU], n1[MAX_CPU], n2[MAX_CPU], n3[MAX_CPU];	/* FAILED << 32 | T
 
 /*
  * The clauses that print second `cur` at PROBE when PRED holds -- its part
- * up to UNTIL_NS (the exit, for the last) -- and move on to the next.
- * Predicates, not if/else: D as every DTrace has it.
+ * up to UNTIL_NS (the exit, for the last), SUM being its row's sum -- and
+ * move on to the next.  Predicates, not if/else: D as every DTrace has it.
  */
-#define SECOND(PROBE, PRED, UNTIL_NS)						\
+#define SECOND(PROBE, PRED, UNTIL_NS, SUM)					\
 PROBE /PRED/									\
 {										\
-	this->go = 1;								\
-	this->row = cur % 4;							\
-}										\
-PROBE /this->go && this->row == 0/ { this->sum = ROW_SUM(n0); }		\
-PROBE /this->go && this->row == 1/ { this->sum = ROW_SUM(n1); }		\
-PROBE /this->go && this->row == 2/ { this->sum = ROW_SUM(n2); }		\
-PROBE /this->go && this->row == 3/ { this->sum = ROW_SUM(n3); }		\
-PROBE /this->go/								\
-{										\
+	this->row = cur % 8;							\
+	this->sum = SUM;							\
 	this->d = this->sum - base[this->row];					\
-	/* exact: the row held nothing of second cur + 4, nor of cur - 4 */	\
-	this->ok = timestamp + SETTLE_NS < (cur + 4) * NS &&			\
-	    base_ns[this->row] < cur * NS;					\
+	/* exact: the row's last print took second cur - 8 whole (or none	\
+	 * was due) and nothing of cur, and this one nothing of cur + 8 */	\
+	this->ok = (base_sec[this->row] == cur - 8 ||				\
+	    (base_sec[this->row] == 0 && cur - 8 < start_ns / NS)) &&		\
+	    base_ns[this->row] < cur * NS &&					\
+	    timestamp + SETTLE_NS < (cur + 8) * NS;				\
 	base[this->row] = this->sum;						\
 	base_ns[this->row] = timestamp;						\
+	base_sec[this->row] = cur;						\
 	this->tx = this->d & 0xffffffff;					\
 	this->failed = this->d >> 32;						\
 	this->from = cur * NS < start_ns ? start_ns : cur * NS;			\
 	this->ms = ((UNTIL_NS) - this->from) / 1000000;				\
 	this->wall = (cur * NS + wall_off) / NS;				\
+	this->go = 1;								\
 }										\
 PROBE /this->go && this->ok/							\
 {										\
@@ -120,6 +125,20 @@ PROBE /this->go/								\
 	this->go = 0;								\
 }
 
+/* this->sK = row K's sum, at PROBE when PRED holds: a clause per row */
+#define ROW_SUMS(PROBE, PRED)							\
+PROBE /PRED/ { this->s0 = ROW_SUM(n0); }					\
+PROBE /PRED/ { this->s1 = ROW_SUM(n1); }					\
+PROBE /PRED/ { this->s2 = ROW_SUM(n2); }					\
+PROBE /PRED/ { this->s3 = ROW_SUM(n3); }					\
+PROBE /PRED/ { this->s4 = ROW_SUM(n4); }					\
+PROBE /PRED/ { this->s5 = ROW_SUM(n5); }					\
+PROBE /PRED/ { this->s6 = ROW_SUM(n6); }					\
+PROBE /PRED/ { this->s7 = ROW_SUM(n7); }
+#define ROW(k) ((k) == 0 ? this->s0 : (k) == 1 ? this->s1 : (k) == 2 ? this->s2 :	\
+    (k) == 3 ? this->s3 : (k) == 4 ? this->s4 : (k) == 5 ? this->s5 :		\
+    (k) == 6 ? this->s6 : this->s7)
+
 dtrace:::BEGIN
 {
 	start_ns = timestamp;
@@ -133,13 +152,17 @@ dtrace:::BEGIN
 billing$target:::transaction-done
 /cpu < MAX_CPU/
 {
-	this->row = timestamp / NS % 4;
+	this->row = timestamp / NS % 8;
 	this->one = (int)arg2 != 0 ? FAILED_ONE : 1;
 }
 billing$target:::transaction-done /cpu < MAX_CPU && this->row == 0/ { n0[cpu] += this->one; }
 billing$target:::transaction-done /cpu < MAX_CPU && this->row == 1/ { n1[cpu] += this->one; }
 billing$target:::transaction-done /cpu < MAX_CPU && this->row == 2/ { n2[cpu] += this->one; }
 billing$target:::transaction-done /cpu < MAX_CPU && this->row == 3/ { n3[cpu] += this->one; }
+billing$target:::transaction-done /cpu < MAX_CPU && this->row == 4/ { n4[cpu] += this->one; }
+billing$target:::transaction-done /cpu < MAX_CPU && this->row == 5/ { n5[cpu] += this->one; }
+billing$target:::transaction-done /cpu < MAX_CPU && this->row == 6/ { n6[cpu] += this->one; }
+billing$target:::transaction-done /cpu < MAX_CPU && this->row == 7/ { n7[cpu] += this->one; }
 
 billing$target:::transaction-done
 /cpu >= MAX_CPU/
@@ -152,31 +175,44 @@ billing$target:::transaction-done
 profile:::tick-100ms
 {
 	this->go = 0;
+	this->due = past_max_cpu == 0 && timestamp >= (cur + 1) * NS + SETTLE_NS;
+	this->row = cur % 8;
 }
-SECOND(profile:::tick-100ms, past_max_cpu == 0 && timestamp >= (cur + 1) * NS + SETTLE_NS,
-    (cur + 1) * NS)
+profile:::tick-100ms /this->due && this->row == 0/ { this->s = ROW_SUM(n0); }
+profile:::tick-100ms /this->due && this->row == 1/ { this->s = ROW_SUM(n1); }
+profile:::tick-100ms /this->due && this->row == 2/ { this->s = ROW_SUM(n2); }
+profile:::tick-100ms /this->due && this->row == 3/ { this->s = ROW_SUM(n3); }
+profile:::tick-100ms /this->due && this->row == 4/ { this->s = ROW_SUM(n4); }
+profile:::tick-100ms /this->due && this->row == 5/ { this->s = ROW_SUM(n5); }
+profile:::tick-100ms /this->due && this->row == 6/ { this->s = ROW_SUM(n6); }
+profile:::tick-100ms /this->due && this->row == 7/ { this->s = ROW_SUM(n7); }
+SECOND(profile:::tick-100ms, this->due, (cur + 1) * NS, this->s)
 
 /*
- * At exit: the last second, partial, and the one before it if the tick has
- * not printed it yet; any earlier one waiting means the tick stalled.
+ * At exit: the seconds not printed yet, the last one partial -- up to 8,
+ * every row summed once; an older one waiting could not be exact.
  */
 dtrace:::END
 {
 	this->go = 0;
 	this->now = timestamp;
+	this->any = past_max_cpu == 0 && cur <= this->now / NS;
 }
+ROW_SUMS(dtrace:::END, this->any)
 
 dtrace:::END
-/past_max_cpu == 0 && cur + 1 < this->now / NS/
+/this->any && cur + 8 <= this->now / NS/
 {
 	this->wall = (cur * NS + wall_off) / NS;
 	printf("(%d s from %02d:%02d:%02d not printed: the tick stalled)\n",
-	    this->now / NS - 1 - cur, HMS(this->wall));
-	cur = this->now / NS - 1;
+	    this->now / NS - 7 - cur, HMS(this->wall));
+	cur = this->now / NS - 7;
 }
 
-SECOND(dtrace:::END, past_max_cpu == 0 && cur < this->now / NS, (cur + 1) * NS)
-SECOND(dtrace:::END, past_max_cpu == 0 && cur == this->now / NS, this->now)
+#define END_SECOND SECOND(dtrace:::END, this->any && cur <= this->now / NS,	\
+    cur == this->now / NS ? this->now : (cur + 1) * NS, ROW(cur % 8))
+END_SECOND END_SECOND END_SECOND END_SECOND
+END_SECOND END_SECOND END_SECOND END_SECOND
 
 dtrace:::END
 /past_max_cpu != 0/

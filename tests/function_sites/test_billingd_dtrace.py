@@ -35,9 +35,9 @@ import billingtest as bt  # noqa: E402
 import functionsitetest  # noqa: E402
 from billingdtest import Billingd, run_load  # noqa: E402
 
-SCRIPTS = {  # name: (dtrace options before -s, $1.. arguments)
-    "biz_metrics.d": ([], ["600"]),     # interval 600 s: only the TOTAL at exit
-    "tps.d": (["-C"], []),              # its #! line's -C: the C preprocessor
+SCRIPTS = {  # name: (dtrace options before -s, $1.. arguments); -C where the #! line has it
+    "biz_metrics.d": (["-C"], ["600"]),  # interval 600 s: only the TOTAL at exit
+    "tps.d": (["-C"], []),
     "request_latency.d": ([], ["100", "600"]),
 }
 
