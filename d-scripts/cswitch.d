@@ -25,6 +25,11 @@
  *
  * OVERHEAD: sched:::off-cpu and on-cpu fire on every context switch of
  * the machine; the predicate on pid keeps the work to the target's.
+ * EXACTNESS: the TOTAL table and the histograms, aggregations (per-CPU)
+ * printed once at exit, are exact.  An interval's table is printed, then
+ * truncated: on Oracle's DTrace for Linux trunc() also deletes the
+ * switches that happened while dtrace copied it, which then show in no
+ * interval (the TOTAL counts them).
  * STABILITY: sched provider Evolving; the pr_state test is illumos' and
  * macOS' (SRUN); Evolving.
  * EXAMPLE: cswitch.example.txt

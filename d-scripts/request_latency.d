@@ -30,7 +30,12 @@
  *   hist() stops there).
  *
  * EXACTNESS: every figure is an aggregation (per-CPU, summed by dtrace
- * when printed): exact under any contention.  This twin prints no SLOW%
+ * when printed): the TOTAL and the histograms, printed once at exit, are
+ * exact under any contention.  An interval's table is printed, then
+ * truncated: on Oracle's DTrace for Linux trunc() also deletes the
+ * requests that completed while dtrace copied it, which then show in no
+ * interval (the TOTAL counts them; D cannot enumerate handlers to count
+ * them in variables, as tps.d counts seconds).  This twin prints no SLOW%
  * and no percentile estimates: D cannot read an aggregation back nor
  * divide one by another, and figures from global arrays lose updates
  * when CPUs race.  SLOW / COUNT is the SLO miss rate; the bpftrace twin

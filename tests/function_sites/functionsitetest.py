@@ -133,16 +133,14 @@ def remove_uprobes_of(dtrace_pid):
 
 class Dtrace:
     """One dtrace process: dtrace -q [OPTIONS] -s SCRIPT plus ARGS (-c CMD or
-    -p PID, then $1...), output to a file; or, given READER (a script's own
-    reader, as d-scripts/tps_d.py is tps.d's), READER --dtrace DTRACE
-    --script SCRIPT ARGS.  stop() ends it like Ctrl-C; a dtrace that does
-    not end is killed, and the uprobes it leaves are removed."""
+    -p PID, then $1...), output to a file.  stop() ends it like Ctrl-C; a
+    dtrace that does not end is killed, and the uprobes it leaves are
+    removed."""
 
-    def __init__(self, exe, script_path, args, options=(), reader=None):
+    def __init__(self, exe, script_path, args, options=()):
         self.out = tempfile.TemporaryFile(mode="w+b")
-        cmd = ([sys.executable, reader, "--dtrace", exe, "--script", script_path, *args] if reader
-               else [exe, "-q", *options, "-s", script_path, *args])
-        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen([exe, "-q", *options, "-s", script_path, *args],
+                                     stdout=self.out, stderr=subprocess.STDOUT)
 
     def output_bytes(self):
         return bt.written(self.out, binary=True)

@@ -13,8 +13,8 @@ run and stopped with SIGINT, so it prints its totals at END:
   biz_metrics.d     every TOTAL row (payments by gateway and code, amounts
                     by currency and metric, refunds by reason) == the same
                     GROUP BY over the database
-  tps.d             (through its reader, tps_d.py) the per-second TXNS add up
-                    to every transaction written, every second printed;
+  tps.d             the per-second TXNS add up to every transaction
+                    written, every second printed;
                     FAILED == 0 as billing-load saw no 5xx
   request_latency.d the per-handler histograms and the table's COUNT add up
                     to every response billing-load received; none unmeasured
@@ -35,9 +35,9 @@ import billingtest as bt  # noqa: E402
 import functionsitetest  # noqa: E402
 from billingdtest import Billingd, run_load  # noqa: E402
 
-SCRIPTS = {  # name: (dtrace options before -s, $1.. arguments)
-    "biz_metrics.d": ([], ["600"]),     # interval 600 s: only the TOTAL at exit
-    "tps.d": ([], []),
+SCRIPTS = {  # name: (dtrace options before -s, $1.. arguments); -C where the #! line has it
+    "biz_metrics.d": (["-C"], ["600"]),  # interval 600 s: only the TOTAL at exit
+    "tps.d": (["-C"], []),
     "request_latency.d": ([], ["100", "600"]),
 }
 
@@ -134,7 +134,7 @@ def latency_totals(text):
     return rows, int(m.group(1)) if m else None, hist
 
 
-def traced_run(dtrace, billingd, load_exe, name, script, reader=None):
+def traced_run(dtrace, billingd, load_exe, name, script):
     """A fresh billingd under billing-load, traced by SCRIPT for the whole
     run: (dtrace's output, billing-load's summary, row counts, biz rows)."""
     opts, args = SCRIPTS[name]
@@ -143,8 +143,7 @@ def traced_run(dtrace, billingd, load_exe, name, script, reader=None):
     try:
         status, _, _ = svc.request("GET", "/healthz")  # before tracing: not counted
         bt.check(status == 200, "%s: billingd answers before tracing" % name)
-        tracer = functionsitetest.Dtrace(dtrace, script, ["-p", str(svc.pid), *args], options=opts,
-                                         reader=reader)
+        tracer = functionsitetest.Dtrace(dtrace, script, ["-p", str(svc.pid), *args], options=opts)
         # BEGIN's first line: the table's "Hit Ctrl-C", JSON's start object
         ready = "Hit Ctrl-C"
         if bt.check(tracer.wait_for(ready, 90), "%s: attached (BEGIN ran)" % name):
@@ -248,9 +247,7 @@ def main():
         # second dtrace cannot while the first holds it ("not a
         # dynamically-linked executable").
         for name, check in CHECKS.items():
-            reader = os.path.join(d_scripts, name[:-2] + "_d.py")
-            out, load, rows, books = traced_run(dtrace, billingd, load_exe, name, scripts[name],
-                                                reader if os.path.exists(reader) else None)
+            out, load, rows, books = traced_run(dtrace, billingd, load_exe, name, scripts[name])
             if load:
                 check(out, load, rows, books)
     finally:

@@ -84,18 +84,18 @@ class Tracer:
                 f.write(function_sites.transform(open(src).read(), self.probes, src))
         return dest
 
+    def dtrace_s(self, name):
+        """dtrace [-C] -s NAME.d (its function-site spelling): -C where its
+        #! line has it."""
+        path = self.d_script(name)
+        return [self.exe] + (["-C"] if re.match(r"#![^\n]*-C", open(path).read()) else []) + ["-s", path]
+
     def argv(self, name, args, pid, pid_as_arg=False):
         """The command that runs script NAME with ARGS on process PID.
         pid_as_arg: the bpftrace twin takes the PID as its first argument."""
         args = [str(a) for a in args]
         if self.dtrace:
-            path = self.d_script(name)
-            reader = os.path.join(D_SCRIPTS, name + "_d.py")
-            if os.path.exists(reader):  # tps.d's table is printed by tps_d.py
-                return [sys.executable, reader, "--dtrace", self.exe, "--script", path,
-                        "-p", str(pid)] + args
-            cpp = ["-C"] if re.match(r"#![^\n]*-C", open(path).read()) else []
-            return [self.exe] + cpp + ["-s", path, "-p", str(pid)] + args
+            return self.dtrace_s(name) + ["-p", str(pid)] + args
         path = name if name.endswith(".bt") else os.path.join(BT_SCRIPTS, name + ".bt")
         if pid_as_arg:
             return [self.exe, path, str(pid)] + args

@@ -10,7 +10,8 @@ README.md's table must have a row for each.  test_scripts.py
 runs both twins against one workload; this test reads them side by side and
 makes the mechanical part of keeping them in step fail loudly: a missing
 twin, a field named in one header and not the other, an example that is
-not from a real run.
+not from a real run, a D script whose USAGE needs a program besides dtrace
+to print its table.
 """
 import os
 import re
@@ -78,6 +79,12 @@ def main():
             problems.append("%s.d: takes $1 without 'defaultargs'" % name)
         if "-p PID" not in dh or "-c " not in dh:
             problems.append("%s.d: USAGE must show -p PID and -c" % name)
+        # run alone: dtrace itself prints what a person reads, no reader program
+        want = "dtrace -%ss %s.d " % ("C" if re.match(r"#![^\n]*-C", dtext) else "", name)
+        usage = re.search(r"USAGE: ([^\n]*)", dh)
+        if not usage or not usage.group(1).startswith(want):
+            problems.append("%s.d: USAGE must run it with dtrace alone, as its #! line says (%s...), not %r"
+                            % (name, want, usage.group(1) if usage else None))
         if not bttext.startswith("#!/usr/bin/env bpftrace"):
             problems.append("%s.bt: no bpftrace #! line" % name)
         if "Hit Ctrl-C to end" not in dtext or "Hit Ctrl-C to end" not in bttext:
