@@ -140,7 +140,7 @@ def shown(script, text):
         secs = bt.tps_seconds(text)
         return {"transactions": sum(s[0] for s in secs), "failed": sum(s[1] for s in secs)} if secs else None
     if script == "amount_dist":
-        if "Transaction amounts by" not in text:
+        if "Amounts of transactions begun (transaction-start) by" not in text:
             return None
         return {"stats": {(c, k): (int(n), int(a), int(t)) for c, k, n, a, t in re.findall(
                     r"^@stats_minor\[(.*), (.*)\]: count (\d+), average (-?\d+), total (-?\d+)$", text, re.M)},
