@@ -260,7 +260,9 @@ errs = {(c, int(code)): int(n) for c, code, n in re.findall(r"^@errors_total\[(\
 check(rc == 0 and errs == {("validation", 22): ROUNDS}, "errors -c: exact count (%d %s)" % (rc, errs))
 
 rc, out, err = trace_c("amount_dist", TWO)
-stats = re.search(r"@stats_minor\[EUR, payment\]: count (\d+), average \d+, total (\d+)", out)
+# stats(): "count N, average A, total S" (bpftrace 0.17, 0.23), "{ .count = N, ... }" (0.27)
+stats = re.search(r"@stats_minor\[EUR, payment\]: (?:count |\{ \.count = )(\d+), \.?average =? ?\d+, "
+                  r"\.?total =? ?(\d+)", out)
 bucket = re.search(r"\[512, 1K\)\s+(\d+) \|", out)
 check(rc == 0 and stats and int(stats.group(1)) == ROUNDS and int(stats.group(2)) == ROUNDS * 700
       and bucket and int(bucket.group(1)) == ROUNDS,
