@@ -134,6 +134,13 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err, _ = trace(stand_in, tmp, "v0.99.0", "", "Attached 12 probes")
     check(rc == 2 and "invoices" not in out, "an untested version attaching twice: refused (%d %r)" % (rc, out))
 
+    # doctor says the same of it
+    env = dict(os.environ, BPFTRACE=stand_in, STAND_IN_VERSION="v0.99.0")
+    doctor = subprocess.run([TOOL, "doctor"], env=env, capture_output=True, text=True, timeout=60).stdout
+    line = [l for l in doctor.splitlines() if " bpftrace: " in l]
+    check(line and line[0].startswith("WARN") and "v0.99.0: untested" in line[0],
+          "doctor: an untested bpftrace is a warning that names it (%s)" % line)
+
     # no attach line at all: refused once the script prints
     rc, out, err, _ = trace(stand_in, tmp, "v0.17.0")
     check(rc == 2 and "Tracing billing" not in out and "did not say how many probes it attached" in err,
