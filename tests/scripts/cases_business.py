@@ -137,6 +137,8 @@ def case_errors_cmd():
     cmd = "%s business --delay-ms 300 --linger-ms 1600" % S.TRACER.workload
     if S.TRACER.dtrace:
         argv = [S.TRACER.exe, "-s", S.TRACER.d_script("errors"), "-c", cmd, "1"]
+    elif S.TRACER.via_trace:
+        argv = [S.TRACER.via_trace, "trace", "errors", "-c", cmd, "--", "1"]
     else:
         src = open(os.path.join(BT_SCRIPTS, "errors.bt")).read()
         require("usdt::billing:" in src, "errors.bt has no usdt::billing: probe")

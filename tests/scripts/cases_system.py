@@ -81,18 +81,20 @@ class BpftraceMap:
     bpftool: integer keys and values, each of the size the map says
     (bpftrace 0.27 keys @offts[tid] by 4 bytes, 0.17 and 0.23 by 8)."""
 
-    def __init__(self, bpftrace_pid, name):
+    def __init__(self, tracer_pid, name):
+        """tracer_pid: bpftrace, or billing-probes trace running it."""
         self.bpftool = bt.require_program("bpftool", "bpftool")
         ids = []
-        for fd in os.listdir("/proc/%d/fdinfo" % bpftrace_pid):
+        fds = [(pid, fd) for pid in S.process_tree(tracer_pid) for fd in os.listdir("/proc/%d/fdinfo" % pid)]
+        for pid, fd in fds:
             try:
-                m = re.search(r"^map_id:\s+(\d+)$", open("/proc/%d/fdinfo/%s" % (bpftrace_pid, fd)).read(), re.M)
+                m = re.search(r"^map_id:\s+(\d+)$", open("/proc/%d/fdinfo/%s" % (pid, fd)).read(), re.M)
             except OSError:  # closed meanwhile
                 continue
             info = self.tool("map", "show", "id", m.group(1)) if m else {}
             if info.get("name") == ("AT_" + name)[:15]:
                 ids.append((m.group(1), info.get("bytes_key"), info.get("bytes_value")))
-        require(len(ids) == 1, "bpftrace %d holds %d maps named @%s" % (bpftrace_pid, len(ids), name))
+        require(len(ids) == 1, "bpftrace %d holds %d maps named @%s" % (tracer_pid, len(ids), name))
         self.id, self.key_size, self.value_size = ids[0]
         require(self.key_size in (4, 8) and self.value_size == 8,
                 "@%s: %s-byte keys, %s-byte values" % (name, self.key_size, self.value_size))
