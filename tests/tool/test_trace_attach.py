@@ -59,7 +59,7 @@ print("invoices 1", flush=True)
 ''' % (sys.executable, MEMLOCK, FILTER)
 
 
-def trace(stand_in, tmp, version, attach_out="", attach_err=""):
+def trace(stand_in, tmp, version, attach_out="", attach_err="", script=("biz_metrics", "1")):
     """trace biz_metrics -p on a waiting subset_program (6 probes asked for:
     BEGIN, 3 USDT probes of one site each, interval, END); the program is
     let go once the launcher is running.  (exit, stdout, stderr, the
@@ -71,7 +71,8 @@ def trace(stand_in, tmp, version, attach_out="", attach_err=""):
         check(prog.stdout.readline().strip() == b"ready", "subset_program started")
         env = dict(os.environ, BPFTRACE=stand_in, STAND_IN_VERSION=version, STAND_IN_ARGS=args,
                    STAND_IN_ATTACH_OUT=attach_out, STAND_IN_ATTACH_ERR=attach_err)
-        launcher = subprocess.Popen([TOOL, "trace", "biz_metrics", "-p", str(prog.pid), "--", "1"], env=env,
+        script_args = [a.replace("PID", str(prog.pid)) for a in script[1:]]
+        launcher = subprocess.Popen([TOOL, "trace", script[0], "-p", str(prog.pid), "--"] + script_args, env=env,
                                     text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         bt.wait_for("the stand-in started", lambda: os.path.exists(args), 30, 0.05)
         prog.stdin.write(b"go\n")
@@ -113,6 +114,11 @@ with tempfile.TemporaryDirectory() as tmp:
               and "usdt::billing:invoice__create" in "\n".join(argv) and "usdt:/" not in "\n".join(argv),
               "%s: -p with probes written without a path%s (%s)"
               % (version, ", --no-warnings" if version == "v0.27.1" else "", argv[:3]))
+
+    # a script with tracepoints: no -p, whose filter (0.27: every action
+    # kept to the process) would hide cswitch's switches into the process
+    rc, out, err, argv = trace(stand_in, tmp, "v0.27.1", "", "Attached 5 probes", ("cswitch", "PID", "1"))
+    check(rc == 0 and "-p" not in argv, "cswitch (tracepoints): bpftrace not given -p (%d %s)" % (rc, argv[:3]))
 
     # a doubled attachment, as bpftrace 0.27 made one: refused
     for version, out_line, err_line in (("v0.27.1", "", "Attached 9 probes"),

@@ -418,8 +418,9 @@ int bp_cmd_trace(const bp_options_t *opt)
 	bp_trace_counts_t counts;
 	resolved = bp_trace_resolve(text, len, &target, used, &counts, err, sizeof err);
 	/* bpftrace -p: the USDT probes written without a path (0.27 attaches
-	 * a path-qualified one twice when also given -p) */
-	target.by_pid = resolved && npids == 1 && can_use_bpftrace_pid(&set, used);
+	 * a path-qualified one twice when also given -p); not for a program
+	 * with other kinds of probe, whose actions 0.27's -p would filter */
+	target.by_pid = resolved && npids == 1 && !counts.other_kinds && can_use_bpftrace_pid(&set, used);
 	if (target.by_pid) {
 		free(resolved);
 		target.dropped = NULL; /* each said once, above */

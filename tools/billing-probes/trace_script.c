@@ -189,6 +189,8 @@ static int expand_spec(resolution_t *r, const char *spec, size_t n, bp_buf_t *ou
 			r->counts->specs++;
 			r->counts->sites++;
 			r->counts->unknown |= has_glob(text);
+			r->counts->other_kinds |= strcmp(text, "BEGIN") != 0 && strcmp(text, "END") != 0 &&
+			                          strncmp(text, "interval:", 9) != 0;
 		}
 		return 1;
 	}

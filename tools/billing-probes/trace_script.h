@@ -47,6 +47,11 @@ typedef struct {
 	size_t specs; /* one per spec: BEGIN, END, interval:..., each USDT spec */
 	size_t sites; /* the same, each USDT spec counted once per site */
 	int unknown;  /* a spec bpftrace expands itself (a glob): not counted */
+	/* a probe other than USDT, BEGIN, END and interval (a tracepoint, a
+	 * kprobe...), whose actions bpftrace 0.27's -p would filter to the
+	 * process (cswitch's sched_switch sees the process's threads switch
+	 * in while another task runs) */
+	int other_kinds;
 } bp_trace_counts_t;
 
 /* Resolve text (len bytes) for target into a malloc'd NUL-terminated
