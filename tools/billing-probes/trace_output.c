@@ -80,26 +80,59 @@ static void judge(bp_trace_output_t *t, size_t n)
 	t->held = (bp_buf_t){ 0 };
 }
 
+/* One line of stdout (with its newline, but at the very end) where the
+ * gate says. */
+static void emit(bp_trace_output_t *t, const char *line, size_t len)
+{
+	if (t->gate == BP_GATE_OPEN)
+		show(t, line, len);
+	else if (t->gate == BP_GATE_WAIT)
+		bp_buf_append(&t->held, line, len);
+}
+
+/* One whole stdout line: counted, judged, shown or held. */
+static void stdout_line(bp_trace_output_t *t, const char *line, size_t len)
+{
+	char text[160];
+	size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
+	memcpy(text, line, n);
+	text[n] = '\0';
+	if (n && text[n - 1] == '\n')
+		text[--n] = '\0';
+	size_t count = attach_count(text, n);
+	if (t->lines == 0)
+		t->first_is_attaching = count > 0;
+	t->lines++;
+	if (count)
+		judge(t, count);
+	if (strstr(text, "helper: map_update_elem, retcode:")) {
+		/* the WARNING line before it goes too: nothing more is shown */
+		t->lost++;
+		if (t->gate != BP_GATE_REFUSED)
+			t->gate = BP_GATE_LOST;
+		t->warning.len = 0;
+		return;
+	}
+	if (t->warning.len) {
+		emit(t, t->warning.data, t->warning.len);
+		t->warning.len = 0;
+	}
+	if (strstr(text, ": WARNING: ") && t->gate != BP_GATE_LOST) {
+		bp_buf_append(&t->warning, line, len);
+		return;
+	}
+	emit(t, line, len);
+}
+
 static void stdout_bytes(bp_trace_output_t *t, const char *buf, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (buf[i] != '\n') {
-			if (t->out_line.len < 64)
-				bp_buf_append(&t->out_line, buf + i, 1);
-			continue;
+		bp_buf_append(&t->out_line, buf + i, 1);
+		if (buf[i] == '\n') {
+			stdout_line(t, t->out_line.data, t->out_line.len);
+			t->out_line.len = 0;
 		}
-		size_t count = t->out_line.data ? attach_count(t->out_line.data, t->out_line.len) : 0;
-		if (t->lines == 0)
-			t->first_is_attaching = count > 0;
-		t->lines++;
-		t->out_line.len = 0;
-		if (count)
-			judge(t, count);
 	}
-	if (t->gate == BP_GATE_OPEN)
-		show(t, buf, n);
-	else if (t->gate == BP_GATE_WAIT)
-		bp_buf_append(&t->held, buf, n);
 }
 
 /* One whole stderr line (without its newline): dropped, judged or passed on. */
@@ -118,6 +151,11 @@ static void stderr_line(bp_trace_output_t *t, const char *line, size_t len)
 		judge(t, count);
 		if (t->gate == BP_GATE_REFUSED)
 			return;
+	}
+	if (strstr(text, "helper: map_update_elem, retcode:")) { /* as on stdout */
+		t->lost++;
+		if (t->gate != BP_GATE_REFUSED)
+			t->gate = BP_GATE_LOST;
 	}
 	fflush(stdout);
 	for (size_t i = 0; i < len; i++) {
@@ -209,6 +247,10 @@ void bp_trace_output_finish(bp_trace_output_t *t)
 {
 	drain(t, &t->out_fd, 0);
 	drain(t, &t->err_fd, 1);
+	if (t->out_line.len)
+		stdout_line(t, t->out_line.data, t->out_line.len);
+	if (t->warning.len)
+		emit(t, t->warning.data, t->warning.len);
 	if (t->err_line.len)
 		stderr_line(t, t->err_line.data, t->err_line.len);
 	if (t->out_fd >= 0)
@@ -218,5 +260,6 @@ void bp_trace_output_finish(bp_trace_output_t *t)
 	t->out_fd = t->err_fd = -1;
 	free(t->out_line.data);
 	free(t->err_line.data);
-	t->out_line = t->err_line = (bp_buf_t){ 0 };
+	free(t->warning.data);
+	t->out_line = t->err_line = t->warning = (bp_buf_t){ 0 };
 }

@@ -12,6 +12,13 @@
  * given -p as well, so every figure read double, silently: a count other
  * than the one asked for is refused, the figures never shown.
  *
+ * A map update that fails loses what it counted: bpftrace 0.23 creates a
+ * map key with BPF_NOEXIST, so when two CPUs add one new key at the same
+ * instant one count is lost, and it prints, on stdout, "WARNING: File
+ * exists" and "Additional Info - helper: map_update_elem, retcode: -17".
+ * From that line on nothing more of the script is shown (the gate turns
+ * BP_GATE_LOST; the caller refuses in one line at the end).
+ *
  * The noise dropped from stderr (docs/tool.md, "What trace shows"):
  * "couldn't set RLIMIT_MEMLOCK" (bpftrace raises the limit, which kernels
  * from 5.11 on no longer use for BPF: kept on older kernels, where it
@@ -29,7 +36,8 @@
 
 enum { BP_GATE_WAIT = 0, /* holding stdout until the attach line */
        BP_GATE_OPEN,     /* the count is the one asked for (or not checked) */
-       BP_GATE_REFUSED   /* it is not: nothing of the script shown */
+       BP_GATE_REFUSED,  /* it is not: nothing of the script shown */
+       BP_GATE_LOST      /* a map update failed: nothing more shown */
 };
 
 typedef struct {
@@ -38,10 +46,12 @@ typedef struct {
 	int first_is_attaching;
 	bp_blank_trim_t trim;
 	bp_buf_t held;     /* stdout not shown yet (gate waiting) */
-	bp_buf_t out_line; /* the stdout line under way, for the attach line */
+	bp_buf_t out_line; /* the stdout line under way */
+	bp_buf_t warning;  /* a runtime WARNING line, shown once the next line is not a failed update */
 	bp_buf_t err_line; /* the stderr line under way */
 	size_t want;       /* probes asked for; 0: not checked */
 	size_t got;        /* probes bpftrace said, once it has */
+	size_t lost;       /* failed map updates */
 	int gate;
 	int drop_memlock;
 } bp_trace_output_t;

@@ -280,5 +280,14 @@ int bp_trace_run(const bp_trace_run_t *r, int *released)
 	bp_trace_output_release(&run.out);
 	if (ended == 2)
 		return BP_EXIT_ERROR;
+	if (run.out.lost) {
+		fflush(stdout);
+		fprintf(stderr,
+		        "billing-probes: trace: refused: bpftrace %s failed to update a map %zu time%s (map_update_elem; "
+		        "bpftrace 0.23 loses a count when two CPUs add one new key at once), so the figures from then on "
+		        "would be short: not shown\n",
+		        r->version->text, run.out.lost, run.out.lost == 1 ? "" : "s");
+		return BP_EXIT_ERROR;
+	}
 	return WIFEXITED(run.status) ? WEXITSTATUS(run.status) : 128 + WTERMSIG(run.status);
 }
