@@ -99,9 +99,10 @@ static void stdout_line(bp_trace_output_t *t, const char *line, size_t len)
 	text[n] = '\0';
 	if (n && text[n - 1] == '\n')
 		text[--n] = '\0';
-	size_t count = attach_count(text, n);
-	if (t->lines == 0)
-		t->first_is_attaching = count > 0;
+	/* bpftrace's own line comes first; a later one that reads the same is
+	 * the script printing what a traced process passed it */
+	size_t count = t->lines == 0 ? attach_count(text, n) : 0;
+	t->first_is_attaching = t->first_is_attaching || count > 0;
 	t->lines++;
 	if (count)
 		judge(t, count);
