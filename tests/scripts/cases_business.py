@@ -137,6 +137,8 @@ def case_errors_cmd():
     cmd = "%s business --delay-ms 300 --linger-ms 1600" % S.TRACER.workload
     if S.TRACER.dtrace:
         argv = S.TRACER.dtrace_s("errors") + ["-c", cmd, "1"]
+    elif S.TRACER.via_trace:
+        argv = [S.TRACER.via_trace, "trace", "errors", "-c", cmd, "--", "1"]
     else:
         src = open(os.path.join(BT_SCRIPTS, "errors.bt")).read()
         require("usdt::billing:" in src, "errors.bt has no usdt::billing: probe")
@@ -161,12 +163,15 @@ def case_errors_cmd():
 
 def case_amount_dist():
     out = one("business", "amount_dist")
-    # one line of figures per [currency, kind] (bpftrace's stats() layout)
+    # one line of figures per [currency, kind]: bpftrace's stats() layout,
+    # "count N, average A, total S" (0.17, 0.23, D's twin), or
+    # "{ .count = N, .average = A, .total = S }" (0.27)
     stats = {}
-    for m in re.finditer(r"^@stats_minor\[(.*), (.*)\]: count (\d+), average (-?\d+), total (-?\d+)$",
-                         out, re.M):
+    for m in re.finditer(r"^@stats_minor\[(.*), (.*)\]: (?:count (\d+), average (-?\d+), total (-?\d+)|"
+                         r"\{ \.count = (\d+), \.average = (-?\d+), \.total = (-?\d+) \})$", out, re.M):
         require(m.group(1, 2) not in stats, "%s printed twice" % (m.group(1, 2),))
-        stats[m.group(1, 2)] = tuple(int(x) for x in m.group(3, 5, 4))
+        n, avg, total = [int(x) for x in m.groups()[2:] if x is not None]
+        stats[m.group(1, 2)] = (n, total, avg)
     unbinned = {}  # bpftrace: amounts of 2^32 or more, counted apart (amount_dist.bt)
     for key, (count, total, avg, rows) in X.AMOUNTS.items():
         require(stats.get(key) == (count, total, avg), "%s count, total, average %s, want %s"

@@ -173,7 +173,7 @@ def case_slow_requests():
     """Every slow request's whole trail, each line as the workload fired it:
     IDs above 2^32 (transactions and invoices above 2^63) and amounts
     beyond 32 bits, one negative, printed in full."""
-    out = one("requests", "slow_requests")
+    out = one("requests", "slow_requests", X.SLO_THRESHOLD_MS)
     trails = slow_trails(out)
     want_ids = set(X.SLOW_INVOICE_IDS + X.SLOW_PAYMENT_IDS)
     require(set(trails) == want_ids, "slow requests %s, want %s" % (sorted(trails), sorted(want_ids)))
@@ -186,12 +186,25 @@ def case_slow_requests():
             "untracked/dropped line missing or not zero")
 
 
+def case_slow_requests_begun():
+    """A request begun before the script attached (-p on a busy service)
+    and ending slow is counted untracked, never lost silently; the request
+    after it is followed whole."""
+    out = one("begun", "slow_requests", X.SLO_THRESHOLD_MS)
+    trails = slow_trails(out)
+    require(set(trails) == set(X.BEGUN_IDS), "slow requests %s, want %s" % (sorted(trails), X.BEGUN_IDS))
+    for rid, (handler, events) in trails.items():
+        require_trail(rid, events, X.BEGUN_TRAIL)
+    require(re.search(r"^untracked requests \(128 in flight\): %d, " % X.BEGUN_UNTRACKED, out, re.M),
+            "the request begun before tracing not counted untracked")
+
+
 def case_slow_requests_overlap():
     """One slow request while 40 fast ones start and finish on its thread
     and CPU: the slow one's start time and trail stay its own (storage the
     fast ones free and reuse must not be the slow one's); its db query,
     fired on another thread with its request_id, is in its trail."""
-    out = one("overlap", "slow_requests")
+    out = one("overlap", "slow_requests", X.SLO_THRESHOLD_MS)
     trails = slow_trails(out)
     require(set(trails) == {X.OVERLAP_ID}, "slow requests %s, want only %d" % (sorted(trails), X.OVERLAP_ID))
     handler, events = trails[X.OVERLAP_ID]
@@ -206,7 +219,7 @@ def case_slow_requests_overlap():
 def case_slow_requests_burst():
     """A burst of slow requests within the documented capacity, the
     process exiting right after it: no trail lost."""
-    out = run("burst", [("slow_requests", "slow_requests", [], False)],
+    out = run("burst", [("slow_requests", "slow_requests", [X.SLO_THRESHOLD_MS], False)],
               extra=["--linger-ms", str(X.BURST_LINGER_MS)])["slow_requests"]
     ids = [int(i) for i in re.findall(r"^SLOW REQUEST (\d+) report.burst$", out, re.M)]
     require(sorted(ids) == X.BURST_IDS, "printed %d of %d burst trails, missing %s" % (
@@ -216,7 +229,7 @@ def case_slow_requests_burst():
 
 def case_slow_requests_bounds():
     """More events than a trail keeps, more requests than it follows."""
-    out = one("bounds", "slow_requests")
+    out = one("bounds", "slow_requests", X.SLO_THRESHOLD_MS)
     m = re.search(r"^SLOW REQUEST %d report.export\n((?:  .*\n?)*)" % X.LONG_TRAIL_ID, out, re.M)
     require(m, "no trail for the long request")
     lines = m.group(1).rstrip("\n").split("\n")
@@ -247,7 +260,7 @@ def case_slow_requests_simultaneous():
     released together, 8 request-dones each, 6 times): every trail printed
     once and whole -- none lost, none printed as request 0 or with a "?"
     line (a queue two CPUs append to at once loses one of the two)."""
-    out = one("simultaneous", "slow_requests")
+    out = one("simultaneous", "slow_requests", X.SLO_THRESHOLD_MS)
     trails = slow_trails(out)
     want = set(X.SIMULTANEOUS_IDS)
     require(set(trails) == want, "printed %d of %d trails; missing %s, unexpected %s" % (

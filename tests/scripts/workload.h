@@ -26,6 +26,8 @@ int run_requests(void);
 void run_long(void);
 void run_bounds(void);
 void run_burst(void);
+void begin_before_tracing(void);
+void run_begun(void);
 void run_overlap(void);
 int run_simultaneous(void);
 int run_system(const char *path);

@@ -227,6 +227,26 @@ void run_burst(void)
 	}
 }
 
+/* --- begun ------------------------------------------------------------- */
+
+#define BEGUN_EARLY (ID_BASE + 12000)
+
+/* Fired before the tracer attaches (expected.py: BEGUN_*). */
+void begin_before_tracing(void)
+{
+	billing_fire_request_start(BEGUN_EARLY, "report.begun");
+}
+
+/* The early request ends slow; one more slow request runs whole. */
+void run_begun(void)
+{
+	billing_fire_db_query_start(BEGUN_EARLY, "report.page");
+	billing_fire_db_query_done(BEGUN_EARLY, "report.page", 0, 2 * MS);
+	billing_fire_request_done(BEGUN_EARLY, "report.begun", 0, 300 * MS);
+	billing_fire_request_start(BEGUN_EARLY + 1, "report.whole");
+	billing_fire_request_done(BEGUN_EARLY + 1, "report.whole", 0, 300 * MS);
+}
+
 /* --- overlap ------------------------------------------------------------ */
 
 #define OVERLAP_SLOW (ID_BASE + 9000)

@@ -1,10 +1,13 @@
-"""The SLO rules in monitoring/ and billing.d agree on what a slow request
-is: every "le" bound a rule counts billing_request_duration_seconds_bucket
-by is billing.d's default "@@slow-threshold" (which the generator checks
-is a bucket bound of duration_ns), and the rules' and the dashboard's words
-for it ("within N ms", "its N ms latency budget", "over N ms") say the same
-number.  A threshold changed in billing.d and not in the rules (or the
-reverse) fails here, naming both.
+"""The SLO rules in monitoring/, the bpftrace scripts and billing.d agree on
+what a slow request is: every "le" bound a rule counts
+billing_request_duration_seconds_bucket by is billing.d's default
+"@@slow-threshold" (which the generator checks is a bucket bound of
+duration_ns), the rules' and the dashboard's words for it ("within N ms",
+"its N ms latency budget", "over N ms") say the same number, and so do
+the default THRESHOLD_MS of request_latency.bt and slow_requests.bt (the
+code's and the header's) and the usage lines d-scripts/README.md gives
+them.  A threshold changed in billing.d and not elsewhere (or the reverse)
+fails here, naming both.
 
     test_slow_threshold.py SOURCE_ROOT
 """
@@ -44,9 +47,28 @@ def main():
                 seen += 1
                 if float(ms) / 1000 != seconds:
                     wrong.append(f"{os.path.relpath(path, SOURCE)}:{n}: {ms} ms")
+    # the bpftrace twins: "$1 > 0 ? $1 : N) * 1000000" and "(default N" in the header
+    for name in ("request_latency", "slow_requests"):
+        path = os.path.join(SOURCE, "d-scripts", "bpftrace", name + ".bt")
+        rel = os.path.relpath(path, SOURCE)
+        text = open(path, encoding="utf-8").read()
+        code = re.findall(r"\$1 > 0 \? \$1 : (\d+)\) \* 1000000", text)
+        head = re.findall(r"THRESHOLD_MS\s+[^(]*\(default[\s*]+(\d+)", text)
+        if not code or not head:
+            wrong.append(f"{rel}: no default THRESHOLD_MS found (code {code}, header {head})")
+        for ms in code + head:
+            seen += 1
+            if float(ms) / 1000 != seconds:
+                wrong.append(f"{rel}: default THRESHOLD_MS {ms} ms")
+    readme = os.path.join(SOURCE, "d-scripts", "README.md")
+    for n, line in enumerate(open(readme, encoding="utf-8"), 1):
+        for ms in re.findall(r"\.bt[^`]*\[THRESHOLD_MS=(\d+)", line):
+            seen += 1
+            if float(ms) / 1000 != seconds:
+                wrong.append(f"d-scripts/README.md:{n}: THRESHOLD_MS={ms}")
     if wrong:
         print(f"test_slow_threshold: billing.d's default @@slow-threshold in provider/billing.d is "
-              f"{bounds[seconds]} s but the SLO rules or the dashboard say another bound:")
+              f"{bounds[seconds]} s but the SLO rules, the dashboard or the bpftrace scripts say another bound:")
         print("\n".join(wrong))
         return 1
     if not seen:

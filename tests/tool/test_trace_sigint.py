@@ -32,12 +32,15 @@ MISSED = "bpftrace missed SIGINT"
 
 STAND_IN = '''#!%s
 import os, select, signal, sys
+if sys.argv[1:] == ["--version"]:  # trace asks which bpftrace it runs
+    print("bpftrace v0.17.0")
+    sys.exit(0)
 seen = 0
 def on_sigint(sig, frame):
     global seen
     seen += 1
 signal.signal(signal.SIGINT, on_sigint)
-print("Attaching 1 probe...", flush=True)
+print("Attaching 6 probes...", flush=True)  # biz_metrics on subset_program: BEGIN, 3 USDT, interval, END
 poll = select.epoll()
 while seen < int(os.environ["STAND_IN_STOP_AT"]):
     poll.poll(0.1)

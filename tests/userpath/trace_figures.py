@@ -140,10 +140,12 @@ def shown(script, text):
         secs = bt.tps_seconds(text)
         return {"transactions": sum(s[0] for s in secs), "failed": sum(s[1] for s in secs)} if secs else None
     if script == "amount_dist":
-        if "Transaction amounts by" not in text:
+        if "Amounts of transactions begun (transaction-start) by" not in text:
             return None
+        # stats(): "count N, average A, total S" (bpftrace 0.17, 0.23), "{ .count = N, ... }" (0.27)
         return {"stats": {(c, k): (int(n), int(a), int(t)) for c, k, n, a, t in re.findall(
-                    r"^@stats_minor\[(.*), (.*)\]: count (\d+), average (-?\d+), total (-?\d+)$", text, re.M)},
+                    r"^@stats_minor\[(.*), (.*)\]: (?:count |\{ \.count = )(\d+), \.?average =? ?(-?\d+), "
+                    r"\.?total =? ?(-?\d+)(?: \})?$", text, re.M)},
                 "hist": hists(text, "amount_minor"),
                 "unbinned": {(c, k): int(n) for c, k, n in re.findall(
                     r"^@amount_minor_unbinned\[(.*), (.*)\]: (\d+)$", text, re.M)}}

@@ -21,10 +21,17 @@
  * where it lives.  Targets that carry none of the USDT probes the script
  * names are refused in one line: the program would print zeros for a
  * busy service.  For one process in our mount namespace
- * whose probes each sit in one module, bpftrace also gets -p PID, so the
- * kernel places breakpoints and raises semaphores in that process only;
- * otherwise (several processes, --binary, two modules) the kernel raises
- * them in every process mapping the file (docs/tool.md).
+ * whose probes each sit in one module, bpftrace also gets -p PID and the
+ * probes without a path (bpftrace 0.27 attaches a path-qualified probe
+ * twice when given -p), so the kernel places breakpoints and raises
+ * semaphores in that process only; otherwise (several processes, --binary,
+ * two modules) the kernel raises them in every process mapping the file
+ * (docs/tool.md).
+ *
+ * Which bpftrace: asked once (bpftrace_version.h); one outside the tested
+ * versions is named in one line.  Nothing the script prints is shown
+ * until bpftrace has said it attaches as many probes as the program asks
+ * for (trace_output.h); another count is refused.
  *
  * For -c the launcher starts the command itself, stopped at its entry
  * point once the loader has mapped its libraries (start_stopped.c), reads
@@ -35,26 +42,23 @@
  * with -p once it has loaded it.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "blank_trim.h"
-#include "bpftrace_process.h"
+#include "bpftrace_version.h"
 #include "cli.h"
 #include "commands.h"
 #include "start_stopped.h"
 #include "term_text.h"
 #include "text_buf.h"
 #include "text_file.h"
+#include "trace_run.h"
 #include "trace_script.h"
 #include "trace_targets.h"
 #include "trusted_file.h"
@@ -230,232 +234,6 @@ static int refuse_bare_pid(int bare_pid, const drop_ctx_t *dropped, const bp_pro
 	return 1;
 }
 
-static volatile sig_atomic_t tracer_pid, forwarded_sigint;
-
-static void forward_signal(int sig)
-{
-	if (tracer_pid > 0) {
-		kill((pid_t)tracer_pid, sig);
-		forwarded_sigint |= sig == SIGINT;
-	}
-}
-
-/* Have the semaphores of every site the script uses been raised?  All
- * of them raised means bpftrace has attached its uprobes. */
-static int attached(pid_t pid, const bp_probe_set_t *set, const unsigned char *used)
-{
-	for (size_t i = 0; i < set->probe_count; i++) {
-		const bp_probe_t *p = &set->probes[i];
-		unsigned short value;
-		if (used[i] != BP_TRACE_ATTACHED || !p->runtime_semaphore)
-			continue;
-		if (bp_proc_read_memory(pid, p->runtime_semaphore, &value, sizeof value) != 0 || value == 0)
-			return 0;
-	}
-	return 1;
-}
-
-/* bpftrace's stdout, passed through without trailing blank lines. */
-struct tracer_output {
-	int fd;        /* -1 once at end of file */
-	size_t lines;  /* whole lines read so far */
-	char head[10]; /* the first bytes, to tell bpftrace's own first line */
-	size_t head_len;
-	bp_blank_trim_t trim;
-};
-
-/* Has the script printed a line (BEGIN's)?  bpftrace's own "Attaching N
- * probes..." comes first, before it attaches, and does not count. */
-static int script_printed(const struct tracer_output *out)
-{
-	static const char attaching[] = "Attaching ";
-	int skip = out->head_len == sizeof out->head && memcmp(out->head, attaching, sizeof out->head) == 0;
-	return out->lines > (size_t)skip;
-}
-
-/* Wait up to timeout_ms for bpftrace's output and pass on all there is.
- * 1 when there was some. */
-static int pass_output(struct tracer_output *out, int timeout_ms)
-{
-	if (out->fd < 0) {
-		nanosleep(&(struct timespec){ 0, (long)timeout_ms * 1000 * 1000 }, NULL);
-		return 0;
-	}
-	struct pollfd pfd = { out->fd, POLLIN, 0 };
-	if (poll(&pfd, 1, timeout_ms) <= 0)
-		return 0;
-	char buf[65536];
-	ssize_t n;
-	int passed = 0;
-	while ((n = read(out->fd, buf, sizeof buf)) > 0) {
-		for (ssize_t i = 0; i < n; i++) {
-			if (out->head_len < sizeof out->head)
-				out->head[out->head_len++] = buf[i];
-			out->lines += buf[i] == '\n';
-		}
-		bp_blank_trim_write(&out->trim, buf, (size_t)n, stdout);
-		passed = 1;
-	}
-	if (n == 0) {
-		close(out->fd);
-		out->fd = -1;
-	}
-	return passed;
-}
-
-/* 1 when every one of the npids processes has exited (never for none). */
-/* Gone: no process has the PID, or the one that has it started after the
- * process trace was given (starts[i], the start time read when it began). */
-static int all_gone(const int *pids, const unsigned long long *starts, size_t npids)
-{
-	for (size_t i = 0; i < npids; i++) {
-		unsigned long long now = bp_process_start_time((pid_t)pids[i]);
-		if (now != 0 && now == starts[i])
-			return 0;
-	}
-	return npids > 0;
-}
-
-/* bpftrace started with argv, its stdout on a pipe read through out.
- * Its pid, or -1 after the one error line. */
-static pid_t start_tracer(char **argv, struct tracer_output *out)
-{
-	int out_pipe[2];
-	if (pipe(out_pipe) != 0) {
-		bp_error("trace", strerror(errno));
-		return -1;
-	}
-	pid_t tracer = fork();
-	if (tracer == 0) {
-		dup2(out_pipe[1], STDOUT_FILENO);
-		close(out_pipe[0]);
-		close(out_pipe[1]);
-		execv(argv[0], argv);
-		bp_printf_escaped(stderr, "billing-probes: trace: cannot run %s: %s (apt-get install bpftrace)", argv[0],
-		                  strerror(errno));
-		fputc('\n', stderr);
-		_exit(BP_EXIT_ERROR);
-	}
-	close(out_pipe[1]);
-	if (tracer < 0) {
-		close(out_pipe[0]);
-		bp_error("trace", "fork failed");
-		return -1;
-	}
-	*out = (struct tracer_output){ out_pipe[0], 0, { 0 }, 0, BP_BLANK_TRIM_INIT };
-	fcntl(out->fd, F_SETFL, O_NONBLOCK);
-	return tracer;
-}
-
-/* Until bpftrace is attached to the stopped command target: up to 60 s
- * to compile and attach (its semaphores raised, or without any to watch,
- * its SIGINT handler in place and a moment more), then up to 5 s for the
- * script's first line: bpftrace carries out BEGIN's clear()s in user
- * space, in order with its printf()s, so a command let go before BEGIN's
- * "Tracing" line is printed can fire into maps about to be cleared.
- * 1 when bpftrace exited meanwhile (*status set), else 0. */
-static int wait_attached(pid_t tracer, pid_t target, const bp_probe_set_t *set, const unsigned char *used,
-                         struct tracer_output *out, int *status)
-{
-	int any_semaphore = 0;
-	for (size_t i = 0; i < set->probe_count; i++)
-		any_semaphore |= used[i] == BP_TRACE_ATTACHED && set->probes[i].runtime_semaphore;
-	int ready_at = -1;
-	for (int i = 0; i < 3000; i++) {
-		if (waitpid(tracer, status, WNOHANG) == tracer)
-			return 1;
-		if (ready_at < 0 && (any_semaphore ? attached(target, set, used) : bp_bpftrace_catches_sigint(tracer))) {
-			if (!any_semaphore)
-				nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
-			ready_at = i;
-		}
-		if (ready_at >= 0 && (script_printed(out) || i - ready_at >= 250))
-			return 0;
-		pass_output(out, 20);
-	}
-	return 0;
-}
-
-/* Until bpftrace exits, passing its output on: SIGINT to it (it prints
- * its END output) once the traced processes are all gone (--binary: only
- * on Ctrl-C or SIGTERM, forwarded).  bpftrace's wait status. */
-static int wait_done(pid_t tracer, const int *pids, const unsigned long long *starts, size_t npids, pid_t command,
-                     struct tracer_output *out)
-{
-	int status = 0, interrupted = 0;
-	long long gone_ms = 0, output_ms = bp_monotonic_ms();
-	bp_sigint_watch_t watch = { 0 };
-	for (;;) {
-		pid_t done = waitpid(-1, &status, WNOHANG);
-		if (done == tracer)
-			break;
-		if (done < 0 && errno == ECHILD)
-			break;
-		long long now = bp_monotonic_ms();
-		if (!gone_ms && ((done > 0 && done == command) ||
-		                 (done == 0 && command < 0 && all_gone(pids, starts, npids))))
-			gone_ms = now;
-		if (!interrupted && gone_ms && bp_bpftrace_catches_sigint(tracer) &&
-		    ((bp_bpftrace_idle(tracer) && now - output_ms >= BP_BPFTRACE_QUIET_MS &&
-		      now - gone_ms >= BP_BPFTRACE_QUIET_MS) ||
-		     now - gone_ms > BP_BPFTRACE_STOP_MS)) {
-			/* the traced process has ended and bpftrace has printed
-			 * all it had, its output quiet for a while (a script's
-			 * timer may still print what it queued), or after
-			 * BP_BPFTRACE_STOP_MS whatever it prints */
-			kill(tracer, SIGINT);
-			bp_sigint_watch_sent(&watch);
-			interrupted = 1;
-		}
-		if (forwarded_sigint) {
-			forwarded_sigint = 0;
-			bp_sigint_watch_sent(&watch);
-		}
-		if (bp_sigint_watch_missed(&watch, tracer)) {
-			fprintf(stderr, "billing-probes: trace: bpftrace missed SIGINT (bpftrace 0.17 sees it only "
-			                "while in epoll_wait): sent again\n");
-			kill(tracer, SIGINT);
-			bp_sigint_watch_sent(&watch);
-		}
-		if (done <= 0 && pass_output(out, 20))
-			output_ms = bp_monotonic_ms();
-	}
-	return status;
-}
-
-/* Run bpftrace; a stopped command (command > 0) goes on once bpftrace is
- * attached, or is killed if bpftrace ends first: either way *released.
- * bpftrace's exit status (128+N for a signal), or BP_EXIT_ERROR when it
- * could not be started. */
-static int run_tracer(char **argv, const int *pids, const unsigned long long *starts, size_t npids, pid_t command,
-                      const bp_probe_set_t *set, const unsigned char *used, int *released)
-{
-	struct tracer_output out;
-	pid_t tracer = start_tracer(argv, &out);
-	if (tracer < 0)
-		return BP_EXIT_ERROR;
-	tracer_pid = tracer;
-	signal(SIGINT, forward_signal);
-	signal(SIGTERM, forward_signal);
-	int status = 0;
-	int tracer_done = command > 0 && wait_attached(tracer, command, set, used, &out, &status);
-	if (command > 0) {
-		if (tracer_done) {
-			kill(command, SIGKILL);
-			waitpid(command, NULL, 0);
-		} else {
-			kill(command, SIGCONT);
-		}
-		*released = 1;
-	}
-	if (!tracer_done)
-		status = wait_done(tracer, pids, starts, npids, command, &out);
-	pass_output(&out, 0); /* what bpftrace wrote before it exited */
-	if (out.fd >= 0)
-		close(out.fd);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 /* Why a module's probes were left out of the program. */
 static const char *left_out_reason(const bp_module_t *mod)
 {
@@ -527,7 +305,9 @@ static int report_left_out(const bp_probe_set_t *set, const unsigned char *used,
  * process only)?  bpftrace 0.17 then fails on a probe that sits in two
  * modules of the process, and looks files up in the process's mount
  * namespace itself: so only for one process, in our namespace, whose
- * used probes sit in one module each. */
+ * used probes sit in one module each (a module left out included: the
+ * probes are then written without a path, and bpftrace finds them in
+ * every module). */
 static int can_use_bpftrace_pid(const bp_probe_set_t *set, const unsigned char *used)
 {
 	for (size_t i = 0; i < set->probe_count; i++) {
@@ -537,7 +317,7 @@ static int can_use_bpftrace_pid(const bp_probe_set_t *set, const unsigned char *
 		if (!mod->attach_path || strcmp(mod->attach_path, mod->path) != 0)
 			return 0;
 		for (size_t j = 0; j < set->probe_count; j++)
-			if (used[j] == BP_TRACE_ATTACHED && set->probes[j].module != set->probes[i].module &&
+			if (used[j] != BP_TRACE_UNUSED && set->probes[j].module != set->probes[i].module &&
 			    strcmp(set->probes[j].provider, set->probes[i].provider) == 0 &&
 			    strcmp(set->probes[j].name, set->probes[i].name) == 0)
 				return 0;
@@ -545,7 +325,7 @@ static int can_use_bpftrace_pid(const bp_probe_set_t *set, const unsigned char *
 	return 1;
 }
 
-/* A command started stopped and not handed to run_tracer: killed. */
+/* A command started stopped and not handed to bp_trace_run: killed. */
 static void kill_stopped(pid_t command)
 {
 	if (command > 0) {
@@ -562,6 +342,20 @@ int bp_cmd_trace(const bp_options_t *opt)
 	if (!opt->dry_run && bp_find_program("bpftrace", "BPFTRACE", bpftrace, sizeof bpftrace, why, sizeof why) != 0) {
 		bp_error("trace: bpftrace", why);
 		return BP_EXIT_ERROR;
+	}
+	/* what this bpftrace counts and warns of; a version the scripts are
+	 * not tested on is said in one line, its attachment still checked */
+	bp_bpftrace_version_t version = { 0 };
+	if (!opt->dry_run && bp_bpftrace_version(bpftrace, &version, why, sizeof why) != 0) {
+		bp_error("trace: bpftrace", why);
+		return BP_EXIT_ERROR;
+	}
+	if (!opt->dry_run && !bp_bpftrace_tested(&version)) {
+		bp_printf_escaped(stderr,
+		                  "billing-probes: trace: bpftrace %s is untested (tested: " BP_BPFTRACE_TESTED
+		                  "): how many probes it attaches is checked, its figures are not",
+		                  version.text);
+		fputc('\n', stderr);
 	}
 	int script_fd = open_script(opt->script, script, sizeof script);
 	if (script_fd < 0)
@@ -620,7 +414,18 @@ int bp_cmd_trace(const bp_options_t *opt)
 		goto out;
 	}
 
-	resolved = bp_trace_resolve(text, len, &set, pids, npids, used, note_dropped, &dropped, err, sizeof err);
+	bp_trace_target_t target = { &set, pids, npids, 0, note_dropped, &dropped };
+	bp_trace_counts_t counts;
+	resolved = bp_trace_resolve(text, len, &target, used, &counts, err, sizeof err);
+	/* bpftrace -p: the USDT probes written without a path (0.27 attaches
+	 * a path-qualified one twice when also given -p); not for a program
+	 * with other kinds of probe, whose actions 0.27's -p would filter */
+	target.by_pid = resolved && npids == 1 && !counts.other_kinds && can_use_bpftrace_pid(&set, used);
+	if (target.by_pid) {
+		free(resolved);
+		target.dropped = NULL; /* each said once, above */
+		resolved = bp_trace_resolve(text, len, &target, used, &counts, err, sizeof err);
+	}
 	if (!resolved) {
 		bp_error(script, err);
 		goto out;
@@ -636,33 +441,44 @@ int bp_cmd_trace(const bp_options_t *opt)
 		goto out;
 	each_dropped(&dropped, say_dropped, &say);
 	if (opt->dry_run) {
+		if (target.by_pid)
+			printf("/* billing-probes trace: for bpftrace -p %d, which finds these probes in the process */\n",
+			       pids[0]);
 		fputs(resolved, stdout);
 		rc = BP_EXIT_OK;
 		goto out;
 	}
 
-	/* bpftrace [-p PID] -e PROGRAM [ARGS...]: the probes attached by
-	 * path, kept to the processes by the predicate; with -p, the kernel
-	 * also places breakpoints and raises semaphores in that process only. */
+	/* bpftrace [-p PID] [--no-warnings] -e PROGRAM [ARGS...]: the probes
+	 * attached by path, kept to the processes by the predicate; with -p,
+	 * the kernel also places breakpoints and raises semaphores in that
+	 * process only.  --no-warnings: a shipped script under bpftrace 0.24's
+	 * type checker (bpftrace_version.h). */
 	size_t argc = 0;
 	char one_pid[32];
-	if (!(argv = calloc(6 + (size_t)opt->script_arg_count + 1, sizeof *argv))) {
+	if (!(argv = calloc(7 + (size_t)opt->script_arg_count + 1, sizeof *argv))) {
 		bp_error("trace", "out of memory");
 		goto out;
 	}
 	argv[argc++] = bpftrace;
-	if (npids == 1 && can_use_bpftrace_pid(&set, used)) {
+	if (target.by_pid) {
 		snprintf(one_pid, sizeof one_pid, "%d", pids[0]);
 		argv[argc++] = (char *)"-p";
 		argv[argc++] = one_pid;
 	}
+	if (!strchr(opt->script, '/') && bp_bpftrace_warns_of_types(&version))
+		argv[argc++] = (char *)"--no-warnings";
 	argv[argc++] = (char *)"-e";
 	argv[argc++] = resolved;
 	for (int i = 0; i < opt->script_arg_count; i++)
 		argv[argc++] = opt->script_args[i];
 	argv[argc] = NULL;
 	fflush(stdout);
-	rc = run_tracer(argv, pids, starts, npids, command, &set, used, &released);
+	/* the probes bpftrace must say it attaches (0: a glob, not checked) */
+	size_t want = counts.unknown ? 0 : bp_bpftrace_counts_sites(&version) ? counts.sites
+	                                                                      : counts.specs;
+	bp_trace_run_t run = { argv, want, &version, pids, starts, npids, command, &set, used };
+	rc = bp_trace_run(&run, &released);
 
 out:
 	if (!released)

@@ -127,11 +127,54 @@ static int has_glob(const char *s)
 	return strpbrk(s, "*?[") != NULL;
 }
 
+/* One resolution under way. */
+typedef struct {
+	const bp_trace_target_t *target;
+	unsigned char *used;
+	bp_trace_counts_t *counts;
+} resolution_t;
+
+/* Has a site before i of module m (any module when m is (size_t)-1) the
+ * same provider and name as site i? */
+static int named_before(const bp_probe_set_t *set, size_t i, size_t m)
+{
+	const bp_probe_t *p = &set->probes[i];
+	for (size_t j = 0; j < i; j++)
+		if ((m == (size_t)-1 || set->probes[j].module == m) && strcmp(set->probes[j].provider, p->provider) == 0 &&
+		    strcmp(set->probes[j].name, p->name) == 0)
+			return 1;
+	return 0;
+}
+
+/* How many sites of module m (any module when m is (size_t)-1) bear
+ * site i's provider and name. */
+static size_t sites_named(const bp_probe_set_t *set, size_t i, size_t m)
+{
+	size_t n = 0;
+	for (size_t j = 0; j < set->probe_count; j++)
+		n += (m == (size_t)-1 || set->probes[j].module == m) &&
+		     strcmp(set->probes[j].provider, set->probes[i].provider) == 0 &&
+		     strcmp(set->probes[j].name, set->probes[i].name) == 0;
+	return n;
+}
+
+/* Write one spec (",\n" before all but the clause's first) and count it. */
+static void put_spec(resolution_t *r, bp_buf_t *out, int first, const char *path, const bp_probe_t *p, size_t sites)
+{
+	if (!first)
+		bp_buf_puts(out, ",\n");
+	bp_buf_printf(out, "usdt:%s:%s:%s", path, p->provider, p->name);
+	if (r->counts) {
+		r->counts->specs++;
+		r->counts->sites += sites;
+	}
+}
+
 /* Expand one spec (trimmed, n bytes) into out; returns how many specs it
  * became (0: dropped). */
-static int expand_spec(const char *spec, size_t n, const bp_probe_set_t *set, unsigned char *used, bp_buf_t *out,
-                       int first, int *passthrough, bp_dropped_fn dropped, void *ctx)
+static int expand_spec(resolution_t *r, const char *spec, size_t n, bp_buf_t *out, int first, int *passthrough)
 {
+	const bp_probe_set_t *set = r->target->set;
 	char text[512];
 	if (n >= sizeof text)
 		n = sizeof text - 1;
@@ -142,6 +185,13 @@ static int expand_spec(const char *spec, size_t n, const bp_probe_set_t *set, un
 			bp_buf_puts(out, ",\n");
 		bp_buf_puts(out, text);
 		(*passthrough)++;
+		if (r->counts) {
+			r->counts->specs++;
+			r->counts->sites++;
+			r->counts->unknown |= has_glob(text);
+			r->counts->other_kinds |= strcmp(text, "BEGIN") != 0 && strcmp(text, "END") != 0 &&
+			                          strncmp(text, "interval:", 9) != 0;
+		}
 		return 1;
 	}
 	char *provider = text + 6;
@@ -160,40 +210,32 @@ static int expand_spec(const char *spec, size_t n, const bp_probe_set_t *set, un
 				continue;
 			if (!module_safe || !bp_trace_name_is_safe(p->name)) {
 				/* never written into the program; the caller says why */
-				if (used && used[i] != BP_TRACE_ATTACHED)
-					used[i] = BP_TRACE_LEFT_OUT;
+				if (r->used && r->used[i] != BP_TRACE_ATTACHED)
+					r->used[i] = BP_TRACE_LEFT_OUT;
 				left_out++;
 				continue;
 			}
-			if (used)
-				used[i] = BP_TRACE_ATTACHED;
-			int seen = 0;
-			for (size_t j = 0; j < i && !seen; j++)
-				seen = set->probes[j].module == m && strcmp(set->probes[j].provider, p->provider) == 0 &&
-				       strcmp(set->probes[j].name, p->name) == 0;
-			if (seen)
+			if (r->used)
+				r->used[i] = BP_TRACE_ATTACHED;
+			/* by -p: one spec without a path for every module's sites */
+			if (named_before(set, i, r->target->by_pid ? (size_t)-1 : m))
 				continue;
-			if (!first || made)
-				bp_buf_puts(out, ",\n");
-			bp_buf_puts(out, "usdt:");
-			bp_buf_puts(out, set->modules[m].attach_path);
-			bp_buf_puts(out, ":");
-			bp_buf_puts(out, p->provider);
-			bp_buf_puts(out, ":");
-			bp_buf_puts(out, p->name);
+			if (r->target->by_pid)
+				put_spec(r, out, first && !made, "", p, sites_named(set, i, (size_t)-1));
+			else
+				put_spec(r, out, first && !made, set->modules[m].attach_path, p, sites_named(set, i, m));
 			made++;
 		}
 	}
-	if (!made && !left_out && dropped) {
+	if (!made && !left_out && r->target->dropped) {
 		*colon = ':';
-		dropped(text, ctx);
+		r->target->dropped(text, r->target->ctx);
 	}
 	return made;
 }
 
 /* Rewrite a spec list [s, e) into out.  Returns the number of specs. */
-static int rewrite_specs(const char *s, const char *e, const bp_probe_set_t *set, unsigned char *used, bp_buf_t *out,
-                         int *passthrough, bp_dropped_fn dropped, void *ctx)
+static int rewrite_specs(resolution_t *r, const char *s, const char *e, bp_buf_t *out, int *passthrough)
 {
 	int made = 0;
 	while (s < e) {
@@ -206,7 +248,7 @@ static int rewrite_specs(const char *s, const char *e, const bp_probe_set_t *set
 		while (b > a && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\n' || b[-1] == '\r'))
 			b--;
 		if (b > a)
-			made += expand_spec(a, (size_t)(b - a), set, used, out, made == 0, passthrough, dropped, ctx);
+			made += expand_spec(r, a, (size_t)(b - a), out, made == 0, passthrough);
 		s = comma < e ? comma + 1 : e;
 	}
 	return made;
@@ -237,10 +279,15 @@ static void put_pid_filter(bp_buf_t *out, const int *pids, size_t npids)
 		bp_buf_puts(out, ")");
 }
 
-char *bp_trace_resolve(const char *text, size_t len, const bp_probe_set_t *set, const int *pids, size_t npids,
-                       unsigned char *used, bp_dropped_fn dropped, void *ctx, char *err, size_t errlen)
+char *bp_trace_resolve(const char *text, size_t len, const bp_trace_target_t *target, unsigned char *used,
+                       bp_trace_counts_t *counts, char *err, size_t errlen)
 {
+	resolution_t r = { target, used, counts };
+	const int *pids = target->pids;
+	size_t npids = target->npids;
 	bp_buf_t out = { 0 };
+	if (counts)
+		memset(counts, 0, sizeof *counts);
 	const char *p = text, *end = text + len;
 	int bad = 0;
 	/* A "#!" first line cannot go through -e: keep the line, blank. */
@@ -292,7 +339,7 @@ char *bp_trace_resolve(const char *text, size_t len, const bp_probe_set_t *set, 
 		clause_end = skip_block(clause_end, end, &bad);
 		bp_buf_t specs_out = { 0 };
 		int passthrough = 0;
-		int made = rewrite_specs(specs, specs_end, set, used, &specs_out, &passthrough, dropped, ctx);
+		int made = rewrite_specs(&r, specs, specs_end, &specs_out, &passthrough);
 		if (specs_out.failed)
 			out.failed = 1;
 		if (made > 0) {

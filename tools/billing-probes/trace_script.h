@@ -28,21 +28,47 @@ enum { BP_TRACE_UNUSED = 0,
  * the probe at all (not for probes left out, see used[]). */
 typedef void (*bp_dropped_fn)(const char *spec, void *ctx);
 
-/* Resolve text (len bytes) against set into a malloc'd NUL-terminated
- * string.  With npids > 0 every clause made only of resolved USDT specs
- * gets the predicate "pid == PID" (several: "(pid == A || pid == B)"),
- * anded with its own: specs with a path attach to every process running
- * that file.  npids 0: no predicate (every process of the file).  Each
- * module is attached through its attach_path, and only when
+/* What the script is resolved for. */
+typedef struct {
+	const bp_probe_set_t *set;
+	const int *pids; /* the processes to keep to: the predicate (none: every process) */
+	size_t npids;
+	/* bpftrace gets -p: every USDT probe written "usdt::PROVIDER:NAME",
+	 * without a path (bpftrace 0.27 attaches a probe both by path and by
+	 * -p when given both: every figure doubled) */
+	int by_pid;
+	bp_dropped_fn dropped; /* or NULL */
+	void *ctx;
+} bp_trace_target_t;
+
+/* The probes the resolved program asks bpftrace to attach, as bpftrace
+ * counts them in its "Attaching N probes..." or "Attached N probes". */
+typedef struct {
+	size_t specs; /* one per spec: BEGIN, END, interval:..., each USDT spec */
+	size_t sites; /* the same, each USDT spec counted once per site */
+	int unknown;  /* a spec bpftrace expands itself (a glob): not counted */
+	/* a probe other than USDT, BEGIN, END and interval (a tracepoint, a
+	 * kprobe...), whose actions bpftrace 0.27's -p would filter to the
+	 * process (cswitch's sched_switch sees the process's threads switch
+	 * in while another task runs) */
+	int other_kinds;
+} bp_trace_counts_t;
+
+/* Resolve text (len bytes) for target into a malloc'd NUL-terminated
+ * string.  With target->npids > 0 every clause made only of resolved USDT
+ * specs gets the predicate "pid == PID" (several: "(pid == A || pid ==
+ * B)"), anded with its own: specs with a path attach to every process
+ * running that file.  npids 0: no predicate (every process of the file).
+ * Each module is attached through its attach_path, and only when
  * bp_trace_path_is_safe() accepts it and bp_trace_name_is_safe() the
  * probe's name (else the probe is left out).  used (set->probe_count
  * bytes, or NULL) receives BP_TRACE_ATTACHED for every site the resolved
  * script attaches to, BP_TRACE_LEFT_OUT for one it names but leaves out
- * (the caller reports those, once per module or probe).  Returns
- * NULL with a one-line reason in err (out of memory, an unterminated
- * comment, string or block). */
-char *bp_trace_resolve(const char *text, size_t len, const bp_probe_set_t *set, const int *pids, size_t npids,
-                       unsigned char *used, bp_dropped_fn dropped, void *ctx, char *err, size_t errlen);
+ * (the caller reports those, once per module or probe); counts (or NULL)
+ * what bpftrace will say it attaches.  Returns NULL with a one-line reason
+ * in err (out of memory, an unterminated comment, string or block). */
+char *bp_trace_resolve(const char *text, size_t len, const bp_trace_target_t *target, unsigned char *used,
+                       bp_trace_counts_t *counts, char *err, size_t errlen);
 
 /* 1 when path can be written into a bpftrace program as it is: absolute,
  * made only of letters, digits and "/._-", no "//" or "/../", at most

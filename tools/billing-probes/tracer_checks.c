@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bpftrace_version.h"
 #include "runner.h"
 #include "trusted_file.h"
 
@@ -55,8 +56,16 @@ void bp_doctor_bpftrace(bp_check_result_t *r, int *usable)
 		bp_result_set(r, BP_WARN, msg, "reinstall bpftrace");
 		return;
 	}
-	snprintf(msg, sizeof msg, "%s", line);
 	*usable = 1;
+	bp_bpftrace_version_t v;
+	if (bp_bpftrace_version_parse(line, &v) == 0 && !bp_bpftrace_tested(&v)) {
+		/* usable: trace checks what it attaches, but the scripts' figures
+		 * are tested on three versions only */
+		snprintf(msg, sizeof msg, "%s: untested (the scripts are tested on " BP_BPFTRACE_TESTED ")", line);
+		bp_result_set(r, BP_WARN, msg, "trace still checks how many probes it attaches");
+		return;
+	}
+	snprintf(msg, sizeof msg, "%s", line);
 	bp_result_set(r, BP_OK, msg, NULL);
 }
 
