@@ -1,19 +1,21 @@
 #!/usr/sbin/dtrace -s
 /*
- * amount_dist.d - transaction amounts per currency and kind: a power-of-two
+ * amount_dist.d - amounts of the transactions begun, per currency and kind: a power-of-two
  * histogram in minor units, with count, sum and average.  Printed at exit
  * (Ctrl-C or the end of the target).  Twin of bpftrace/amount_dist.bt.
  *
  * USAGE: dtrace -s amount_dist.d -p PID
  *        dtrace -s amount_dist.d -c 'CMD ARGS'
  *
- * Source: transaction-start (kind, amount_minor, currency), so a failed
- * transaction counts too: this is the distribution of what was attempted.
+ * Source: transaction-start (kind, amount_minor, currency): every
+ * transaction begun, committed or not -- what was attempted.  Not the
+ * exporter's billing_transaction_amount_minor, which observes the answers
+ * (invoice-create, payment-auth, refund-process).
  * OUTPUT (at exit): one line of figures per currency and kind, then one
  * histogram per currency and kind (keys [CURRENCY, KIND]; "-" when the
  * probe passed "").
  * FIELDS:
- *   @stats_minor   count N (transactions), average A (integer average,
+ *   @stats_minor   count N (transactions begun), average A (integer average,
  *                  truncated), total S (sum): amounts in minor units
  *                  (count(), avg() and sum() printed on one line)
  *   @amount_minor  power-of-two histogram (quantize) of amounts, minor
@@ -31,7 +33,7 @@
 
 dtrace:::BEGIN
 {
-	printf("Tracing transaction amounts. Hit Ctrl-C to end.\n");
+	printf("Tracing amounts of transactions begun. Hit Ctrl-C to end.\n");
 	seen = 0;
 }
 
@@ -51,7 +53,7 @@ billing$target:::transaction-start
 
 dtrace:::END
 {
-	printf("\nTransaction amounts by [currency, kind], minor units%s\n", seen ? ":" : ": none seen");
+	printf("\nAmounts of transactions begun (transaction-start) by [currency, kind], minor units%s\n", seen ? ":" : ": none seen");
 	/* bpftrace's stats() line, from three aggregations of one key */
 	printa("@stats_minor[%s, %s]: count %@d, average %@d, total %@d\n", @count, @avg_minor, @sum_minor);
 	printa("\n@amount_minor[%s, %s]:\n%@d", @amount_minor);

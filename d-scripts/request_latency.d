@@ -6,7 +6,7 @@
  *
  * USAGE: dtrace -s request_latency.d -p PID [THRESHOLD_MS [INTERVAL_S]]
  *        dtrace -s request_latency.d -c 'CMD ARGS' [THRESHOLD_MS [INTERVAL_S]]
- *   THRESHOLD_MS  a request is slow when its duration exceeds this (default 100)
+ *   THRESHOLD_MS  a request is slow when its duration exceeds this (default 250)
  *   INTERVAL_S    seconds between reports (default 10)
  *
  * Source: request-done's duration_ns, measured in the service, read as
@@ -52,7 +52,7 @@
 
 dtrace:::BEGIN
 {
-	threshold_ns = ($1 > 0 ? $1 : 100) * 1000000;
+	threshold_ns = ($1 > 0 ? $1 : 250) * 1000000;
 	interval = $2 > 0 ? $2 : 10;
 	secs = 0;
 	@unmeasured = sum(0);	/* so that 0 is printed */

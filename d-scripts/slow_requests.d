@@ -7,7 +7,7 @@
  *
  * USAGE: dtrace -Cs slow_requests.d -p PID [THRESHOLD_MS]
  *        dtrace -Cs slow_requests.d -c 'CMD ARGS' [THRESHOLD_MS]
- *   THRESHOLD_MS  slow: duration_ns over this (default 100; 0 is never slow)
+ *   THRESHOLD_MS  slow: duration_ns over this (default 250; 0 is never slow)
  * Probes with a request_id (error, db-query-*, gateway-call-*) join that
  * request, on any thread; the others join the request their thread last started.
  *
@@ -21,7 +21,8 @@
  *            or result code, duration_us (of the *-done probes, microseconds,
  *            from the service); "" prints as "-"
  * Speculations are per CPU, committed CPU by CPU: a request whose thread moved
- * may print out of order (offsets give the order).  At exit: untracked requests,
+ * may print out of order (offsets give the order).  At exit: untracked requests
+ * (done without being followed: begun before tracing, or past 128 in flight),
  * and requests whose probes on other threads were not followed.
  *
  * BOUNDED MEMORY: nspec=128 speculations: 128 requests in flight (more are
@@ -76,7 +77,7 @@ self uint64_t rid;
 
 dtrace:::BEGIN
 {
-	threshold_ns = ($1 > 0 ? $1 : 100) * 1000000;
+	threshold_ns = ($1 > 0 ? $1 : 250) * 1000000;
 	HOME64(0)
 	HOME64(64)
 	/* counts, so that 0 is printed: aggregations, exact under concurrency */
@@ -120,12 +121,6 @@ billing$target:::request-start
 /this->spec && this->taken/
 {
 	@own_thread_only = sum(1);
-}
-
-billing$target:::request-start
-/!this->spec/
-{
-	@untracked = sum(1);
 }
 
 /* The request an event joins: the one its thread last started ... */
@@ -278,6 +273,14 @@ billing$target:::request-done
 /this->spec && (unsigned long long)arg3 <= threshold_ns/
 {
 	discard(this->spec);
+}
+
+/* Done without being followed: begun before tracing started, or while 128
+ * were in flight. */
+billing$target:::request-done
+/!this->spec/
+{
+	@untracked = sum(1);
 }
 
 dtrace:::END

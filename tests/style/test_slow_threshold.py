@@ -4,7 +4,7 @@ billing_request_duration_seconds_bucket by is billing.d's default
 "@@slow-threshold" (which the generator checks is a bucket bound of
 duration_ns), the rules' and the dashboard's words for it ("within N ms",
 "its N ms latency budget", "over N ms") say the same number, and so do
-the default THRESHOLD_MS of request_latency.bt and slow_requests.bt (the
+the default THRESHOLD_MS of request_latency and slow_requests, both twins (the
 code's and the header's) and the usage lines d-scripts/README.md gives
 them.  A threshold changed in billing.d and not elsewhere (or the reverse)
 fails here, naming both.
@@ -47,9 +47,9 @@ def main():
                 seen += 1
                 if float(ms) / 1000 != seconds:
                     wrong.append(f"{os.path.relpath(path, SOURCE)}:{n}: {ms} ms")
-    # the bpftrace twins: "$1 > 0 ? $1 : N) * 1000000" and "(default N" in the header
-    for name in ("request_latency", "slow_requests"):
-        path = os.path.join(SOURCE, "d-scripts", "bpftrace", name + ".bt")
+    # both twins: "$1 > 0 ? $1 : N) * 1000000" and "(default N" in the header
+    for script in ("bpftrace/request_latency.bt", "bpftrace/slow_requests.bt", "request_latency.d", "slow_requests.d"):
+        path = os.path.join(SOURCE, "d-scripts", script)
         rel = os.path.relpath(path, SOURCE)
         text = open(path, encoding="utf-8").read()
         code = re.findall(r"\$1 > 0 \? \$1 : (\d+)\) \* 1000000", text)
