@@ -64,9 +64,10 @@ wants() {  # wants PART: asked for, or every part when none was named
   return 1
 }
 
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+# (the output read whole: grep -q leaving early would fail the pipe)
+installed() { [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == "install ok installed" ]]; }
 # The release's own package: a candidate in its lists
-available() { apt-cache policy "$1" 2>/dev/null | grep -q "Candidate: [^(]"; }
+available() { [[ "$(apt-cache policy "$1" 2>/dev/null)" =~ Candidate:\ [^\(] ]]; }
 
 release=$(. /etc/os-release && echo "${PRETTY_NAME:-unknown}")
 export DEBIAN_FRONTEND=noninteractive
