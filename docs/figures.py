@@ -20,8 +20,10 @@ provider/billing.d (buckets, label widths), monitoring/rules/billing.rules.yml
 (the alert table), examples/demo/results/slow-request.txt (the demo's slow
 request, written by `examples/demo/run-demo.sh --publish`) and
 bench/results/suite-quick.json (the quick suite's time, written by
-tests/time_suite.py) and bench/results/suite-fresh-clone.json (the README
-test command's phases from fresh clones, each run's run-all-times.json).  A figure that states what the code or a test is set to
+tests/time_suite.py), bench/results/suite-fresh-clone.json (the README
+test command's phases from fresh clones, each run's run-all-times.json)
+and bench/results/distros.json (the distributions and versions the distros
+suite ran: a copy of its BUILD/tests/distros/results.json).  A figure that states what the code or a test is set to
 (a default, a test's load) stays plain text and is listed in FROM_SOURCE with
 the pattern its source must still hold.  Any other number with a unit in the
 prose of PAGES fails the check (tests/docs/test_figures.py runs it).
@@ -39,6 +41,7 @@ FLEET_RESULTS = "bench/results/fleet.json"
 DEMO_SLOW_REQUEST = "examples/demo/results/slow-request.txt"
 QUICK_RESULTS = "bench/results/suite-quick.json"  # tests/time_suite.py --suite quick
 FRESH_CLONE_RESULTS = "bench/results/suite-fresh-clone.json"  # tests/run-all.sh's run-all-times.json, per run
+DISTROS_RESULTS = "bench/results/distros.json"  # tests/distros' results.json, one run's
 PAGES = ("README.md", "docs/*.md", "bench/README.md", "monitoring/README.md")
 
 
@@ -225,6 +228,33 @@ def fleet_scale(_):
         "wait shortened in the test |"])
 
 
+def distros_table(_):
+    """The distributions and versions the distros suite last ran (tests/distros writes
+    BUILD/tests/distros/results.json; bench/results/distros.json is one run's copy)."""
+    d = json.loads(read(DISTROS_RESULTS))
+    names = {"trixie": "Debian 13 (trixie)", "sid": "Debian sid"}
+    tools = ("bpftrace", "libbpf", "gcc", "clang", "prometheus", "alertmanager")
+
+    def row(name, v, how):
+        return f"| {name} | " + " | ".join(re.sub(r"\+ds\d*$", "", v.get(t) or "?") for t in tools) + f" | {how} |"
+    o = [f"The distros suite's last run, {d['date']} (commit {d['commit']}, Linux {d['kernel']}, "
+         f"{d['cores']} cores); the first row is the machine itself, where every other suite runs:", "",
+         "| distribution | bpftrace | libbpf | gcc | clang | Prometheus | Alertmanager | what ran, and its outcome |",
+         "|---|---|---|---|---|---|---|---|",
+         row(f"Debian {d['host']['versions']['debian']} (bookworm)", d["host"]["versions"], "every suite")]
+    for rel in ("trixie", "sid"):
+        r = d["releases"].get(rel)
+        if r is None:
+            o.append(f"| {names[rel]} | not run |  |  |  |  |  |  |")
+            continue
+        parts = ", ".join(p if x["result"] == "passed" else f"{p} **failed** ({', '.join(x['failed'])})"
+                          for p, x in sorted(r["parts"].items()))
+        version = r.get("versions", {}).get("debian", "")
+        o.append(row(f"{names[rel]}, {version}" if rel == "trixie" else f"{names[rel]} ({version})",
+                     r.get("versions", {}), f"root built {r.get('root_built', '?')}; {parts}"))
+    return "\n".join(o)
+
+
 def quick_suite_time():
     q = json.loads(read(QUICK_RESULTS))
     return f"{q['wall_s']:.0f} s for {q['tests']} tests on {q['machine']['cores']} cores ({q['date']})"
@@ -272,6 +302,7 @@ BLOCKS = {
     "alerts": ("monitoring/rules/billing.rules.yml", alert_table),
     "fleet-scale": ("bench/results/fleet.json", fleet_scale),
     "demo-slow-request": (DEMO_SLOW_REQUEST, demo_slow_request),
+    "tested-distributions": (DISTROS_RESULTS, distros_table),
 }
 
 # Figures that state what the code or a test is set to: the page's text,

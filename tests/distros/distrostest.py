@@ -307,9 +307,12 @@ VERSION_RE = {"bpftrace": r"v?(\d[\w.~+-]*)", "clang": r"version (\S+)", "promet
               "alertmanager": r"version (\S+)"}
 
 
-def versions(root, work):
-    """{tool: version} of what the root runs."""
-    rc, out = run_inside(root, VERSIONS, work, timeout=120, quiet=True)
+def versions(root=None, work=None):
+    """{tool: version} of what the root runs (None: this machine)."""
+    if root is None:
+        out = subprocess.run(["bash", "-c", VERSIONS], capture_output=True, text=True, timeout=120).stdout
+    else:
+        rc, out = run_inside(root, VERSIONS, work, timeout=120, quiet=True)
     found = {}
     for line in out.splitlines():
         if "=" in line:
@@ -321,7 +324,8 @@ def versions(root, work):
 
 def record(release, part, result, seconds, failed=(), extra=None):
     """Adds PART's outcome on RELEASE to the results file (one file for the
-    suite's run, written under a lock by each test)."""
+    suite's run, written under a lock by each test), with the versions of
+    this machine, where every other suite runs."""
     if not RESULTS:
         return
     with open(RESULTS + ".lock", "a") as lock:
@@ -336,6 +340,8 @@ def record(release, part, result, seconds, failed=(), extra=None):
         doc["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         doc["kernel"] = os.uname().release
         doc["cores"] = os.cpu_count()
+        if "host" not in doc:
+            doc["host"] = {"versions": versions()}
         rel = doc["releases"].setdefault(release, {"parts": {}})
         rel.update(extra or {})
         rel["parts"][part] = {"result": result, "s": round(seconds), "failed": list(failed)}
