@@ -247,8 +247,15 @@ def distros_table(_):
         if r is None:
             o.append(f"| {names[rel]} | not run |  |  |  |  |  |  |")
             continue
-        parts = ", ".join(p if x["result"] == "passed" else f"{p} **failed** ({', '.join(x['failed'])})"
-                          for p, x in sorted(r["parts"].items()))
+
+        def outcome(part, x):
+            if x["result"] == "passed":
+                return part
+            cases = [f for f in x["failed"] if f.startswith("scripts-")]
+            named = [f for f in x["failed"] if not f.startswith("scripts-")]
+            return f"{part} **failed** ({', '.join(named + ([f'{len(cases)} scripts cases'] if cases else []))} " \
+                   f"of {x.get('checked', '?')})"
+        parts = ", ".join(outcome(p, x) for p, x in sorted(r["parts"].items()))
         version = r.get("versions", {}).get("debian", "")
         o.append(row(f"{names[rel]}, {version}" if rel == "trixie" else f"{names[rel]} ({version})",
                      r.get("versions", {}), f"root built {r.get('root_built', '?')}; {parts}"))

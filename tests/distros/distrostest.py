@@ -322,10 +322,11 @@ def versions(root=None, work=None):
     return found
 
 
-def record(release, part, result, seconds, failed=(), extra=None):
+def record(release, part, result, seconds, failed, checked, extra=None):
     """Adds PART's outcome on RELEASE to the results file (one file for the
-    suite's run, written under a lock by each test), with the versions of
-    this machine, where every other suite runs."""
+    suite's run, written under a lock by each test): its result, the tests
+    and cases that FAILED of the CHECKED it ran, with the versions of this
+    machine, where every other suite runs."""
     if not RESULTS:
         return
     with open(RESULTS + ".lock", "a") as lock:
@@ -344,7 +345,7 @@ def record(release, part, result, seconds, failed=(), extra=None):
             doc["host"] = {"versions": versions()}
         rel = doc["releases"].setdefault(release, {"parts": {}})
         rel.update(extra or {})
-        rel["parts"][part] = {"result": result, "s": round(seconds), "failed": list(failed)}
+        rel["parts"][part] = {"result": result, "s": round(seconds), "failed": list(failed), "checked": checked}
         tmp = RESULTS + ".tmp"
         with open(tmp, "w") as f:
             json.dump(doc, f, indent=1, sort_keys=True)

@@ -76,19 +76,21 @@ def meson_tests(release, root, work, part):
 
 
 def trace_cases(release, root, work):
+    """The scripts suite's cases through trace in the root: (cases run, names of those that failed)."""
     rc, out = dt.run_inside(root, "cd %s/build && python3 %s/tests/distros/trace_cases.py --tool "
                             "tools/billing-probes/billing-probes --workload tests/scripts/scripts-workload"
                             % (dt.IN_WORK, dt.IN_SRC), work, timeout=1800, quiet=True)
-    failed = []
+    cases, failed = 0, []
     for line in out.splitlines():
         if line.startswith(("ok   scripts case", "FAIL scripts case")):
+            cases += 1
             if not bt.check(line.startswith("ok"), "%s: %s" % (release, line[5:])):
                 failed.append("scripts-" + line.split()[3])
     if rc != 0 and not failed:
         print(out[-3000:])
         bt.check(False, "%s: trace_cases.py exited %d without naming a case" % (release, rc))
         failed.append("trace_cases.py")
-    return failed
+    return cases, failed
 
 
 def main():
@@ -102,7 +104,7 @@ def main():
         root, work = dt.ready(release)
     except RuntimeError as e:
         bt.check(False, "%s: the root and the README's build in it: %s" % (release, e))
-        dt.record(release, part, "FAILED", time.monotonic() - t0, ["the root or the build"])
+        dt.record(release, part, "FAILED", time.monotonic() - t0, ["the root or the build"], 0)
         bt.finish()
     extra = None
     if part == "build":
@@ -111,9 +113,12 @@ def main():
                  "%s: the root runs %s" % (release, ", ".join("%s %s" % kv for kv in sorted(v.items()))))
         extra = {"versions": v, "root_built": time.strftime("%Y-%m-%d", time.gmtime(dt._built_at(root) or 0))}
     failed = meson_tests(release, root, work, part)
+    checked = len(PARTS[part][0])
     if part == "trace":
-        failed += trace_cases(release, root, work)
-    dt.record(release, part, "FAILED" if failed else "passed", time.monotonic() - t0, failed, extra)
+        cases, failed_cases = trace_cases(release, root, work)
+        checked += cases
+        failed += failed_cases
+    dt.record(release, part, "FAILED" if failed else "passed", time.monotonic() - t0, failed, checked, extra)
     bt.finish()
 
 

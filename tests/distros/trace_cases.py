@@ -43,6 +43,13 @@ class TraceTracer(S.Tracer):
         self.tool = tool
 
     def argv(self, name, args, pid, pid_as_arg=False):
+        # trace reads the process's modules as it starts: a workload pinned
+        # to a CPU is `taskset` until it execs the workload
+        try:
+            bt.wait_for("process %d to be the workload" % pid,
+                        lambda: os.path.realpath("/proc/%d/exe" % pid) == os.path.realpath(self.workload), 30, 0.01)
+        except RuntimeError as e:
+            raise S.Failure(str(e))
         args = [str(pid)] * pid_as_arg + [str(a) for a in args]
         return [self.tool, "trace", name, "-p", str(pid), "--"] + args
 
