@@ -221,6 +221,7 @@ def ensure_root(release, work):
     """ROOTS/RELEASE, usable and fresh, with the suite's packages: built
     (or renewed) first when it is not.  Call under root_lock."""
     root = root_path(release)
+    _remove_unused_old(release)
     why = why_stale(release, root)
     if why:
         new = "%s.new-%d" % (root, os.getpid())
@@ -231,11 +232,11 @@ def ensure_root(release, work):
             _debootstrap(release, new, logf)
         if os.path.isdir(root):
             _exchange(new, root)
-            os.rename(new, "%s.old-%s" % (root, time.strftime("%Y%m%d%H%M%S")))
+            os.rename(new, "%s.old-%s-%d" % (root, time.strftime("%Y%m%d%H%M%S"), os.getpid()))
         else:
             os.rename(new, root)
         log("%s root built in %.0f s" % (release, time.monotonic() - t0))
-    _remove_unused_old(release)
+        _remove_unused_old(release)
     # A root is a test fixture renewed when stale, and a mirror snapshot's
     # Release file may be past its Valid-Until: apt takes it all the same.
     conf = os.path.join(root, "etc", "apt", "apt.conf.d", "99billing-probes-root")
