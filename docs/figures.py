@@ -232,33 +232,30 @@ def distros_table(_):
     """The distributions and versions the distros suite last ran (tests/distros writes
     BUILD/tests/distros/results.json; bench/results/distros.json is one run's copy)."""
     d = json.loads(read(DISTROS_RESULTS))
-    names = {"trixie": "Debian 13 (trixie)", "sid": "Debian sid"}
     tools = ("bpftrace", "libbpf", "gcc", "clang", "prometheus", "alertmanager")
 
     def row(name, v, how):
         return f"| {name} | " + " | ".join(re.sub(r"\+ds\d*$", "", v.get(t) or "?") for t in tools) + f" | {how} |"
+
+    def outcome(part, x):
+        if x["result"] == "passed":
+            return part
+        cases = [f for f in x["failed"] if f.startswith("scripts-")]
+        named = [f for f in x["failed"] if not f.startswith("scripts-")]
+        ran = x.get("ran", {})
+        said = named + ([f"{len(cases)} of {ran.get('scripts cases', '?')} scripts cases"] if cases else [])
+        return f"{part} **failed** ({'; '.join(said)})"
     o = [f"The distros suite's last run, {d['date']} (commit {d['commit']}, Linux {d['kernel']}, "
          f"{d['cores']} cores); the first row is the machine itself, where every other suite runs:", "",
          "| distribution | bpftrace | libbpf | gcc | clang | Prometheus | Alertmanager | what ran, and its outcome |",
          "|---|---|---|---|---|---|---|---|",
          row(f"Debian {d['host']['versions']['debian']} (bookworm)", d["host"]["versions"], "every suite")]
-    for rel in ("trixie", "sid"):
-        r = d["releases"].get(rel)
-        if r is None:
-            o.append(f"| {names[rel]} | not run |  |  |  |  |  |  |")
-            continue
-
-        def outcome(part, x):
-            if x["result"] == "passed":
-                return part
-            cases = [f for f in x["failed"] if f.startswith("scripts-")]
-            named = [f for f in x["failed"] if not f.startswith("scripts-")]
-            return f"{part} **failed** ({', '.join(named + ([f'{len(cases)} scripts cases'] if cases else []))} " \
-                   f"of {x.get('checked', '?')})"
-        parts = ", ".join(outcome(p, x) for p, x in sorted(r["parts"].items()))
-        version = r.get("versions", {}).get("debian", "")
-        o.append(row(f"{names[rel]}, {version}" if rel == "trixie" else f"{names[rel]} ({version})",
-                     r.get("versions", {}), f"root built {r.get('root_built', '?')}; {parts}"))
+    for rel, name in (("trixie", "Debian 13 (trixie)"), ("sid", "Debian sid")):
+        r = d["releases"].get(rel, {})
+        v = r.get("versions", {})
+        parts = ", ".join(outcome(p, x) for p, x in sorted(r.get("parts", {}).items())) or "not run"
+        o.append(row(f"{name}, {v['debian']}" if v.get("debian") else name, v,
+                     f"root built {r['root_built']}: {parts}" if r.get("root_built") else parts))
     return "\n".join(o)
 
 
@@ -276,11 +273,14 @@ def fresh_clone_suite_time():
         return f"{low} min" if low == high else f"{low}–{high} min"
 
     def phase(prefix):
-        return minutes(next(p["s"] for p in r["phases"] if p["phase"].startswith(prefix)) for r in runs)
+        return minutes([p["s"] for r in runs for p in r["phases"] if p["phase"].startswith(prefix)])
     days = sorted({r["date"][:10] for r in runs})
+    # the distros suite's phase (tests/run-all.sh), in the runs made since it is one
+    roots = any(p["phase"].startswith("Debian 13") for r in runs for p in r["phases"])
     return (f"the build and every test {phase('build and test')}, then ASan+UBSan "
-            f"{phase('AddressSanitizer')} and TSan {phase('ThreadSanitizer')}: "
-            f"{minutes(r['total_s'] for r in runs)} in all ({len(runs)} runs, {', '.join(days)})")
+            f"{phase('AddressSanitizer')}" + (", " if roots else " and ") + f"TSan {phase('ThreadSanitizer')}"
+            + (f" and Debian 13 and sid in their roots {phase('Debian 13')}" if roots else "") +
+            f": {minutes(r['total_s'] for r in runs)} in all ({len(runs)} runs, {', '.join(days)})")
 
 
 INLINE = {

@@ -323,11 +323,12 @@ def versions(root=None, work=None):
     return found
 
 
-def record(release, part, result, seconds, failed, checked, extra=None):
+def record(release, part, result, seconds, failed, ran, extra=None):
     """Adds PART's outcome on RELEASE to the results file (one file for the
     suite's run, written under a lock by each test): its result, the tests
-    and cases that FAILED of the CHECKED it ran, with the versions of this
-    machine, where every other suite runs."""
+    and cases that FAILED, how many of each it RAN ({"tests": N, ...}),
+    with the versions of this machine, where every other suite runs.  A
+    file of another commit is another run's: started afresh."""
     if not RESULTS:
         return
     with open(RESULTS + ".lock", "a") as lock:
@@ -346,7 +347,7 @@ def record(release, part, result, seconds, failed, checked, extra=None):
             doc["host"] = {"versions": versions()}
         rel = doc["releases"].setdefault(release, {"parts": {}})
         rel.update(extra or {})
-        rel["parts"][part] = {"result": result, "s": round(seconds), "failed": list(failed), "checked": checked}
+        rel["parts"][part] = {"result": result, "s": round(seconds), "failed": list(failed), "ran": ran}
         tmp = RESULTS + ".tmp"
         with open(tmp, "w") as f:
             json.dump(doc, f, indent=1, sort_keys=True)

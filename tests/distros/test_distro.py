@@ -104,7 +104,7 @@ def main():
         root, work = dt.ready(release)
     except RuntimeError as e:
         bt.check(False, "%s: the root and the README's build in it: %s" % (release, e))
-        dt.record(release, part, "FAILED", time.monotonic() - t0, ["the root or the build"], 0)
+        dt.record(release, part, "FAILED", time.monotonic() - t0, ["the root or the build"], {})
         bt.finish()
     extra = None
     if part == "build":
@@ -113,12 +113,11 @@ def main():
                  "%s: the root runs %s" % (release, ", ".join("%s %s" % kv for kv in sorted(v.items()))))
         extra = {"versions": v, "root_built": time.strftime("%Y-%m-%d", time.gmtime(dt._built_at(root) or 0))}
     failed = meson_tests(release, root, work, part)
-    checked = len(PARTS[part][0])
+    ran = {"tests": len(PARTS[part][0])}
     if part == "trace":
-        cases, failed_cases = trace_cases(release, root, work)
-        checked += cases
+        ran["scripts cases"], failed_cases = trace_cases(release, root, work)
         failed += failed_cases
-    dt.record(release, part, "FAILED" if failed else "passed", time.monotonic() - t0, failed, checked, extra)
+    dt.record(release, part, "FAILED" if failed else "passed", time.monotonic() - t0, failed, ran, extra)
     bt.finish()
 
 
