@@ -56,7 +56,6 @@ PARTS = ("build", "probes", "tool", "tracing", "examples", "exporter")
 EXTRA = ("ccache",)
 SETUP = ["-Dprobes=enabled", "-Dtool=enabled", "-Dexamples=enabled", "-Dexporter=enabled"]
 IN_SRC, IN_WORK = "/mnt/src", "/mnt/work"
-IN_BUILD = IN_WORK + "/build"
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -246,8 +245,12 @@ def ensure_root(release, work):
         shutil.rmtree(new, ignore_errors=True)
         t0 = time.monotonic()
         log("%s root %s: %s; building one beside it with debootstrap" % (release, root, why))
-        with open(os.path.join(work, "debootstrap-%s.log" % release), "w") as logf:
-            _debootstrap(release, new, logf)
+        try:
+            with open(os.path.join(work, "debootstrap-%s.log" % release), "w") as logf:
+                _debootstrap(release, new, logf)
+        except BaseException:
+            shutil.rmtree(new, ignore_errors=True)  # half a root is a gigabyte of nothing
+            raise
         if os.path.isdir(root):
             _exchange(new, root)
             os.rename(new, "%s.old-%s-%d" % (root, time.strftime("%Y%m%d%H%M%S"), os.getpid()))
