@@ -90,13 +90,26 @@ exec chroot "$R" "$@"
 """
 
 
+def _propagation():
+    """unshare's --propagation: private; but in a chroot, where / is no mount
+    point and cannot be made private, the mounts as they are, when none is
+    shared (nothing mounted for a root then reaches another namespace)."""
+    with open("/proc/self/mountinfo") as f:
+        mounts = [line.split() for line in f]
+    if any(m[4] == "/" for m in mounts):
+        return "private"
+    if any(f.startswith("shared:") for m in mounts for f in m[6:m.index("-")]):
+        raise RuntimeError("run in a chroot whose mounts are shared with others: mounts for the roots would reach them")
+    return "unchanged"
+
+
 def inside(root, script, work, env=None):
     """The argv that runs the shell SCRIPT inside ROOT (a directory), in a
     mount namespace of its own, with a clean environment (PATH, HOME,
     LANG, and ENV)."""
     clean = {"PATH": PATH, "HOME": "/root", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
     clean.update(env or {})
-    return (["unshare", "--mount", "--propagation", "private", "bash", "-c", MOUNTS, "distros-mounts",
+    return (["unshare", "--mount", "--propagation", _propagation(), "bash", "-c", MOUNTS, "distros-mounts",
              root, SOURCE_ROOT, work, "/usr/bin/env", "-i"] + ["%s=%s" % kv for kv in sorted(clean.items())] +
             ["/bin/bash", "-c", script])
 
@@ -358,7 +371,10 @@ def record(release, part, result, seconds, failed, ran, extra=None):
             doc = json.load(open(RESULTS))
         except (OSError, ValueError):
             doc = {}
-        commit = bt.run(["git", "-C", SOURCE_ROOT, "rev-parse", "--short", "HEAD"]).stdout.strip() or None
+        try:
+            commit = bt.run(["git", "-C", SOURCE_ROOT, "rev-parse", "--short", "HEAD"]).stdout.strip() or None
+        except OSError:  # no git: a tree from a tarball
+            commit = None
         if doc.get("commit") != commit:  # another state of the tree: a new run
             doc = {"commit": commit, "releases": {}}
         doc["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
