@@ -375,7 +375,7 @@ def record(release, part, result, seconds, failed, ran, extra=None):
             commit = bt.run(["git", "-C", SOURCE_ROOT, "rev-parse", "--short", "HEAD"]).stdout.strip() or None
         except OSError:  # no git: a tree from a tarball
             commit = None
-        if doc.get("commit") != commit:  # another state of the tree: a new run
+        if doc.get("commit") != commit or "releases" not in doc:  # another state of the tree: a new run
             doc = {"commit": commit, "releases": {}}
         doc["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         doc["kernel"] = os.uname().release
