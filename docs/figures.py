@@ -20,8 +20,10 @@ provider/billing.d (buckets, label widths), monitoring/rules/billing.rules.yml
 (the alert table), examples/demo/results/slow-request.txt (the demo's slow
 request, written by `examples/demo/run-demo.sh --publish`) and
 bench/results/suite-quick.json (the quick suite's time, written by
-tests/time_suite.py) and bench/results/suite-fresh-clone.json (the README
-test command's phases from fresh clones, each run's run-all-times.json).  A figure that states what the code or a test is set to
+tests/time_suite.py), bench/results/suite-fresh-clone.json (the README
+test command's phases from fresh clones, each run's run-all-times.json)
+and bench/results/distros.json (the distributions and versions the distros
+suite ran: a copy of its BUILD/tests/distros/results.json).  A figure that states what the code or a test is set to
 (a default, a test's load) stays plain text and is listed in FROM_SOURCE with
 the pattern its source must still hold.  Any other number with a unit in the
 prose of PAGES fails the check (tests/docs/test_figures.py runs it).
@@ -39,6 +41,7 @@ FLEET_RESULTS = "bench/results/fleet.json"
 DEMO_SLOW_REQUEST = "examples/demo/results/slow-request.txt"
 QUICK_RESULTS = "bench/results/suite-quick.json"  # tests/time_suite.py --suite quick
 FRESH_CLONE_RESULTS = "bench/results/suite-fresh-clone.json"  # tests/run-all.sh's run-all-times.json, per run
+DISTROS_RESULTS = "bench/results/distros.json"  # tests/distros' results.json, one run's
 PAGES = ("README.md", "docs/*.md", "bench/README.md", "monitoring/README.md")
 
 
@@ -225,6 +228,37 @@ def fleet_scale(_):
         "wait shortened in the test |"])
 
 
+def distros_table(_):
+    """The distributions and versions the distros suite last ran (tests/distros writes
+    BUILD/tests/distros/results.json; bench/results/distros.json is one run's copy)."""
+    d = json.loads(read(DISTROS_RESULTS))
+    tools = ("bpftrace", "libbpf", "gcc", "clang", "prometheus", "alertmanager")
+
+    def row(name, v, how):
+        return f"| {name} | " + " | ".join(re.sub(r"\+ds\d*$", "", v.get(t) or "?") for t in tools) + f" | {how} |"
+
+    def outcome(part, x):
+        if x["result"] == "passed":
+            return part
+        cases = [f for f in x["failed"] if f.startswith("scripts-")]
+        named = [f for f in x["failed"] if not f.startswith("scripts-")]
+        ran = x.get("ran", {})
+        said = named + ([f"{len(cases)} of {ran.get('scripts cases', '?')} scripts cases"] if cases else [])
+        return f"{part} **failed** ({'; '.join(said)})"
+    o = [f"The distros suite's last run, {d['date']} (commit {d['commit']}, Linux {d['kernel']}, "
+         f"{d['cores']} cores); the first row is the machine itself, where every other suite runs:", "",
+         "| distribution | bpftrace | libbpf | gcc | clang | Prometheus | Alertmanager | what ran, and its outcome |",
+         "|---|---|---|---|---|---|---|---|",
+         row(f"Debian {d['host']['versions']['debian']} (bookworm)", d["host"]["versions"], "every suite")]
+    for rel, name in (("trixie", "Debian 13 (trixie)"), ("sid", "Debian sid")):
+        r = d["releases"].get(rel, {})
+        v = r.get("versions", {})
+        parts = ", ".join(outcome(p, x) for p, x in sorted(r.get("parts", {}).items())) or "not run"
+        o.append(row(f"{name}, {v['debian']}" if v.get("debian") else name, v,
+                     f"root built {r['root_built']}: {parts}" if r.get("root_built") else parts))
+    return "\n".join(o)
+
+
 def quick_suite_time():
     q = json.loads(read(QUICK_RESULTS))
     return f"{q['wall_s']:.0f} s for {q['tests']} tests on {q['machine']['cores']} cores ({q['date']})"
@@ -239,11 +273,14 @@ def fresh_clone_suite_time():
         return f"{low} min" if low == high else f"{low}–{high} min"
 
     def phase(prefix):
-        return minutes(next(p["s"] for p in r["phases"] if p["phase"].startswith(prefix)) for r in runs)
+        return minutes([p["s"] for r in runs for p in r["phases"] if p["phase"].startswith(prefix)])
     days = sorted({r["date"][:10] for r in runs})
+    # the distros suite's phase (tests/run-all.sh), in the runs made since it is one
+    roots = any(p["phase"].startswith("Debian 13") for r in runs for p in r["phases"])
     return (f"the build and every test {phase('build and test')}, then ASan+UBSan "
-            f"{phase('AddressSanitizer')} and TSan {phase('ThreadSanitizer')}: "
-            f"{minutes(r['total_s'] for r in runs)} in all ({len(runs)} runs, {', '.join(days)})")
+            f"{phase('AddressSanitizer')}" + (", " if roots else " and ") + f"TSan {phase('ThreadSanitizer')}"
+            + (f" and Debian 13 and sid in their roots {phase('Debian 13')}" if roots else "") +
+            f": {minutes(r['total_s'] for r in runs)} in all ({len(runs)} runs, {', '.join(days)})")
 
 
 INLINE = {
@@ -272,6 +309,7 @@ BLOCKS = {
     "alerts": ("monitoring/rules/billing.rules.yml", alert_table),
     "fleet-scale": ("bench/results/fleet.json", fleet_scale),
     "demo-slow-request": (DEMO_SLOW_REQUEST, demo_slow_request),
+    "tested-distributions": (DISTROS_RESULTS, distros_table),
 }
 
 # Figures that state what the code or a test is set to: the page's text,

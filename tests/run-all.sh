@@ -17,8 +17,15 @@
 # phase, whether or not a test read that program's status.  Not run under sanitizers: scripts and install (they test D
 # and bpftrace scripts and meson configurations, not our C at run time),
 # the fuzz corpus beyond the tool suite, and the benchmarks.
+# Last, the distros suite: Debian 13 (trixie) and sid in debootstrap roots
+# kept between runs in /var/cache/billing-probes/roots (built on first use,
+# renewed when stale), this tree built in each the README's way, and there
+# every bpftrace script through trace, the exporter, promtool and the
+# alerts on that release's versions (tests/distros; what ran, with which
+# versions: BUILD_DIR/tests/distros/results.json).
 # Every phase runs even when an earlier one failed; the exit status is 1
-# if any did, and the last lines name them.  Run as root on Debian 12.
+# if any did, and the last lines name them.  Run as root on Debian 12, 13
+# or sid.
 #   bash tests/run-all.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,7 +68,12 @@ plain() {
   # Every optional part enabled: a missing dependency fails the setup
   # instead of silently dropping a suite.
   setup "$build" -Dtool=enabled -Dexamples=enabled -Dexporter=enabled && ninja -C "$build" &&
-    meson test -C "$build" --print-errorlogs --num-processes 2
+    meson test -C "$build" --print-errorlogs --num-processes 2 --no-suite distros
+}
+
+distros() {
+  meson test -C "$build" --print-errorlogs --num-processes 2 --no-rebuild --logbase testlog-distros \
+    --suite distros
 }
 
 # Sanitizer reports go to files in DIR, and any file there fails the
@@ -127,6 +139,7 @@ fi
 phase "build and test ($build)" plain
 phase "AddressSanitizer + UBSan ($build-asan)" asan
 phase "ThreadSanitizer ($build-tsan)" tsan
+phase "Debian 13 and sid in roots (distros suite)" distros
 tally
 write_times "$build/run-all-times.json"
 echo "run-all: phase times in $build/run-all-times.json"

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""One part of the distros suite on one Debian release, inside its root
+(distrostest.py: the roots, and this tree built in one the README's way):
+
+    usage: test_distro.py RELEASE build|trace|exporter|promtool|alerts
+
+- build: the root (built, or renewed when stale; its packages from
+  tests/install-deps.sh), the README's build of this tree in it, and the kit
+  installed as a user installs it (the userpath suite's kit test: `meson
+  install`, pkg-config's libdir, a service built against the kit through
+  pkg-config); the root's versions go to the results file;
+- trace: every shipped bpftrace script through `billing-probes trace`, exact
+  against known books: on the userpath service (a parent and 3 workers, one
+  -p, several -p, --binary), and every bpftrace case of the scripts suite on
+  its workload (trace_cases.py);
+- exporter: billing-exporter on the userpath service in USDT mode (--binary,
+  --pid) and in stats mode, against its books, through that release's
+  Prometheus;
+- promtool: that release's promtool on every rules file (check rules, test
+  rules, the fleet's configs);
+- alerts: the shipped alerts end to end on that release's Prometheus and
+  Alertmanager (monitoring/tests/test_alerts_end_to_end.py).
+The other suites' tests run inside the root through meson test, with their
+own checks (each failed check is printed); a skip there is a failure here:
+the root is made to have what they need.  Each part's outcome goes to the
+results file (DISTROS_RESULTS)."""
+import json
+import os
+import re
+import sys
+import time
+
+import distrostest as dt
+from distrostest import bt
+
+# part: (the tests of the in-root build that make it, how long they may take
+# in all, meson's timeout multiplier: userpath-trace-plain, which passes in a
+# minute, waits 120 s for each figure a crashing script never prints)
+PARTS = {
+    "build": (["userpath-kit"], 1800, 1),
+    "trace": (["userpath-trace-plain"], 1800, 0.25),
+    "exporter": (["userpath-exporter-usdt", "userpath-exporter-stats"], 1800, 1),
+    "promtool": (["exporter-rules", "fleet-configs"], 600, 1),
+    "alerts": (["stats-alerts-end-to-end"], 1200, 1),
+}
+
+
+def meson_tests(release, root, work, part):
+    """The PART's tests of the in-root build, run there; names of those that
+    did not pass."""
+    names, timeout, multiplier = PARTS[part]
+    logbase = "testlog-distros-" + part
+    rc, out = dt.run_inside(root, "cd %s && meson test -C build --no-rebuild --print-errorlogs --num-processes 2 "
+                            "--timeout-multiplier %s --logbase %s %s" % (dt.IN_WORK, multiplier, logbase, " ".join(names)),
+                            work, timeout=timeout)
+    results = {}
+    try:
+        with open(os.path.join(work, "build", "meson-logs", logbase + ".json")) as f:
+            for line in f:
+                r = json.loads(line)
+                results[re.split(r"[:/ ]", r["name"])[-1]] = (r["result"], r.get("stdout", ""))
+    except OSError:
+        pass
+    failed = []
+    for name in names:
+        result, text = results.get(name, ("NOT RUN", "meson test exited %d" % rc))
+        why = ""
+        if result == "SKIP":
+            why = ": " + next((l for l in text.splitlines() if l.startswith("SKIP")), "skipped")
+        elif result != "OK":
+            fails = [l[5:] for l in text.splitlines() if l.startswith("FAIL ")]
+            why = ": %d check(s) failed, the first: %s" % (len(fails), fails[0][:600]) if fails else ""
+        if not bt.check(result == "OK", "%s: %s inside the %s root: %s%s" % (release, name, release, result, why)):
+            failed.append(name)
+    return failed
+
+
+def trace_cases(release, root, work):
+    """The scripts suite's cases through trace in the root: (cases run, names of those that failed)."""
+    rc, out = dt.run_inside(root, "cd %s/build && python3 %s/tests/distros/trace_cases.py --tool "
+                            "tools/billing-probes/billing-probes --workload tests/scripts/scripts-workload"
+                            % (dt.IN_WORK, dt.IN_SRC), work, timeout=1800, quiet=True)
+    cases, failed = 0, []
+    for line in out.splitlines():
+        if line.startswith(("ok   scripts case", "FAIL scripts case")):
+            cases += 1
+            if not bt.check(line.startswith("ok"), "%s: %s" % (release, line[5:])):
+                failed.append("scripts-" + line.split()[3])
+    if rc != 0 and not failed:
+        print(out[-3000:])
+        bt.check(False, "%s: trace_cases.py exited %d without naming a case" % (release, rc))
+        failed.append("trace_cases.py")
+    return cases, failed
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in dt.RELEASES or sys.argv[2] not in PARTS:
+        print("usage: test_distro.py %s %s" % ("|".join(dt.RELEASES), "|".join(PARTS)), file=sys.stderr)
+        return 2
+    release, part = sys.argv[1:]
+    dt.require_suite()
+    t0 = time.monotonic()
+    try:
+        root, work = dt.ready(release)
+    except RuntimeError as e:
+        bt.check(False, "%s: the root and the README's build in it: %s" % (release, e))
+        dt.record(release, part, "FAILED", time.monotonic() - t0, ["the root or the build"], {})
+        bt.finish()
+    extra = None
+    if part == "build":
+        v = dt.versions(root, work)
+        bt.check(all(v.get(k) for k in ("bpftrace", "libbpf", "gcc", "clang", "prometheus", "alertmanager")),
+                 "%s: the root runs %s" % (release, ", ".join("%s %s" % kv for kv in sorted(v.items()))))
+        extra = {"versions": v, "root_built": time.strftime("%Y-%m-%d", time.gmtime(dt._built_at(root) or 0))}
+    failed = meson_tests(release, root, work, part)
+    ran = {"tests": len(PARTS[part][0])}
+    if part == "trace":
+        ran["scripts cases"], failed_cases = trace_cases(release, root, work)
+        failed += failed_cases
+    dt.record(release, part, "FAILED" if failed else "passed", time.monotonic() - t0, failed, ran, extra)
+    bt.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
