@@ -7,6 +7,8 @@ set -euo pipefail
 packages=(
   # build
   meson ninja-build gcc g++ clang clang-format pkg-config python3 binutils
+  # a CMake project against the installed kit (tests/userpath/test_cmake.py, docs/building.md)
+  cmake
   # the style suite: every Python file clean under flake8 (pyflakes, pycodestyle)
   flake8 pyflakes3
   # probes: sys/sdt.h and systemtap's dtrace -h/-G wrapper
