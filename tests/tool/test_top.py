@@ -201,20 +201,26 @@ try:
     team_rows = st.sample_rows(team_ms, 3)
     seg_path = os.path.join(team, "1.stats")
 
-    def write_team(rows):
-        st.write_segment(seg_path, team_ms, rows)
-        with open(seg_path, "r+b") as f:  # a running writer's (write_segment writes an exited one's)
-            f.seek(36)  # struct bs_header's state
+    def team_segment(rows, name):
+        """The segment's path, written aside (no .stats: not read) to be put in place at once."""
+        path = os.path.join(team, name)
+        st.write_segment(path, team_ms, rows)
+        with open(path, "r+b") as f:  # one running writer's (write_segment writes an exited one's, by path)
+            f.seek(16)  # struct bs_header's generation, then size, pid and state
+            f.write(struct.pack("<Q", st.fnv1a(seg_path.encode()) | 1))
+            f.seek(36)
             f.write(struct.pack("<I", 1))
-        os.chmod(seg_path, 0o600)
+        os.chmod(path, 0o600)
+        return path
 
-    write_team(team_rows)
-    p = subprocess.Popen([TOOL, "top", "--once", "--interval", "1", "--stats-dir", team], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    first = p.stdout.readline()
     more = {k: [(labels, [cells[0] + 7 * (i + 1)] + cells[1:]) for i, (labels, cells) in enumerate(v)]
             if k == "coupon__apply" else v for k, v in team_rows.items()}
-    write_team(more)
+    later = team_segment(more, "later")
+    os.replace(team_segment(team_rows, "now"), seg_path)
+    p = subprocess.Popen([TOOL, "top", "--once", "--interval", "2", "--stats-dir", team], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    first = p.stdout.readline()
+    os.replace(later, seg_path)  # the same writer, 42 coupons later
     out, err = p.communicate(timeout=60)
     f = parse(first + out)
     seconds = float(f.get("interval", ["0"])[0])
