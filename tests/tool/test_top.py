@@ -229,6 +229,25 @@ try:
           % (p.returncode, f.get("billing_coupons_applied_total"), err))
     check(f.get("billing_db_query_duration_seconds", [])[:1] == ["0"] and "billing_payments_total" not in f,
           "... beside the other metrics the summary does not show (a histogram's observations), not those it does")
+    # beside a segment of a billing.d where the same name is another
+    # metric (a sum of durations, not a count): not summed, said
+    other_d = os.path.join(team, "other")
+    os.mkdir(other_d)
+    text = open(st.variant_provider(other_d)).read()
+    counter = "@@counter billing_transactions_total count {"
+    check(counter in text, "billing.d counts transactions (precondition)")
+    with open(os.path.join(other_d, "billing.d"), "w") as out_d:
+        out_d.write(text.replace(counter, "@@counter billing_transactions_total sum(duration_ns) {"))
+    other_ms = st.billing_d.parse(os.path.join(other_d, "billing.d")).metrics
+    st.write_segment(os.path.join(team, "2.stats"), other_ms, st.sample_rows(other_ms, 4))
+    with open(os.path.join(team, "2.stats"), "r+b") as seg:
+        seg.seek(36)
+        seg.write(struct.pack("<I", 1))
+    os.chmod(os.path.join(team, "2.stats"), 0o600)
+    rc, out, err = run(["top", "--once", "--interval", "0.1", "--stats-dir", team])
+    row = " ".join(parse(out).get("billing_transactions_total", []))
+    check(rc == 0 and row.startswith("- - ") and "otherwise" in row and parse(out).get("billing_coupons_applied_total"),
+          "a name two segments describe as different metrics: not summed, said (%d %r %r)" % (rc, row, err))
     shutil.rmtree(team)
 
     # no root: a service user's process, read by that user from its own

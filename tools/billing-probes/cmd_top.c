@@ -108,13 +108,15 @@ static int delta(const top_sample_t *prev, const top_sample_t *cur, top_sample_t
 	for (size_t m = 0; m < cur->nmetrics && !bad; m++) {
 		const top_metric_t *c = &cur->metrics[m], *p = &prev->metrics[m];
 		top_metric_t *o = &out->metrics[m];
+		o->differs |= p->differs;
 		if (strcmp(c->name, p->name) != 0)
 			bad = -1;
+		else if (o->differs) /* not shown: its sum mixes two meanings */
+			o->value = 0;
 		else if (c->is_signed) /* a signed sum may go down: its change, in two's complement */
 			o->value = c->value - p->value;
 		else
 			bad |= sub(c->value, p->value, &o->value);
-		o->differs |= p->differs;
 	}
 	if (bad)
 		snprintf(why, n, "a counter went backwards (a segment replaced)");
@@ -164,10 +166,10 @@ static void metric_figures(const top_metric_t *m, double seconds, char *out, siz
 	double v = m->is_signed ? (double)(int64_t)m->value : (double)m->value;
 	if (m->differs)
 		snprintf(out, n, "- - (the segments describe it otherwise: not summed)");
+	else if ((!m->divide[0] || divide == 1) && m->is_signed)
+		snprintf(out, n, "%lld %.2f/s", (long long)(int64_t)m->value, seconds > 0 ? v / seconds : 0);
 	else if (!m->divide[0] || divide == 1)
-		snprintf(out, n, m->is_signed ? "%lld %.2f/s" : "%llu %.2f/s",
-		         m->is_signed ? (unsigned long long)(long long)(int64_t)m->value : (unsigned long long)m->value,
-		         seconds > 0 ? v / seconds : 0);
+		snprintf(out, n, "%llu %.2f/s", (unsigned long long)m->value, seconds > 0 ? v / seconds : 0);
 	else
 		snprintf(out, n, "%.9g %.4g/s", v / divide, seconds > 0 ? v / divide / seconds : 0);
 }
@@ -220,7 +222,7 @@ static void show(FILE *out, const top_delta_t *x, const char *eol)
 		        p95, p99, eol);
 	}
 	if (d->nmetrics)
-		fprintf(out, "metric change per-second (the segments' other metrics: fires, a sum in its unit, a "
+		fprintf(out, "metric change change/s (the segments' other metrics: fires, a sum in its unit, a "
 		             "histogram's observations)%s",
 		        eol);
 	for (size_t m = 0; m < d->nmetrics; m++) {
