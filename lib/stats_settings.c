@@ -98,16 +98,19 @@ static void read_native(bs_settings_t *s, const char *v)
 		say_value(PREFIX "_NATIVE", v, "not on, off, 1, 0, yes, no, true or false: native buckets on");
 }
 
+/* A directory refused turns the stats off: the default directory is
+ * shared by the user's services, where readers would sum this one's
+ * segment with the others'. */
 static void read_dir(bs_settings_t *s, const char *v)
 {
-	char what[128];
 	if (v[0] == '/' && strlen(v) < sizeof s->dir) {
 		snprintf(s->dir, sizeof s->dir, "%s", v);
 		return;
 	}
-	snprintf(what, sizeof what, "%s: the default /dev/shm/billing-stats-%u used",
-	         v[0] != '/' ? "not an absolute path" : "too long", (unsigned)geteuid());
-	say_value(PREFIX "_DIR", v, what);
+	s->off = 1;
+	say_value(PREFIX "_DIR", v,
+	          v[0] != '/' ? "not an absolute path: stats off (not the default directory, which other services share)"
+	                      : "too long: stats off (not the default directory, which other services share)");
 }
 
 static void read_group(bs_settings_t *s, const char *v)
@@ -254,15 +257,39 @@ static void read_slow(bs_settings_t *s, const char *v)
 	*s = t;
 }
 
-/* The length of the name of environment entry e when it is BILLING_STATS
- * or BILLING_STATS_* (followed by "="); else 0. */
+/* The length of the name of environment entry e when it begins with
+ * BILLING_STAT (followed by "="): the settings, and the names a person
+ * typing one of them may have written instead (BILLING_STAT_DIR,
+ * BILLING_STATSDIR, BILLING_STATS_DIRECTORY); else 0. */
 static size_t stats_name(const char *e)
 {
 	size_t len = strcspn(e, "=");
-	if (e[len] != '=' || strncmp(e, PREFIX, strlen(PREFIX)) != 0 ||
-	    (len != strlen(PREFIX) && e[strlen(PREFIX)] != '_'))
+	if (e[len] != '=' || strncmp(e, PREFIX, strlen(PREFIX) - 1) != 0)
 		return 0;
 	return len;
+}
+
+/* The names that are no setting, said in one line (the first named, the
+ * others counted).  One may be a misspelt BILLING_STATS_DIR: without a
+ * BILLING_STATS_DIR taken, the segment would go to the default directory
+ * the user's other services share, where readers sum it with theirs (a
+ * figure that may be wrong), so the stats are off; with one, the segment
+ * goes where it was meant to and the names are only said. */
+static void say_unknown(bs_settings_t *s, const char *first, size_t n, int dir_taken)
+{
+	char name[80], what[400], more[64] = "";
+	size_t len = strcspn(first, "=");
+	snprintf(name, sizeof name, "%.*s", (int)(len < 64 ? len : 64), first);
+	if (n > 1)
+		snprintf(more, sizeof more, " (and %zu more such name%s)", n - 1, n > 2 ? "s" : "");
+	snprintf(what, sizeof what,
+	         "not a setting of the stats (" PREFIX ", " PREFIX "_DIR, _GROUP, _THREADS, _KEEP, _SLOW, _SLOW_KEEP, _NATIVE)%s: %s",
+	         more,
+	         dir_taken ? "ignored" : "stats off (a misspelt " PREFIX "_DIR would put the segment in the default "
+	                                 "directory, summed with the other services')");
+	if (!dir_taken)
+		s->off = 1;
+	say_value(name, first + len + 1, what);
 }
 
 void bs_settings_read(bs_settings_t *s)
@@ -280,7 +307,8 @@ void bs_settings_read(bs_settings_t *s)
 		      { PREFIX "_NATIVE", read_native } };
 	enum { NKNOWN = sizeof known / sizeof *known };
 	int seen[NKNOWN] = { 0 }; /* the first of a name counts, as for getenv() */
-	char name[80];
+	const char *unknown = NULL;
+	size_t nunknown = 0;
 
 	memset(s, 0, sizeof *s);
 	s->threads = BS_DEFAULT_SLOTS;
@@ -294,8 +322,9 @@ void bs_settings_read(bs_settings_t *s)
 		if (secure) {
 			if (!said)
 				fprintf(stderr,
-				        "billing-probes: pid %d: a set-id program: " PREFIX " and " PREFIX "_* from "
-				        "its caller's environment ignored, the defaults used\n",
+				        "billing-probes: pid %d: a set-id program: " PREFIX " and " PREFIX "_* (any "
+				        "name beginning BILLING_STAT) from its caller's environment ignored, the "
+				        "defaults used\n",
 				        (int)getpid());
 			said = 1;
 			continue;
@@ -305,11 +334,13 @@ void bs_settings_read(bs_settings_t *s)
 			k++;
 		const char *v = *e + len + 1;
 		if (k == NKNOWN) {
-			snprintf(name, sizeof name, "%.*s", (int)(len < 64 ? len : 64), *e);
-			say_value(name, v, "not a setting of the stats (" PREFIX ", " PREFIX "_DIR, _GROUP, _THREADS, "
-			                   "_KEEP, _SLOW, _SLOW_KEEP, _NATIVE): ignored");
+			if (!unknown)
+				unknown = *e;
+			nunknown++;
 		} else if (!seen[k]++ && *v) { /* set but empty: as unset */
 			known[k].read(s, v);
 		}
 	}
+	if (unknown)
+		say_unknown(s, unknown, nunknown, s->dir[0] != '\0');
 }

@@ -5,10 +5,14 @@
  * Every value is parsed whole: an unknown word, a unit where none is
  * taken, a sign, a number out of range, a relative directory or a group
  * that does not exist is one line on stderr naming the variable, its value
- * and what is used instead.  A BILLING_STATS_* name that is none of them
- * is said too.  A set-id program (AT_SECURE) takes none: its environment
- * is its caller's, who would choose the directory it creates and chmods,
- * the group it gives it to and the size of the file it makes.
+ * and what is used instead.  A directory refused turns the stats off (the
+ * default directory is shared by the user's services: readers would sum
+ * the segment with theirs).  A name beginning BILLING_STAT that is none of
+ * them (BILLING_STAT_DIR, BILLING_STATS_DIRECTORY) is said in one line,
+ * and turns the stats off unless a BILLING_STATS_DIR was taken: it may be
+ * a misspelt one.  A set-id program (AT_SECURE) takes none: its
+ * environment is its caller's, who would choose the directory it creates
+ * and chmods, the group it gives it to and the size of the file it makes.
  */
 #ifndef BILLING_STATS_SETTINGS_H
 #define BILLING_STATS_SETTINGS_H

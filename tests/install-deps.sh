@@ -18,6 +18,8 @@ parts=(
   # dpkg-dev: meson asks dpkg-architecture for Debian's multiarch libdir;
   # without it libdir is lib64 and pkg-config does not find the kit's .pc
   "build:required:the build:meson ninja-build gcc g++ clang clang-format pkg-config python3 binutils dpkg-dev"
+  # a CMake project against the installed kit (tests/userpath/test_cmake.py, docs/building.md)
+  "cmake:optional:userpath-cmake:cmake"
   # every Python file clean under flake8 (pyflakes, pycodestyle)
   "style:required:the style suite:flake8 pyflakes3"
   # sys/sdt.h and systemtap's dtrace -h/-G wrapper

@@ -4,6 +4,11 @@ cannot take (an unknown word, a unit where none is taken, a negative
 number, a relative directory, a group that does not exist) or a
 BILLING_STATS_* name that is no setting is one stderr line naming the
 variable, the value and what is used instead; durations take units.
+A refused BILLING_STATS_DIR, or a name that may be a misspelt one
+(BILLING_STAT_DIR, BILLING_STATS_DIRECTORY, BILLING_STATSDIR) without a
+BILLING_STATS_DIR taken, turns the stats off (issue 45): the code before
+put the segment in the default directory, shared by the user's services,
+and did not see the first and last names at all.
 
 On the code before: BILLING_STATS=of and =no left the stats on, silently;
 BILLING_STATS_KEEP=1h was read as 1 s and =-5 removed every gone process's
@@ -125,9 +130,19 @@ with tempfile.TemporaryDirectory() as tmp:
     bt.check(path and one_line(lines, "BILLING_STATS_THREADS=\\x1b[2J\\x07:"),
              f"a value's control bytes shown as \\xNN ({lines})")
 
-    # --- BILLING_STATS_DIR: absolute -------------------------------------------
-    # The default directory is the process's user's: as a user of the
-    # test's own (no other test's segments there), removed after.
+    # A name beside the settings with BILLING_STATS_DIR taken: said, the
+    # segment where it was meant to go
+    path, lines = run(tmp, "beside", BILLING_STAT_DIR="/elsewhere")
+    bt.check(path and os.path.dirname(path) == os.path.join(tmp, "beside")
+             and one_line(lines, "BILLING_STAT_DIR=/elsewhere:", "not a setting", "ignored"),
+             f"BILLING_STAT_DIR beside a BILLING_STATS_DIR: said in one line, the segment in the directory named ({lines})")
+
+    # --- where a segment may not go: the default directory, shared ------------
+    # A refused BILLING_STATS_DIR, or a name that may be a misspelt one
+    # with no BILLING_STATS_DIR taken, turns the stats off: in the default
+    # directory the segment would be summed with the user's other
+    # services'.  Run as a user of the test's own, whose default directory
+    # must stay absent (removed after, if a run made one).
     if os.geteuid() == 0:
         uid = 64990
         default = f"/dev/shm/billing-stats-{uid}"
@@ -136,19 +151,31 @@ with tempfile.TemporaryDirectory() as tmp:
             dst.write(src.read())
         os.chmod(workload, 0o755)
         os.chmod(tmp, 0o755)
+        meant = os.path.join(tmp, "meant")
+        plain = {k: v for k, v in os.environ.items() if not k.startswith("BILLING_STAT")}
         try:
-            p = bt.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", workload,
-                        "threads", "1", "10"], env=dict(os.environ, BILLING_STATS_DIR="relative/dir"), cwd=tmp)
-            segs = st.segments(p.stdout)
-            lines = p.stderr.strip().splitlines()
-            bt.check(segs and os.path.dirname(segs[0][1]) == default and not os.path.exists(
-                os.path.join(tmp, "relative")) and one_line(lines, "BILLING_STATS_DIR=relative/dir:", default),
-                f"a relative BILLING_STATS_DIR: the default {default} used, said in one line ({segs}, {lines})")
+            for name, value, said in (("BILLING_STATS_DIR", "relative/dir", "not an absolute path"),
+                                      ("BILLING_STATS_DIR", "/" + "d" * 4100, "too long"),
+                                      ("BILLING_STAT_DIR", meant, "not a setting"),
+                                      ("BILLING_STATS_DIRECTORY", meant, "not a setting"),
+                                      ("BILLING_STATSDIR", meant, "not a setting")):
+                p = bt.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", workload,
+                            "threads", "1", "10"], env=dict(plain, **{name: value}), cwd=tmp)
+                segs = st.segments(p.stdout)
+                lines = p.stderr.strip().splitlines()
+                shown = value if len(value) < 64 else value[:64] + "..."
+                bt.check(p.returncode == 0 and segs and not segs[0][1] and not os.path.exists(default)
+                         and not os.path.exists(meant) and not os.path.exists(os.path.join(tmp, "relative"))
+                         and one_line(lines, f"{name}={shown}:", said, "stats off"),
+                         f"{name}={shown[:20]}...: stats off, said in one line; no segment, not in the default "
+                         f"directory {default} ({segs}, {lines})")
+                for f in os.listdir(default) if os.path.isdir(default) else []:
+                    os.unlink(os.path.join(default, f))
         finally:
             for f in os.listdir(default) if os.path.isdir(default) else []:
                 os.unlink(os.path.join(default, f))
             if os.path.isdir(default):
                 os.rmdir(default)
     else:
-        print("the relative BILLING_STATS_DIR case needs root to run as a user of its own (CI runs as root)")
+        print("the BILLING_STATS_DIR cases need root to run as a user of their own (CI runs as root)")
 bt.finish()

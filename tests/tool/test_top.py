@@ -2,7 +2,11 @@
 
 --once: one interval's figures exact against the batches fired in it
 (PID and --stats-dir), zeros for an idle interval, a target that exits
-refused, bad targets refused in one line.  The slow count per handler:
+refused, bad targets refused in one line; a directory without a running
+writer's segment (empty, missing, or only an exited process's) refused in
+one line, exit 2, where zeros would read as an idle service.  A team's
+own probe (a segment of another billing.d) shown by its metric's change.
+The slow count per handler:
 payment.authorize's over 100 ms by BILLING_STATS_SLOW (5 a batch), over
 billing.d's 250 ms without it (1 a batch) and with the trails off, two
 segments of each summed by --stats-dir, and as many as the trails
@@ -10,8 +14,9 @@ segments of each summed by --stats-dir, and as many as the trails
 `slow PID` reads only the trails: a segment whose metrics part top
 refuses still shows them.  A real terminal (tmux): the
 screen shows the figures, p pauses (the screen stops changing while the
-counts grow), a target that exits is shown as gone, q quits with exit 0
-and the terminal restored.  No root needed by top; no tracer."""
+counts grow), a target that exits is shown as gone, a directory that
+empties is said to have no writer while top keeps watching it, q quits
+with exit 0 and the terminal restored.  No root needed by top; no tracer."""
 import os
 import re
 import shutil
@@ -24,6 +29,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import billingtest as bt  # noqa: E402
 from tooltest import TOOL, check, finish, run, skip  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "stats"))
+import statstest as st  # noqa: E402  (a segment as another billing.d's writer lays it out)
 
 WORKLOAD = os.environ.get("BP_TOP_WORKLOAD", "")
 if not WORKLOAD:
@@ -183,6 +190,66 @@ try:
           "a published threshold that is no bucket bound: refused in one line (%d %r)" % (rc, err))
     shutil.rmtree(bare)
 
+    # a team's own probe feeding a metric (coupon-apply, its counter
+    # billing_coupons_applied_total), in a segment as a running writer of
+    # that billing.d lays it out: top reads it from the segment's
+    # description and shows its change in the interval, beside the other
+    # metrics its summary lines do not show, and not those they do
+    team = tempfile.mkdtemp(prefix="bp-top-team-")
+    os.chmod(team, 0o700)
+    team_ms = st.billing_d.parse(st.variant_provider(team)).metrics
+    team_rows = st.sample_rows(team_ms, 3)
+    seg_path = os.path.join(team, "1.stats")
+
+    def team_segment(rows, name):
+        """The segment's path, written aside (no .stats: not read) to be put in place at once."""
+        path = os.path.join(team, name)
+        st.write_segment(path, team_ms, rows)
+        with open(path, "r+b") as f:  # one running writer's (write_segment writes an exited one's, by path)
+            f.seek(16)  # struct bs_header's generation, then size, pid and state
+            f.write(struct.pack("<Q", st.fnv1a(seg_path.encode()) | 1))
+            f.seek(36)
+            f.write(struct.pack("<I", 1))
+        os.chmod(path, 0o600)
+        return path
+
+    more = {k: [(labels, [cells[0] + 7 * (i + 1)] + cells[1:]) for i, (labels, cells) in enumerate(v)]
+            if k == "coupon__apply" else v for k, v in team_rows.items()}
+    later = team_segment(more, "later")
+    os.replace(team_segment(team_rows, "now"), seg_path)
+    p = subprocess.Popen([TOOL, "top", "--once", "--interval", "2", "--stats-dir", team], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    first = p.stdout.readline()
+    os.replace(later, seg_path)  # the same writer, 42 coupons later
+    out, err = p.communicate(timeout=60)
+    f = parse(first + out)
+    seconds = float(f.get("interval", ["0"])[0])
+    check(p.returncode == 0 and f.get("billing_coupons_applied_total") == ["42", "%.2f/s" % (42 / seconds)],
+          "a team's own probe: its counter's change shown, 42 in the interval (%d %r %r)"
+          % (p.returncode, f.get("billing_coupons_applied_total"), err))
+    check(f.get("billing_db_query_duration_seconds", [])[:1] == ["0"] and "billing_payments_total" not in f,
+          "... beside the other metrics the summary does not show (a histogram's observations), not those it does")
+    # beside a segment of a billing.d where the same name is another
+    # metric (a sum of durations, not a count): not summed, said
+    other_d = os.path.join(team, "other")
+    os.mkdir(other_d)
+    text = open(st.variant_provider(other_d)).read()
+    counter = "@@counter billing_transactions_total count {"
+    check(counter in text, "billing.d counts transactions (precondition)")
+    with open(os.path.join(other_d, "billing.d"), "w") as out_d:
+        out_d.write(text.replace(counter, "@@counter billing_transactions_total sum(duration_ns) {"))
+    other_ms = st.billing_d.parse(os.path.join(other_d, "billing.d")).metrics
+    st.write_segment(os.path.join(team, "2.stats"), other_ms, st.sample_rows(other_ms, 4))
+    with open(os.path.join(team, "2.stats"), "r+b") as seg:
+        seg.seek(36)
+        seg.write(struct.pack("<I", 1))
+    os.chmod(os.path.join(team, "2.stats"), 0o600)
+    rc, out, err = run(["top", "--once", "--interval", "0.1", "--stats-dir", team])
+    row = " ".join(parse(out).get("billing_transactions_total", []))
+    check(rc == 0 and row.startswith("- - ") and "otherwise" in row and parse(out).get("billing_coupons_applied_total"),
+          "a name two segments describe as different metrics: not summed, said (%d %r %r)" % (rc, row, err))
+    shutil.rmtree(team)
+
     # no root: a service user's process, read by that user from its own
     # /dev/shm/billing-stats-UID (as root, a user of its own; else ourselves)
     prefix = bt.system_user("bp-top-service")[2] if os.geteuid() == 0 else []
@@ -203,6 +270,23 @@ try:
     plain.wait()
     check(rc == 2 and "maps no stats segment" in err and len(err.splitlines()) == 1,
           "a process that maps no segment refused, as such (%d %r)" % (rc, err))
+    # a directory without a running writer's segment: refused in one line,
+    # no zeros that read as an idle service (a typo, a service not started
+    # or stopped); a directory that does not exist likewise
+    empty = tempfile.mkdtemp(prefix="bp-top-empty-")
+    os.chmod(empty, 0o700)
+    for label, where, why in (("an empty directory", empty, "no stats segment"),
+                              ("a directory that does not exist", os.path.join(empty, "typo"), "No such file")):
+        rc, out, err = run(["top", "--once", "--interval", "0.1", "--stats-dir", where])
+        check(rc == 2 and "invoices" not in out and len(err.splitlines()) == 1 and where in err and why in err,
+              "%s: refused in one line naming it (%r), exit 2, no figures (%d %r %r)" % (label, why, rc, out, err))
+    stopped = Workload(empty)
+    stopped.end()
+    rc, out, err = run(["top", "--once", "--interval", "0.1", "--stats-dir", empty])
+    check(rc == 2 and "invoices" not in out and len(err.splitlines()) == 1 and "exited" in err,
+          "a directory whose one segment is of an exited process: refused in one line (%d %r)" % (rc, err))
+    shutil.rmtree(empty)
+
     open_dir = tempfile.mkdtemp(prefix="bp-top-open-")
     os.chmod(open_dir, 0o777)
     rc, out, err = run(["top", "--once", "--stats-dir", open_dir])
@@ -334,6 +418,34 @@ if shutil.which("tmux"):
         bt.wait_for("top quits", lambda: os.path.exists(done_file) and open(done_file).read().strip(),
                     timeout=15, interval=0.1)
         check(open(done_file).read().strip() == "exit=0", "q quits a gone target's view with exit 0")
+
+        # a directory that empties while top watches it: said on the
+        # screen, top stays, and shows figures again once a writer is back
+        watched = tempfile.mkdtemp(prefix="bp-top-watched-")
+        os.chmod(watched, 0o700)
+        first_w = Workload(watched)
+        os.unlink(done_file)
+        tmux("send-keys", "-t", "top", "%s top --interval 1 --stats-dir %s; echo exit=$? > %s"
+             % (TOOL, watched, done_file), "Enter")
+        bt.wait_for("the live screen", lambda: "live" in screen(), timeout=30, interval=0.1)
+        first_w.end()
+        os.unlink(first_w.segment)
+        bt.wait_for("NO WRITER", lambda: "NO WRITER" in screen(), timeout=15, interval=0.1)
+        time.sleep(2.5)  # two more intervals: still said, still running
+        s = screen()
+        check("NO WRITER" in s and "no stats segment" in s and not re.search(r"^invoices ", s, re.M)
+              and not os.path.exists(done_file),
+              "the directory emptied: top says so, shows no figures and keeps running")
+        back = Workload(watched)
+        bt.wait_for("figures again", lambda: "live" in screen() and "NO WRITER" not in screen(), timeout=15,
+                    interval=0.1)
+        check(re.search(r"^invoices ", screen(), re.M) is not None, "a writer back: figures again")
+        tmux("send-keys", "-t", "top", "q")
+        bt.wait_for("top quits", lambda: os.path.exists(done_file) and open(done_file).read().strip(),
+                    timeout=15, interval=0.1)
+        check(open(done_file).read().strip() == "exit=0", "q quits the watched directory's view with exit 0")
+        back.end()
+        shutil.rmtree(watched, ignore_errors=True)
     finally:
         tmux("kill-server")
 

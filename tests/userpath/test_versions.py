@@ -14,11 +14,15 @@ batches; its books say what every exporter must serve:
 - service old x exporter new: the same, the other way round;
 - both services under one (old) exporter: the shared families summed over
   both, the changed histogram from the old service alone, the new one's
-  refused with one line per segment, nothing else said.
+  refused with one line per segment, nothing else said;
+- the old kit's `billing-probes top --stats-dir` on the new service: the
+  team's counter's change in an interval of one more batch, as its books
+  count it (issue 45: top showed nothing of a team's own probe).
 
 Needs root (the services' segments in directories of their own)."""
 import os
 import shutil
+import subprocess
 import tempfile
 
 import userpathtest as up
@@ -107,6 +111,19 @@ try:
         others = [line for line in log.splitlines() if "family " in line and not said_about(line, HIST, new_dir)]
         bt.check(said_about(log, HIST, new_dir) and not said_about(log, HIST, old_dir) and not others,
                  "... only the new service's %s said (%d lines), nothing else" % (HIST, len(said_about(log, HIST, new_dir))))
+
+        # the stock installed `top` on the new service: its own counter's
+        # change in an interval holding one more batch, as its books count
+        top = subprocess.Popen([old_kit.tool, "top", "--once", "--interval", "5", "--stats-dir", new_dir],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = top.stdout.readline()
+        batch = services[1].batch()
+        out, err = top.communicate(timeout=up.DEADLINE)
+        rows = {l.split()[0]: l.split()[1:] for l in (first + out).splitlines() if l and not l.startswith("#")}
+        coupons = len(services[1].books().only(batches={batch}).fires("coupon-apply"))
+        bt.check(top.returncode == 0 and coupons and rows.get(NEW, [])[:1] == [str(coupons)],
+                 "service new x the old kit's top: %s %d in an interval of one batch, as the books say (%d %r %r)"
+                 % (NEW, coupons, top.returncode, rows.get(NEW), err.strip()[-300:]))
 finally:
     for s in services:
         s.stop()

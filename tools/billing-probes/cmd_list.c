@@ -2,6 +2,13 @@
  * cmd_list.c -- `billing-probes list TARGET`: every USDT probe of a file
  * or a process, like `dtrace -l` (-P provider, -n name glob; --provider
  * FILE.d keeps the probes that file declares).
+ *
+ * A file's listing holds the probes of the shared libraries it loads too,
+ * found as the dynamic loader finds them (needed_libs.c): a service built
+ * against libbillingprobes.so carries the timing helpers' probes there,
+ * and a process of it lists them all.  A library the loader would not
+ * find is one line naming it and where it was looked for; the listing is
+ * then partial, and the exit status says so.
  */
 #include <fnmatch.h>
 #include <stdio.h>
@@ -17,9 +24,45 @@ static void report_no_probes(const bp_probe_set_t *t)
 	if (t->is_process)
 		bp_error(t->spec, "no USDT probes in the executable or any mapped library");
 	else if (t->module_count && t->modules[0].has_note_section)
-		bp_error(t->spec, "empty .note.stapsdt section: no USDT probes");
+		bp_error(t->spec, "empty .note.stapsdt section: no USDT probes, nor in the libraries it loads");
 	else
-		bp_error(t->spec, "no USDT probes (no .note.stapsdt section: built without probes, or stripped?)");
+		bp_error(t->spec, "no USDT probes (no .note.stapsdt section: built without probes, or stripped?), nor in the "
+		                  "libraries it loads");
+}
+
+/* The libraries file target t loads, with their probes, into t; each one
+ * that cannot be read or found said in one line.  0, or -1 when the
+ * listing is partial. */
+static int add_libraries(bp_probe_set_t *t)
+{
+	bp_probe_set_t needed;
+	char err[600], what[700];
+	if (bp_probe_set_load_needed(t, 1, &needed, err, sizeof err) != 0) {
+		snprintf(what, sizeof what, "the libraries it loads: %s", err);
+		bp_error(t->spec, what);
+		bp_probe_set_free(&needed);
+		return -1;
+	}
+	int rc = 0;
+	if (bp_probe_set_merge(t, &needed) != 0) {
+		bp_error(t->spec, "out of memory");
+		rc = -1;
+	}
+	for (size_t i = 0; i < needed.missing_count; i++) {
+		const bp_missing_library_t *m = &needed.missing[i];
+		snprintf(what, sizeof what, "%s (needed by %s)", m->name, m->needed_by);
+		snprintf(err, sizeof err, "%s: its probes are not listed (set LD_LIBRARY_PATH as the service runs, or "
+		                          "list the library itself)",
+		         m->why);
+		bp_error(what, err);
+		rc = -1;
+	}
+	for (size_t i = 0; i < needed.unreadable_count; i++) {
+		bp_error("a library it loads", needed.unreadable[i]);
+		rc = -1;
+	}
+	bp_probe_set_free(&needed);
+	return rc;
 }
 
 int bp_cmd_list(const bp_options_t *opt)
@@ -36,8 +79,9 @@ int bp_cmd_list(const bp_options_t *opt)
 		bp_catalogue_free(&cat);
 		return BP_EXIT_ERROR;
 	}
+	int partial = !t.is_process && add_libraries(&t) != 0;
 	if (t.probe_count == 0) {
-		if (t.unreadable_count == 0)
+		if (t.unreadable_count == 0 && !partial)
 			report_no_probes(&t);
 		bp_probe_set_free(&t);
 		bp_catalogue_free(&cat);
@@ -78,8 +122,8 @@ int bp_cmd_list(const bp_options_t *opt)
 	} else {
 		bp_print_table(stdout, &t, selected);
 	}
-	/* A module we could not read may hold probes: the listing is partial. */
-	if (t.unreadable_count)
+	/* A module we could not read or find may hold probes: the listing is partial. */
+	if (t.unreadable_count || partial)
 		rc = BP_EXIT_ERROR;
 	free(selected);
 	free(name_glob);

@@ -10,10 +10,18 @@
  * that much is certain, where a figure interpolated inside the bucket is
  * a guess.  No root: read access to the segments is enough.
  *
+ * Below them, every other metric the segments describe (a team's own
+ * probe's counter, the db and gateway histograms), read from each
+ * segment's description by name: its change in the interval.
+ *
  * A figure that may be wrong is not shown: an interval in which a counter
  * went backwards or the set of segments changed (a segment replaced, a
  * process started or gone) is restarted and says so; a process that
- * exits is shown as gone.  --once prints one interval as plain text.
+ * exits is shown as gone; a directory without a running writer's segment
+ * (a typo, a service not started or stopped) is refused at the start and,
+ * when it empties later, said on the screen until a writer is back (zeros
+ * would read as an idle service).  --once prints one interval as plain
+ * text.
  *
  * Every byte of foreign text (file names, handler names, the reasons a
  * reading failed, which name other users' files) reaches the terminal
@@ -94,6 +102,22 @@ static int delta(const top_sample_t *prev, const top_sample_t *cur, top_sample_t
 			h++;
 		bad = h == cur->nhandlers ? -1 : 0;
 	}
+	/* the same segments describe the same metrics: one missing is a
+	 * segment replaced by another build's */
+	bad |= cur->nmetrics != prev->nmetrics ? -1 : 0;
+	for (size_t m = 0; m < cur->nmetrics && !bad; m++) {
+		const top_metric_t *c = &cur->metrics[m], *p = &prev->metrics[m];
+		top_metric_t *o = &out->metrics[m];
+		o->differs |= p->differs;
+		if (strcmp(c->name, p->name) != 0)
+			bad = -1;
+		else if (o->differs) /* not shown: its sum mixes two meanings */
+			o->value = 0;
+		else if (c->is_signed) /* a signed sum may go down: its change, in two's complement */
+			o->value = c->value - p->value;
+		else
+			bad |= sub(c->value, p->value, &o->value);
+	}
 	if (bad)
 		snprintf(why, n, "a counter went backwards (a segment replaced)");
 	return bad ? -1 : 0;
@@ -132,6 +156,22 @@ static double shown_seconds(double seconds)
 static double rate(uint64_t n, double seconds)
 {
 	return seconds > 0 ? (double)n / seconds : 0;
+}
+
+/* A metric's change in the interval and per second, in its unit: fires
+ * and observations as counted, a sum divided as the exporter serves it. */
+static void metric_figures(const top_metric_t *m, double seconds, char *out, size_t n)
+{
+	double divide = m->divide[0] ? strtod(m->divide, NULL) : 1;
+	double v = m->is_signed ? (double)(int64_t)m->value : (double)m->value;
+	if (m->differs)
+		snprintf(out, n, "- - (the segments describe it otherwise: not summed)");
+	else if ((!m->divide[0] || divide == 1) && m->is_signed)
+		snprintf(out, n, "%lld %.2f/s", (long long)(int64_t)m->value, seconds > 0 ? v / seconds : 0);
+	else if (!m->divide[0] || divide == 1)
+		snprintf(out, n, "%llu %.2f/s", (unsigned long long)m->value, seconds > 0 ? v / seconds : 0);
+	else
+		snprintf(out, n, "%.9g %.4g/s", v / divide, seconds > 0 ? v / divide / seconds : 0);
 }
 
 /* A handler's slow requests in the interval and per second: "- -"
@@ -181,6 +221,16 @@ static void show(FILE *out, const top_delta_t *x, const char *eol)
 		fprintf(out, " %lu %.2f %s %s %s %s%s", (unsigned long)th->requests, rate(th->requests, x->seconds), slow, p50,
 		        p95, p99, eol);
 	}
+	if (d->nmetrics)
+		fprintf(out, "metric change change/s (the segments' other metrics: fires, a sum in its unit, a "
+		             "histogram's observations)%s",
+		        eol);
+	for (size_t m = 0; m < d->nmetrics; m++) {
+		char fig[96];
+		metric_figures(&d->metrics[m], x->seconds, fig, sizeof fig);
+		bp_put_escaped(out, d->metrics[m].name);
+		fprintf(out, " %s%s", fig, eol);
+	}
 }
 
 /* "PID" or "DIR", for messages. */
@@ -221,6 +271,8 @@ static int run_once(const top_target_t *t, double interval)
 	target_name(t, name, sizeof name);
 	int rc = top_sample_read(t, &first, err, sizeof err);
 	double t0 = now_s();
+	if (rc == 0 && top_sample_no_writer(t, &first, err, sizeof err))
+		rc = -1;
 	if (rc == 0)
 		skipped_lines(&first, skipped_to_stderr, name);
 	if (rc == 0) {
@@ -364,6 +416,11 @@ static int run_live(const top_target_t *t, double interval)
 			gone = 1;
 			have = 0;
 			snprintf(state, sizeof state, "GONE: the process exited; no figures");
+		} else if (r == 0 && top_sample_no_writer(t, &cur, err, sizeof err)) {
+			/* the service stopped, or its segments were removed: said, and
+			 * watched until a writer is back */
+			have = 0;
+			snprintf(state, sizeof state, "NO WRITER: %s; waiting for one", err);
 		} else if (r != 0 || base != 0) {
 			have = 0;
 			snprintf(state, sizeof state, "no figures: %s; interval restarted", r != 0 ? err : "no first reading");

@@ -1,7 +1,8 @@
 /*
  * output.c -- probe listings.
  *
- * Table: one probe per line, columns sized to their content, arguments
+ * Table: one probe per line, columns sized to their content (the module
+ * first when the probes come from more than one file), arguments
  * decoded as "TYPE LOCATION" (the type comes from the spec's size and
  * sign: a string argument shows as uint64, the pointer it is), or as
  * "unknown SPEC" when the spec is no form the reader decodes.  JSON:
@@ -64,9 +65,23 @@ static void put_column(FILE *out, const char *s, size_t w)
 	fputs("  ", out);
 }
 
+/* The MODULE column: a process's probes, or a file's that come from more
+ * than one file (the program and the libraries it loads). */
+static int show_modules(const bp_probe_set_t *t, const unsigned char *selected)
+{
+	size_t first = (size_t)-1;
+	for (size_t i = 0; i < t->probe_count && !t->is_process; i++)
+		if (selected[i] && first == (size_t)-1)
+			first = t->probes[i].module;
+		else if (selected[i] && t->probes[i].module != first)
+			return 1;
+	return t->is_process;
+}
+
 void bp_print_table(FILE *out, const bp_probe_set_t *t, const unsigned char *selected)
 {
 	size_t wmod = 6, wprov = 8, wname = 4, l;
+	int modules = show_modules(t, selected);
 	for (size_t i = 0; i < t->probe_count; i++) {
 		if (!selected[i])
 			continue;
@@ -75,7 +90,7 @@ void bp_print_table(FILE *out, const bp_probe_set_t *t, const unsigned char *sel
 		if ((l = bp_escaped_width(p->provider)) > wprov) wprov = l;
 		if ((l = bp_escaped_width(p->name)) > wname) wname = l;
 	}
-	if (t->is_process)
+	if (modules)
 		put_column(out, "MODULE", wmod);
 	put_column(out, "PROVIDER", wprov);
 	put_column(out, "NAME", wname);
@@ -94,7 +109,7 @@ void bp_print_table(FILE *out, const bp_probe_set_t *t, const unsigned char *sel
 		else
 			snprintf(sem, sizeof sem, "-");
 		format_args(args, sizeof args, p);
-		if (t->is_process)
+		if (modules)
 			put_column(out, module_name(t, p), wmod);
 		put_column(out, p->provider, wprov);
 		put_column(out, p->name, wname);

@@ -75,20 +75,45 @@ int top_target_open(top_target_t *t, const char *pid_text, const char *dir, char
 {
 	if (top_target_find(t, pid_text, dir, err, errlen) != 0)
 		return -1;
-	if (t->pid < 0)
-		return 0;
-	/* the first reading checks the file and its writer */
+	/* the first reading checks the file and its writer, or that the
+	 * directory holds a running writer's segment */
 	top_sample_t *s = calloc(1, sizeof *s);
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	int rc = top_sample_read(t, s, err, errlen);
+	if (rc == 0 && top_sample_no_writer(t, s, err, errlen))
+		rc = -1;
 	top_sample_free(s);
 	free(s);
 	if (rc == 1)
 		snprintf(err, errlen, "process %d exited", (int)t->pid);
 	return rc == 0 ? 0 : -1;
+}
+
+int top_sample_no_writer(const top_target_t *t, const top_sample_t *s, char *why, size_t n)
+{
+	char user[96], first[TOP_SKIPPED_BYTES + 64] = "";
+	if (t->pid >= 0 || (s->nsegments && s->nexited < s->nsegments))
+		return 0;
+	bx_user_text(t->user, user, sizeof user);
+	if (s->nsegments) {
+		if (s->nsegments == 1)
+			snprintf(why, n, "no service writes here now: the one segment of %s here is of a process that has exited",
+			         user);
+		else
+			snprintf(why, n, "no service writes here now: the %zu segments of %s here are of processes that have exited",
+			         s->nsegments, user);
+		return 1;
+	}
+	if (s->nskipped)
+		snprintf(first, sizeof first, " (%zu file%s here left out: %s%s)", s->nskipped, s->nskipped == 1 ? "" : "s",
+		         s->skipped[0], s->nskipped == 1 ? "" : ", ...");
+	snprintf(why, n,
+	         "no stats segment of %s here%s: is the service running, with BILLING_STATS_DIR naming this directory?",
+	         user, first);
+	return 1;
 }
 
 static int field_by_name(const bs_lmap_t *m, const char *name)
@@ -247,6 +272,106 @@ static int add_requests(const bs_segment_t *seg, const bs_slow_thresholds_t *th,
 	return 0;
 }
 
+/* The probes the summary lines show (add_segment): their families are
+ * not shown again among the metrics. */
+static int in_summary(const char *probe)
+{
+	static const char *const shown[] = { "invoice__create", "payment__auth", "refund__process", "error",
+		                             "request__done" };
+	for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++)
+		if (strcmp(shown[i], probe) == 0)
+			return 1;
+	return 0;
+}
+
+/* Whether family i is shown among the metrics: one of the maps that feed
+ * its name is of a probe the summary does not show. */
+static int shown_family(const bs_layout_t *l, size_t i)
+{
+	for (size_t k = 0; k < l->nfamilies; k++)
+		if (strcmp(l->families[k].name, l->families[i].name) == 0 && !in_summary(l->maps[l->families[k].map].probe))
+			return 1;
+	return 0;
+}
+
+/* The metric named name in s, added (at zero) when new; NULL when out of
+ * memory. */
+static top_metric_t *metric(top_sample_t *s, const char *name, int *added)
+{
+	*added = 0;
+	for (size_t m = 0; m < s->nmetrics; m++)
+		if (strcmp(s->metrics[m].name, name) == 0)
+			return &s->metrics[m];
+	if (s->nmetrics == s->metrics_cap) {
+		size_t cap = s->metrics_cap ? 2 * s->metrics_cap : 16;
+		top_metric_t *more = realloc(s->metrics, cap * sizeof *more);
+		if (!more)
+			return NULL;
+		s->metrics = more;
+		s->metrics_cap = cap;
+	}
+	top_metric_t *m = &s->metrics[s->nmetrics++];
+	memset(m, 0, sizeof *m);
+	snprintf(m->name, sizeof m->name, "%s", name);
+	*added = 1;
+	return m;
+}
+
+/* Family f's value over the rows of its map: fires, a quantity's sum or
+ * its observations (the buckets' sum, as the exporter counts them), of
+ * the rows its `if` keeps. */
+static uint64_t family_value(const bs_segment_t *seg, const bs_lfamily_t *f)
+{
+	const bs_lmap_t *mi = &seg->layout->maps[f->map];
+	size_t cell = f->value < 0 ? 0 : mi->values[f->value].cell;
+	size_t nbounds = f->value < 0 ? 0 : seg->layout->quantities[mi->values[f->value].quantity].nbounds;
+	uint64_t v = 0;
+	if (cell + 2 + nbounds >= BS_CELLS_MAX)
+		return 0; /* no description the reader takes says so */
+	for (size_t r = 0; r < seg->map_rows[f->map]; r++) {
+		const bs_read_row_t *row = bs_map_row(seg, f->map, r);
+		if (f->where >= 0 && row->ints[f->where] == 0)
+			continue;
+		if (f->source == BS_SRC_COUNT)
+			v += row->cells[0];
+		else if (f->source == BS_SRC_SUM)
+			v += row->cells[cell + 1];
+		else
+			for (size_t b = 0; b <= nbounds; b++)
+				v += row->cells[cell + 2 + b];
+	}
+	return v;
+}
+
+/* The families of the segment's description that the summary does not
+ * show, summed into s by name.  -1 when out of memory. */
+static int add_metrics(const bs_segment_t *seg, top_sample_t *s)
+{
+	const bs_layout_t *l = seg->layout;
+	for (size_t i = 0; l && i < l->nfamilies; i++) {
+		const bs_lfamily_t *f = &l->families[i];
+		if (!shown_family(l, i))
+			continue;
+		const bs_lquantity_t *q = NULL;
+		if (f->value >= 0)
+			q = &l->quantities[l->maps[f->map].values[f->value].quantity];
+		int is_signed = f->source == BS_SRC_SUM && q && q->is_signed, added;
+		const char *divide = f->source == BS_SRC_SUM && q && q->divide ? q->divide : "";
+		top_metric_t *m = metric(s, f->name, &added);
+		if (!m)
+			return -1;
+		if (added) {
+			m->source = f->source;
+			m->is_signed = is_signed;
+			snprintf(m->divide, sizeof m->divide, "%s", divide);
+		} else if (m->source != f->source || m->is_signed != is_signed || strcmp(m->divide, divide) != 0) {
+			m->differs = 1;
+		}
+		m->value += family_value(seg, f);
+	}
+	return 0;
+}
+
 static int add_segment(const bs_segment_t *seg, const bs_slow_thresholds_t *th, top_sample_t *s, char *err,
                        size_t errlen)
 {
@@ -255,6 +380,11 @@ static int add_segment(const bs_segment_t *seg, const bs_slow_thresholds_t *th, 
 		return -1;
 	}
 	s->segment_ids[s->nsegments++] = ((uint64_t)seg->pid << 32) ^ seg->start_time ^ (seg->generation << 48);
+	s->nexited += seg->state == BS_EXITED;
+	if (add_metrics(seg, s) != 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	s->invoices += fires(seg, "invoice__create");
 	s->refunds += fires(seg, "refund__process");
 	s->errors += fires(seg, "error");
@@ -363,11 +493,14 @@ int top_sample_read(const top_target_t *t, top_sample_t *s, char *err, size_t er
 {
 	bs_segment_t seg;
 	top_handler_t *handlers = s->handlers;
-	size_t cap = s->handlers_cap;
+	top_metric_t *metrics = s->metrics;
+	size_t cap = s->handlers_cap, mcap = s->metrics_cap;
 	memset(&seg, 0, sizeof seg);
 	memset(s, 0, sizeof *s);
 	s->handlers = handlers; /* kept for this reading's */
 	s->handlers_cap = cap;
+	s->metrics = metrics;
+	s->metrics_cap = mcap;
 	int rc = t->pid >= 0 ? read_process(t, &seg, s, err, errlen) : read_dir(t, &seg, s, err, errlen);
 	bs_segment_free(&seg);
 	return rc;
@@ -376,25 +509,39 @@ int top_sample_read(const top_target_t *t, top_sample_t *s, char *err, size_t er
 int top_sample_copy(top_sample_t *dst, const top_sample_t *src)
 {
 	top_handler_t *handlers = dst->handlers;
-	size_t cap = dst->handlers_cap;
+	top_metric_t *metrics = dst->metrics;
+	size_t cap = dst->handlers_cap, mcap = dst->metrics_cap;
 	if (cap < src->nhandlers) {
 		top_handler_t *more = realloc(handlers, src->nhandlers * sizeof *more);
 		if (!more)
 			return -1;
-		handlers = more;
-		cap = src->nhandlers;
+		dst->handlers = handlers = more;
+		dst->handlers_cap = cap = src->nhandlers;
+	}
+	if (mcap < src->nmetrics) {
+		top_metric_t *more = realloc(metrics, src->nmetrics * sizeof *more);
+		if (!more)
+			return -1;
+		dst->metrics = metrics = more;
+		dst->metrics_cap = mcap = src->nmetrics;
 	}
 	*dst = *src;
 	dst->handlers = handlers;
 	dst->handlers_cap = cap;
+	dst->metrics = metrics;
+	dst->metrics_cap = mcap;
 	if (src->nhandlers)
 		memcpy(dst->handlers, src->handlers, src->nhandlers * sizeof *dst->handlers);
+	if (src->nmetrics)
+		memcpy(dst->metrics, src->metrics, src->nmetrics * sizeof *dst->metrics);
 	return 0;
 }
 
 void top_sample_free(top_sample_t *s)
 {
 	free(s->handlers);
+	free(s->metrics);
 	s->handlers = NULL;
-	s->nhandlers = s->handlers_cap = 0;
+	s->metrics = NULL;
+	s->nhandlers = s->handlers_cap = s->nmetrics = s->metrics_cap = 0;
 }

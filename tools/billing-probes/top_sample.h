@@ -29,20 +29,36 @@ typedef struct top_handler {
 	int slow_unknown;                       /* 1: a row's threshold cannot be told (top_sample.c) */
 } top_handler_t;
 
+/* A metric family of the segments' descriptions that the summary lines
+ * do not show (a team's own probe's counter, the db and gateway
+ * histograms): its value summed over rows and segments by name. */
+typedef struct top_metric {
+	char name[BS_LAYOUT_NAME_BYTES + 1];
+	int source;      /* BS_SRC_COUNT: fires; BS_SRC_SUM: a quantity's sum; BS_SRC_OBSERVE: observations */
+	int is_signed;   /* a signed quantity's sum, which may go down */
+	char divide[24]; /* the sum's divisor to its unit, as described ("1000000000"); "" for a count */
+	uint64_t value;  /* a signed sum in two's complement */
+	int differs;     /* segments describe the name otherwise (source, sign, divisor): not shown */
+} top_metric_t;
+
 /* One reading of a target: counters since each segment's start.  Its
  * handlers are as many as the segments hold (a writer keeps BS_LABEL_VALUES
  * names and "other" each; a directory's segments may each keep others),
- * in memory the sample owns: top_sample_free(). */
+ * and its metrics as many as they describe, in memory the sample owns:
+ * top_sample_free(). */
 typedef struct top_sample {
 	uint64_t invoices, payments, approved, declined, outcome_unknown, refunds, errors;
 	size_t nhandlers, handlers_cap;
 	top_handler_t *handlers;
+	size_t nmetrics, metrics_cap;
+	top_metric_t *metrics; /* by name */
 	/* the duration buckets' upper bounds as the segments write them (seconds) */
 	size_t nbounds;
 	char le[BS_LAYOUT_BOUNDS][24];
 	/* which segments were summed: a change between two readings restarts the interval */
 	size_t nsegments;
 	uint64_t segment_ids[TOP_SEGMENTS]; /* pid, start time, generation mixed */
+	size_t nexited;                     /* of them, segments whose writer has exited */
 	/* files of a directory that are not the user's segments (another
 	 * user's file in a sticky directory): left out, each "NAME: why" */
 	size_t nskipped;
@@ -64,8 +80,9 @@ typedef struct top_target {
  * reason in err. */
 int top_target_find(top_target_t *t, const char *pid_text, const char *dir, char *err, size_t errlen);
 
-/* top_target_find(), then a first reading of a process's segment, which
- * checks the file and its writer.  0, or -1 with a one-line reason. */
+/* top_target_find(), then a first reading: a process's checks the file
+ * and its writer; a directory's must find a running writer's segment
+ * (top_sample_no_writer).  0, or -1 with a one-line reason. */
 int top_target_open(top_target_t *t, const char *pid_text, const char *dir, char *err, size_t errlen);
 
 /* Open dir/name as a segment of user, through the directory's and the
@@ -81,6 +98,12 @@ int top_segment_open(const char *dir, const char *name, uid_t user, int how, str
  * others) is left out and named in s->skipped; one that is gone since the
  * directory was listed is left out silently (the segments changed). */
 int top_sample_read(const top_target_t *t, top_sample_t *s, char *err, size_t errlen);
+
+/* 1 when a reading of a directory holds no segment of a running writer
+ * (none at all: a typo, a service not started; or only exited ones), with
+ * why in one line; else 0.  Zeros from such a reading would read as an
+ * idle service. */
+int top_sample_no_writer(const top_target_t *t, const top_sample_t *s, char *why, size_t n);
 
 /* *dst as a copy of *src, in dst's own memory.  0, or -1 out of memory. */
 int top_sample_copy(top_sample_t *dst, const top_sample_t *src);
