@@ -357,6 +357,7 @@ static int create_segment(void)
 	h->trail_offset = trail_off;
 	h->native_offset = native_size ? native_off : 0;
 	h->native_size = native_size;
+	h->flags = BS_FLAG_NATIVE_FIRST;
 	for (int m = 0; m < BX_MAP_COUNT; m++)
 		bs_native_[m] = native_size && billing_stats_maps_[m].native_cells ? (uint64_t *)(p + native_at[m]) : NULL;
 	/* The magic last: a reader that sees it sees a whole header. */

@@ -28,8 +28,9 @@ static void put_string(const char *s)
  * out of range] (the zero bucket and the buckets, then the last cell). */
 static void put_native(const bs_segment_t *seg, int m, size_t r)
 {
-	const uint64_t *n = bs_native(seg, m, r);
+	static uint64_t cells[BS_MAX_MAPS * BS_LAYOUT_VALUES * (BS_NATIVE_BUCKETS_MAX + 2)];
 	const bs_lmap_t *lm = seg->build_sm[m] >= 0 ? &seg->layout->maps[seg->build_sm[m]] : NULL;
+	const uint64_t *n = lm && bs_map_native(seg, (size_t)seg->build_sm[m], r, cells) ? cells : NULL;
 	printf(",\"native\":[");
 	for (size_t v = 0, k = 0; n && lm && v < lm->nvalues; v++) {
 		size_t cells = seg->layout->quantities[lm->values[v].quantity].nnative;
