@@ -109,7 +109,9 @@ static uint64_t counter_span(uint64_t start, uint64_t now)
 	uint64_t age = tk - base_ticks;
 	if (__atomic_compare_exchange_n(&calibrated, &last, tk, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&bs_span_ns_per_tick_, (uint64_t)(ratio * 4294967296.0), __ATOMIC_RELAXED);
-		__atomic_store_n(&bs_span_until_, tk + (age < SETTLED_TICKS ? age : SETTLED_TICKS), __ATOMIC_RELAXED);
+		/* after the ratio: a span that sees it sees the ratio */
+		__atomic_store_n(&bs_span_until_, (tk + (age < SETTLED_TICKS ? age : SETTLED_TICKS)) | BS_SPAN_MARK,
+		                 __ATOMIC_RELEASE);
 	}
 	ns = (uint64_t)((double)d * ratio);
 	return ns ? ns : 1;
@@ -124,6 +126,11 @@ uint64_t bs_span_start_slow_(void)
 		return ticks() | BS_SPAN_MARK;
 #endif
 	return monotonic_ns();
+}
+
+void bs_span_start_at_slow_(uint64_t *at)
+{
+	*at = bs_span_start_slow_();
 }
 
 uint64_t bs_span_ns_slow_(uint64_t start)
