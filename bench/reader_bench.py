@@ -17,8 +17,8 @@ turn, so a busy moment of the shared machine lands on all:
 2. Live: N running processes (64; --live sets it), each with full label
    sets and values spread over their buckets (stats_workload full 20
    hold, then idle): CPU per scrape and memory.  Then the same processes
-   firing a label set every millisecond each (trickle): what a scrape
-   costs when something changed.
+   firing every label set once between two scrapes (stats_workload full
+   20 step): what a scrape costs when every row of every segment changed.
 3. Instructions per scrape (callgrind, bx_snapshot_take, the scrapes
    after the first: their difference) at 64 and 1,000 copies, and the
    slope per segment between them; --instructions measures this alone (the
@@ -80,7 +80,8 @@ def make_copies(build, workdir, counts):
 
 class Live:
     """n processes of stats_workload full ... MODE, in one directory, each
-    alive until its stdin closes."""
+    alive until its stdin closes; step(): each fires every label set once
+    (MODE step)."""
 
     def __init__(self, build, d, n, mode):
         self.procs = []
@@ -94,6 +95,14 @@ class Live:
                 self.stop()
                 raise RuntimeError("stats_workload full did not start")
         self.bytes = sum(os.stat(os.path.join(d, f)).st_blocks * 512 for f in os.listdir(d))
+
+    def step(self):
+        for p in self.procs:
+            p.stdin.write("step\n")
+            p.stdin.flush()
+        for p in self.procs:
+            if p.stdout.readline().strip() != "fired":
+                raise RuntimeError("stats_workload full step did not fire")
 
     def stop(self):
         for p in self.procs:
@@ -128,9 +137,10 @@ def stats_of(values):
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def scrape_time(exes, d, scrapes):
+def scrape_time(exes, d, scrapes, before=None):
     """Per exporter: ms and CPU ms per scrape (the first scrape apart: it
-    reads what the start did not), resident memory after, series served."""
+    reads what the start did not), resident memory after, series served;
+    before() runs before each round of scrapes."""
     exporters = {}
     try:
         for label, exe in exes.items():
@@ -138,6 +148,8 @@ def scrape_time(exes, d, scrapes):
         times = {label: ([], []) for label in exporters}
         first, series = {}, {}
         for i in range(scrapes + 1):
+            if before:
+                before()
             for label, ex in exporters.items():
                 c0, t0 = cpu_ns(ex.proc.pid), time.perf_counter()
                 body = ex.scrape()
@@ -227,12 +239,13 @@ def measure(build, exes, a):
             res["copies"]["rows"].append(row)
             print(f"  {n} copies: {json.dumps(row)}", file=sys.stderr, flush=True)
         res["live"] = []
-        for mode in ("hold", "trickle"):
+        for mode in ("hold", "step"):
             d = os.path.join(workdir, f"live-{mode}")
             live = Live(build, d, a.live, mode)
             try:
                 row = {"processes": a.live, "mode": mode, "workload": " ".join(LIVE + [mode]),
-                       "data_bytes": live.bytes, "exporters": scrape_time(exes, d, a.reps)}
+                       "data_bytes": live.bytes,
+                       "exporters": scrape_time(exes, d, a.reps, live.step if mode == "step" else None)}
             finally:
                 live.stop()
             shutil.rmtree(d, ignore_errors=True)
@@ -286,7 +299,7 @@ def markdown(res):
     for r in res["live"]:
         for label in labels:
             who = f" ({label})" if len(labels) > 1 else ""
-            what = "idle" if r["mode"] == "hold" else "each firing a label set a millisecond"
+            what = "idle" if r["mode"] == "hold" else "every label set fired once between scrapes"
             o.append(row_line(f"{r['processes']} live processes ({r['workload']}), {what}{who}", r["exporters"][label]))
     ins = res.get("instructions")
     if ins:

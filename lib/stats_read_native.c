@@ -12,7 +12,8 @@
 
 #include "stats_read_src.h"
 
-#define NEAR 8 /* cells apart that two ranges are read as one */
+#define NEAR 8       /* cells apart that two ranges of a value are looked at as one */
+#define READ_NEAR 64 /* cells (512 bytes) apart that two of a row's ranges are read by one pread */
 
 typedef struct range {
 	uint32_t from, to; /* inclusive */
@@ -24,13 +25,35 @@ static int by_from(const void *a, const void *b)
 	return x->from < y->from ? -1 : x->from > y->from;
 }
 
+/* A scratch row of native cells: one thread reads at a time. */
+static uint64_t *dense;
+static size_t dense_cap;
+
+/* ranges [0, n) of the row joined where they are at most `near` cells
+ * apart (sorted first); how many are left */
+static size_t join(range_t *r, size_t n, uint32_t near)
+{
+	size_t joined = 0;
+	if (n > 1)
+		qsort(r, n, sizeof *r, by_from);
+	for (size_t k = 0; k < n; k++) {
+		if (joined && r[k].from <= r[joined - 1].to + 1 + near) {
+			if (r[k].to > r[joined - 1].to)
+				r[joined - 1].to = r[k].to;
+		} else {
+			r[joined++] = r[k];
+		}
+	}
+	return joined;
+}
+
 /* The cells of q to read: those of each classic bucket whose count
  * changed (all: that has counted), sorted, near ones joined.  old and
  * cells are the value's cells (count, sum, buckets); old NULL: zeros. */
 static size_t ranges_of(const bs_lquantity_t *q, const uint64_t *old, const uint64_t *cells, int all, range_t *out)
 {
-	size_t n = 0, k, joined = 0;
-	for (k = 0; k <= q->nbounds; k++) {
+	size_t n = 0;
+	for (size_t k = 0; k <= q->nbounds; k++) {
 		uint64_t was = old ? old[2 + k] : 0, now = cells[2 + k];
 		if (all ? (was | now) == 0 : was == now)
 			continue;
@@ -38,22 +61,8 @@ static size_t ranges_of(const bs_lquantity_t *q, const uint64_t *old, const uint
 		if (q->native_below[k])
 			out[n++] = (range_t){ (uint32_t)q->nnative + 1, (uint32_t)q->nnative + 1 };
 	}
-	if (n > 1)
-		qsort(out, n, sizeof *out, by_from);
-	for (k = 0; k < n; k++) {
-		if (joined && out[k].from <= out[joined - 1].to + 1 + NEAR) {
-			if (out[k].to > out[joined - 1].to)
-				out[joined - 1].to = out[k].to;
-		} else {
-			out[joined++] = out[k];
-		}
-	}
-	return joined;
+	return join(out, n, NEAR);
 }
-
-/* A scratch row of one value's native cells: one thread reads at a time. */
-static uint64_t *dense;
-static size_t dense_cap;
 
 static int room(bs_native_cells_t *c, size_t n)
 {
@@ -83,8 +92,8 @@ static int change(bs_changes_t *ch, uint32_t value, uint32_t cell, uint64_t delt
 
 /* Value v's cells: those of had outside the ranges kept, those inside
  * replaced by what was read (dense[cell]), each difference a change. */
-static int merge(const bs_native_cells_t *had, const range_t *r, size_t nr, uint32_t v, bs_native_cells_t *next,
-                 bs_changes_t *ch)
+static int merge(const bs_native_cells_t *had, const range_t *r, size_t nr, const uint64_t *dense, uint32_t v,
+                 bs_native_cells_t *next, bs_changes_t *ch)
 {
 	size_t counted = 0, i = 0;
 	for (size_t k = 0; k < nr; k++)
@@ -113,33 +122,38 @@ int bs_native_row_(const bs_src_t *s, const bs_lmap_t *m, const bs_layout_t *l, 
                    const uint64_t *old, const uint64_t *cells, int all, const bs_native_cells_t *had,
                    bs_native_cells_t *next, bs_changes_t *ch, char *err, size_t errlen)
 {
-	range_t r[2 * (BS_LAYOUT_BOUNDS + 1)];
+	range_t r[BS_LAYOUT_VALUES][2 * (BS_LAYOUT_BOUNDS + 1)], reads[BS_LAYOUT_VALUES * 2 * (BS_LAYOUT_BOUNDS + 1)];
+	size_t nr[BS_LAYOUT_VALUES], nreads = 0;
+	/* the cells each value looks at again, then the reads that cover them:
+	 * the row's cells are one block, values after one another */
 	for (size_t v = 0; v < m->nvalues; v++) {
 		const bs_lquantity_t *q = &l->quantities[m->values[v].quantity];
+		size_t at = m->values[v].cell;
+		nr[v] = q->nnative ? ranges_of(q, old ? old + at : NULL, cells + at, all, r[v]) : 0;
 		next[v].n = BS_NATIVE_UNCHANGED;
-		if (!q->nnative)
-			continue;
-		size_t at = m->values[v].cell, nr = ranges_of(q, old ? old + at : NULL, cells + at, all, r);
-		if (nr == 0) { /* nothing read: as it was */
-			next[v].n = BS_NATIVE_UNCHANGED;
-			continue;
-		}
-		if (q->nnative + 2 > dense_cap) {
-			uint64_t *more = realloc(dense, (q->nnative + 2) * sizeof *more);
-			if (!more)
-				BS_FAIL("out of memory");
-			dense = more;
-			dense_cap = q->nnative + 2;
-		}
-		for (size_t k = 0; k < nr; k++) {
-			uint64_t off = base + (m->values[v].native + r[k].from) * 8, n = (uint64_t)(r[k].to - r[k].from + 1);
-			/* every thread adds to these atomically: each cell is read whole */
-			if (bs_src_get_(s, off, dense + r[k].from, n * 8) != 0)
-				BS_FAIL("truncated in map %s's native buckets", m->name);
-		}
-		if (merge(&had[v], r, nr, (uint32_t)v, &next[v], ch) != 0)
-			BS_FAIL("out of memory");
+		for (size_t k = 0; k < nr[v]; k++)
+			reads[nreads++] = (range_t){ (uint32_t)m->values[v].native + r[v][k].from,
+				                     (uint32_t)m->values[v].native + r[v][k].to };
 	}
+	if (nreads == 0)
+		return 0;
+	if (m->native_cells > dense_cap) {
+		uint64_t *more = realloc(dense, m->native_cells * sizeof *more);
+		if (!more)
+			BS_FAIL("out of memory");
+		dense = more;
+		dense_cap = m->native_cells;
+	}
+	nreads = join(reads, nreads, READ_NEAR);
+	for (size_t k = 0; k < nreads; k++) {
+		/* every thread adds to these atomically: each cell is read whole */
+		uint64_t n = (uint64_t)(reads[k].to - reads[k].from + 1);
+		if (bs_src_get_(s, base + (uint64_t)reads[k].from * 8, dense + reads[k].from, n * 8) != 0)
+			BS_FAIL("truncated in map %s's native buckets", m->name);
+	}
+	for (size_t v = 0; v < m->nvalues; v++)
+		if (nr[v] && merge(&had[v], r[v], nr[v], dense + m->values[v].native, (uint32_t)v, &next[v], ch) != 0)
+			BS_FAIL("out of memory");
 	return 0;
 }
 

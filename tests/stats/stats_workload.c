@@ -16,11 +16,13 @@
  *   busy              fire until killed (a writer killed mid-update)
  *   hold N            N payment-auth fires, then stay alive until stdin
  *                     closes (a writer that is still running when read)
- *   full R [hold|trickle]
+ *   full R [hold|trickle|step]
  *                     full label sets: every stats-fed probe, each of its
  *                     label sets (about 300 rows) fired R times with values
  *                     spread over its buckets; then exit, or stay alive until
- *                     stdin closes (hold: idle; trickle: a fire every ms)
+ *                     stdin closes (hold: idle; trickle: a fire every ms;
+ *                     step: at each line of stdin every label set fired
+ *                     once more, then "fired")
  *   go N              wait for a line on stdin, then N payment-auth fires,
  *                     print "fired", and stay alive until stdin closes (a
  *                     writer whose fires a tracer attached first sees too)
@@ -299,6 +301,14 @@ static int run_full(long rounds, const char *then)
 	if (!then)
 		return 0;
 	int trickle = strcmp(then, "trickle") == 0;
+	if (strcmp(then, "step") == 0) {
+		char line[64];
+		for (long i = 0; fgets(line, sizeof line, stdin); i++) {
+			full_round(rounds + i, -1);
+			printf("fired\n");
+		}
+		return 0;
+	}
 	if (!trickle && strcmp(then, "hold") != 0)
 		return 2;
 	for (long i = 0;; i++) {
@@ -359,6 +369,6 @@ int main(int argc, char **argv)
 	if (strcmp(mode, "full") == 0 && (argc == 3 || argc == 4))
 		return run_full(atol(argv[2]), argc == 4 ? argv[3] : NULL);
 	fprintf(stderr, "usage: stats_workload threads T N | short TOTAL C K | labels N | fork W N P | busy"
-	                " | fair CODES JUNK | hold N | go N | full R [hold|trickle]\n");
+	                " | fair CODES JUNK | hold N | go N | full R [hold|trickle|step]\n");
 	return 2;
 }

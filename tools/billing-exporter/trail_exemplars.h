@@ -2,7 +2,7 @@
  * trail_exemplars.h -- the exemplar source of the stats path: the latest
  * committed slow-request trail (lib/stats_trail.h) per (handler, the
  * billing_request_duration_seconds bucket it fell in), taken from the
- * segments stats_source.c reads and trusts, kept across scrapes.
+ * segments stats_segments.c reads and trusts, kept across scrapes.
  */
 #ifndef BX_TRAIL_EXEMPLARS_H
 #define BX_TRAIL_EXEMPLARS_H
