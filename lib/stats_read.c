@@ -314,6 +314,8 @@ static int place_rows(const bs_segment_t *out, const bs_layout_t *l, reading_t *
 		FAIL("out of memory");
 	for (size_t m = 0; m < l->nmaps && !rd->fresh; m++) {
 		size_t from = out->map_first[m], to = rd->first[m], k = rd->had[m];
+		if (k == 0)
+			continue;
 		memcpy(&rd->rows[to], &out->rows[from], k * sizeof *rd->rows);
 		memcpy(&rd->natives[to * BS_LAYOUT_VALUES], &out->natives[from * BS_LAYOUT_VALUES],
 		       k * BS_LAYOUT_VALUES * sizeof *rd->natives);
@@ -357,7 +359,7 @@ static int find_changes(const bs_src_t *s, const struct bs_header *h, const bs_l
 		const bs_lmap_t *lm = &l->maps[m];
 		size_t c = h->map_cells[m];
 		/* the map's rows as they were, and the same rows now: no row changed */
-		int same = !rd->fresh && !out->sums_stale && rd->rows_of[m] == rd->had[m] && (native_first || !lm->native_cells) &&
+		int same = !rd->fresh && !out->sums_stale && rd->rows_of[m] == rd->had[m] && rd->rows_of[m] && (native_first || !lm->native_cells) &&
 		           memcmp(out->sums + out->map_first_cell[m], rd->sums + rd->sums_at[m], rd->rows_of[m] * c * 8) == 0;
 		for (size_t r = 0; !same && r < rd->rows_of[m]; r++) {
 			size_t at = rd->first[m] + r;
@@ -469,7 +471,8 @@ static void commit(const struct bs_header *h, bs_layout_t *l, const plan_rows_t 
 		}
 	}
 	if (cells <= out->sums_cap) {
-		memcpy(out->sums, rd->sums, cells * sizeof *rd->sums);
+		if (cells)
+			memcpy(out->sums, rd->sums, cells * sizeof *rd->sums);
 		for (size_t m = 0; m < l->nmaps; m++)
 			out->map_first_cell[m] = rd->sums_at[m];
 	} else { /* no room to keep them: every row is looked at next time */

@@ -202,13 +202,23 @@ int bx_stats_seg_read(const bx_exporter_t *ex, stats_target_t *t, seg_t *s, int 
 	if (fd < 0 && t->pid < 0 && fstatat(dfd, s->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		memset(&st, 0, sizeof st); /* a key no file has: looked at again */
 	accept_ctx_t c = { ex, t, s, TAKE };
+	bs_segment_t *first = &ex->stats->first;
 	if (fd >= 0 && t->only_uid >= 0 && st.st_uid != (uid_t)t->only_uid) {
 		snprintf(err, sizeof err, "not owned by uid %ld (--uid)", t->only_uid);
 		why = BX_SKIP_UID;
-	} else if (fd >= 0 && (s->reading || (s->reading = calloc(1, sizeof *s->reading)))) {
+	} else if (fd >= 0) {
 		s->owner = st.st_uid;
-		rc = bs_read_fd_if(fd, s->reading, accept, &c, err, sizeof err);
+		rc = bs_read_fd_if(fd, s->reading ? s->reading : first, accept, &c, err, sizeof err);
 	}
+	if (rc == 0 && !s->reading && !(s->reading = malloc(sizeof *s->reading))) {
+		snprintf(err, sizeof err, "out of memory"); /* read afresh next time */
+		rc = -1;
+	} else if (rc == 0 && s->reading && first->layout) { /* taken: the first reading is the segment's own */
+		*s->reading = *first;
+		memset(first, 0, sizeof *first);
+	}
+	if (first->layout)
+		bs_segment_forget(first);
 	if (rc == 0) {
 		taken(ex, s, fd, &st);
 		s->stage = SEG_LIVE;
@@ -220,11 +230,6 @@ int bx_stats_seg_read(const bx_exporter_t *ex, stats_target_t *t, seg_t *s, int 
 	}
 	if (fd >= 0)
 		close(fd);
-	if (rc != 0 && s->reading && !s->reading->layout) { /* never read: no memory kept for it */
-		bs_segment_free(s->reading);
-		free(s->reading);
-		s->reading = NULL;
-	}
 	if (rc == 1 && c.verdict == ELSEWHERE) {
 		bx_sums_take_out(t, s); /* a reading from before any probe was attached: never shown */
 		let_go(t, s, 0);

@@ -128,6 +128,8 @@ struct bx_stats {
 	size_t nnamed;
 	int started;                     /* set up: probes may be attached from now on */
 	bx_trail_exemplars_t *exemplars; /* the latest slow request per bucket, from the segments taken */
+	bs_segment_t first;              /* a segment's first reading, until it is taken: a name that is no
+	                                  * segment costs no memory of its own */
 };
 
 /* --- stats_targets.c -------------------------------------------------------- */

@@ -531,6 +531,7 @@ void bx_stats_free(bx_exporter_t *ex)
 		free(t->kept);
 		bx_sums_free(&t->sums);
 	}
+	bs_segment_free(&ex->stats->first);
 	bx_trail_exemplars_free(ex->stats->exemplars);
 	ex->exemplars = NULL;
 	free(ex->stats->targets);
