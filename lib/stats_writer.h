@@ -56,6 +56,18 @@
     __atomic_store_n(&(lvalue), __atomic_load_n(&(lvalue), __ATOMIC_RELAXED) + (x), __ATOMIC_RELEASE)
 #endif
 
+/* The same order where the bucket is added by bx_observe_<q>() (the
+ * overflow slot's atomic adds, a value <= 0): what comes before is
+ * stored before what follows.  x86-64 stores are seen in order, so a
+ * compiler barrier is enough there, and under TSan (which takes no fence,
+ * and does not see the reader, another process); a release fence
+ * elsewhere. */
+#if (defined(__x86_64__) && defined(__GNUC__)) || BS_TSAN_
+#  define BS_STORES_IN_ORDER() __asm__ __volatile__("" ::: "memory")
+#else
+#  define BS_STORES_IN_ORDER() __atomic_thread_fence(__ATOMIC_RELEASE)
+#endif
+
 #define BX_ADD(lvalue, x, shared) \
   ((shared) ? (void)__atomic_fetch_add(&(lvalue), (x), __ATOMIC_RELAXED) \
 	    : __atomic_store_n(&(lvalue), __atomic_load_n(&(lvalue), __ATOMIC_RELAXED) + (x), \

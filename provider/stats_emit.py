@@ -152,7 +152,7 @@ def count_hot(q):
                   if q.native else "\t(void)nat;\n\t(void)at;\n")
     o.append(f"static inline void bs_count_{q.name}(struct bx_q_{q.name} *q, bx_u64 *nat, size_t at, {q.c_type} x)\n{{\n"
              f"\tif (x > 0) {{\n\t\tbs_count_pos_{q.name}((bx_u64 *)q, 0, nat, at, (bx_u64)x);\n\t\treturn;\n\t}}\n"
-             + native_any + "\t__atomic_thread_fence(__ATOMIC_RELEASE);\n"
+             + native_any + "\tBS_STORES_IN_ORDER();\n"
              f"\tbx_observe_{q.name}(q, x, 0);\n}}\n\n")
     return "".join(o)
 
@@ -205,7 +205,7 @@ def count_shared(ms, feed, indent):
         guard = f"if ({q} != 0)\n{indent}\t" if ms.quantities[q].unmeasured_zero else ""
         o.append(f"{indent}{guard}bs_native_add_(BX_MAP_{feed.probe.macro}, v, sizeof *v, {width}, "
                  f"{at[q]} + bx_native_index_{q}({q}));\n")
-    o.append(f"{indent}__atomic_thread_fence(__ATOMIC_RELEASE);\n{indent}BX_ADD(v->count, 1, 1);\n")
+    o.append(f"{indent}BS_STORES_IN_ORDER();\n{indent}BX_ADD(v->count, 1, 1);\n")
     o += [f"{indent}bx_observe_{q}(&v->{q}, {q}, 1);\n" for q in feed.quantities]
     return "".join(o)
 
