@@ -63,7 +63,8 @@
  * and does not see the reader, another process); a release fence
  * elsewhere. */
 #if (defined(__x86_64__) && defined(__GNUC__)) || BS_TSAN_
-#  define BS_STORES_IN_ORDER() __asm__ __volatile__("" ::: "memory")
+#  define BS_STORES_IN_ORDER() __asm__ __volatile__("" :: \
+		                                        : "memory")
 #else
 #  define BS_STORES_IN_ORDER() __atomic_thread_fence(__ATOMIC_RELEASE)
 #endif
