@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int counter_clock_trusted(void)
+static inline int counter_clock_trusted(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
 	char line[8192], source[64] = "";
