@@ -261,19 +261,32 @@ static int read_new_rows(const bs_src_t *s, const struct bs_header *h, const bs_
 
 /* Every claimed slot's cells of the rows in use, map by map, summed: the
  * slots ever claimed, [0, slots_used), and the overflow slot (the last)
- * once a thread found no free one.  The first slot is read into the sums
- * themselves, the others added. */
+ * once a thread found no free one.  A slot's maps with rows are read by as
+ * few reads as the room between them allows (SLOT_NEAR: a read call costs
+ * more than copying that much). */
+#define SLOT_NEAR (16u << 10)
 static int sum_slots(const bs_src_t *s, const struct bs_header *h, const bs_layout_t *l, reading_t *rd, char *err,
                      size_t errlen)
 {
-	uint64_t most = 1, total = 0;
+	uint64_t total = 0, span = 8, from[BS_MAX_MAPS], to[BS_MAX_MAPS];
+	size_t nspans = 0;
 	for (size_t m = 0; m < l->nmaps; m++) {
-		most = rd->rows_of[m] * h->map_cells[m] > most ? rd->rows_of[m] * h->map_cells[m] : most;
-		total += rd->rows_of[m] * h->map_cells[m];
+		uint64_t bytes = rd->rows_of[m] * h->map_cells[m] * 8, at = h->map_cells_offset[m];
+		total += bytes / 8;
+		if (!bytes)
+			continue;
+		if (nspans && at - to[nspans - 1] <= SLOT_NEAR) {
+			to[nspans - 1] = at + bytes;
+		} else {
+			from[nspans] = at;
+			to[nspans++] = at + bytes;
+		}
+		span = to[nspans - 1] - from[0] > span ? to[nspans - 1] - from[0] : span;
 	}
-	uint64_t *buf = scratch(&slot_scratch, most);
+	uint64_t *buf = scratch(&slot_scratch, span / 8);
 	if (!buf)
 		FAIL("out of memory");
+	unsigned char *bytes = (unsigned char *)buf;
 	uint32_t n = h->slots_used + (h->overflow_used && h->slots_used < h->nslots);
 	if (n == 0)
 		memset(rd->sums, 0, total * sizeof *rd->sums);
@@ -281,12 +294,19 @@ static int sum_slots(const bs_src_t *s, const struct bs_header *h, const bs_layo
 		uint32_t i = k < h->slots_used ? k : h->nslots - 1;
 		uint64_t base = h->slots_offset + (uint64_t)i * h->slot_size + BS_SLOT_HEADER;
 		s->work->slots++;
+		for (size_t j = 0; j < nspans; j++)
+			if (bs_src_get_(s, base + from[j], bytes + (from[j] - from[0]), to[j] - from[j]) != 0)
+				FAIL("truncated in slot %u", i);
 		for (size_t m = 0; m < l->nmaps; m++) {
 			uint64_t cells = rd->rows_of[m] * h->map_cells[m], *sum = rd->sums + rd->sums_at[m];
-			if (cells && bs_src_get_(s, base + h->map_cells_offset[m], k ? buf : sum, cells * 8) != 0)
-				FAIL("truncated in slot %u", i);
-			for (uint64_t c = 0; k && c < cells; c++)
-				sum[c] += buf[c];
+			const uint64_t *got = (const uint64_t *)(bytes + (h->map_cells_offset[m] - from[0]));
+			if (!cells)
+				continue;
+			if (k == 0)
+				memcpy(sum, got, cells * 8);
+			else
+				for (uint64_t c = 0; c < cells; c++)
+					sum[c] += got[c];
 		}
 	}
 	return 0;
@@ -359,7 +379,7 @@ static int find_changes(const bs_src_t *s, const struct bs_header *h, const bs_l
 		const bs_lmap_t *lm = &l->maps[m];
 		size_t c = h->map_cells[m];
 		/* the map's rows as they were, and the same rows now: no row changed */
-		int same = !rd->fresh && !out->sums_stale && rd->rows_of[m] == rd->had[m] && rd->rows_of[m] && (native_first || !lm->native_cells) &&
+		int same = !rd->fresh && rd->rows_of[m] == rd->had[m] && rd->rows_of[m] && (native_first || !lm->native_cells) &&
 		           memcmp(out->sums + out->map_first_cell[m], rd->sums + rd->sums_at[m], rd->rows_of[m] * c * 8) == 0;
 		for (size_t r = 0; !same && r < rd->rows_of[m]; r++) {
 			size_t at = rd->first[m] + r;
@@ -460,25 +480,16 @@ static void commit(const struct bs_header *h, bs_layout_t *l, const plan_rows_t 
 			*next = old; /* freed with the reading */
 		}
 	}
-	uint64_t cells = 0;
+	/* the sums as read become the segment's, its old ones the next
+	 * reading's scratch: no copy */
+	uint64_t *mine = out->sums;
+	size_t mine_cap = out->sums_cap;
+	out->sums = sums_scratch.cells;
+	out->sums_cap = sums_scratch.cap;
+	sums_scratch.cells = mine;
+	sums_scratch.cap = mine ? mine_cap : 0;
 	for (size_t m = 0; m < l->nmaps; m++)
-		cells += rd->rows_of[m] * h->map_cells[m];
-	if (cells > out->sums_cap) {
-		uint64_t *more = realloc(out->sums, cells * sizeof *more);
-		if (more) {
-			out->sums = more;
-			out->sums_cap = cells;
-		}
-	}
-	if (cells <= out->sums_cap) {
-		if (cells)
-			memcpy(out->sums, rd->sums, cells * sizeof *rd->sums);
-		for (size_t m = 0; m < l->nmaps; m++)
-			out->map_first_cell[m] = rd->sums_at[m];
-	} else { /* no room to keep them: every row is looked at next time */
-		memset(out->map_first_cell, 0, sizeof out->map_first_cell);
-		out->sums_stale = 1;
-	}
+		out->map_first_cell[m] = rd->sums_at[m];
 	if (out->layout != l) {
 		bs_layout_release((bs_layout_t *)out->layout);
 		out->layout = l;
@@ -489,9 +500,9 @@ static void commit(const struct bs_header *h, bs_layout_t *l, const plan_rows_t 
 	}
 	build_view(out);
 	out->changes.fresh = rd->fresh;
-	out->sums_stale = cells > out->sums_cap;
 	out->has_native = pr->native;
 	out->flags = h->flags;
+	out->trail_offset = h->trail_offset;
 	out->pid = h->pid;
 	out->state = h->state;
 	out->generation = h->generation;
@@ -556,17 +567,22 @@ int bs_map_by_probe(const bs_segment_t *s, const char *probe)
 	return -1;
 }
 
-int bs_read_fd_if(int fd, bs_segment_t *out, bs_accept_fn accept, void *ctx, char *err, size_t errlen)
+int bs_read_fd_if(int fd, const struct stat *st, bs_segment_t *out, bs_accept_fn accept, void *ctx, char *err,
+                  size_t errlen)
 {
 	bs_src_t s;
-	if (bs_src_fd_(fd, &s, &out->work, err, errlen) != 0)
+	if (st && S_ISREG(st->st_mode)) {
+		memset(&out->work, 0, sizeof out->work);
+		s = (bs_src_t){ fd, NULL, (uint64_t)st->st_size, (uint64_t)st->st_blocks * 512, &out->work };
+	} else if (bs_src_fd_(fd, &s, &out->work, err, errlen) != 0) {
 		return -1;
+	}
 	return read_src(&s, out, accept, ctx, err, errlen);
 }
 
 int bs_read_fd(int fd, bs_segment_t *out, char *err, size_t errlen)
 {
-	return bs_read_fd_if(fd, out, NULL, NULL, err, errlen);
+	return bs_read_fd_if(fd, NULL, out, NULL, NULL, err, errlen);
 }
 
 int bs_read_mem(const unsigned char *data, size_t size, bs_segment_t *out, char *err, size_t errlen)

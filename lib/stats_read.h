@@ -121,12 +121,12 @@ typedef struct bs_segment {
 	bs_native_cells_t *natives; /* owned */
 	int has_native;             /* 0: its writer counted none (BILLING_STATS_NATIVE=off) */
 	uint32_t flags;             /* its header's (BS_FLAG_*) */
+	uint64_t trail_offset;      /* its header's: the trails' ring (0: none) */
 	unsigned char *recheck;     /* per row: its natives are read again next time (a writer without
 	                             * BS_FLAG_NATIVE_FIRST: a native cell may come after its bucket) */
 	uint64_t *sums;             /* every row's cells as read, map after map, contiguous: a map whose
 	                             * block did not change has no row that did (owned) */
 	size_t sums_cap, map_first_cell[BS_MAX_MAPS];
-	int sums_stale;             /* sums could not be kept: not to be compared */
 	int build_sm[BX_MAP_COUNT]; /* this build's map m is the segment's map build_sm[m]; -1: none */
 	bs_read_work_t work;        /* of the last reading, refused or not */
 	bs_changes_t changes;       /* of the last reading: valid until the next reading of any segment
@@ -166,9 +166,16 @@ void bs_segment_free(bs_segment_t *s);
 int bs_read_fd(int fd, bs_segment_t *out, char *err, size_t errlen);
 /* The same, taken only when accept(ctx, header, ...) returns 0, asked
  * once the header is read and checked and before anything else is: 1
- * when it returns non-zero (its reason in err; out unchanged). */
+ * when it returns non-zero (its reason in err; out unchanged).  st: the
+ * file as fstat showed it when it was opened (NULL: looked at here). */
+struct stat;
 typedef int (*bs_accept_fn)(void *ctx, const struct bs_header *h, char *err, size_t errlen);
-int bs_read_fd_if(int fd, bs_segment_t *out, bs_accept_fn accept, void *ctx, char *err, size_t errlen);
+int bs_read_fd_if(int fd, const struct stat *st, bs_segment_t *out, bs_accept_fn accept, void *ctx, char *err,
+                  size_t errlen);
+/* Whether the segment open at fd, read into seg, has committed trails
+ * numbered `since` or later (stats_trail.h): one read of the ring's count;
+ * 0 when it keeps none or has none new. */
+int bs_trails_new_fd(int fd, const bs_segment_t *seg, uint64_t since);
 /* The same from bytes in memory (the fuzz replay). */
 int bs_read_mem(const unsigned char *data, size_t size, bs_segment_t *out, char *err, size_t errlen);
 /* Open path (O_NOFOLLOW) and read it. */

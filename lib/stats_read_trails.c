@@ -5,8 +5,10 @@
  * taken only when it is whole, unchanged while copied, and as a writer
  * writes it.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "stats_read_src.h"
 
@@ -137,4 +139,14 @@ int bs_trails_read_fd(int fd, uint64_t since, bs_trails_t *out, char *err, size_
 			out->skipped++;
 	}
 	return 0;
+}
+
+int bs_trails_new_fd(int fd, const bs_segment_t *seg, uint64_t since)
+{
+	uint64_t committed;
+	/* the ring was found inside the file when seg was read */
+	return seg->trail_offset &&
+	       pread(fd, &committed, sizeof committed,
+	             (off_t)(seg->trail_offset + offsetof(struct bs_trail_ring, committed))) == (ssize_t)sizeof committed &&
+	       committed > since;
 }

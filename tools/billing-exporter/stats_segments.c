@@ -166,8 +166,9 @@ static void taken(const bx_exporter_t *ex, seg_t *s, int fd, struct stat *st)
 	 * gives none, its metrics as they are. */
 	bs_trails_t trails = { 0 };
 	char no_trails[256];
-	if (ex->stats->exemplars && bs_trails_read_fd(fd, s->trail_next, &trails, no_trails, sizeof no_trails) == 0 &&
-	    trails.pid == rd->pid && trails.start_time == rd->start_time) {
+	if (ex->stats->exemplars && bs_trails_new_fd(fd, rd, s->trail_next) &&
+	    bs_trails_read_fd(fd, s->trail_next, &trails, no_trails, sizeof no_trails) == 0 && trails.pid == rd->pid &&
+	    trails.start_time == rd->start_time) {
 		bx_trail_exemplars_take(ex->stats->exemplars, &trails);
 		if (trails.count)
 			s->trail_next = trails.trails[trails.count - 1].seq / 2;
@@ -208,7 +209,7 @@ int bx_stats_seg_read(const bx_exporter_t *ex, stats_target_t *t, seg_t *s, int 
 		why = BX_SKIP_UID;
 	} else if (fd >= 0) {
 		s->owner = st.st_uid;
-		rc = bs_read_fd_if(fd, s->reading ? s->reading : first, accept, &c, err, sizeof err);
+		rc = bs_read_fd_if(fd, &st, s->reading ? s->reading : first, accept, &c, err, sizeof err);
 	}
 	if (rc == 0 && !s->reading && !(s->reading = malloc(sizeof *s->reading))) {
 		snprintf(err, sizeof err, "out of memory"); /* read afresh next time */
