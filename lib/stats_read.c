@@ -37,66 +37,6 @@ static void set_int_text(char *dst, int32_t v)
 	*dst = '\0';
 }
 
-/* Where each map's rows start among all maps' rows (the writer lays them
- * out one map after another), and how many there are in all. */
-typedef struct plan_rows {
-	uint64_t rows[BS_MAX_MAPS], base[BS_MAX_MAPS], total;
-	uint64_t native_at[BS_MAX_MAPS]; /* each map's native cells in the file */
-	int native;                      /* the writer counted native buckets (not BILLING_STATS_NATIVE=off) */
-} plan_rows_t;
-
-/* The header against the segment's own layout and the file's size: its
- * maps and cells as described, its tables inside the file. */
-static int check_layout(const struct bs_header *h, const bs_layout_t *l, uint64_t size, plan_rows_t *pr, char *err,
-                        size_t errlen)
-{
-	uint64_t cells = 0;
-
-	if (h->nmaps != l->nmaps || h->rows_per_map == 0 || h->rows_per_map > 4096 || h->label_values != BS_LABEL_VALUES)
-		FAIL("layout differs: %u maps, %u rows, %u values per label (its description: %zu maps; this reader: "
-		     "1..4096 rows, %d values)",
-		     h->nmaps, h->rows_per_map, h->label_values, l->nmaps, BS_LABEL_VALUES);
-	pr->total = 0;
-	for (size_t m = 0; m < l->nmaps; m++) {
-		if (h->map_cells_offset[m] != cells * 8 || h->map_cells[m] != l->maps[m].cells)
-			FAIL("map %s's cells are not where its description puts them", l->maps[m].name);
-		pr->rows[m] = (uint64_t)h->rows_per_map + l->maps[m].folds + 1;
-		pr->base[m] = pr->total;
-		pr->total += pr->rows[m];
-		cells += pr->rows[m] * h->map_cells[m];
-	}
-	uint64_t dicts = BS_DICTS_SIZE(l->nmaps), rows = pr->total * sizeof(struct bs_row);
-	if (h->nslots < 1 || h->nslots > 65537 || h->slot_size < BS_SLOT_HEADER + cells * 8 ||
-	    h->slot_size > (1u << 30) || h->slots_used > h->nslots)
-		FAIL("slot table is corrupt (%u slots of %llu bytes)", h->nslots, (unsigned long long)h->slot_size);
-	if (h->dicts_offset < BS_HEADER_SIZE || h->dicts_offset > size || dicts > size - h->dicts_offset ||
-	    h->rows_offset < h->dicts_offset + dicts || h->rows_offset > size || rows > size - h->rows_offset ||
-	    h->slots_offset < h->rows_offset + rows || h->slots_offset > size ||
-	    (size - h->slots_offset) / h->slot_size < h->nslots)
-		FAIL("truncated or corrupt: its tables do not fit its %llu bytes", (unsigned long long)size);
-	if (size < h->size)
-		FAIL("truncated: %llu bytes of the %llu its header says", (unsigned long long)size,
-		     (unsigned long long)h->size);
-	/* the trails' ring, if any, after the slots and inside the file */
-	uint64_t slots_end = h->slots_offset + (uint64_t)h->nslots * h->slot_size;
-	if (h->trail_offset &&
-	    (h->trail_offset < slots_end || h->trail_offset > size || size - h->trail_offset < BS_TRAIL_RING_SIZE))
-		FAIL("truncated or corrupt: its trails do not fit its %llu bytes", (unsigned long long)size);
-	/* the native buckets, map after map as described, after the rest */
-	uint64_t native = 0, native_from = h->trail_offset ? h->trail_offset + BS_TRAIL_RING_SIZE : slots_end;
-	for (size_t m = 0; m < l->nmaps; m++) {
-		pr->native_at[m] = h->native_offset + native * 8;
-		native += pr->rows[m] * l->maps[m].native_cells;
-	}
-	/* none at all: the writer counted none (BILLING_STATS_NATIVE=off) */
-	pr->native = h->native_offset != 0 || h->native_size != 0;
-	if ((pr->native && native * 8 != h->native_size) ||
-	    (native && pr->native &&
-	     (h->native_offset < native_from || h->native_offset > size || size - h->native_offset < h->native_size)))
-		FAIL("truncated or corrupt: its native buckets do not fit its %llu bytes", (unsigned long long)size);
-	return 0;
-}
-
 /* A reading in progress: what it will hold, beside the reading before it
  * until every check passed and every byte was read (commit()). */
 typedef struct reading {
@@ -544,7 +484,7 @@ static int read_src(const bs_src_t *s, bs_segment_t *out, bs_accept_fn accept, v
 		return -1;
 	for (size_t m = 0; !rd.fresh && m < l->nmaps; m++)
 		rd.had[m] = out->map_rows[m];
-	int rc = check_layout(&h, l, s->size, &pr, err, errlen) != 0 || plan(s, &h, l, &pr, &rd, err, errlen) != 0 ||
+	int rc = bs_check_layout_(&h, l, s->size, &pr, err, errlen) != 0 || plan(s, &h, l, &pr, &rd, err, errlen) != 0 ||
 	         place_rows(out, l, &rd, err, errlen) != 0 || read_new_rows(s, &h, l, &pr, &rd, err, errlen) != 0 ||
 	         sum_slots(s, &h, l, &rd, err, errlen) != 0 || find_changes(s, &h, l, &pr, out, &rd, err, errlen) != 0;
 	if (rc == 0)

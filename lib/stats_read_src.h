@@ -27,6 +27,20 @@ typedef struct bs_src {
     return -1; \
   } while (0)
 
+/* Where each map's rows start among all maps' rows (the writer lays them
+ * out one map after another), and how many there are in all. */
+typedef struct plan_rows {
+	uint64_t rows[BS_MAX_MAPS], base[BS_MAX_MAPS], total;
+	uint64_t native_at[BS_MAX_MAPS]; /* each map's native cells in the file */
+	int native;                      /* the writer counted native buckets (not BILLING_STATS_NATIVE=off) */
+} plan_rows_t;
+
+/* The header against the segment's own layout and the file's size: its
+ * maps and cells as described, its tables inside the file; pr says where
+ * each map's rows and native cells are.  0, or -1 with err. */
+int bs_check_layout_(const struct bs_header *h, const bs_layout_t *l, uint64_t size, plan_rows_t *pr, char *err,
+                     size_t errlen);
+
 /* n bytes at off into dst; -1 when the range is not wholly in the file. */
 int bs_src_get_(const bs_src_t *s, uint64_t off, void *dst, uint64_t n);
 /* A file descriptor as a source: a regular file (work zeroed). */
