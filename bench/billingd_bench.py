@@ -15,6 +15,7 @@ request, exact where throughput is noise.
 run_bench.py runs the end-to-end part; stats_bench.py --billingd-instructions
 runs instructions() alone.
 """
+import glob
 import http.client
 import json
 import os
@@ -31,6 +32,9 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib"))
 import billingtest as bt  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "perf"))
+import perftest  # noqa: E402  (callgrind's output read: instructions, clock reads)
 
 SCRIPTS = ("tps", "biz_metrics", "request_latency")
 
@@ -336,7 +340,6 @@ def summary_rows(p4):
 # --- instructions per request: callgrind over a fixed schedule ----------------
 SCHEDULE_FLOWS = 40  # the short run; the long one has twice as many
 GATEWAYS = ("stripe-sim", "adyen-sim", "braintree-sim")
-CLOCK_FUNCTIONS = re.compile(r"^(__)?clock_gettime(64)?(@.*)?$")
 
 
 def request(conn, method, path, body=None):
@@ -375,42 +378,21 @@ def run_schedule(port, flows):
     return sent
 
 
-def callgrind_counts(path):
-    """(instructions, clock reads) of a callgrind output file: the total
-    Ir, and the calls into clock_gettime from outside it."""
-    names, total, clocks, fn, cfn = {}, 0, 0, None, None
-
-    def name(ref):
-        m = re.match(r"\((\d+)\)(?: (.*))?", ref)
-        if not m:
-            return ref
-        if m.group(2):
-            names[m.group(1)] = m.group(2)
-        return names.get(m.group(1), "")
-    with open(path) as f:
-        for line in f:
-            if line.startswith("fn="):
-                fn = name(line[3:].strip())
-            elif line.startswith("cfn="):
-                cfn = name(line[4:].strip())
-            elif line.startswith("calls="):
-                if cfn and CLOCK_FUNCTIONS.match(cfn) and not CLOCK_FUNCTIONS.match(fn or ""):
-                    clocks += int(line.split("=", 1)[1].split()[0])
-            elif line.startswith("summary:") or line.startswith("totals:"):
-                total = int(line.split()[1])
-    return total, clocks
-
-
-def callgrind_run(billingd, flows, workdir):
-    """billingd under callgrind serving run_schedule(flows); (instructions,
-    clock reads, requests), the requests counting the one /healthz."""
+def callgrind_run(billingd, flows, workdir, env=None):
+    """billingd under callgrind serving run_schedule(flows), counted in
+    the threads it starts to serve (libmicrohttpd's, the deadline reaper):
+    {instructions, clock_calls (calls of clock_gettime, gettimeofday,
+    time), rdtsc (executed), requests (the one /healthz counted)}.  The
+    main thread only starts and stops the service, and how long it waits
+    for the last request to drain is a matter of time, not of requests."""
     port = free_port()
     out = os.path.join(workdir, f"callgrind-{port}.out")
     log = open(os.path.join(workdir, "valgrind.log"), "w")
-    srv = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", billingd,
-                            "--port", str(port), "--gateway-latency-ms", "0", "--threads", "1",
+    srv = subprocess.Popen(["valgrind", "--tool=callgrind", "--dump-instr=yes", "--separate-threads=yes",
+                            f"--callgrind-out-file={out}", billingd, "--port", str(port),
+                            "--gateway-latency-ms", "0", "--threads", "1",
                             "--db", os.path.join(workdir, f"bench-{port}.db")],
-                           stdout=log, stderr=subprocess.STDOUT)
+                           stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         wait_healthy(port, srv, timeout=120)
         sent = run_schedule(port, flows)
@@ -422,11 +404,19 @@ def callgrind_run(billingd, flows, workdir):
             srv.kill()
             srv.wait()
         log.close()
-    if srv.returncode != 0 or not os.path.exists(out):
-        raise RuntimeError(f"billingd under callgrind exited {srv.returncode}: "
+    threads = sorted(glob.glob(glob.escape(out) + "-[0-9]*"))
+    if srv.returncode != 0 or len(threads) < 2:
+        raise RuntimeError(f"billingd under callgrind exited {srv.returncode} ({len(threads)} thread profiles): "
                            + open(os.path.join(workdir, "valgrind.log")).read()[-400:])
-    ir, clocks = callgrind_counts(out)
-    return ir, clocks, sent + 1
+    res = {"instructions": 0, "clock_calls": 0, "rdtsc": 0, "requests": sent + 1}
+    for path in threads:
+        if not path.endswith("-01"):  # thread 1: main
+            profile = perftest.Profile(path)
+            res["instructions"] += profile.total
+            res["clock_calls"] += sum(profile.clock_calls().values())
+            res["rdtsc"] += profile.executed(("rdtsc", "rdtscp"))
+        os.unlink(path)
+    return res
 
 
 def instructions(build_dir, source_dir, runs=2):
@@ -456,8 +446,10 @@ def instructions(build_dir, source_dir, runs=2):
             for _ in range(runs):
                 a = callgrind_run(exe, SCHEDULE_FLOWS, workdir)
                 b = callgrind_run(exe, 2 * SCHEDULE_FLOWS, workdir)
-                n = b[2] - a[2]
-                per.append({"instructions": (b[0] - a[0]) / n, "clock_reads": (b[1] - a[1]) / n, "requests": n})
+                n = b["requests"] - a["requests"]
+                per.append({"instructions": (b["instructions"] - a["instructions"]) / n,
+                            "clock_reads": (b["clock_calls"] + b["rdtsc"] - a["clock_calls"] - a["rdtsc"]) / n,
+                            "rdtsc": (b["rdtsc"] - a["rdtsc"]) / n, "requests": n})
                 print(f"  callgrind {label}: {per[-1]['instructions']:.0f} instructions, "
                       f"{per[-1]['clock_reads']:.2f} clock reads per request", file=sys.stderr, flush=True)
             res["rows"].append({"config": label, "runs": per,
@@ -480,6 +472,8 @@ INSTRUCTIONS_TARGET_PCT = {"stats (billingd-stats)": 0.5}
 
 
 def instructions_markdown(res):
+    if res.get("apart"):
+        return [f"billingd's instructions per request: measured in a run of their own ({res['apart']})."]
     if res.get("skipped"):
         return [f"billingd instructions per request: not measured ({res['skipped']})."]
     when = f" (measured {res['date']})" if res.get("date") else ""

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""billingd's instructions and clock reads per request, stats on (default
+settings) against every probe compiled out, held against
+tests/perf/budgets.json (test "billingd").
+
+  test_billingd.py BUDGETS BILLINGD_STATS BILLINGD_COMPILED_OUT
+
+Each billingd runs under callgrind (one worker thread, gateway latency 0)
+and serves a fixed schedule of customer flows on one connection, one
+request at a time (bench/billingd_bench.py's run_schedule: the same
+requests in the same order every run), FLOWS and then 2 x FLOWS of them:
+the difference over the requests between the two runs is one request,
+start-up and shut-down cancelled; counted in the threads that serve
+(billingd_bench.callgrind_run).  A clock read is a call into the C
+library's clock_gettime, gettimeofday or time from outside them; the
+rdtsc instructions executed are counted apart (the trails time events by
+the time-stamp counter where it is constant, by clock_gettime elsewhere):
+both from the same callgrind output.
+"""
+import os
+import sys
+
+import perftest
+
+sys.path.insert(0, os.path.join(perftest.SOURCE_ROOT, "bench"))
+import billingd_bench  # noqa: E402
+
+FLOWS = 20  # customer flows: 67 requests; the long run has twice as many
+
+
+def per_request(exe, workdir):
+    env = perftest.clean_env(BILLING_STATS_DIR=os.path.join(workdir, "segments"))
+    runs = [billingd_bench.callgrind_run(exe, flows, workdir, env) for flows in (FLOWS, 2 * FLOWS)]
+    n = runs[1]["requests"] - runs[0]["requests"]
+    return {k: (runs[1][k] - runs[0][k]) / n for k in ("instructions", "clock_calls", "rdtsc")}
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    budgets_path, stats_exe, out_exe = sys.argv[1:]
+    perftest.require_valgrind()
+    budgets = perftest.Budgets(budgets_path, "billingd")
+    with perftest.Workdir("perf-billingd-") as workdir:
+        stats, out = per_request(stats_exe, workdir), per_request(out_exe, workdir)
+    pct = 100.0 * (stats["instructions"] / out["instructions"] - 1)
+    budgets.hold("billingd with stats, instructions per request over compiled out", pct,
+                 f"{stats['instructions']:,.0f} with stats, {out['instructions']:,.0f} compiled out")
+
+    budgets.hold("billingd with stats, clock reads per request over compiled out",
+                 stats["clock_calls"] - out["clock_calls"],
+                 f"{stats['clock_calls']:.2f} with stats, {out['clock_calls']:.2f} compiled out")
+    budgets.hold("billingd with stats, rdtsc per request over compiled out", stats["rdtsc"] - out["rdtsc"],
+                 f"{stats['rdtsc']:.2f} with stats, {out['rdtsc']:.2f} compiled out")
+    budgets.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
