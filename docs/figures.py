@@ -71,6 +71,10 @@ def run_bench():
     return rb
 
 
+class NotOneRun(OSError):
+    """A results file that is not {"run": ..., "data": ...}: no figure is written from it."""
+
+
 class Results:
     """The results files (bench/results/*.json), each one run: {"run": its
     stamp, "data": its figures}; read once each."""
@@ -79,11 +83,15 @@ class Results:
         self.docs = {}
 
     def doc(self, rel):
+        if "*" in rel:
+            raise FileNotFoundError(2, "no file", os.path.join(ROOT, rel))
         if rel not in self.docs:
             self.docs[rel] = json.loads(read(rel))
         return self.docs[rel]
 
     def data(self, rel):
+        if "data" not in self.doc(rel):
+            raise NotOneRun(2, "not one run", os.path.join(ROOT, rel))
         return self.doc(rel)["data"]
 
     def run(self, rel):
@@ -91,10 +99,11 @@ class Results:
 
 
 def expand(sources):
-    """The files of a figure's sources, its glob patterns expanded."""
+    """The files of a figure's sources, its glob patterns expanded (a
+    pattern that matches none stays: a file that cannot be read)."""
     out = []
     for s in sources:
-        out += sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, s))) if "*" in s else [s]
+        out += sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, s))) or [s] if "*" in s else [s]
     return out
 
 
@@ -136,6 +145,7 @@ def stats_cost(R):
     rb, runs = run_bench(), run_bench().load_runs(ROOT)
     o = []
     for name in STATS_RUNS:
+        R.data(part(name))  # one run, or no figure
         body = rb.part_body(name, runs)[2:]  # without its heading: the page has its own
         o += [f"Run: {run_of(R, name)}.", ""] + body + [""]
     return "\n".join(o).rstrip("\n")
@@ -266,7 +276,7 @@ def quick_suite_time(R):
 
 
 def fresh_clone_suite_time(R):
-    runs = [(R.run(rel), R.data(rel)) for rel in expand([FRESH_CLONES])]
+    runs = [(R.run(rel), R.data(rel)) for rel in expand([FRESH_CLONES])]  # none: OSError, "not measured"
 
     def minutes(secs):
         secs = sorted(secs)
