@@ -9,8 +9,10 @@ moment of the machine spreads over all of them instead of one.
 
 instructions(): the same configurations (and billingd-stats) under
 callgrind over a fixed schedule of requests (SCHEDULE_FLOWS customer flows
-on one connection, one at a time): instructions and clock reads per
-request, exact where throughput is noise.
+on one connection, one at a time): instructions, clock reads (calls of
+clock_gettime, gettimeofday, time) and rdtsc per request, in the threads
+that serve, exact where throughput is noise.  tests/perf holds the same
+figures against budgets (tests/perf/test_billingd.py).
 
 run_bench.py runs the end-to-end part; stats_bench.py --billingd-instructions
 runs instructions() alone.
@@ -448,13 +450,15 @@ def instructions(build_dir, source_dir, runs=2):
                 b = callgrind_run(exe, 2 * SCHEDULE_FLOWS, workdir)
                 n = b["requests"] - a["requests"]
                 per.append({"instructions": (b["instructions"] - a["instructions"]) / n,
-                            "clock_reads": (b["clock_calls"] + b["rdtsc"] - a["clock_calls"] - a["rdtsc"]) / n,
+                            "clock_reads": (b["clock_calls"] - a["clock_calls"]) / n,
                             "rdtsc": (b["rdtsc"] - a["rdtsc"]) / n, "requests": n})
                 print(f"  callgrind {label}: {per[-1]['instructions']:.0f} instructions, "
-                      f"{per[-1]['clock_reads']:.2f} clock reads per request", file=sys.stderr, flush=True)
+                      f"{per[-1]['clock_reads']:.2f} clock reads and {per[-1]['rdtsc']:.2f} rdtsc per request",
+                      file=sys.stderr, flush=True)
             res["rows"].append({"config": label, "runs": per,
                                 "instructions_per_request": statistics.median(p["instructions"] for p in per),
-                                "clock_reads_per_request": statistics.median(p["clock_reads"] for p in per)})
+                                "clock_reads_per_request": statistics.median(p["clock_reads"] for p in per),
+                                "rdtsc_per_request": statistics.median(p["rdtsc"] for p in per)})
     finally:
         if env_before is None:
             os.environ.pop("BILLING_STATS_DIR", None)
@@ -468,7 +472,7 @@ def instructions(build_dir, source_dir, runs=2):
     return res
 
 
-INSTRUCTIONS_TARGET_PCT = {"stats (billingd-stats)": 0.5}
+INSTRUCTIONS_TARGET_PCT = {"stats (billingd-stats)": 1.0}  # issue 44; tests/perf/budgets.json holds it
 
 
 def instructions_markdown(res):
@@ -480,18 +484,19 @@ def instructions_markdown(res):
     o = [f"billingd under callgrind{when}, a fixed schedule on one connection ({res['flows'][0]} and "
          f"{res['flows'][1]} customer flows, per request by difference; --threads {res['threads']}, "
          "gateway latency 0):", "",
-         "| billingd | instructions per request | vs compiled out | clock reads per request | target |",
-         "|---|---:|---:|---:|---|"]
+         "| billingd | instructions per request | vs compiled out | clock reads per request | rdtsc per request | target |",
+         "|---|---:|---:|---:|---:|---|"]
     for r in res["rows"]:
         if "skipped" in r:
-            o.append(f"| {r['config']} | skipped: {r['skipped']} | | | |")
+            o.append(f"| {r['config']} | skipped: {r['skipped']} | | | | |")
             continue
         target = INSTRUCTIONS_TARGET_PCT.get(r["config"])
         pct = r.get("vs_compiled_out_pct")
         verdict = "" if target is None or pct is None else \
             f"<= {target:g} %: {'met' if pct <= target else 'MISSED'}"
+        rdtsc = f"{r['rdtsc_per_request']:.2f}" if "rdtsc_per_request" in r else "not counted"
         o.append(f"| {r['config']} | {r['instructions_per_request']:,.0f} | "
-                 f"{'-' if pct is None else f'{pct:+.2f} %'} | {r['clock_reads_per_request']:.2f} | {verdict} |")
+                 f"{'-' if pct is None else f'{pct:+.2f} %'} | {r['clock_reads_per_request']:.2f} | {rdtsc} | {verdict} |")
     before = res.get("before")
     if before:
         rows = {r["config"]: r for r in before["rows"] if "skipped" not in r}
