@@ -153,11 +153,12 @@ COMPRESSED = re.compile(r"^\((\d+)\)(?: (.*))?$")
 
 class Profile:
     """One callgrind output file (--dump-instr=yes): its total, the calls
-    into each function from outside it, and the instructions executed at
-    each address of each object."""
+    into each function from outside it (and from which object), the
+    instructions spent inside each function called (inclusive), and the
+    instructions executed at each address of each object."""
 
     def __init__(self, path):
-        self.total, self.calls, self.at = 0, {}, {}
+        self.total, self.calls, self.calls_from, self.inside, self.at = 0, {}, {}, {}, {}
         names = {"ob": {}, "fn": {}}
 
         def name(kind, ref):
@@ -170,7 +171,7 @@ class Profile:
 
         ob = fn = cfn = None
         npos, pos = 1, [0, 0]
-        call_cost_next = False
+        call_cost_next = False  # after calls=: the callee, or "" for a call not counted
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 if line.startswith("positions:"):
@@ -184,9 +185,11 @@ class Profile:
                 elif line.startswith("cfn="):
                     cfn = name("fn", line[4:].strip())
                 elif line.startswith("calls="):
-                    if cfn and fn != cfn:
-                        self.calls[cfn] = self.calls.get(cfn, 0) + int(line.split("=", 1)[1].split()[0])
-                    call_cost_next = True
+                    call_cost_next = cfn if cfn and fn != cfn else ""
+                    if call_cost_next:
+                        n = int(line.split("=", 1)[1].split()[0])
+                        self.calls[cfn] = self.calls.get(cfn, 0) + n
+                        self.calls_from[(ob, cfn)] = self.calls_from.get((ob, cfn), 0) + n
                 elif line.startswith("summary:") or line.startswith("totals:"):
                     self.total = int(line.split()[1])
                 elif line[:1].isdigit() or line[:1] in ("+", "-", "*"):
@@ -194,15 +197,25 @@ class Profile:
                     for i in range(npos):
                         if fields[i] != "*":
                             pos[i] = pos[i] + int(fields[i], 0) if fields[i][0] in "+-" else int(fields[i], 0)
-                    if call_cost_next:  # a call's inclusive cost, not this instruction's own
+                    if call_cost_next is not False:  # a call's inclusive cost, not this instruction's own
+                        if call_cost_next and len(fields) > npos:
+                            self.inside[call_cost_next] = self.inside.get(call_cost_next, 0) + int(fields[npos])
                         call_cost_next = False
                     elif len(fields) > npos:
                         per = self.at.setdefault(ob, {})
                         per[pos[0]] = per.get(pos[0], 0) + int(fields[npos])
 
-    def clock_calls(self):
-        """Calls into the C library's clocks from outside them: {name: calls}."""
-        return {n: c for n, c in self.calls.items() if CLOCK_CALLS.match(n)}
+    def clock_calls(self, but_from=None):
+        """Calls into the C library's clocks from outside them: {name:
+        calls}; but_from (a pattern): not those from objects it matches."""
+        out = {}
+        for (ob, n), c in self.calls_from.items():
+            if CLOCK_CALLS.match(n) and not (but_from and ob and re.search(but_from, ob)):
+                out[n] = out.get(n, 0) + c
+        return out
+
+    def calls_into(self, name):
+        return name in self.calls
 
     def executed(self, opcodes):
         """How many times an instruction of opcodes (e.g. rdtsc) ran, over
