@@ -110,7 +110,11 @@ def expand(sources):
 # --- measured figures: bench/results -------------------------------------------
 
 def traced_ns(traced, site, script):
-    return next(r["ns_per_fire"]["median"] for r in traced["rows"] if r["site"] == site and r["script"] == script)
+    """The median ns per fire of a row; KeyError when the run has none (skipped)."""
+    for r in traced["rows"]:
+        if r["site"] == site and r["script"] == script:
+            return r["ns_per_fire"]["median"]
+    raise KeyError(f"{site}/{script}")
 
 
 def untraced_row(untraced, variant):
@@ -128,12 +132,15 @@ def exporter_cost(R):
         return f"Not measured in the published run, {run_of(R, 'exporter')}: {ex.get('skipped') or ex.get('error')}."
     ratios = sorted(r["exporter_vs_count"] for r in ex["json"]["per_fire"])
     same = R.run(part("exporter")) == dict(R.run(part("traced")), measures=R.run(part("exporter")).get("measures"))
+    try:
+        alone = (f"costs {traced_ns(traced, 'standard', 'count'):.0f} ns on the standard site and "
+                 f"{traced_ns(traced, 'fast', 'count'):.0f} ns on the fast one in "
+                 + ("that run" if same else f"the run {run_of(R, 'traced')}"))
+    except KeyError:  # the traced part skipped them
+        alone = f"was not measured in the run {run_of(R, 'traced')}"
     return "\n".join([
         f"Run: {run_of(R, 'exporter')}.", "", ex["markdown"], "",
-        f"A uprobe fire alone (bpftrace `count()`, [bench](../bench/README.md)) costs "
-        f"{traced_ns(traced, 'standard', 'count'):.0f} ns on the standard site and "
-        f"{traced_ns(traced, 'fast', 'count'):.0f} ns on the fast one in "
-        + ("that run" if same else f"the run {run_of(R, 'traced')}") + "; the exporter's "
+        f"A uprobe fire alone (bpftrace `count()`, [bench](../bench/README.md)) {alone}; the exporter's "
         f"program costs {ratios[0]:.2f}–{ratios[-1]:.2f}× a `count()` measured beside it (above)."])
 
 
@@ -403,6 +410,8 @@ def regenerate(text, R, unknown):
             body = BLOCKS[m.group("name")][1](R)
         except OSError as e:  # no results file: no figure (and the check refuses it)
             body = f"Not measured: {os.path.relpath(e.filename, ROOT) if e.filename else e} is missing."
+        except (KeyError, StopIteration):  # a part the published run skipped: no figure, and says so
+            body = "Not measured in the published run."
         return block_head(m.group("name")) + body + "\n" + m.group("tail")
     return INLINE_RE.sub(inline, BLOCK_RE.sub(block, text))
 
