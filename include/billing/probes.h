@@ -121,10 +121,18 @@ static BILLING_PROBE_INLINE_ const char *billing_probe_str_(const char *s)
 #define BILLING_PROBE_INTEGER_(x) ((void)sizeof((x) % 1))
 
 /* sys/sdt.h passes an empty variadic argument list to its own macros,
- * which clang -pedantic reports where our inline probe functions expand. */
+ * which clang -pedantic reports where our inline probe functions expand:
+ * under the GNU extension's name up to clang 16, as a C23 or C++20
+ * extension from clang 17 (Debian 13's clang 19, sid's 21). */
 #if defined(__clang__)
 #  pragma clang diagnostic push
 #  pragma clang diagnostic ignored "-Wgnu-zero-variadic-macro-arguments"
+#  if __has_warning("-Wc23-extensions")
+#    pragma clang diagnostic ignored "-Wc23-extensions"
+#  endif
+#  if __has_warning("-Wc++20-extensions")
+#    pragma clang diagnostic ignored "-Wc++20-extensions"
+#  endif
 #endif
 #include "billing/probe_macros.h"
 #if defined(__clang__)

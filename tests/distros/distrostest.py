@@ -389,3 +389,22 @@ def record(release, part, result, seconds, failed, ran, extra=None):
         with open(tmp, "w") as f:
             json.dump(doc, f, indent=1, sort_keys=True)
         os.replace(tmp, RESULTS)
+
+
+def main():
+    """`distrostest.py roots WORK`: both roots built, renewed or checked
+    now (tests/run-all.sh, before the plain phase, whose Prometheus 3 tests
+    run the sid root's binary); exit 1 naming the release that failed."""
+    if sys.argv[1:2] != ["roots"] or len(sys.argv) != 3:
+        sys.exit("usage: distrostest.py roots WORK")
+    os.makedirs(sys.argv[2], exist_ok=True)
+    for release in RELEASES:
+        try:
+            with root_lock(release):
+                ensure_root(release, sys.argv[2])
+        except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+            sys.exit("distros: the %s root: %s" % (release, e))
+
+
+if __name__ == "__main__":
+    main()

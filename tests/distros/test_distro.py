@@ -8,14 +8,17 @@
   tests/install-deps.sh), the README's build of this tree in it, and the kit
   installed as a user installs it (the userpath suite's kit test: `meson
   install`, pkg-config's libdir, a service built against the kit through
-  pkg-config); the root's versions go to the results file;
+  pkg-config), and the public header compiled by that release's gcc and
+  clang (-pedantic, C and C++); the root's versions go to the results file;
 - trace: every shipped bpftrace script through `billing-probes trace`, exact
   against known books: on the userpath service (a parent and 3 workers, one
   -p, several -p, --binary), and every bpftrace case of the scripts suite on
   its workload (trace_cases.py);
 - exporter: billing-exporter on the userpath service in USDT mode (--binary,
   --pid) and in stats mode, against its books, through that release's
-  Prometheus;
+  Prometheus; the notes' operands read with that release's libbpf (every
+  form, both kinds of link, two modules, semaphores); exemplars beside
+  native buckets in that release's Prometheus;
 - promtool: that release's promtool on every rules file (check rules, test
   rules, the fleet's configs);
 - alerts: the shipped alerts end to end on that release's Prometheus and
@@ -37,9 +40,10 @@ from distrostest import bt
 # in all, meson's timeout multiplier: userpath-trace-plain, which passes in a
 # minute, waits 120 s for each figure a crashing script never prints)
 PARTS = {
-    "build": (["userpath-kit"], 1800, 1),
+    "build": (["userpath-kit", "header-compile"], 1800, 1),
     "trace": (["userpath-trace-plain"], 1800, 0.25),
-    "exporter": (["userpath-exporter-usdt", "userpath-exporter-stats"], 1800, 1),
+    "exporter": (["userpath-exporter-usdt", "userpath-exporter-stats", "exporter-usdt-args", "exporter-arg-forms",
+                  "exporter-two-modules", "exporter-semaphores", "exporter-exemplars-native"], 1800, 1),
     "promtool": (["exporter-rules", "fleet-configs"], 600, 1),
     "alerts": (["stats-alerts-end-to-end"], 1200, 1),
 }

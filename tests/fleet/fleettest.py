@@ -12,7 +12,6 @@ the bridge; callers run it in a finally block.
 """
 import base64
 import ctypes
-import ctypes.util
 import json
 import os
 import re
@@ -115,19 +114,6 @@ def answers(ns, url, client=NOBODY):
         return request(ns, url, client, timeout=3)[0] == 200
     except (OSError, urllib.error.URLError):
         return False
-
-
-def bcrypt(password, cost=10):
-    """A bcrypt hash of password, through libxcrypt, for a web config."""
-    lib = ctypes.CDLL(ctypes.util.find_library("crypt") or "libcrypt.so.1")
-    lib.crypt_gensalt.restype = ctypes.c_char_p
-    lib.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
-    lib.crypt.restype = ctypes.c_char_p
-    lib.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-    out = lib.crypt(password.encode(), lib.crypt_gensalt(b"$2y$", cost, None, 0))
-    if not out or not out.startswith(b"$2y$"):
-        raise RuntimeError("libxcrypt made no bcrypt hash")
-    return out.decode()
 
 
 class Pki:

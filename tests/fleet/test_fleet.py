@@ -137,7 +137,7 @@ def web_config(name, directory):
     from this run's password (the shipped ones are of passwords thrown
     away), the rest as shipped."""
     cfg = shipped(name)
-    cfg["basic_auth_users"] = {user: ft.bcrypt(PASSWORDS[user]) for user in cfg["basic_auth_users"]}
+    cfg["basic_auth_users"] = {user: ft.bt.bcrypt(PASSWORDS[user], prefix="$2y$") for user in cfg["basic_auth_users"]}
     return write_yaml(os.path.join(directory, name), cfg)
 
 

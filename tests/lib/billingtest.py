@@ -10,6 +10,8 @@ test run here (skip with a reason, exit 77, meson's SKIP), can a tracer
 attach here, which probes does billing.d declare; and it keeps the running
 list of checks so a driver ends with one verdict.
 """
+import ctypes
+import ctypes.util
 import fcntl
 import json
 import os
@@ -112,6 +114,20 @@ def require_tracing(tracer="bpftrace"):
 def require_root(what="this test"):
     if os.geteuid() != 0:
         skip("%s needs root (CI runs as root)" % what)
+
+
+def bcrypt(password, cost=10, prefix="$2b$"):
+    """A bcrypt hash of password through libxcrypt, for a web config
+    (Prometheus, Alertmanager and the exporter check such hashes)."""
+    lib = ctypes.CDLL(ctypes.util.find_library("crypt") or "libcrypt.so.1")
+    lib.crypt_gensalt.restype = ctypes.c_char_p
+    lib.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
+    lib.crypt.restype = ctypes.c_char_p
+    lib.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    out = lib.crypt(password.encode(), lib.crypt_gensalt(prefix.encode(), cost, None, 0))
+    if not out or not out.startswith(prefix.encode()):
+        raise RuntimeError("libxcrypt made no bcrypt hash")
+    return out.decode()
 
 
 def require_program(name, package=None):

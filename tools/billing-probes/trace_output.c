@@ -63,21 +63,23 @@ static void show(bp_trace_output_t *t, const char *buf, size_t n)
 	bp_blank_trim_write(&t->trim, buf, n, stdout);
 }
 
+/* The gate leaves WAIT: open shows what it held, refused drops it. */
+static void settle(bp_trace_output_t *t, int open)
+{
+	t->gate = open ? BP_GATE_OPEN : BP_GATE_REFUSED;
+	if (open && t->held.len)
+		show(t, t->held.data, t->held.len);
+	free(t->held.data);
+	t->held = (bp_buf_t){ 0 };
+}
+
 /* The attach line said n probes: open the gate, or refuse. */
 static void judge(bp_trace_output_t *t, size_t n)
 {
 	if (t->gate != BP_GATE_WAIT || t->got)
 		return;
 	t->got = n;
-	if (n != t->want) {
-		t->gate = BP_GATE_REFUSED;
-		return;
-	}
-	t->gate = BP_GATE_OPEN;
-	if (t->held.len)
-		show(t, t->held.data, t->held.len);
-	free(t->held.data);
-	t->held = (bp_buf_t){ 0 };
+	settle(t, n == t->want);
 }
 
 /* One line of stdout (with its newline, but at the very end) where the
@@ -232,14 +234,10 @@ int bp_trace_output_script_printed(const bp_trace_output_t *t)
 
 void bp_trace_output_release(bp_trace_output_t *t)
 {
-	if (t->gate != BP_GATE_WAIT) {
-		free(t->held.data);
-		t->held = (bp_buf_t){ 0 };
+	if (t->gate == BP_GATE_WAIT) {
+		settle(t, 1);
 		return;
 	}
-	t->gate = BP_GATE_OPEN;
-	if (t->held.len)
-		show(t, t->held.data, t->held.len);
 	free(t->held.data);
 	t->held = (bp_buf_t){ 0 };
 }

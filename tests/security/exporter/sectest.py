@@ -7,8 +7,6 @@ Everything is made in a private temporary directory (mkdtemp, mode 0700)
 removed by cleanup()."""
 import base64
 import json
-import ctypes
-import ctypes.util
 import os
 import shutil
 import signal
@@ -24,20 +22,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "exporter"))
 import exportertest as h  # noqa: E402
 from exportertest import bt  # noqa: E402
-
-
-def bcrypt(password, cost=10):
-    """A $2b$ hash of password, through libxcrypt (what the exporter checks with)."""
-    lib = ctypes.CDLL(ctypes.util.find_library("crypt") or "libcrypt.so.1")
-    lib.crypt_gensalt.restype = ctypes.c_char_p
-    lib.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
-    lib.crypt.restype = ctypes.c_char_p
-    lib.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-    salt = lib.crypt_gensalt(b"$2b$", cost, None, 0)
-    out = lib.crypt(password.encode(), salt)
-    if not out or not out.startswith(b"$2b$"):
-        raise RuntimeError("libxcrypt made no bcrypt hash")
-    return out.decode()
 
 
 class Pki:

@@ -78,7 +78,7 @@ os.chmod(tmp, 0o755)
 passwords = ["correct-%d-%x" % (i, random.getrandbits(48)) for i in range(USERS)]
 web = os.path.join(tmp, "web.yml")
 with open(web, "w") as f:
-    f.write("basic_auth_users:\n" + "".join("  scraper%d: %s\n" % (i, st.bcrypt(p)) for i, p in enumerate(passwords)))
+    f.write("basic_auth_users:\n" + "".join("  scraper%d: %s\n" % (i, st.bt.bcrypt(p)) for i, p in enumerate(passwords)))
 port = st.free_port()
 attacker = st.AsAttacker(flood, port, 120)
 ex = None

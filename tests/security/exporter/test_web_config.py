@@ -35,7 +35,7 @@ bt.require_program("prometheus", "prometheus")
 pki = st.Pki()
 target = st.stats_only_args(pki.dir)
 PASSWORD = "correct horse battery staple"
-HASH = st.bcrypt(PASSWORD)
+HASH = st.bt.bcrypt(PASSWORD)
 
 
 def refused(what, args, want):
