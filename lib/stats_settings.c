@@ -206,20 +206,48 @@ static int is_bound(uint64_t ns)
 	return 0;
 }
 
+/* A bound as BILLING_STATS_SLOW takes it: "500us", "250ms", "1s". */
+static void bound_text(uint64_t ns, char *out, size_t outlen)
+{
+	uint64_t n = ns / 1000u;
+	const char *unit = "us";
+	if (ns % 1000000000u == 0)
+		n = ns / 1000000000u, unit = "s";
+	else if (ns % 1000000u == 0)
+		n = ns / 1000000u, unit = "ms";
+	snprintf(out, outlen, "%llu%s", (unsigned long long)n, unit);
+}
+
 /* The bounds as BILLING_STATS_SLOW takes them: "500us 1ms ... 10s". */
 static void bounds_text(char *out, size_t outlen)
 {
 	size_t o = 0;
 	out[0] = '\0';
 	for (size_t b = 0; b < NBOUNDS && o < outlen; b++) {
-		uint64_t ns = duration_bounds[b], n = ns / 1000u;
-		const char *unit = "us";
-		if (ns % 1000000000u == 0)
-			n = ns / 1000000000u, unit = "s";
-		else if (ns % 1000000u == 0)
-			n = ns / 1000000u, unit = "ms";
-		o += (size_t)snprintf(out + o, outlen - o, "%s%llu%s", b ? " " : "", (unsigned long long)n, unit);
+		char one[24];
+		bound_text(duration_bounds[b], one, sizeof one);
+		o += (size_t)snprintf(out + o, outlen - o, "%s%s", b ? " " : "", one);
 	}
+}
+
+/* An override the SLO rules do not follow: they count billing.d's default
+ * bucket as slow for every handler (monitoring/rules), whatever the trails
+ * are judged by.  Said once, so that trails and exemplars over another
+ * threshold are not taken for the alerts' view of slow. */
+static void say_rules_differ(const bs_settings_t *s, const char *v)
+{
+	int differs = s->slow_default_ns && s->slow_default_ns != BX_SLOW_DEFAULT_NS;
+	for (size_t i = 0; i < s->nslow; i++)
+		differs |= s->slow[i].ns != BX_SLOW_DEFAULT_NS;
+	if (!differs)
+		return;
+	char what[256], bound[24];
+	bound_text(BX_SLOW_DEFAULT_NS, bound, sizeof bound);
+	snprintf(what, sizeof what,
+	         "trails and exemplars judged by it; the SLO rules still judge by their bucket, billing.d's %s "
+	         "(le=\"%g\")",
+	         bound, (double)BX_SLOW_DEFAULT_NS / 1e9);
+	say_value(PREFIX "_SLOW", v, what);
 }
 
 static void read_slow(bs_settings_t *s, const char *v)
@@ -255,6 +283,7 @@ static void read_slow(bs_settings_t *s, const char *v)
 		item += n + (item[n] == ',');
 	}
 	*s = t;
+	say_rules_differ(s, v);
 }
 
 /* The length of the name of environment entry e when it begins with

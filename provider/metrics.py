@@ -534,6 +534,8 @@ def metrics_layout_h(provider, ms):
     o.append(f"/* A label's values before \"other\" (@@label-values); label sets a BPF map\n"
              f" * holds (@@label-sets). */\n#define BX_LABEL_VALUES {lim.label_values}\n"
              f"#define BX_LABEL_SETS {lim.label_sets}\n")
+    o.append("/* @@slow-threshold's default, in ns: the bucket bound the SLO rules in\n"
+             f" * monitoring/ count as slow. */\n#define BX_SLOW_DEFAULT_NS {slow_thresholds_ns(ms)[0]}ULL\n")
     o.append("/* Metric groups (@@groups, billing-exporter --metrics), then the\n"
              " * exporter's own, always on. */\n")
     for i, g in enumerate(lim.groups):

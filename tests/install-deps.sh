@@ -30,8 +30,9 @@ parts=(
   "examples:required:billingd and billing-load:libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev wrk procps"
   # billing-exporter (--web-config: YAML, GnuTLS, bcrypt; protobuf-c for the
   # protobuf exposition) and its tests: a real Prometheus, promtool,
-  # Alertmanager, openssl for the test certificates, PyYAML for the rules
-  "exporter:required:billing-exporter and its tests:libyaml-dev libgnutls28-dev libcrypt-dev openssl protobuf-c-compiler libprotobuf-c-dev python3-yaml prometheus prometheus-alertmanager"
+  # Alertmanager, openssl for the test certificates, PyYAML for the rules,
+  # curl and jq for docs/runbook.md's commands (the alerts' end-to-end test)
+  "exporter:required:billing-exporter and its tests:libyaml-dev libgnutls28-dev libcrypt-dev openssl protobuf-c-compiler libprotobuf-c-dev python3-yaml prometheus prometheus-alertmanager curl jq"
   # clang's -fsanitize=fuzzer runtime (tests/fuzz)
   "fuzz:optional:the fuzz targets:libclang-rt-dev"
   # other stapsdt consumers (tests/consumers)

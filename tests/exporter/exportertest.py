@@ -179,11 +179,13 @@ class Prometheus:
     shipped rules, on a free loopback port, storing into a temp dir.
     scrape_configs, when given, replaces the one plain-HTTP job; features
     are --enable-feature names (exemplar-storage); exe is the program (the
-    prometheus on PATH unless given)."""
+    prometheus on PATH unless given); port, when given, its port; args, more
+    of its command line."""
 
-    def __init__(self, targets, rule_files=(), timeout=60, scrape_configs=None, features=(), exe="prometheus"):
+    def __init__(self, targets, rule_files=(), timeout=60, scrape_configs=None, features=(), exe="prometheus",
+                 port=None, args=()):
         self.dir = tempfile.mkdtemp(prefix="billing-prom-")
-        self.port = free_port()
+        self.port = port or free_port()
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [os.path.abspath(f) for f in rule_files],
@@ -199,7 +201,7 @@ class Prometheus:
         self.proc = subprocess.Popen(
             [exe, "--config.file", cfg, "--storage.tsdb.path", os.path.join(self.dir, "data"),
              "--web.listen-address", "127.0.0.1:%d" % self.port, "--web.enable-lifecycle"]
-            + ["--enable-feature=" + f for f in features],
+            + ["--enable-feature=" + f for f in features] + list(args),
             stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir)
         self.url = "http://127.0.0.1:%d" % self.port
         deadline = time.monotonic() + timeout

@@ -4,8 +4,11 @@
 check config`, and the dashboard is JSON whose every panel has a query
 and whose latency panels show exemplars.
 The unit tests hold, for every shipped alert, a case where it fires, and
-a fresh start over at least an hour where no alert is even pending; no
-rule names a job."""
+a fresh start over at least an hour where no alert is even pending; a new
+job whose every request is slow pages within minutes (the latency alerts
+need no hour of history); no rule names a job.  Every alert carries a
+runbook_url naming a heading of its page (docs/runbook.md), a section
+that holds commands."""
 import json
 import os
 import re
@@ -50,6 +53,32 @@ quiet = [minutes(t["eval_time"]) for c in cases if c["name"].startswith("fresh s
          if t["expr"].startswith("count_over_time(ALERTS[") and t.get("exp_samples") == []]
 bt.check(quiet and max(quiet) >= 60, "a fresh start holds no pending or firing alert for %s min (at least 60)"
          % (max(quiet) if quiet else 0))
+
+# The latency page for a new job: a case named "a new job, ..." whose
+# BurnFast fires within 15 minutes of its first sample.
+new_job = [minutes(t["eval_time"]) for c in cases if c["name"].startswith("a new job")
+           for t in c.get("alert_rule_test", [])
+           if t["alertname"] == "BillingRequestLatencyBudgetBurnFast" and t.get("exp_alerts")]
+bt.check(new_job and min(new_job) <= 15, "a new job whose requests are slow pages within %s min (at most 15)"
+         % (min(new_job) if new_job else "no"))
+
+# Every alert's runbook: a heading of its page, whose section holds commands.
+sys.path.insert(0, os.path.join(h.SOURCE_ROOT, "tests", "docs"))
+from test_links import slug  # noqa: E402
+
+for r in (r for g in rules["groups"] for r in g["rules"] if "alert" in r):
+    url = r.get("annotations", {}).get("runbook_url", "")
+    path, _, anchor = url.partition("#")
+    page = os.path.join(h.SOURCE_ROOT, path)
+    text = open(page, encoding="utf-8").read() if path and os.path.isfile(page) else ""
+    heads = [m for m in re.finditer(r"(?m)^(#+) (.*)$", text) if slug(m.group(2)) == anchor]
+    section = ""
+    if heads:
+        rest = text[heads[0].end():]
+        end = re.search(r"(?m)^#{1,%d} " % len(heads[0].group(1)), rest)
+        section = rest[:end.start() if end else len(rest)]
+    bt.check(heads and ("```sh" in section or "`billing-probes " in section),
+             "%s: runbook_url %r names a heading of %s, with commands" % (r["alert"], url, path or "no page"))
 
 ok, out = promtool_ok("check", "config", "prometheus.yml")
 bt.check(ok, "promtool check config prometheus.yml")

@@ -8,7 +8,10 @@
  * Each trail is printed whole or not at all: a record the writer was
  * writing, or one that is not as a writer writes it, is left out and
  * said.  --follow prints trails as they are committed, and says how many
- * the ring overwrote before they could be read.  --id prints the trail of
+ * the ring overwrote before they could be read.  A directory that holds
+ * no segment to read (a typo, a service not started), or a process that
+ * maps none, is refused in one line, as top refuses it
+ * (slow_target_empty).  --id prints the trail of
  * one request, the one an exemplar names: the ring's kept lane holds it
  * as long as the exporter serves it.  Everything printed that a segment
  * or a directory gave (names, handlers, arguments) goes through the
@@ -207,8 +210,11 @@ int bp_cmd_slow(const bp_options_t *opt)
 		bp_error("slow", "out of memory");
 		return BP_EXIT_ERROR;
 	}
-	if (top_target_find(&st->t, opt->target_count ? opt->targets[0] : NULL, opt->stats_dir, err, sizeof err) != 0) {
-		bp_error("slow", err);
+	/* nothing printed from a directory without a segment would read as a
+	 * service without slow requests: refused, as top refuses it */
+	if (top_target_find(&st->t, opt->target_count ? opt->targets[0] : NULL, opt->stats_dir, err, sizeof err) != 0 ||
+	    slow_target_empty(st, err, sizeof err) != 0) {
+		bp_error(opt->stats_dir ? opt->stats_dir : "slow", err);
 		free(st);
 		return BP_EXIT_ERROR;
 	}

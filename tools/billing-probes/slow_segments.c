@@ -90,6 +90,68 @@ int slow_list_segments(slow_target_t *st, int later, char *err, size_t errlen)
 	return 0;
 }
 
+/* Segment s opened through the checks: the fd, or -1 when it is gone or
+ * not made yet, -2 when the checks refuse it (marked, the reason in err),
+ * -3 with the reason in err. */
+static int open_segment(slow_target_t *st, slow_segment_t *s, char *err, size_t errlen)
+{
+	const char *dir = slow_segment_dir(st);
+	struct stat sb;
+	int fd = top_segment_open(dir, s->name, st->t.user, st->t.pid >= 0 ? BX_OWNER_ONLY : BX_OWNER_OR_ROOT, &sb, err,
+	                          errlen);
+	if (fd < 0 && errno == ENOENT)
+		return -1;
+	if (fd < 0) {
+		/* a directory's file the checks refuse is that file's
+		 * problem, not the service's: said, and left alone */
+		if (st->t.pid >= 0 || (errno != EPERM && errno != EACCES && errno != ELOOP))
+			return -3;
+		s->refused = 1;
+		s->ino = ino_at(dir, s->name);
+		return -2;
+	}
+	if (!initialised(fd)) { /* being made: no trail yet, looked at again next time */
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int slow_target_empty(slow_target_t *st, char *why, size_t n)
+{
+	char first[TOP_SKIPPED_BYTES] = "", err[TOP_SKIPPED_BYTES];
+	size_t usable = 0, refused = 0;
+	if (slow_list_segments(st, 0, why, n) != 0)
+		return -1;
+	if (st->t.pid >= 0) { /* its one segment, where the process maps it or would */
+		int fd = open_segment(st, &st->segs[0], why, n);
+		if (fd >= 0) {
+			close(fd);
+			return 0;
+		}
+		if (fd != -1)
+			return -1;
+		snprintf(why, n, "process %d: no stats segment at %s/%s (not a stats build, or stats are off)",
+		         (int)st->t.pid, slow_segment_dir(st), st->segs[0].name);
+		return 1;
+	}
+	for (size_t i = 0; i < st->n; i++) {
+		int fd = open_segment(st, &st->segs[i], err, sizeof err);
+		if (fd == -3) {
+			snprintf(why, n, "%s", err);
+			return -1;
+		}
+		if (fd == -2 && !refused++)
+			snprintf(first, sizeof first, "%s", err);
+		st->segs[i].refused = 0; /* said when it is read, if there is a segment to read */
+		if (fd >= 0) {
+			usable++;
+			close(fd);
+		}
+	}
+	return top_no_segment(&st->t, usable, refused, first, why, n);
+}
+
 int slow_read_segment(slow_target_t *st, slow_segment_t *s, int lane, uint64_t since, bs_trails_t *out, char *err,
                       size_t errlen)
 {
@@ -97,24 +159,11 @@ int slow_read_segment(slow_target_t *st, slow_segment_t *s, int lane, uint64_t s
 	char why[512];
 	memset(out, 0, sizeof *out);
 	for (int tries = 0;; tries++) {
-		struct stat sb;
-		int fd = top_segment_open(dir, s->name, st->t.user, st->t.pid >= 0 ? BX_OWNER_ONLY : BX_OWNER_OR_ROOT, &sb,
-		                          err, errlen);
-		if (fd < 0 && errno == ENOENT)
-			return 1;
-		if (fd < 0) {
-			/* a directory's file the checks refuse is that file's
-			 * problem, not the service's: said, and left alone */
-			if (st->t.pid >= 0 || (errno != EPERM && errno != EACCES && errno != ELOOP))
-				return -1;
-			s->refused = 1;
-			s->ino = ino_at(dir, s->name);
-			return 2;
-		}
-		if (!initialised(fd)) { /* being made: no trail yet, looked at again next time */
-			close(fd);
-			return 1;
-		}
+		int fd = open_segment(st, s, err, errlen);
+		if (fd == -1 || fd == -2)
+			return -fd; /* gone or not made: 1; refused: 2 */
+		if (fd < 0)
+			return -1;
 		int rc = bs_trails_read_fd(fd, lane, since, out, why, sizeof why);
 		close(fd);
 		if (rc != 0) {

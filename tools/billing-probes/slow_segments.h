@@ -42,6 +42,13 @@ typedef struct slow_target {
  * are forgotten).  0, or -1 with a one-line reason in err. */
 int slow_list_segments(slow_target_t *st, int later, char *err, size_t errlen);
 
+/* The target's first look, before anything is printed: 1 when it holds
+ * no segment to read, with why in one line: a directory with none of its
+ * user's segments, or only files the checks refuse (a typo, a service not
+ * started), as top says it (top_no_segment); a process without the
+ * segment it would map.  0 when there is one; -1 with the reason in why. */
+int slow_target_empty(slow_target_t *st, char *why, size_t n);
+
 /* One reading of lane `lane` of segment s, from trail `since` on.  0; 1
  * when it is gone (its process ended, or its file was removed) or not
  * made yet (no magic: nothing to read until it has); 2 when the

@@ -92,27 +92,36 @@ int top_target_open(top_target_t *t, const char *pid_text, const char *dir, char
 	return rc == 0 ? 0 : -1;
 }
 
-int top_sample_no_writer(const top_target_t *t, const top_sample_t *s, char *why, size_t n)
+int top_no_segment(const top_target_t *t, size_t nsegments, size_t nskipped, const char *first_skipped, char *why,
+                   size_t n)
 {
 	char user[96], first[TOP_SKIPPED_BYTES + 64] = "";
-	if (t->pid >= 0 || (s->nsegments && s->nexited < s->nsegments))
+	if (t->pid >= 0 || nsegments)
 		return 0;
 	bx_user_text(t->user, user, sizeof user);
-	if (s->nsegments) {
-		if (s->nsegments == 1)
-			snprintf(why, n, "no service writes here now: the one segment of %s here is of a process that has exited",
-			         user);
-		else
-			snprintf(why, n, "no service writes here now: the %zu segments of %s here are of processes that have exited",
-			         s->nsegments, user);
-		return 1;
-	}
-	if (s->nskipped)
-		snprintf(first, sizeof first, " (%zu file%s here left out: %s%s)", s->nskipped, s->nskipped == 1 ? "" : "s",
-		         s->skipped[0], s->nskipped == 1 ? "" : ", ...");
+	if (nskipped)
+		snprintf(first, sizeof first, " (%zu file%s here left out: %s%s)", nskipped, nskipped == 1 ? "" : "s",
+		         first_skipped, nskipped == 1 ? "" : ", ...");
 	snprintf(why, n,
 	         "no stats segment of %s here%s: is the service running, with BILLING_STATS_DIR naming this directory?",
 	         user, first);
+	return 1;
+}
+
+int top_sample_no_writer(const top_target_t *t, const top_sample_t *s, char *why, size_t n)
+{
+	char user[96];
+	if (t->pid >= 0 || (s->nsegments && s->nexited < s->nsegments))
+		return 0;
+	if (!s->nsegments)
+		return top_no_segment(t, 0, s->nskipped, s->skipped[0], why, n);
+	bx_user_text(t->user, user, sizeof user);
+	if (s->nsegments == 1)
+		snprintf(why, n, "no service writes here now: the one segment of %s here is of a process that has exited",
+		         user);
+	else
+		snprintf(why, n, "no service writes here now: the %zu segments of %s here are of processes that have exited",
+		         s->nsegments, user);
 	return 1;
 }
 

@@ -99,6 +99,14 @@ int top_segment_open(const char *dir, const char *name, uid_t user, int how, str
  * directory was listed is left out silently (the segments changed). */
 int top_sample_read(const top_target_t *t, top_sample_t *s, char *err, size_t errlen);
 
+/* 1 when a directory holds none of its user's segments (nsegments 0: a
+ * typo, a service not started), with why in one line naming the files
+ * left out (nskipped, the first's "NAME: why"); else 0.  top and slow
+ * refuse such a directory: nothing printed from it would read as an idle
+ * service. */
+int top_no_segment(const top_target_t *t, size_t nsegments, size_t nskipped, const char *first_skipped, char *why,
+                   size_t n);
+
 /* 1 when a reading of a directory holds no segment of a running writer
  * (none at all: a typo, a service not started; or only exited ones), with
  * why in one line; else 0.  Zeros from such a reading would read as an
