@@ -29,9 +29,9 @@ turn, so a busy moment of the shared machine lands on all:
 Targets (issue 44): 64 live processes <= 5 ms CPU per scrape; 1,000
 segments <= 100 ms CPU and <= 300 MB resident; 30,000 junk names: the
 right figure within 3 s.  Prints a Markdown table, then one JSON object
-(run_bench.py's run_exporter reads both).  --publish also puts the result
-in SOURCE/bench/results/latest.json as its "reading" part and rewrites
-what is generated from it (docs/figures.py).
+(run_bench.py's run_exporter reads both).  --publish also writes the
+result into SOURCE/bench/results/reading.json (one run, stamped) and
+rewrites what is generated from it (docs/figures.py).
 """
 import argparse
 import json
@@ -344,7 +344,7 @@ def summary(res):
 
 
 def publish(source, result):
-    """result as latest.json's "reading" part, and what is generated from it."""
+    """result as the published "reading" part (its own file), and what is generated from it."""
     import run_bench
     run_bench.publish_part(source, lambda res: res.update(reading=result))
 
