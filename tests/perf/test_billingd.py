@@ -11,9 +11,12 @@ and serves a fixed schedule of customer flows on one connection, one
 request at a time (bench/billingd_bench.py's run_schedule: the same
 requests in the same order every run), FLOWS and then 2 x FLOWS of them:
 the difference over the requests between the two runs is one request,
-start-up and shut-down cancelled; counted in the thread that serves
-(billingd_bench.callgrind_run).  What stats add is counted inside
-billingd's handlers (on_request, on_completed: libmicrohttpd's event loop
+start-up, shut-down and each label set's first use cancelled (the short run
+holds every label set of the schedule); counted in the thread that serves
+(billingd_bench.callgrind_run, which counts the requests served: the
+schedule's and one /healthz, and fixes jansson's hashing seed: with its
+random one a run's count strays by up to some 80 instructions a request).  What stats add is counted inside billingd's
+handlers (on_request, on_completed: libmicrohttpd's event loop
 around them runs more or less often as time goes, the same in both
 builds) and taken as a share of the whole request compiled out.  A clock
 read is a call into the C library's clock_gettime, gettimeofday or time
@@ -30,7 +33,7 @@ import perftest
 sys.path.insert(0, os.path.join(perftest.SOURCE_ROOT, "bench"))
 import billingd_bench  # noqa: E402
 
-FLOWS = 20  # customer flows: 67 requests; the long run has twice as many
+FLOWS = billingd_bench.SCHEDULE_FLOWS  # customer flows (134 requests) and twice as many: the bench's
 
 
 # Under callgrind a request takes some 50 times as long: at the default
@@ -60,8 +63,8 @@ def main():
     pct = 100.0 * (stats["handled"] - out["handled"]) / out["instructions"]
     budgets.hold("billingd with stats, instructions per request over compiled out", pct,
                  f"{stats['handled'] - out['handled']:,.0f} more in billingd's handlers ({stats['handled']:,.0f} with "
-                 f"stats, {out['handled']:,.0f} compiled out) of {out['instructions']:,.0f} a request compiled out; "
-                 f"whole threads: {stats['instructions']:,.0f} with stats")
+                 f"stats, {out['handled']:,.0f} compiled out) of {out['instructions']:,.0f} a request compiled "
+                 f"out; whole threads: {stats['instructions']:,.0f} with stats")
     budgets.hold("billingd with stats, clock reads per request over compiled out",
                  stats["own_clock_calls"] - out["own_clock_calls"],
                  f"{stats['own_clock_calls']:.2f} with stats, {out['own_clock_calls']:.2f} compiled out, outside "
