@@ -78,6 +78,15 @@ void bx_label_sanitize(const char *src, size_t n, char *dst, size_t dstlen)
 	dst[o] = '\0';
 }
 
+char *bx_label_text(const char *text, size_t n, long long value, char buf[BX_LABEL_TEXT])
+{
+	if (text)
+		bx_label_sanitize(text, n, buf, BX_LABEL_TEXT);
+	else
+		snprintf(buf, BX_LABEL_TEXT, "%d", (int)value);
+	return buf;
+}
+
 static uint64_t fnv1a(const char *s)
 {
 	uint64_t h = 1469598103934665603ULL;

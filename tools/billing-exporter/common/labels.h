@@ -27,6 +27,11 @@ extern const char bx_label_other[];
  * characters \xNN.  dst receives at most dstlen - 1 bytes and a NUL. */
 void bx_label_sanitize(const char *src, size_t n, char *dst, size_t dstlen);
 
+/* A key field's value as label text in buf: a string field's n bytes
+ * (text) sanitized, an int field's value (text NULL) in decimal. */
+#define BX_LABEL_TEXT (4 * BX_LABEL_BYTES_MAX + 1)
+char *bx_label_text(const char *text, size_t n, long long value, char buf[BX_LABEL_TEXT]);
+
 /* The distinct values seen per label slot; one per map key field. */
 typedef struct bx_label_slot {
 	char *values[BX_LABEL_CAP];

@@ -5,12 +5,13 @@
  * (name, type, unit, help, source, labels).
  *
  * The rows for the probes' metrics are generated from billing.d's "@@"
- * declarations (metric_table_gen.h, provider/metrics.py); only the
- * exporter's own metrics are written in metric_table.c.  The exposition
- * (snapshot.c, format.c), the attach list per metric group (attach.c), the
- * check against billing.d's catalogue (metric_check.c) and the metric
- * table of docs/exporter.md (--print-metric-table, compared by a test) are
- * all derived from these tables.
+ * declarations (metric_table_gen.h, provider/metrics.py); the exporter's
+ * own metrics are rows of the same type, each with the function that
+ * makes its samples (self_metrics.c).  The exposition (snapshot.c,
+ * format.c), the attach list per metric group (attach.c), the check
+ * against billing.d's catalogue (metric_check.c) and the metric table of
+ * docs/exporter.md (--print-metric-table, compared by a test) are all
+ * derived from these tables.
  */
 #ifndef BX_METRIC_TABLE_H
 #define BX_METRIC_TABLE_H
@@ -93,7 +94,7 @@ typedef enum bx_source {
 	BX_SRC_COUNT, /* fires */
 	BX_SRC_SUM,   /* sum of a quantity */
 	BX_SRC_HIST,  /* a quantity's histogram (observed values only) */
-	BX_SRC_SELF,  /* an exporter metric, computed in snapshot.c */
+	BX_SRC_SELF,  /* an exporter metric, made by its function (self_metrics.c) */
 } bx_source_t;
 
 /* How a label's value comes from a row's key. */
@@ -142,5 +143,7 @@ const char *bx_group_name(unsigned group);
 
 /* Metric i's group: its map's, or BX_GROUP_SELF. */
 unsigned bx_metric_group(const bx_metric_t *m);
+/* "counter", "gauge", "histogram". */
+const char *bx_metric_type_name(bx_metric_type_t t);
 
 #endif /* BX_METRIC_TABLE_H */

@@ -1,15 +1,17 @@
 /*
- * samples.h -- the container a snapshot fills and the writers read:
- * (family, sample suffix, labels, value), in the order they are added.
- * snapshot.c and foreign_families.c add samples; format.c prints them as
- * Prometheus text, OpenMetrics, a table or JSON lines.
+ * samples.h -- what a snapshot is: (family, sample suffix, labels,
+ * value), in the order they are added.  The snapshot (snapshot.c) and
+ * the stats source's own families (foreign_families.c) add samples, each
+ * family's series through bx_snapshot_series(); the writers (format.c)
+ * print them as Prometheus text, OpenMetrics, protobuf, a table or JSON
+ * lines.
  */
 #ifndef BX_SAMPLES_H
 #define BX_SAMPLES_H
 
 #include <stddef.h>
 
-#include "exporter.h"
+#include "metric_table.h"
 
 #define BX_SAMPLE_LABELS 4 /* the metric's labels + le */
 
@@ -38,7 +40,7 @@ typedef struct bx_snapshot {
 	size_t count, cap;
 	char **owned; /* strings the snapshot allocated (le, target labels) */
 	size_t owned_count, owned_cap;
-	bx_u64 folded_fires[BX_MAX_MAPS][BX_MAX_FIELDS]; /* fires shown under "other", per label */
+	bx_u64 folded_fires[BX_MAP_COUNT][BX_MAX_FIELDS]; /* fires shown under "other", per label */
 	bx_metric_t **foreign;                           /* families only stats segments describe (foreign_families.c) */
 	size_t nforeign;
 } bx_snapshot_t;
@@ -50,6 +52,28 @@ char *bx_snapshot_own(bx_snapshot_t *s, const char *text);
 void *bx_snapshot_alloc(bx_snapshot_t *s, size_t size); /* zeroed, freed with the snapshot */
 bx_sample_t *bx_snapshot_add(bx_snapshot_t *s, const bx_metric_t *m, const char *suffix, double value);
 int bx_sample_label(bx_sample_t *x, const char *name, const char *value);
+/* The value of x's label name, or NULL. */
+const char *bx_sample_label_value(const bx_sample_t *x, const char *name);
+
+/* One label set of a family, before its series are summed: its label
+ * values and its cells, a count's one (fires) or a quantity's count, sum
+ * and buckets. */
+typedef struct bx_series {
+	size_t n; /* labels */
+	const char *values[BX_MAX_FIELDS];
+	bx_u64 cells[BX_MAX_BOUNDS + 3];
+	const bx_u64 *native; /* its row's native cells (map_row.h); NULL: none */
+} bx_series_t;
+/* A histogram's native buckets from the k series of one label set; NULL
+ * when they have none (or may be wrong: then only classic buckets go). */
+typedef const bx_native_t *(*bx_natives_fn)(bx_snapshot_t *s, const bx_metric_t *m, const bx_series_t *same,
+                                            size_t k);
+/* Family m's samples from v[0, n) (sorted here): series of one label set
+ * summed cell by cell, each written as its count, q's sum, or q's
+ * buckets, _sum and _count (natives, when given, says the count's native
+ * buckets).  0, or -1 when out of memory. */
+int bx_snapshot_series(bx_snapshot_t *s, const bx_metric_t *m, const bx_quantity_t *q, bx_series_t *v, size_t n,
+                       bx_natives_fn natives);
 
 /* Frees every sample, owned string and foreign family; s is empty after. */
 void bx_snapshot_free(bx_snapshot_t *snap);

@@ -5,6 +5,13 @@
 
 #include <time.h>
 
+double bx_seconds(clockid_t clock)
+{
+	struct timespec ts;
+	clock_gettime(clock, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 void bx_ticker_init(bx_ticker_t *t)
 {
 	pthread_condattr_t monotonic;

@@ -1,12 +1,17 @@
 /*
- * ticker.h -- a background thread's periodic wake-up that another thread
- * can end at once.  The flag and the sleep share a mutex, so the stop is
- * seen (a plain or volatile int is a data race) and needs no waiting out.
+ * ticker.h -- the exporter's clocks: a clock read as seconds, and a
+ * background thread's periodic wake-up that another thread can end at
+ * once.  The flag and the sleep share a mutex, so the stop is seen (a
+ * plain or volatile int is a data race) and needs no waiting out.
  */
 #ifndef BX_TICKER_H
 #define BX_TICKER_H
 
 #include <pthread.h>
+#include <time.h>
+
+/* clock (CLOCK_MONOTONIC, CLOCK_REALTIME) in seconds. */
+double bx_seconds(clockid_t clock);
 
 typedef struct bx_ticker {
 	pthread_mutex_t lock;

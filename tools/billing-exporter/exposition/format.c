@@ -41,12 +41,6 @@ static void put_value(bp_buf_t *b, double v)
 		bp_buf_printf(b, "%.17g", v);
 }
 
-static const char *type_name(bx_metric_type_t t)
-{
-	return t == BX_COUNTER ? "counter" : t == BX_GAUGE ? "gauge"
-	                                                   : "histogram";
-}
-
 /* OpenMetrics names a counter family without its _total. */
 static void family_name(const bx_metric_t *m, int om, char *out, size_t n)
 {
@@ -72,14 +66,6 @@ static void put_labels(bp_buf_t *b, const bx_sample_t *x)
 	bp_buf_append(b, "}", 1);
 }
 
-static const char *label_value(const bx_sample_t *x, const char *name)
-{
-	for (size_t i = 0; i < x->nlabels; i++)
-		if (strcmp(x->label_names[i], name) == 0)
-			return x->label_values[i];
-	return NULL;
-}
-
 /* b is the bucket after a in one series: same family, labels but le. */
 static int next_bucket(const bx_sample_t *a, const bx_sample_t *b)
 {
@@ -96,12 +82,12 @@ static int next_bucket(const bx_sample_t *a, const bx_sample_t *b)
 int bx_exemplar_of(const bx_exemplar_source_t *src, const bx_sample_t *prev, const bx_sample_t *x,
                    bx_exemplar_t *out)
 {
-	const char *le = label_value(x, "le");
+	const char *le = bx_sample_label_value(x, "le");
 	double lower = -INFINITY, upper = INFINITY;
 	if (!src)
 		return 0;
 	if (le && strcmp(x->suffix, "_bucket") == 0) {
-		const char *prev_le = next_bucket(prev, x) ? label_value(prev, "le") : NULL;
+		const char *prev_le = next_bucket(prev, x) ? bx_sample_label_value(prev, "le") : NULL;
 		upper = strtod(le, NULL);
 		lower = prev_le ? strtod(prev_le, NULL) : -INFINITY;
 	} else if (x->metric->type != BX_COUNTER) {
@@ -138,7 +124,7 @@ static void write_exposition(const bx_snapshot_t *s, int om, const bx_exemplar_s
 			family_name(m, om, family, sizeof family);
 			bp_buf_printf(b, "# HELP %s ", family);
 			put_escaped(b, m->help, om ? "\"\\" : "\\");
-			bp_buf_printf(b, "\n# TYPE %s %s\n", family, type_name(m->type));
+			bp_buf_printf(b, "\n# TYPE %s %s\n", family, bx_metric_type_name(m->type));
 			size_t fl = strlen(family), ul = strlen(m->unit);
 			if (om && ul && strchr(m->unit, ' ') == NULL && fl > ul &&
 			    strcmp(family + fl - ul, m->unit) == 0)
@@ -227,29 +213,4 @@ void bx_format(const bx_snapshot_t *s, bx_format_t f, double now_seconds, bp_buf
 void bx_format_openmetrics(const bx_snapshot_t *s, const bx_exemplar_source_t *src, bp_buf_t *b)
 {
 	write_exposition(s, 1, src, b);
-}
-
-void bx_format_metric_table(bp_buf_t *b)
-{
-	bp_buf_printf(b, "| metric | type | unit | labels | group | probe | help |\n");
-	bp_buf_printf(b, "|---|---|---|---|---|---|---|\n");
-	for (size_t i = 0; i < bx_metric_count; i++) {
-		const bx_metric_t *m = &bx_metrics[i];
-		bp_buf_printf(b, "| `%s` | %s | %s | ", m->name, type_name(m->type), *m->unit ? m->unit : "-");
-		if (m->source == BX_SRC_SELF) {
-			bp_buf_printf(b, "%s", *m->self_labels ? m->self_labels : "-");
-		} else {
-			for (size_t l = 0; l < m->nlabels; l++) {
-				const bx_label_t *lb = &m->labels[l];
-				bp_buf_printf(b, "%s%s", l ? ", " : "", lb->name);
-				if (lb->decode == BX_DEC_CONSTANT)
-					bp_buf_printf(b, "=\"%s\"", lb->constant);
-			}
-			if (m->type == BX_HISTOGRAM)
-				bp_buf_printf(b, ", le");
-		}
-		bp_buf_printf(b, " | %s | %s | ", bx_group_name(bx_metric_group(m)),
-		              m->map < 0 ? "-" : bx_maps[m->map].probe);
-		bp_buf_printf(b, "%s |\n", m->help);
-	}
 }

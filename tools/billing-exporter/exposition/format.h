@@ -1,6 +1,7 @@
 /*
  * format.h -- a snapshot written as Prometheus text (0.0.4), OpenMetrics
- * 1.0, a table for a terminal, or JSON lines.
+ * 1.0, protobuf (format_protobuf.c), a table for a terminal, or JSON
+ * lines.
  */
 #ifndef BX_FORMAT_H
 #define BX_FORMAT_H
@@ -41,8 +42,5 @@ void bx_format_protobuf(const bx_snapshot_t *s, const bx_exemplar_source_t *src,
  * a time.  0 otherwise (src NULL, any other sample). */
 int bx_exemplar_of(const bx_exemplar_source_t *src, const bx_sample_t *prev, const bx_sample_t *x,
                    bx_exemplar_t *out);
-
-/* The metric table as markdown (docs/exporter.md between its markers). */
-void bx_format_metric_table(bp_buf_t *b);
 
 #endif /* BX_FORMAT_H */

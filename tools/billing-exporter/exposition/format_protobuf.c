@@ -249,10 +249,7 @@ static void family(bp_buf_t *b, const bx_sample_t *s, size_t first, size_t end, 
 			new_exemplar(&w, src, i > first ? x - 1 : NULL, x); /* gathered for the native series */
 		} else if (strcmp(x->suffix, "_bucket") == 0) {
 			Io__Prometheus__Client__Bucket *bk = &w.buckets[w.nbuckets];
-			const char *le = NULL;
-			for (size_t k = 0; k < x->nlabels; k++)
-				if (strcmp(x->label_names[k], "le") == 0)
-					le = x->label_values[k];
+			const char *le = bx_sample_label_value(x, "le");
 			io__prometheus__client__bucket__init(bk);
 			bk->has_cumulative_count = bk->has_upper_bound = 1;
 			bk->cumulative_count = (uint64_t)x->value;

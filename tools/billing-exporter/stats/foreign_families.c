@@ -16,25 +16,20 @@
  * keeps every family a team's billing.d may declare (billing.d asks for
  * no prefix) and still shuts out each name another family owns.
  */
+#include "foreign_families.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "labels.h"
-#include "metric_table.h"
-#include "foreign_families.h"
-#include "stats_read.h"
-#include "stats_source.h"
-
-typedef bx_part_t fagg_t;
+#include "stats_state.h"
 
 typedef struct fam {
 	bx_metric_t *metric; /* in the snapshot's foreign list */
 	bx_quantity_t q;     /* SUM, HIST: the quantity as its description says */
 	const char *divide;  /* as written, to compare */
 	size_t ncells;
-	fagg_t *aggs;
-	size_t n, cap;
+	bx_parts_t rows;
 } fam_t;
 
 static const bs_lquantity_t *quantity_of(const bs_layout_t *l, const bs_lfamily_t *f)
@@ -44,7 +39,7 @@ static const bs_lquantity_t *quantity_of(const bs_layout_t *l, const bs_lfamily_
 
 struct bx_foreign {
 	char why[256]; /* the reason a family is refused, for say() */
-	bx_exporter_t *ex;
+	unsigned groups;
 	bx_snapshot_t *s;
 	fam_t *fams;
 	size_t n, cap;
@@ -230,7 +225,7 @@ static int same_family(const fam_t *x, const bs_layout_t *l, const bs_lfamily_t 
 static const char *label_value(bx_snapshot_t *s, const bs_lmap_t *mi, const bs_lfamily_t *f, size_t i,
                                const bs_read_row_t *row)
 {
-	char buf[4 * BX_LABEL_BYTES_MAX + 1];
+	char buf[BX_LABEL_TEXT];
 	int fi = f->labels[i].field;
 	switch (f->labels[i].decode) {
 	case BS_LABEL_CONSTANT: return bx_snapshot_own(s, f->labels[i].constant);
@@ -239,11 +234,8 @@ static const char *label_value(bx_snapshot_t *s, const bs_lmap_t *mi, const bs_l
 	}
 	if (row->state[fi] != BS_FIELD_VALUE)
 		return BX_LABEL_OTHER;
-	if (mi->fields[fi].is_string)
-		bx_label_sanitize(row->text[fi], sizeof row->text[fi], buf, sizeof buf);
-	else
-		snprintf(buf, sizeof buf, "%d", (int)row->ints[fi]);
-	return bx_snapshot_own(s, buf);
+	return bx_snapshot_own(s, bx_label_text(mi->fields[fi].is_string ? row->text[fi] : NULL, sizeof row->text[fi],
+	                                        row->ints[fi], buf));
 }
 
 /* Family f's rows of one reading, as parts of ncells cells (its count,
@@ -257,13 +249,14 @@ static int add_rows(ctx_t *c, bx_parts_t *out, size_t ncells, const bs_segment_t
 		if (f->where >= 0 && row->ints[f->where] == 0)
 			continue;
 		if (out->n == out->cap) {
-			fagg_t *more = realloc(out->items, (out->cap = out->cap ? out->cap * 2 : 64) * sizeof *more);
+			bx_series_t *more = realloc(out->items, (out->cap = out->cap ? out->cap * 2 : 64) * sizeof *more);
 			if (!more)
 				return -1;
 			out->items = more;
 		}
-		fagg_t *a = &out->items[out->n++];
+		bx_series_t *a = &out->items[out->n++];
 		memset(a, 0, sizeof *a);
+		a->n = f->nlabels;
 		for (size_t i = 0; i < f->nlabels; i++)
 			if (!(a->values[i] = label_value(c->s, mi, f, i, row)))
 				return -1;
@@ -295,7 +288,7 @@ static int table_family(ctx_t *c, int k, const char *path, const bs_segment_t *s
 {
 	const bs_lfamily_t *f = &seg->layout->families[i];
 	const bx_metric_t *m = &bx_metrics[k];
-	if (!(bx_metric_group(m) & c->ex->groups))
+	if (!(bx_metric_group(m) & c->groups))
 		return 0;
 	if (!same_as_table(m, seg->layout, f)) {
 		say(said, seg->layout, i, path, "is described otherwise than in this exporter's table (type, labels or buckets)");
@@ -330,13 +323,15 @@ static int one_reading(void *arg, const char *path, const bs_segment_t *seg, uin
 				return -1;
 			continue;
 		}
-		if (group && !(group & c->ex->groups))
+		if (group && !(group & c->groups))
 			continue;
 		fam_t *x = NULL;
 		for (size_t j = 0; j < c->n && !x; j++)
 			x = strcmp(c->fams[j].metric->name, f->name) == 0 ? &c->fams[j] : NULL;
+		const bs_lquantity_t *q = quantity_of(l, f);
 		const char *why = f->nlabels > BX_MAX_FIELDS || f->nlabels >= BX_SAMPLE_LABELS
 		                      ? "has more labels than this exporter serves"
+		                  : q && q->nbounds > BX_MAX_BOUNDS ? "has more buckets than this exporter serves"
 		                  : x && !same_family(x, l, f) ? "is described otherwise than by the segments read before it "
 		                                                 "(type, labels, help or buckets): not summed with them"
 		                  : !x                         ? not_its_own(c, f)
@@ -347,12 +342,7 @@ static int one_reading(void *arg, const char *path, const bs_segment_t *seg, uin
 			say(said, l, i, path, why);
 			continue;
 		}
-		bx_parts_t parts = { x->aggs, x->n, x->cap };
-		int rc = add_rows(c, &parts, x->ncells, seg, f);
-		x->aggs = parts.items;
-		x->n = parts.n;
-		x->cap = parts.cap;
-		if (rc != 0)
+		if (add_rows(c, &x->rows, x->ncells, seg, f) != 0)
 			return -1;
 	}
 	if (!foreign) {
@@ -362,88 +352,16 @@ static int one_reading(void *arg, const char *path, const bs_segment_t *seg, uin
 	return 0;
 }
 
-static int fagg_cmp(const void *a, const void *b, size_t n)
-{
-	const fagg_t *x = a, *y = b;
-	for (size_t i = 0; i < n; i++) {
-		int c = strcmp(x->values[i], y->values[i]);
-		if (c)
-			return c;
-	}
-	return 0;
-}
-
-static size_t sort_labels;
-static int fagg_sort(const void *a, const void *b)
-{
-	return fagg_cmp(a, b, sort_labels);
-}
-
-static double sum_value(const bx_quantity_t *q, uint64_t sum)
-{
-	double v = q->is_signed ? (double)(int64_t)sum : (double)sum;
-	return q->divide == 1.0 ? v : v / q->divide;
-}
-
-static int labelled(bx_sample_t *x, const bx_metric_t *m, const fagg_t *a)
-{
-	if (!x)
-		return -1;
-	for (size_t i = 0; i < m->nlabels; i++)
-		if (bx_sample_label(x, m->labels[i].name, a->values[i]) != 0)
-			return -1;
-	return 0;
-}
-
-static int emit(bx_snapshot_t *s, const fam_t *x, const fagg_t *a)
-{
-	const bx_metric_t *m = x->metric;
-	const uint64_t *c = a->cells;
-	if (m->source == BX_SRC_COUNT)
-		return labelled(bx_snapshot_add(s, m, "", (double)c[0]), m, a);
-	if (m->source == BX_SRC_SUM)
-		return labelled(bx_snapshot_add(s, m, "", sum_value(&x->q, c[1])), m, a);
-	double cumulative = 0;
-	for (size_t b = 0; b <= x->q.nbounds; b++) {
-		cumulative += (double)c[2 + b];
-		bx_sample_t *smp = bx_snapshot_add(s, m, "_bucket", cumulative);
-		if (labelled(smp, m, a) != 0 || bx_sample_label(smp, "le", b < x->q.nbounds ? x->q.le[b] : "+Inf") != 0)
-			return -1;
-	}
-	if (labelled(bx_snapshot_add(s, m, "_sum", sum_value(&x->q, c[1])), m, a) != 0)
-		return -1;
-	return labelled(bx_snapshot_add(s, m, "_count", (double)c[0]), m, a);
-}
-
-/* Each family's aggregates summed per label set, in label order. */
-static int emit_family(bx_snapshot_t *s, fam_t *x)
-{
-	int rc = 0;
-	sort_labels = x->metric->nlabels;
-	if (x->n > 1)
-		qsort(x->aggs, x->n, sizeof *x->aggs, fagg_sort);
-	for (size_t i = 0; i < x->n && rc == 0;) {
-		fagg_t merged = x->aggs[i];
-		size_t j = i + 1;
-		for (; j < x->n && fagg_cmp(&x->aggs[i], &x->aggs[j], x->metric->nlabels) == 0; j++)
-			for (size_t k = 0; k < x->ncells; k++)
-				merged.cells[k] += x->aggs[j].cells[k];
-		rc = emit(s, x, &merged);
-		i = j;
-	}
-	return rc;
-}
-
-bx_foreign_t *bx_foreign_collect(bx_exporter_t *ex, bx_snapshot_t *s)
+bx_foreign_t *bx_foreign_collect(bx_stats_t *stats, unsigned groups, bx_snapshot_t *s)
 {
 	ctx_t *c = calloc(1, sizeof *c);
 	if (!c || !(c->own = calloc(bx_metric_count, sizeof *c->own))) {
 		free(c);
 		return NULL;
 	}
-	c->ex = ex;
+	c->groups = groups;
 	c->s = s;
-	if (bx_stats_each_reading(ex, one_reading, c) != 0) {
+	if (bx_stats_each_reading(stats, one_reading, c) != 0) {
 		bx_foreign_free(c);
 		return NULL;
 	}
@@ -459,7 +377,7 @@ int bx_foreign_emit(bx_foreign_t *c)
 {
 	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < c->n; i++)
-		rc = emit_family(c->s, &c->fams[i]);
+		rc = bx_snapshot_series(c->s, c->fams[i].metric, &c->fams[i].q, c->fams[i].rows.items, c->fams[i].rows.n, NULL);
 	return rc;
 }
 
@@ -468,7 +386,7 @@ void bx_foreign_free(bx_foreign_t *c)
 	if (!c)
 		return;
 	for (size_t i = 0; i < c->n; i++)
-		free(c->fams[i].aggs);
+		free(c->fams[i].rows.items);
 	for (size_t i = 0; c->own && i < bx_metric_count; i++)
 		free(c->own[i].items);
 	free(c->own);

@@ -6,7 +6,7 @@
 #define BX_FOREIGN_FAMILIES_H
 
 #include "samples.h"
-#include "stats_layout.h"
+#include "stats_source.h"
 
 /* A family a segment describes stays in its own namespace: it may not
  * take a name Prometheus gives series of its own (these, and names that
@@ -19,18 +19,11 @@
 #define BX_FOREIGN_RESERVED_PREFIXES "scrape_ billing_exporter_ __"
 #define BX_FOREIGN_RESERVED_LABELS "job instance host service billing_probes"
 
-/* Rows that stats segments describe by their own descriptions, where
- * this exporter's tables do not hold their map in that shape
- * (foreign_families.c): per label set, the label values of its family
- * and the cells it reads (its count; or its quantity's count, sum and
- * buckets). */
-#define BX_PART_CELLS (BS_LAYOUT_BOUNDS + 3)
-typedef struct bx_part {
-	const char *values[BX_MAX_FIELDS];
-	bx_u64 cells[BX_PART_CELLS];
-} bx_part_t;
+/* A table family's rows that stats segments describe by their own
+ * descriptions, where this exporter's tables do not hold their map in
+ * that shape (foreign_families.c), per label set. */
 typedef struct bx_parts {
-	bx_part_t *items;
+	bx_series_t *items;
 	size_t n, cap;
 } bx_parts_t;
 
@@ -39,7 +32,7 @@ typedef struct bx_parts {
  * described alike, else one line), and the families the tables do not
  * name (emitted after the table's).  NULL when out of memory. */
 typedef struct bx_foreign bx_foreign_t;
-bx_foreign_t *bx_foreign_collect(bx_exporter_t *ex, bx_snapshot_t *s);
+bx_foreign_t *bx_foreign_collect(bx_stats_t *stats, unsigned groups, bx_snapshot_t *s);
 const bx_parts_t *bx_foreign_table_parts(const bx_foreign_t *f, const bx_metric_t *m);
 int bx_foreign_emit(bx_foreign_t *f);
 void bx_foreign_free(bx_foreign_t *f);

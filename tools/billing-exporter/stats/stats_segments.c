@@ -14,7 +14,7 @@
 #include "stats_state.h"
 #include "stats_trust.h"
 
-seg_t *bx_stats_seg_new(const bx_exporter_t *ex, const char *path)
+seg_t *bx_stats_seg_new(const bx_stats_t *stats, const char *path)
 {
 	seg_t *s = calloc(1, sizeof *s);
 	if (!s || !(s->path = strdup(path))) {
@@ -23,7 +23,7 @@ seg_t *bx_stats_seg_new(const bx_exporter_t *ex, const char *path)
 	}
 	const char *slash = strrchr(s->path, '/');
 	s->name = slash ? slash + 1 : s->path;
-	s->early = !ex->stats->started;
+	s->early = !stats->started;
 	for (const char *c = s->name; *c; c++)
 		s->turn = (unsigned char)(s->turn * 31 + (unsigned char)*c);
 	return s;
@@ -69,7 +69,7 @@ void bx_stats_seg_drop(stats_target_t *t, seg_t *s, int keep)
 
 /* A new file at s's path (a later process given the PID): what the old
  * one counted stays, the entry starts over. */
-static void renew(const bx_exporter_t *ex, stats_target_t *t, seg_t *s)
+static void renew(bx_stats_t *stats, stats_target_t *t, seg_t *s)
 {
 	let_go(t, s, 1);
 	char *path = s->path;
@@ -79,7 +79,7 @@ static void renew(const bx_exporter_t *ex, stats_target_t *t, seg_t *s)
 	s->path = path;
 	s->name = name;
 	s->turn = turn;
-	s->early = !ex->stats->started;
+	s->early = !stats->started;
 }
 
 enum { TAKE,
@@ -87,7 +87,7 @@ enum { TAKE,
        ELSEWHERE };
 
 typedef struct accept_ctx {
-	const bx_exporter_t *ex;
+	bx_stats_t *stats;
 	stats_target_t *t;
 	seg_t *s;
 	int verdict;
@@ -123,11 +123,11 @@ static int accept(void *arg, const struct bs_header *h, char *err, size_t errlen
 			bs_segment_forget(rd); /* its memory reused: the reading is afresh */
 		}
 		s->reading = NULL;
-		renew(c->ex, t, s);
+		renew(c->stats, t, s);
 		s->reading = rd;
 		s->owner = owner;
 	}
-	if (t->pid < 0 && !s->binary_known && bx_stats_counted_elsewhere(c->ex, t, s, h)) {
+	if (t->pid < 0 && !s->binary_known && bx_stats_counted_elsewhere(c->stats, t, s, h)) {
 		c->verdict = s->skipped ? SKIP : ELSEWHERE;
 		return 1;
 	}
@@ -148,7 +148,7 @@ static int writer_runs(const stats_target_t *t, const seg_t *s)
 }
 
 /* A reading of s was taken: its identity kept, its trails' exemplars. */
-static void taken(const bx_exporter_t *ex, seg_t *s, int fd, struct stat *st)
+static void taken(bx_stats_t *stats, seg_t *s, int fd, struct stat *st)
 {
 	const bs_segment_t *rd = s->reading;
 	s->ino = st->st_ino;
@@ -166,17 +166,17 @@ static void taken(const bx_exporter_t *ex, seg_t *s, int fd, struct stat *st)
 	 * gives none, its metrics as they are. */
 	bs_trails_t trails = { 0 };
 	char no_trails[256];
-	if (ex->stats->exemplars && bs_trails_new_fd(fd, rd, BS_LANE_KEPT, s->trail_next) &&
+	if (stats->exemplars && bs_trails_new_fd(fd, rd, BS_LANE_KEPT, s->trail_next) &&
 	    bs_trails_read_fd(fd, BS_LANE_KEPT, s->trail_next, &trails, no_trails, sizeof no_trails) == 0 && trails.pid == rd->pid &&
 	    trails.start_time == rd->start_time) {
-		bx_trail_exemplars_take(ex->stats->exemplars, &trails);
+		bx_trail_exemplars_take(stats->exemplars, &trails);
 		if (trails.count)
 			s->trail_next = trails.trails[trails.count - 1].seq / 2;
 	}
 	bs_trails_free(&trails);
 }
 
-int bx_stats_seg_read(const bx_exporter_t *ex, stats_target_t *t, seg_t *s, int dfd)
+int bx_stats_seg_read(bx_stats_t *stats, stats_target_t *t, seg_t *s, int dfd)
 {
 	char err[PATH_MAX + 256];
 	struct stat st;
@@ -202,8 +202,8 @@ int bx_stats_seg_read(const bx_exporter_t *ex, stats_target_t *t, seg_t *s, int 
 		return 1;
 	if (fd < 0 && t->pid < 0 && fstatat(dfd, s->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		memset(&st, 0, sizeof st); /* a key no file has: looked at again */
-	accept_ctx_t c = { ex, t, s, TAKE };
-	bs_segment_t *first = &ex->stats->first;
+	accept_ctx_t c = { stats, t, s, TAKE };
+	bs_segment_t *first = &stats->first;
 	if (fd >= 0 && t->only_uid >= 0 && st.st_uid != (uid_t)t->only_uid) {
 		snprintf(err, sizeof err, "not owned by uid %ld (--uid)", t->only_uid);
 		why = BX_SKIP_UID;
@@ -221,7 +221,7 @@ int bx_stats_seg_read(const bx_exporter_t *ex, stats_target_t *t, seg_t *s, int 
 	if (first->layout)
 		bs_segment_forget(first);
 	if (rc == 0) {
-		taken(ex, s, fd, &st);
+		taken(stats, s, fd, &st);
 		s->stage = SEG_LIVE;
 		bx_sums_add(t, s);
 		if (last) {
@@ -252,7 +252,7 @@ int bx_stats_seg_read(const bx_exporter_t *ex, stats_target_t *t, seg_t *s, int 
  * (sorted by name): a name new here is a new entry, an entry whose name
  * is gone is dropped (what it counted stays), a final one costs nothing
  * while the listing shows its file, a refused one a look at its file. */
-static void read_dir(const bx_exporter_t *ex, stats_target_t *t)
+static void read_dir(bx_stats_t *stats, stats_target_t *t)
 {
 	char why[256], path[PATH_MAX];
 	int dfd;
@@ -282,15 +282,15 @@ static void read_dir(const bx_exporter_t *ex, stats_target_t *t)
 		}
 		if (c > 0) {
 			if (snprintf(path, sizeof path, "%s/%s", t->dir, names.e[j++].name) >= (int)sizeof path ||
-			    !(s = bx_stats_seg_new(ex, path)))
+			    !(s = bx_stats_seg_new(stats, path)))
 				continue;
 		} else {
 			s = t->segs[i++];
 			if (s->stage == SEG_FINAL && s->ino != names.e[j].ino)
-				renew(ex, t, s); /* a later process's file at its path */
+				renew(stats, t, s); /* a later process's file at its path */
 			j++;
 		}
-		if (bx_stats_seg_read(ex, t, s, dfd)) {
+		if (bx_stats_seg_read(stats, t, s, dfd)) {
 			bx_stats_seg_drop(t, s, 1);
 			continue;
 		}
@@ -303,25 +303,25 @@ static void read_dir(const bx_exporter_t *ex, stats_target_t *t)
 	close(dfd);
 }
 
-void bx_stats_refresh(bx_exporter_t *ex)
+void bx_stats_refresh(bx_stats_t *stats)
 {
-	if (!ex->stats)
+	if (!stats)
 		return;
-	for (size_t i = 0; i < ex->stats->count; i++) {
-		stats_target_t *t = &ex->stats->targets[i];
+	for (size_t i = 0; i < stats->count; i++) {
+		stats_target_t *t = &stats->targets[i];
 		if (t->pid < 0) {
-			read_dir(ex, t);
+			read_dir(stats, t);
 			continue;
 		}
 		if (t->nsegs == 0) {
-			if (!(t->segs = calloc(1, sizeof *t->segs)) || !(t->segs[0] = bx_stats_seg_new(ex, t->path))) {
+			if (!(t->segs = calloc(1, sizeof *t->segs)) || !(t->segs[0] = bx_stats_seg_new(stats, t->path))) {
 				free(t->segs);
 				t->segs = NULL;
 				continue;
 			}
 			t->nsegs = 1;
 		}
-		if (bx_stats_seg_read(ex, t, t->segs[0], -1)) {
+		if (bx_stats_seg_read(stats, t, t->segs[0], -1)) {
 			bx_stats_seg_drop(t, t->segs[0], 1);
 			free(t->segs);
 			t->segs = NULL;

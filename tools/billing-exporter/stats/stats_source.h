@@ -20,8 +20,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "exporter.h"
+#include "cgroup_filter.h"
+#include "exemplars.h"
+#include "labels.h"
+#include "map_row.h"
 #include "stats_trust.h" /* BX_FILE_*: the first skip reasons */
+#include "targets.h"
 
 enum { BX_SOURCE_AUTO,
        BX_SOURCE_STATS,
@@ -30,30 +34,45 @@ enum { BX_SOURCE_AUTO,
 /* "auto" -> BX_SOURCE_AUTO ...; -1 for an unknown name. */
 int bx_source_by_name(const char *name);
 
-/* Take the targets the stats serve: every directory (refused unless its
+typedef struct bx_stats bx_stats_t;
+
+/* Who the stats targets' segments are counted for, set before
+ * bx_stats_setup(): --uid (-1 all), --cgroup (NULL all), and the --binary
+ * targets (read later), whose processes are theirs to count. */
+typedef struct bx_stats_scope {
+	long only_uid;
+	const bx_cgroup_t *cgroup;
+	const bx_targets_t *usdt;
+} bx_stats_scope_t;
+
+/* Take the targets the stats serve, for scope: every directory (refused unless its
  * owner and mode pass, or named twice), and each PID whose segment is
  * found (source auto or stats; with stats a PID without one is an error,
  * saying where it looked).  Every PID is remembered, whichever source
  * serves it, so no directory counts its process again; a PID named twice
  * is an error.  PIDs left for USDT stay in pids[0, *npids).  0, or -1 with
  * a one-line reason in err. */
-int bx_stats_setup(bx_exporter_t *ex, int source, const char **pids, size_t *npids, const char **dirs,
+int bx_stats_setup(bx_stats_t **st, const bx_stats_scope_t *scope, int source, const char **pids, size_t *npids, const char **dirs,
                    size_t ndirs, char *err, size_t errlen);
+
+/* A --pid served from its stats segment whose process a --binary counts
+ * too (through USDT) refused: 0, or -1 with a one-line reason in err. */
+int bx_stats_check_overlap(const bx_stats_t *st, char *err, size_t errlen);
 
 /* The first reading, once every target is read and before any probe is
  * attached: a segment whose writer is gone by then was never counted
  * through USDT too. */
-void bx_stats_start(bx_exporter_t *ex);
+void bx_stats_start(bx_stats_t *st);
 
 /* Rescan and read every stats target, each segment's changes added to its
- * target's sums (call with ex->lock held, once per snapshot, before the
+ * target's sums (call under the exporter's lock, once per snapshot, before the
  * rows). */
-void bx_stats_refresh(bx_exporter_t *ex);
+void bx_stats_refresh(bx_stats_t *st);
 
-/* Append map mi's rows from the stats targets to the snapshot's rows
- * (snapshot.c's row_t array); 0, or -1 when out of memory. */
-struct bx_row;
-int bx_stats_rows(bx_exporter_t *ex, size_t mi, struct bx_row **items, size_t *count, size_t *cap);
+/* Append map mi's rows from the stats targets to rows, their labels
+ * admitted into slots (map mi's, one per key field); 0, or -1 when out of
+ * memory. */
+int bx_stats_rows(bx_stats_t *st, size_t mi, bx_label_slot_t *slots, bx_rows_t *rows);
 
 /* Why a segment's latest reading was left out (its earlier readings, if
  * any, stay in the sums): it could not be read (or is not a regular file
@@ -69,28 +88,20 @@ enum { BX_SKIP_NONE,
        BX_SKIP_COUNT };
 extern const char *const bx_skip_reasons[BX_SKIP_COUNT]; /* label values: "unreadable", ... */
 /* Segments whose latest reading was left out for reason, now. */
-size_t bx_stats_skipped(const bx_exporter_t *ex, int reason);
+size_t bx_stats_skipped(const bx_stats_t *st, int reason);
 
-/* Every reading the stats targets keep (each live segment's last one, and
- * those kept whole because their descriptions lay out maps of another
- * shape), for the families only segments describe (foreign_families.c):
- * fn(ctx, path, reading, said) where said
- * is the segment's record of family lines said (one bit per family of
- * its description, BS_LAYOUT_FAMILIES).  Stops at fn's first non-zero. */
-struct bs_segment;
-typedef int (*bx_reading_fn)(void *ctx, const char *path, const struct bs_segment *seg, uint64_t *said);
-int bx_stats_each_reading(bx_exporter_t *ex, bx_reading_fn fn, void *ctx);
-
-size_t bx_stats_target_count(const bx_exporter_t *ex);
-const char *bx_stats_target_label(const bx_exporter_t *ex, size_t i);
-int bx_stats_target_up(const bx_exporter_t *ex, size_t i);
+size_t bx_stats_target_count(const bx_stats_t *st);
+const char *bx_stats_target_label(const bx_stats_t *st, size_t i);
+int bx_stats_target_up(const bx_stats_t *st, size_t i);
 /* The probe sets among stats target i's segments as last read, each once:
  * its description's hash and how many probes feed its maps; how many
  * there are (at most cap are written). */
-size_t bx_stats_target_probe_sets(const bx_exporter_t *ex, size_t i, uint64_t *hash, size_t *probes, size_t cap);
-/* The process of stats target i, -1 for a directory. */
-int bx_stats_target_pid(const bx_exporter_t *ex, size_t i);
+size_t bx_stats_target_probe_sets(const bx_stats_t *st, size_t i, uint64_t *hash, size_t *probes, size_t cap);
 
-void bx_stats_free(bx_exporter_t *ex);
+/* The latest slow request per duration bucket, from the segments taken
+ * (trail_exemplars.h); NULL when there is none to give. */
+const bx_exemplar_source_t *bx_stats_exemplars(const bx_stats_t *st);
+
+void bx_stats_free(bx_stats_t *st);
 
 #endif /* BX_STATS_SOURCE_H */

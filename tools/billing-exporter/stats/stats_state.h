@@ -33,8 +33,8 @@
 #include <time.h>
 
 #include "cgroup_filter.h"
-#include "exporter.h"
 #include "proc_identity.h"
+#include "report.h"
 #include "row_sum.h"
 #include "stats_read.h"
 #include "stats_source.h"
@@ -122,6 +122,7 @@ typedef struct stats_target {
 } stats_target_t;
 
 struct bx_stats {
+	bx_stats_scope_t scope;
 	stats_target_t *targets;
 	size_t count;
 	bx_proc_t *named; /* the process of every --pid, whichever source serves it */
@@ -164,7 +165,7 @@ int bx_stats_same_key(const file_key_t *a, const struct stat *st);
 /* A directory's segment whose writer (as header h names it) another
  * target counts (said once): 1 when it must not be summed here (or is
  * unattributed: s->skipped set); 0 when it may. */
-int bx_stats_counted_elsewhere(const bx_exporter_t *ex, const stats_target_t *t, seg_t *s, const struct bs_header *h);
+int bx_stats_counted_elsewhere(const bx_stats_t *stats, const stats_target_t *t, seg_t *s, const struct bs_header *h);
 /* --cgroup: may segment s, its writer as header h names it, be read?  0,
  * else a reason in err (s->skipped set). */
 int bx_stats_cgroup_allows(const stats_target_t *t, seg_t *s, const struct bs_header *h, char *err, size_t errlen);
@@ -174,16 +175,25 @@ void bx_stats_say_skipped(seg_t *s, const char *err);
 
 /* --- stats_segments.c ------------------------------------------------------- */
 
-seg_t *bx_stats_seg_new(const bx_exporter_t *ex, const char *path);
+seg_t *bx_stats_seg_new(const bx_stats_t *stats, const char *path);
 /* The entry freed; what it counted stays in t's sums (keep: a reading
  * that lays out maps of another shape moves to t->kept). */
 void bx_stats_seg_drop(stats_target_t *t, seg_t *s, int keep);
 /* Read segment s of target t (dfd: a --stats-dir's), its changes added
  * to t's sums.  1 when its file is gone (the caller drops the entry),
  * else 0. */
-int bx_stats_seg_read(const bx_exporter_t *ex, stats_target_t *t, seg_t *s, int dfd);
+int bx_stats_seg_read(bx_stats_t *stats, stats_target_t *t, seg_t *s, int dfd);
 
 /* --- stats_sums.c ----------------------------------------------------------- */
+
+/* Every reading the stats targets keep (each live segment's last one, and
+ * those kept whole because their descriptions lay out maps of another
+ * shape), for the families only segments describe (foreign_families.c):
+ * fn(ctx, path, reading, said) where said is the segment's record of
+ * family lines said (one bit per family of its description,
+ * BS_LAYOUT_FAMILIES).  Stops at fn's first non-zero. */
+typedef int (*bx_reading_fn)(void *ctx, const char *path, const bs_segment_t *seg, uint64_t *said);
+int bx_stats_each_reading(bx_stats_t *stats, bx_reading_fn fn, void *ctx);
 
 /* The changes of s's last reading added to t's sums (its new rows placed
  * first).  0; -1 when out of memory: then what the reading had added

@@ -170,24 +170,15 @@ static void whole_histograms(size_t mi, uint64_t *cells)
 /* Label set i of sum as a snapshot row: labels admitted under the
  * exporter's cap (once: an admitted value or "other" stays so), ints for
  * outcomes and filters, whole histograms. */
-static int add_row(bx_exporter_t *ex, size_t mi, bx_row_sum_t *sum, size_t i, struct bx_row **items, size_t *count,
-                   size_t *cap)
+static int add_row(size_t mi, bx_row_sum_t *sum, size_t i, bx_label_slot_t *slots, bx_rows_t *rows)
 {
 	const bx_map_desc_t *m = &bx_maps[mi];
 	const bs_read_row_t *sr = &sum->rows[i];
 	const char **admitted = sum->admitted[i];
-	char buf[4 * BX_LABEL_BYTES_MAX + 1];
-
-	if (*count == *cap) {
-		size_t nc = *cap ? *cap * 2 : 64;
-		struct bx_row *n = realloc(*items, nc * sizeof *n);
-		if (!n)
-			return -1;
-		*items = n;
-		*cap = nc;
-	}
-	struct bx_row *row = &(*items)[(*count)++];
-	memset(row, 0, sizeof *row);
+	char buf[BX_LABEL_TEXT];
+	struct bx_row *row = bx_rows_add(rows);
+	if (!row)
+		return -1;
 	for (size_t f = 0; f < m->nfields; f++) {
 		if (sr->state[f] != BS_FIELD_VALUE) {
 			row->labels[f] = BX_LABEL_OTHER;
@@ -199,11 +190,8 @@ static int add_row(bx_exporter_t *ex, size_t mi, bx_row_sum_t *sum, size_t i, st
 			row->labels[f] = admitted[f];
 			continue;
 		}
-		if (m->fields[f].kind == BX_KEY_STRING)
-			bx_label_sanitize(sr->text[f], sizeof sr->text[f], buf, sizeof buf);
-		else
-			snprintf(buf, sizeof buf, "%d", (int)sr->ints[f]);
-		row->labels[f] = bx_label_admit(&ex->slots[mi][f], m->fields[f].known, m->fields[f].nknown, buf);
+		bx_label_text(m->fields[f].kind == BX_KEY_STRING ? sr->text[f] : NULL, sizeof sr->text[f], sr->ints[f], buf);
+		row->labels[f] = bx_label_admit(&slots[f], m->fields[f].known, m->fields[f].nknown, buf);
 	}
 	if (!admitted[0] && m->nfields)
 		memcpy(admitted, row->labels, m->nfields * sizeof *admitted);
@@ -215,23 +203,23 @@ static int add_row(bx_exporter_t *ex, size_t mi, bx_row_sum_t *sum, size_t i, st
 
 /* Map mi's rows of every stats target: each target's label sets that a
  * segment has counted in, summed already. */
-int bx_stats_rows(bx_exporter_t *ex, size_t mi, struct bx_row **items, size_t *count, size_t *cap)
+int bx_stats_rows(bx_stats_t *stats, size_t mi, bx_label_slot_t *slots, bx_rows_t *rows)
 {
-	for (size_t i = 0; ex->stats && i < ex->stats->count; i++) {
-		bx_row_sum_t *sum = &ex->stats->targets[i].sums.map[mi];
+	for (size_t i = 0; stats && i < stats->count; i++) {
+		bx_row_sum_t *sum = &stats->targets[i].sums.map[mi];
 		for (size_t r = 0; r < sum->count; r++)
-			if (sum->refs[r] && add_row(ex, mi, sum, r, items, count, cap) != 0)
+			if (sum->refs[r] && add_row(mi, sum, r, slots, rows) != 0)
 				return -1;
 	}
 	return 0;
 }
 
-int bx_stats_each_reading(bx_exporter_t *ex, bx_reading_fn fn, void *ctx)
+int bx_stats_each_reading(bx_stats_t *stats, bx_reading_fn fn, void *ctx)
 {
 	uint64_t kept_said[BS_LAYOUT_FAMILIES / 64];
 	int rc = 0;
-	for (size_t i = 0; ex->stats && rc == 0 && i < ex->stats->count; i++) {
-		stats_target_t *t = &ex->stats->targets[i];
+	for (size_t i = 0; stats && rc == 0 && i < stats->count; i++) {
+		stats_target_t *t = &stats->targets[i];
 		for (size_t k = 0; rc == 0 && k < t->nsegs; k++)
 			if (t->segs[k]->reading && t->segs[k]->reading->layout && t->segs[k]->stage != SEG_ELSEWHERE)
 				rc = fn(ctx, t->segs[k]->path, t->segs[k]->reading, t->segs[k]->families_said);

@@ -102,46 +102,46 @@ static int find_segment(stats_target_t *t, const stats_target_t *dirs, size_t nd
 	return -1;
 }
 
-static stats_target_t *add_target(bx_exporter_t *ex)
+static stats_target_t *add_target(bx_stats_t *stats)
 {
-	stats_target_t *t = realloc(ex->stats->targets, (ex->stats->count + 1) * sizeof *t);
+	stats_target_t *t = realloc(stats->targets, (stats->count + 1) * sizeof *t);
 	if (!t)
 		return NULL;
-	ex->stats->targets = t;
-	t = &t[ex->stats->count++];
+	stats->targets = t;
+	t = &t[stats->count++];
 	memset(t, 0, sizeof *t);
 	for (int m = 0; m < BX_MAP_COUNT; m++)
 		t->sums.map[m].native_cells = billing_stats_maps_[m].native_cells;
 	t->pid = -1;
-	t->only_uid = ex->only_uid;
-	t->cgroup = ex->cgroup;
+	t->only_uid = stats->scope.only_uid;
+	t->cgroup = stats->scope.cgroup;
 	return t;
 }
 
 /* A --stats-dir: its owner and mode checked (stats_trust.h), whose it is
  * said, one directory named once.  0, or -1 with the reason in err. */
-static int add_dir(bx_exporter_t *ex, const char *dir, char *err, size_t errlen)
+static int add_dir(bx_stats_t *stats, const char *dir, char *err, size_t errlen)
 {
 	char why[256], user[128];
 	int fd;
 	uid_t uid;
 	struct stat st;
-	if (bx_stats_dir_open(dir, bx_stats_dir_user(dir, ex->only_uid), BX_OWNER_OR_ROOT, &fd, &uid, why, sizeof why) !=
+	if (bx_stats_dir_open(dir, bx_stats_dir_user(dir, stats->scope.only_uid), BX_OWNER_OR_ROOT, &fd, &uid, why, sizeof why) !=
 	    0) {
 		snprintf(err, errlen, "--stats-dir %s: %s", dir, why);
 		return -1;
 	}
 	fstat(fd, &st);
 	close(fd);
-	for (size_t i = 0; i < ex->stats->count; i++) {
+	for (size_t i = 0; i < stats->count; i++) {
 		struct stat other;
-		if (stat(ex->stats->targets[i].dir, &other) == 0 && other.st_dev == st.st_dev && other.st_ino == st.st_ino) {
+		if (stat(stats->targets[i].dir, &other) == 0 && other.st_dev == st.st_dev && other.st_ino == st.st_ino) {
 			snprintf(err, errlen, "--stats-dir %s: the directory --stats-dir %s names already", dir,
-			         ex->stats->targets[i].dir);
+			         stats->targets[i].dir);
 			return -1;
 		}
 	}
-	stats_target_t *t = add_target(ex);
+	stats_target_t *t = add_target(stats);
 	if (!t) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -155,56 +155,56 @@ static int add_dir(bx_exporter_t *ex, const char *dir, char *err, size_t errlen)
 
 /* Remember the process of --pid text (whichever source serves it), once.
  * 0, or -1 with the reason in err. */
-static int name_process(bx_exporter_t *ex, const char *text, int pid, char *err, size_t errlen)
+static int name_process(bx_stats_t *stats, const char *text, int pid, char *err, size_t errlen)
 {
-	struct bx_stats *st = ex->stats;
-	for (size_t i = 0; i < st->nnamed; i++) {
-		if (st->named[i].pid == pid) {
+	for (size_t i = 0; i < stats->nnamed; i++) {
+		if (stats->named[i].pid == pid) {
 			snprintf(err, errlen, "--pid %s: named twice (it would count twice)", text);
 			return -1;
 		}
 	}
-	bx_proc_t *n = realloc(st->named, (st->nnamed + 1) * sizeof *n);
+	bx_proc_t *n = realloc(stats->named, (stats->nnamed + 1) * sizeof *n);
 	if (!n) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	st->named = n;
-	if (bx_proc_read(pid, &n[st->nnamed]) == 0)
-		st->nnamed++;
+	stats->named = n;
+	if (bx_proc_read(pid, &n[stats->nnamed]) == 0)
+		stats->nnamed++;
 	return 0;
 }
 
-int bx_stats_setup(bx_exporter_t *ex, int source, const char **pids, size_t *npids, const char **dirs,
-                   size_t ndirs, char *err, size_t errlen)
+int bx_stats_setup(bx_stats_t **st, const bx_stats_scope_t *scope, int source, const char **pids, size_t *npids,
+                   const char **dirs, size_t ndirs, char *err, size_t errlen)
 {
 	size_t kept = 0;
-
-	if (!(ex->stats = calloc(1, sizeof *ex->stats))) {
+	bx_stats_t *stats = *st = calloc(1, sizeof *stats);
+	if (!stats) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	stats->scope = *scope;
 	for (size_t i = 0; i < ndirs; i++)
-		if (add_dir(ex, dirs[i], err, errlen) != 0)
+		if (add_dir(stats, dirs[i], err, errlen) != 0)
 			return -1;
 	for (size_t i = 0; i < *npids; i++) {
 		char why[PATH_MAX + 256] = "not a process ID";
 		int pid = parse_pid(pids[i]);
-		if (pid > 0 && name_process(ex, pids[i], pid, err, errlen) != 0)
+		if (pid > 0 && name_process(stats, pids[i], pid, err, errlen) != 0)
 			return -1;
-		stats_target_t *t = source != BX_SOURCE_USDT && pid > 0 ? add_target(ex) : NULL;
+		stats_target_t *t = source != BX_SOURCE_USDT && pid > 0 ? add_target(stats) : NULL;
 		if (t) {
 			t->pid = pid;
 			if (bx_proc_read(pid, &t->proc) != 0)
 				snprintf(why, sizeof why, "no such process");
 			else {
 				t->user = t->proc.uid;
-				if (find_segment(t, ex->stats->targets, ndirs, why, sizeof why) == 0) {
+				if (find_segment(t, stats->targets, ndirs, why, sizeof why) == 0) {
 					snprintf(t->label, sizeof t->label, "pid:%d", pid);
 					continue;
 				}
 			}
-			ex->stats->count--; /* not a stats target after all */
+			stats->count--; /* not a stats target after all */
 		}
 		if (source == BX_SOURCE_STATS) {
 			snprintf(err, errlen, "--pid %s: no stats segment found (is it a -Dstats=enabled build, with "
@@ -215,15 +215,35 @@ int bx_stats_setup(bx_exporter_t *ex, int source, const char **pids, size_t *npi
 		pids[kept++] = pids[i]; /* through USDT */
 	}
 	*npids = kept;
-	if (ex->stats->count && (ex->stats->exemplars = bx_trail_exemplars_new()))
-		ex->exemplars = bx_trail_exemplars_source(ex->stats->exemplars);
+	if (stats->count)
+		stats->exemplars = bx_trail_exemplars_new();
 	return 0;
 }
 
-void bx_stats_start(bx_exporter_t *ex)
+int bx_stats_check_overlap(const bx_stats_t *stats, char *err, size_t errlen)
 {
-	bx_stats_refresh(ex);
-	ex->stats->started = 1;
+	for (size_t i = 0; i < stats->count; i++) {
+		int pid = stats->targets[i].pid;
+		int b = pid > 0 && bx_binary_target_count(stats->scope.usdt) ? bx_binary_target_of(stats->scope.usdt, pid) : -1;
+		if (b == -1)
+			continue;
+		if (b >= 0)
+			snprintf(err, errlen, "--pid %d maps a file --binary %s attaches to: its fires would count twice, from "
+			                      "its stats segment and through USDT (name it once)",
+			         pid, stats->scope.usdt->items[b].binary);
+		else
+			snprintf(err, errlen, "--pid %d: its executable or memory maps cannot be read, so whether --binary "
+			                      "counts it too is unknown (run as root or as its user)",
+			         pid);
+		return -1;
+	}
+	return 0;
+}
+
+void bx_stats_start(bx_stats_t *stats)
+{
+	bx_stats_refresh(stats);
+	stats->started = 1;
 }
 
 /* --- a segment's file ---------------------------------------------------------- */
@@ -406,30 +426,29 @@ int bx_stats_cgroup_allows(const stats_target_t *t, seg_t *s, const struct bs_he
  * library (counted through USDT): said once, 1.  A segment whose writer
  * cannot be looked at while a --binary may count it is skipped as
  * unattributed: 1 as well, s->skipped set. */
-int bx_stats_counted_elsewhere(const bx_exporter_t *ex, const stats_target_t *t, seg_t *s, const struct bs_header *h)
+int bx_stats_counted_elsewhere(const bx_stats_t *stats, const stats_target_t *t, seg_t *s, const struct bs_header *h)
 {
 	char why[PATH_MAX + 128];
-	const struct bx_stats *st = ex->stats;
 	int elsewhere = 0;
-	for (size_t i = 0; !elsewhere && i < st->nnamed; i++) {
-		if ((uint32_t)st->named[i].ns_pid == h->pid && st->named[i].start_time == h->start_time) {
+	for (size_t i = 0; !elsewhere && i < stats->nnamed; i++) {
+		if ((uint32_t)stats->named[i].ns_pid == h->pid && stats->named[i].start_time == h->start_time) {
 			snprintf(why, sizeof why, "written by the process of --pid %d: counted there, not again by --stats-dir %s",
-			         (int)st->named[i].pid, t->dir);
+			         (int)stats->named[i].pid, t->dir);
 			elsewhere = 1;
 		}
 	}
-	if (!elsewhere && !s->binary_known && bx_binary_target_count(ex)) {
+	if (!elsewhere && !s->binary_known && bx_binary_target_count(stats->scope.usdt)) {
 		bx_proc_t w;
 		int b = -2;
 		memset(&w, 0, sizeof w);
 		if (bx_proc_wrote((pid_t)h->pid, h->start_time, s->owner, &w))
-			b = bx_binary_target_of(ex, w.pid);
+			b = bx_binary_target_of(stats->scope.usdt, w.pid);
 		else if (s->early)
 			b = -1; /* gone before any probe was attached: no --binary counted it */
 		if (b >= 0) {
 			snprintf(why, sizeof why, "its writer (pid %d) runs or maps what --binary %s attaches to: counted there "
 			                          "through USDT, not again by --stats-dir %s",
-			         (int)w.pid, ex->targets[b].binary, t->dir);
+			         (int)w.pid, stats->scope.usdt->items[b].binary, t->dir);
 			elsewhere = 1;
 		} else if (b == -1) {
 			s->binary_known = 1;
@@ -449,23 +468,23 @@ int bx_stats_counted_elsewhere(const bx_exporter_t *ex, const stats_target_t *t,
 
 const char *const bx_skip_reasons[BX_SKIP_COUNT] = { "", "unreadable", "uid", "cgroup", "unattributed" };
 
-size_t bx_stats_skipped(const bx_exporter_t *ex, int reason)
+size_t bx_stats_skipped(const bx_stats_t *stats, int reason)
 {
 	size_t n = 0;
-	for (size_t i = 0; ex->stats && i < ex->stats->count; i++)
-		for (size_t k = 0; k < ex->stats->targets[i].nsegs; k++)
-			n += ex->stats->targets[i].segs[k]->skipped == reason;
+	for (size_t i = 0; stats && i < stats->count; i++)
+		for (size_t k = 0; k < stats->targets[i].nsegs; k++)
+			n += stats->targets[i].segs[k]->skipped == reason;
 	return n;
 }
 
-size_t bx_stats_target_count(const bx_exporter_t *ex)
+size_t bx_stats_target_count(const bx_stats_t *stats)
 {
-	return ex->stats ? ex->stats->count : 0;
+	return stats ? stats->count : 0;
 }
 
-const char *bx_stats_target_label(const bx_exporter_t *ex, size_t i)
+const char *bx_stats_target_label(const bx_stats_t *stats, size_t i)
 {
-	return ex->stats->targets[i].label;
+	return stats->targets[i].label;
 }
 
 /* Up: some segment of the target was written by a process that still
@@ -473,9 +492,9 @@ const char *bx_stats_target_label(const bx_exporter_t *ex, size_t i)
  * one: its start time matches, not a later one given its PID), or for a
  * directory the process under the header's PID with the header's start
  * time, running as the file's user.  A FINAL segment's writer is gone. */
-int bx_stats_target_up(const bx_exporter_t *ex, size_t i)
+int bx_stats_target_up(const bx_stats_t *stats, size_t i)
 {
-	const stats_target_t *t = &ex->stats->targets[i];
+	const stats_target_t *t = &stats->targets[i];
 	for (size_t k = 0; k < t->nsegs; k++) {
 		const seg_t *s = t->segs[k];
 		bx_proc_t now;
@@ -488,9 +507,9 @@ int bx_stats_target_up(const bx_exporter_t *ex, size_t i)
 	return 0;
 }
 
-size_t bx_stats_target_probe_sets(const bx_exporter_t *ex, size_t i, uint64_t *hash, size_t *probes, size_t cap)
+size_t bx_stats_target_probe_sets(const bx_stats_t *stats, size_t i, uint64_t *hash, size_t *probes, size_t cap)
 {
-	const stats_target_t *t = &ex->stats->targets[i];
+	const stats_target_t *t = &stats->targets[i];
 	size_t n = 0;
 	for (size_t k = 0; k < t->nsegs; k++) {
 		const seg_t *s = t->segs[k];
@@ -510,17 +529,12 @@ size_t bx_stats_target_probe_sets(const bx_exporter_t *ex, size_t i, uint64_t *h
 	return n;
 }
 
-int bx_stats_target_pid(const bx_exporter_t *ex, size_t i)
+void bx_stats_free(bx_stats_t *stats)
 {
-	return ex->stats->targets[i].pid;
-}
-
-void bx_stats_free(bx_exporter_t *ex)
-{
-	if (!ex->stats)
+	if (!stats)
 		return;
-	for (size_t i = 0; i < ex->stats->count; i++) {
-		stats_target_t *t = &ex->stats->targets[i];
+	for (size_t i = 0; i < stats->count; i++) {
+		stats_target_t *t = &stats->targets[i];
 		for (size_t k = 0; k < t->nsegs; k++)
 			bx_stats_seg_drop(t, t->segs[k], 0);
 		free(t->segs);
@@ -531,11 +545,14 @@ void bx_stats_free(bx_exporter_t *ex)
 		free(t->kept);
 		bx_sums_free(&t->sums);
 	}
-	bs_segment_free(&ex->stats->first);
-	bx_trail_exemplars_free(ex->stats->exemplars);
-	ex->exemplars = NULL;
-	free(ex->stats->targets);
-	free(ex->stats->named);
-	free(ex->stats);
-	ex->stats = NULL;
+	bs_segment_free(&stats->first);
+	bx_trail_exemplars_free(stats->exemplars);
+	free(stats->targets);
+	free(stats->named);
+	free(stats);
+}
+
+const bx_exemplar_source_t *bx_stats_exemplars(const bx_stats_t *stats)
+{
+	return stats && stats->exemplars ? bx_trail_exemplars_source(stats->exemplars) : NULL;
 }

@@ -19,9 +19,9 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "metric_table.h"
+#include "ticker.h"
 
 /* A hostile writer may name any number of handlers: the store is
  * bounded, and a new key takes the place of the one that ended first. */
@@ -44,13 +44,6 @@ struct bx_trail_exemplars {
 	size_t count;
 };
 
-static double now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static const bx_quantity_t *quantity_of(const bx_metric_t *m)
 {
 	return &bx_quantities[bx_maps[m->map].quantities[m->quantity].quantity];
@@ -63,14 +56,6 @@ static size_t bucket_of(const bx_trail_exemplars_t *te, double x)
 	while (i < te->nbounds && !(x <= te->bounds[i]))
 		i++;
 	return i;
-}
-
-static const char *label_of(const bx_sample_t *x, const char *name)
-{
-	for (size_t i = 0; i < x->nlabels; i++)
-		if (strcmp(x->label_names[i], name) == 0)
-			return x->label_values[i];
-	return NULL;
 }
 
 static entry_t *find(bx_trail_exemplars_t *te, const char *handler, size_t bucket)
@@ -86,12 +71,12 @@ static entry_t *find(bx_trail_exemplars_t *te, const char *handler, size_t bucke
 static int latest(void *ctx, const bx_sample_t *bucket, double lower, double upper, bx_exemplar_t *out)
 {
 	bx_trail_exemplars_t *te = ctx;
-	const char *handler = label_of(bucket, "handler");
+	const char *handler = bx_sample_label_value(bucket, "handler");
 	(void)lower;
 	if (bucket->metric != te->family || !handler)
 		return 0;
 	const entry_t *e = find(te, handler, bucket_of(te, upper));
-	double now = now_seconds();
+	double now = bx_seconds(CLOCK_REALTIME);
 	if (!e || now > e->until || e->ex.timestamp > now + FUTURE_SECONDS)
 		return 0;
 	*out = e->ex;
@@ -112,7 +97,7 @@ static entry_t *place_for(bx_trail_exemplars_t *te)
 
 void bx_trail_exemplars_take(bx_trail_exemplars_t *te, const bs_trails_t *trails)
 {
-	double now = now_seconds(), keep = (double)trails->keep_ns / 1e9;
+	double now = bx_seconds(CLOCK_REALTIME), keep = (double)trails->keep_ns / 1e9;
 	for (size_t i = 0; i < trails->count; i++) {
 		const struct bs_trail *t = &trails->trails[i];
 		char handler[BS_TRAIL_HANDLER];

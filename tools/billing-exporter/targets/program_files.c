@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <sys/sysmacros.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "text_file.h" /* tools/probe-reader */
@@ -142,11 +141,4 @@ int bx_foreign_file_trusted(pid_t pid, const struct stat *st, long owner, long o
 		return 0;
 	}
 	return 1;
-}
-
-long long bx_now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec;
 }

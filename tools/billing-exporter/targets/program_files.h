@@ -54,7 +54,4 @@ int bx_foreign_file_trusted(pid_t pid, const struct stat *st, long owner, long o
  * default of --idle-detach. */
 #define BX_IDLE_DETACH_S 30
 
-/* Seconds on the monotonic clock. */
-long long bx_now_s(void);
-
 #endif /* BX_PROGRAM_FILES_H */

@@ -37,6 +37,7 @@
 #include "report.h"
 #include "proc_identity.h"  /* bx_proc_each_mapping */
 #include "target_modules.h" /* the probe reader */
+#include "ticker.h"
 
 static bx_program_file_t *program_of(const bx_target_t *t, unsigned long long dev, unsigned long long ino)
 {
@@ -53,14 +54,14 @@ static int add_program(bx_target_t *t, const bx_program_file_t *pf)
 		return -1;
 	t->programs = grown;
 	grown[t->program_count] = *pf;
-	grown[t->program_count++].run_at = bx_now_s();
+	grown[t->program_count++].run_at = (long long)bx_seconds(CLOCK_MONOTONIC);
 	return 0;
 }
 
 int bx_program_target_take_idle(bx_target_t *t, long long idle_s, bx_program_file_t *gone, char *path,
                                 size_t pathlen)
 {
-	long long now = bx_now_s();
+	long long now = (long long)bx_seconds(CLOCK_MONOTONIC);
 	struct stat here;
 	int have_here = t->on_host && stat(t->binary, &here) == 0;
 	for (size_t i = 0; i < t->program_count; i++) {
@@ -304,7 +305,7 @@ int bx_program_target_discover(bx_target_t *t)
 			continue;
 		bx_program_file_t *known = program_of(t, dev, ino);
 		if (known)
-			known->run_at = bx_now_s();
+			known->run_at = (long long)bx_seconds(CLOCK_MONOTONIC);
 		else if (bx_target_refused(t, dev, ino) || (rc = new_program_file(t, (int)pid, dev, ino)) <= 0)
 			continue;
 		rc = 0;

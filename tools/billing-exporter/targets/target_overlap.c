@@ -1,15 +1,12 @@
 /*
- * target_overlap.c -- one process counted once: targets that would count
- * a fire twice are refused before anything is attached (target_overlap.h).
- * Above the targets and the stats source, whose targets it compares.
+ * target_overlap.c -- one process counted once (targets.h): which
+ * --binary counts a process, and targets that would count a fire twice
+ * refused before anything is attached.
  */
-#include "target_overlap.h"
-
 #include <stdio.h>
 
-#include "exporter.h"
+#include "proc_identity.h" /* bx_proc_each_mapping */
 #include "program_target.h"
-#include "stats_source.h"
 #include "targets.h"
 
 /* A module of a with probes that b has too, or NULL. */
@@ -72,31 +69,72 @@ static int pid_overlaps(const bx_target_t *a, const bx_target_t *b, char *err, s
 	return 0;
 }
 
-int bx_targets_check_overlap(const bx_exporter_t *ex, char *err, size_t errlen)
+/* Does target b (a --binary) have a module with probes for the file
+ * (dev, ino)? */
+int bx_target_has_file(const bx_target_t *b, unsigned long long dev, unsigned long long ino)
 {
-	for (size_t i = 0; i < ex->target_count; i++) {
-		const bx_target_t *a = &ex->targets[i];
-		for (size_t j = 0; j < ex->target_count; j++) {
-			const bx_target_t *b = &ex->targets[j];
+	for (size_t i = 0; i < b->module_count; i++) {
+		const bx_module_t *m = &b->modules[i];
+		if (m->probe_count && ((m->dev == dev && m->ino == ino) || (m->path_dev == dev && m->path_ino == ino)))
+			return 1;
+	}
+	return 0;
+}
+
+size_t bx_binary_target_count(const bx_targets_t *ts)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < ts->count; i++)
+		n += ts->items[i].binary != NULL;
+	return n;
+}
+
+typedef struct maps_binary {
+	const bx_targets_t *ts;
+	int found; /* the index of a --binary library the process maps */
+} maps_binary_t;
+
+static int mapping_of_binary(unsigned long long dev, unsigned long long ino, const char *path, void *ctx)
+{
+	maps_binary_t *m = ctx;
+	(void)path;
+	for (size_t i = 0; i < m->ts->count; i++) {
+		const bx_target_t *t = &m->ts->items[i];
+		if (t->binary && !t->program && bx_target_has_file(t, dev, ino)) {
+			m->found = (int)i;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int bx_binary_target_of(const bx_targets_t *ts, pid_t pid)
+{
+	int libraries = 0;
+	for (size_t i = 0; i < ts->count; i++) {
+		const bx_target_t *t = &ts->items[i];
+		libraries += t->binary && !t->program;
+		int runs = t->program ? bx_program_target_runs(t, pid) : 0;
+		if (runs != 0)
+			return runs > 0 ? (int)i : -2;
+	}
+	maps_binary_t m = { ts, -1 };
+	if (libraries && bx_proc_each_mapping(pid, mapping_of_binary, &m) < 0)
+		return -2;
+	return m.found;
+}
+
+int bx_targets_check_overlap(const bx_targets_t *ts, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < ts->count; i++) {
+		const bx_target_t *a = &ts->items[i];
+		for (size_t j = 0; j < ts->count; j++) {
+			const bx_target_t *b = &ts->items[j];
 			if (i == j || !b->binary || (a->binary && j < i))
 				continue;
 			if (a->binary ? binaries_overlap(a, b, err, errlen) : pid_overlaps(a, b, err, errlen))
 				return -1;
 		}
-	}
-	for (size_t i = 0; i < bx_stats_target_count(ex); i++) {
-		int pid = bx_stats_target_pid(ex, i), b = pid > 0 && bx_binary_target_count(ex) ? bx_binary_target_of(ex, pid) : -1;
-		if (b == -1)
-			continue;
-		if (b >= 0)
-			snprintf(err, errlen, "--pid %d maps a file --binary %s attaches to: its fires would count twice, from "
-			                      "its stats segment and through USDT (name it once)",
-			         pid, ex->targets[b].binary);
-		else
-			snprintf(err, errlen, "--pid %d: its executable or memory maps cannot be read, so whether --binary "
-			                      "counts it too is unknown (run as root or as its user)",
-			         pid);
-		return -1;
 	}
 	return 0;
 }

@@ -25,9 +25,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "exporter.h" /* the targets of a bx_exporter_t */
 #include "report.h"
-#include "proc_identity.h"  /* bx_proc_each_mapping */
 #include "program_target.h" /* --binary of a program */
 #include "target_modules.h" /* the probe reader library: tools/probe-reader */
 
@@ -212,57 +210,45 @@ void bx_target_free(bx_target_t *t)
 	memset(t, 0, sizeof *t);
 }
 
-/* Does target b (a --binary) have a module with probes for the file
- * (dev, ino)? */
-int bx_target_has_file(const bx_target_t *b, unsigned long long dev, unsigned long long ino)
+static int parse_pid(const char *s)
 {
-	for (size_t i = 0; i < b->module_count; i++) {
-		const bx_module_t *m = &b->modules[i];
-		if (m->probe_count && ((m->dev == dev && m->ino == ino) || (m->path_dev == dev && m->path_ino == ino)))
-			return 1;
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	return errno || *end || end == s || v <= 0 || v > 0x7fffffffL ? -1 : (int)v;
+}
+
+int bx_targets_read(bx_targets_t *ts, const char *const *pids, size_t npids, const char *const *binaries,
+                    size_t nbinaries, long only_uid)
+{
+	char err[512];
+	if (npids + nbinaries && !(ts->items = calloc(npids + nbinaries, sizeof *ts->items))) {
+		bx_error("out of memory");
+		return -1;
 	}
-	return 0;
-}
-
-size_t bx_binary_target_count(const bx_exporter_t *ex)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < ex->target_count; i++)
-		n += ex->targets[i].binary != NULL;
-	return n;
-}
-
-typedef struct maps_binary {
-	const bx_exporter_t *ex;
-	int found; /* the index of a --binary library the process maps */
-} maps_binary_t;
-
-static int mapping_of_binary(unsigned long long dev, unsigned long long ino, const char *path, void *ctx)
-{
-	maps_binary_t *m = ctx;
-	(void)path;
-	for (size_t i = 0; i < m->ex->target_count; i++) {
-		const bx_target_t *t = &m->ex->targets[i];
-		if (t->binary && !t->program && bx_target_has_file(t, dev, ino)) {
-			m->found = (int)i;
-			return 1;
+	for (size_t i = 0; i < npids + nbinaries; i++) {
+		const char *binary = i < npids ? NULL : binaries[i - npids];
+		int pid = binary ? 0 : parse_pid(pids[i]);
+		if (pid < 0) {
+			bx_error("--pid %s: not a process ID", pids[i]);
+			return -1;
 		}
+		if (bx_target_read(&ts->items[i], pid, binary, only_uid, err, sizeof err) != 0) {
+			if (binary)
+				bx_error("--binary %s: %s", binary, err);
+			else
+				bx_error("--pid %d: %s", pid, err);
+			return -1;
+		}
+		ts->count++;
 	}
 	return 0;
 }
 
-int bx_binary_target_of(const bx_exporter_t *ex, pid_t pid)
+void bx_targets_free(bx_targets_t *ts)
 {
-	int libraries = 0;
-	for (size_t i = 0; i < ex->target_count; i++) {
-		const bx_target_t *t = &ex->targets[i];
-		libraries += t->binary && !t->program;
-		int runs = t->program ? bx_program_target_runs(t, pid) : 0;
-		if (runs != 0)
-			return runs > 0 ? (int)i : -2;
-	}
-	maps_binary_t m = { ex, -1 };
-	if (libraries && bx_proc_each_mapping(pid, mapping_of_binary, &m) < 0)
-		return -2;
-	return m.found;
+	for (size_t i = 0; i < ts->count; i++)
+		bx_target_free(&ts->items[i]);
+	free(ts->items);
+	memset(ts, 0, sizeof *ts);
 }

@@ -42,15 +42,33 @@ int bx_target_alive(const bx_target_t *t);
 
 void bx_target_free(bx_target_t *t);
 
-/* --- one process counted once --------------------------------------------- */
-struct bx_exporter;
+/* The --pid and --binary targets served through USDT. */
+typedef struct bx_targets {
+	bx_target_t *items;
+	size_t count;
+} bx_targets_t;
+
+/* Read every target (bx_target_read): 0, or -1 after one line on stderr
+ * ("--pid PID: ..."); those read so far stay in ts. */
+int bx_targets_read(bx_targets_t *ts, const char *const *pids, size_t npids, const char *const *binaries,
+                    size_t nbinaries, long only_uid);
+void bx_targets_free(bx_targets_t *ts);
+
+/* --- one process counted once (target_overlap.c) ----------------------------- */
 
 /* The --binary targets: how many; and which one counts process pid (the
  * index of the first whose program it runs or whose library it maps), -1
  * none, -2 when its executable or memory maps cannot be read. */
-size_t bx_binary_target_count(const struct bx_exporter *ex);
-int bx_binary_target_of(const struct bx_exporter *ex, pid_t pid);
+size_t bx_binary_target_count(const bx_targets_t *ts);
+int bx_binary_target_of(const bx_targets_t *ts, pid_t pid);
 /* 1 when binary target b has a module with probes for the file (dev, ino). */
 int bx_target_has_file(const bx_target_t *b, unsigned long long dev, unsigned long long ino);
+
+/* Targets that would count a process twice, refused: two --binary of one
+ * file, a --binary of a library that a --binary program loads, a --pid
+ * process that runs a --binary program or maps a --binary library.  0,
+ * or -1 with a one-line reason in err.  (A --pid served from its stats
+ * segment is the stats source's to compare: stats_source.h.) */
+int bx_targets_check_overlap(const bx_targets_t *ts, char *err, size_t errlen);
 
 #endif /* BX_TARGETS_H */

@@ -30,7 +30,6 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <gnutls/gnutls.h>
@@ -69,29 +68,22 @@ struct bx_http {
 	bx_ticker_t reaper_ticks;
 };
 
-static double now_seconds(int clock)
-{
-	struct timespec ts;
-	clock_gettime(clock, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 char *bx_render(bx_exporter_t *ex, int format, size_t *len)
 {
 	bx_snapshot_t snap;
 	bp_buf_t buf = { 0 };
 
 	pthread_mutex_lock(&ex->lock);
-	double t0 = now_seconds(CLOCK_MONOTONIC);
+	double t0 = bx_seconds(CLOCK_MONOTONIC);
 	int rc = bx_snapshot_take(ex, &snap, format == BX_FMT_PROTOBUF); /* native buckets only there */
 	if (rc == 0 && format == BX_FMT_OPENMETRICS)
 		bx_format_openmetrics(&snap, ex->exemplars, &buf);
 	else if (rc == 0 && format == BX_FMT_PROTOBUF)
 		bx_format_protobuf(&snap, ex->exemplars, &buf);
 	else if (rc == 0)
-		bx_format(&snap, (bx_format_t)format, now_seconds(CLOCK_REALTIME), &buf);
+		bx_format(&snap, (bx_format_t)format, bx_seconds(CLOCK_REALTIME), &buf);
 	bx_snapshot_free(&snap);
-	ex->last_scrape_seconds = now_seconds(CLOCK_MONOTONIC) - t0;
+	ex->last_scrape_seconds = bx_seconds(CLOCK_MONOTONIC) - t0;
 	pthread_mutex_unlock(&ex->lock);
 	if (rc != 0 || buf.failed) {
 		free(buf.data);
@@ -374,11 +366,6 @@ int bx_http_is_loopback(const char *addr)
 	return -1;
 }
 
-static double since_boot(void)
-{
-	return now_seconds(CLOCK_MONOTONIC);
-}
-
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
@@ -393,7 +380,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 			return;
 		}
 		n->fd = info->connect_fd;
-		n->since = since_boot();
+		n->since = bx_seconds(CLOCK_MONOTONIC);
 		/* over its peer's limit, or a peer the kernel cannot name: cut
 		 * before a byte is read, and libmicrohttpd closes it */
 		n->admitted = bx_peer_of(n->fd, &n->peer) == 0 && bx_conn_limits_admit(h->limits, &n->peer);
@@ -438,7 +425,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 	if (!n)
 		return;
 	pthread_mutex_lock(&h->lock);
-	n->since = since_boot();
+	n->since = bx_seconds(CLOCK_MONOTONIC);
 	pthread_mutex_unlock(&h->lock);
 }
 
@@ -446,7 +433,7 @@ static void *reap(void *arg)
 {
 	bx_http_t *h = arg;
 	while (!bx_ticker_wait(&h->reaper_ticks, 200)) {
-		double cutoff = since_boot() - h->request_seconds;
+		double cutoff = bx_seconds(CLOCK_MONOTONIC) - h->request_seconds;
 		pthread_mutex_lock(&h->lock);
 		for (conn_t *n = h->conns; n; n = n->next)
 			if (!n->cut && n->since < cutoff) {
