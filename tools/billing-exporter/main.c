@@ -22,7 +22,7 @@
 #include "exporter.h"
 #include "format.h"
 #include "http.h"
-#include "metric_check.h"
+#include "metric_table.h"
 #include "option_table.h"
 #include "report.h"
 #include "self_metrics.h"

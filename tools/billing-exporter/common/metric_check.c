@@ -6,13 +6,12 @@
  * file, an installed library from another release): the argument
  * positions the programs read, their names and types.
  */
-#include "metric_check.h"
+#include "metric_table.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "billing/catalogue.h"
-#include "metric_table.h"
 
 static int arg_is(const billing_probe_info_t *p, int pos, const char *name, billing_arg_type_t type,
                   char *err, size_t errlen)

@@ -146,4 +146,11 @@ unsigned bx_metric_group(const bx_metric_t *m);
 /* "counter", "gauge", "histogram". */
 const char *bx_metric_type_name(bx_metric_type_t t);
 
+/* --- the table against billing.d's catalogue (metric_check.c) ------------ */
+
+/* 0 when every map's probe exists in the catalogue and every argument
+ * the BPF side reads sits at the position, with the name and type, that
+ * billing.d declares; else -1 with the first mismatch in err. */
+int bx_metric_table_check(char *err, size_t errlen);
+
 #endif /* BX_METRIC_TABLE_H */

@@ -8,7 +8,6 @@
 
 #include <stddef.h>
 
-#include "exemplars.h"
 #include "samples.h"
 #include "text_buf.h" /* tools/probe-reader */
 

@@ -9,7 +9,7 @@
 
 #include <pthread.h>
 
-#include "exemplars.h"
+#include "samples.h"
 #include "labels.h"
 #include "stats_source.h"
 #include "usdt.h"
@@ -24,5 +24,13 @@ typedef struct bx_exporter {
 	const bx_exemplar_source_t *exemplars; /* OpenMetrics' bucket exemplars; NULL none */
 	pthread_mutex_t lock;
 } bx_exporter_t;
+
+/* --- a snapshot of it (snapshot.c) --------------------------------------- */
+
+/* Read the maps and build the samples.  Call with ex->lock held: the
+ * label slots change.  With natives 0, histograms carry no native
+ * buckets (for an exposition that cannot send them: they are not
+ * summed).  0, or -1 when out of memory. */
+int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *snap, int natives);
 
 #endif /* BX_EXPORTER_H */

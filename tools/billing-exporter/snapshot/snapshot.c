@@ -5,13 +5,13 @@
  * exporter's own metrics (self_metrics.c) and the families only stats
  * segments describe (foreign_families.c).
  */
-#include "snapshot.h"
+#include "exporter.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "foreign_families.h"
+#include "stats_source.h"
 #include "map_row.h"
 #include "self_metrics.h"
 #include "stats_layout.h"

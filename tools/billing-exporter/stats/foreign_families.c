@@ -9,14 +9,14 @@
  * its rows of that family are left out, never summed wrongly.  A family
  * this exporter's tables name is served by the tables alone (snapshot.c).
  *
- * A family of a segment stays in its own namespace (foreign_families.h):
+ * A family of a segment stays in its own namespace (stats_source.h):
  * a service user's segment that named a family `up` with a `host` label
  * made the fleet's central Prometheus page for another host.  Refusing
  * these names, rather than requiring a prefix of every foreign family,
  * keeps every family a team's billing.d may declare (billing.d asks for
  * no prefix) and still shuts out each name another family owns.
  */
-#include "foreign_families.h"
+#include "stats_source.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,7 +96,7 @@ static int same_stem(const char *a, const char *b)
 }
 
 /* Why family f, which the tables do not name, may not be served: a name
- * or a label name that is not its own (foreign_families.h); NULL when it
+ * or a label name that is not its own (stats_source.h); NULL when it
  * may. */
 static const char *not_its_own(ctx_t *c, const bs_lfamily_t *f)
 {

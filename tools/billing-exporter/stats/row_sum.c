@@ -1,7 +1,10 @@
 /*
- * row_sum.c -- stats rows summed by label set (row_sum.h).
+ * row_sum.c -- stats rows summed by label set: each stats target's label
+ * sets, every segment's counts added to theirs (stats_sums.c), so the
+ * snapshot's work follows the distinct label sets, not the number of
+ * processes.
  */
-#include "row_sum.h"
+#include "stats_state.h"
 
 #include <stdlib.h>
 #include <string.h>

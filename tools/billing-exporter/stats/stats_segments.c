@@ -39,24 +39,27 @@ static int foreign(const bs_segment_t *rd)
 	return 0;
 }
 
-/* s's reading let go: kept whole in t->kept when keep and only it can
- * serve some of its rows, else freed (its counts are in the sums). */
+/* Reading rd kept whole in t->kept when only it serves some of its rows:
+ * 0, or -1 (nothing only it serves, or out of memory). */
+static int keep_whole(stats_target_t *t, bs_segment_t *rd)
+{
+	bs_segment_t **k = foreign(rd) ? realloc(t->kept, (t->nkept + 1) * sizeof *k) : NULL;
+	if (!k)
+		return -1;
+	t->kept = k;
+	t->kept[t->nkept++] = rd;
+	return 0;
+}
+
+/* s's reading let go: kept whole when keep and only it serves some of
+ * its rows, else freed (its counts are in the sums). */
 static void let_go(stats_target_t *t, seg_t *s, int keep)
 {
 	bx_sums_places_free(&s->places);
-	if (!s->reading)
-		return;
-	if (keep && foreign(s->reading)) {
-		bs_segment_t **k = realloc(t->kept, (t->nkept + 1) * sizeof *k);
-		if (k) {
-			t->kept = k;
-			t->kept[t->nkept++] = s->reading;
-			s->reading = NULL;
-			return;
-		}
+	if (s->reading && !(keep && keep_whole(t, s->reading) == 0)) {
+		bs_segment_free(s->reading);
+		free(s->reading);
 	}
-	bs_segment_free(s->reading);
-	free(s->reading);
 	s->reading = NULL;
 }
 
@@ -67,19 +70,54 @@ void bx_stats_seg_drop(stats_target_t *t, seg_t *s, int keep)
 	free(s);
 }
 
-/* A new file at s's path (a later process given the PID): what the old
- * one counted stays, the entry starts over. */
-static void renew(bx_stats_t *stats, stats_target_t *t, seg_t *s)
+/* A later file at s's path: the entry starts over, what the old file
+ * counted stays in the sums.  A reading under way into s->reading (a new
+ * generation, seen by accept) keeps its memory, afresh: its old rows kept
+ * whole first when only they serve some families. */
+static void renew(const bx_stats_t *stats, stats_target_t *t, seg_t *s)
 {
-	let_go(t, s, 1);
-	char *path = s->path;
-	const char *name = s->name;
-	unsigned char turn = s->turn;
+	bs_segment_t *rd = s->reading, *whole = rd && foreign(rd) ? malloc(sizeof *whole) : NULL;
+	if (whole)
+		*whole = *rd;
+	if (whole && keep_whole(t, whole) == 0) {
+		memset(rd, 0, sizeof *rd);
+	} else if (rd) {
+		free(whole);
+		bs_segment_forget(rd);
+	}
+	bx_sums_places_free(&s->places);
+	seg_t was = *s;
 	memset(s, 0, sizeof *s);
-	s->path = path;
-	s->name = name;
-	s->turn = turn;
+	s->path = was.path;
+	s->name = was.name;
+	s->turn = was.turn;
+	s->owner = was.owner;
+	s->reading = rd;
 	s->early = !stats->started;
+}
+
+/* The one place a segment changes stage (the stages: stats_state.h), and
+ * what entering each does to its reading and its target's sums. */
+static void enter(const bx_stats_t *stats, stats_target_t *t, seg_t *s, int stage, const struct stat *file)
+{
+	switch (stage) {
+	case SEG_NEW: /* a later file at its path (a refused one that changed was never read) */
+		if (s->stage != SEG_REFUSED)
+			renew(stats, t, s);
+		break;
+	case SEG_LIVE: break; /* each reading's changes go into the sums as it is taken */
+	case SEG_FINAL:       /* its writer gone: what it counted is in the sums */
+		let_go(t, s, 1);
+		break;
+	case SEG_REFUSED:
+		bx_stats_key_of(file, &s->refused_key);
+		break;
+	case SEG_ELSEWHERE: /* a reading from before any probe was attached: never shown */
+		bx_sums_take_out(t, s);
+		let_go(t, s, 0);
+		break;
+	}
+	s->stage = stage;
 }
 
 enum { TAKE,
@@ -109,24 +147,8 @@ static int accept(void *arg, const struct bs_header *h, char *err, size_t errlen
 		bx_stats_say_skipped(s, err);
 		return 1;
 	}
-	if (s->reading && s->reading->layout && s->reading->generation != h->generation) {
-		uid_t owner = s->owner;
-		bs_segment_t *rd = s->reading, *whole = foreign(rd) ? malloc(sizeof *whole) : NULL;
-		bs_segment_t **k = whole ? realloc(t->kept, (t->nkept + 1) * sizeof *k) : NULL;
-		if (k) { /* rows only it serves: kept whole, this reading afresh in the same place */
-			*whole = *rd;
-			memset(rd, 0, sizeof *rd);
-			t->kept = k;
-			t->kept[t->nkept++] = whole;
-		} else {
-			free(whole);
-			bs_segment_forget(rd); /* its memory reused: the reading is afresh */
-		}
-		s->reading = NULL;
-		renew(c->stats, t, s);
-		s->reading = rd;
-		s->owner = owner;
-	}
+	if (s->reading && s->reading->layout && s->reading->generation != h->generation)
+		enter(c->stats, t, s, SEG_NEW, NULL);
 	if (t->pid < 0 && !s->binary_known && bx_stats_counted_elsewhere(c->stats, t, s, h)) {
 		c->verdict = s->skipped ? SKIP : ELSEWHERE;
 		return 1;
@@ -189,7 +211,7 @@ int bx_stats_seg_read(bx_stats_t *stats, stats_target_t *t, seg_t *s, int dfd)
 			return errno == ENOENT;
 		if (bx_stats_same_key(&s->refused_key, &st))
 			return 0;
-		s->stage = s->reading ? SEG_LIVE : SEG_NEW;
+		enter(stats, t, s, s->reading ? SEG_LIVE : SEG_NEW, NULL);
 	}
 	/* A writer seen gone before this reading (looked at once it has
 	 * exited, after the first reading that changed nothing, and every
@@ -222,26 +244,20 @@ int bx_stats_seg_read(bx_stats_t *stats, stats_target_t *t, seg_t *s, int dfd)
 		bs_segment_forget(first);
 	if (rc == 0) {
 		taken(stats, s, fd, &st);
-		s->stage = SEG_LIVE;
+		enter(stats, t, s, SEG_LIVE, NULL);
 		bx_sums_add(t, s);
-		if (last) {
-			let_go(t, s, 1); /* what it counted is in the sums; a foreign reading stays whole */
-			s->stage = SEG_FINAL;
-		}
+		if (last)
+			enter(stats, t, s, SEG_FINAL, NULL);
 	}
 	if (fd >= 0)
 		close(fd);
 	if (rc == 1 && c.verdict == ELSEWHERE) {
-		bx_sums_take_out(t, s); /* a reading from before any probe was attached: never shown */
-		let_go(t, s, 0);
-		s->stage = SEG_ELSEWHERE;
+		enter(stats, t, s, SEG_ELSEWHERE, NULL);
 	} else if (rc < 0) {
 		s->skipped = (signed char)why;
 		bx_stats_say_skipped(s, err);
-		if (t->pid < 0 && st.st_ino && bx_stats_refusal_stands(why == BX_SKIP_UNREADABLE && fd >= 0, &st)) {
-			s->stage = SEG_REFUSED;
-			bx_stats_key_of(&st, &s->refused_key);
-		}
+		if (t->pid < 0 && st.st_ino && bx_stats_refusal_stands(why == BX_SKIP_UNREADABLE && fd >= 0, &st))
+			enter(stats, t, s, SEG_REFUSED, &st);
 	}
 	return 0;
 }
@@ -287,7 +303,7 @@ static void read_dir(bx_stats_t *stats, stats_target_t *t)
 		} else {
 			s = t->segs[i++];
 			if (s->stage == SEG_FINAL && s->ino != names.e[j].ino)
-				renew(stats, t, s); /* a later process's file at its path */
+				enter(stats, t, s, SEG_NEW, NULL); /* a later process's file at its path */
 			j++;
 		}
 		if (bx_stats_seg_read(stats, t, s, dfd)) {

@@ -9,36 +9,89 @@
  *   stats_sums.c      keeping: each target's label sets with every
  *                     reading's changes added as they come, served as rows
  *
- * A segment's stages (seg_t.stage):
+ * A segment's stages (seg_t.stage), each entered through enter() in
+ * stats_segments.c, the one place that says what entering it does:
  *
- *   NEW ──read──> LIVE ──its writer gone──> FINAL
- *    │  │          │ └──a new generation at its path──> LIVE (afresh)
- *    │  │          └──counted by a --pid or a --binary──> ELSEWHERE
- *    │  └──refused for what the file is──> REFUSED ──the file changes──> NEW
- *    └──(any stage) its name gone from the directory: the entry goes
+ *   NEW        listed for the first time, or a later file at its path (a
+ *              new inode, a new generation): the entry starts over, what
+ *              the old file counted stays in the sums
+ *   LIVE       a reading taken: its changes added to the sums
+ *   FINAL      LIVE, its writer gone: that reading was its last; it is
+ *              let go, and the file not read again
+ *   REFUSED    NEW or LIVE, refused for what the file is: not opened
+ *              again until fstat shows it changed, then NEW or LIVE
+ *   ELSEWHERE  NEW or LIVE, its writer counted by a --pid or a --binary:
+ *              a reading made before any probe was attached is taken out
+ *              of the sums, never shown; the file not read again
+ *   (any)      its name gone from the directory: the entry goes
  *
- * What a segment counted stays in its target's sums whatever follows
- * (FINAL, a new generation, the file gone): service counters never go
- * back while the exporter runs.  Only ELSEWHERE takes a reading's counts
- * out (one made before any probe attached, never shown).  A FINAL
- * segment is not read again: it costs its entry, and its name in the
- * listing (the inode the listing shows tells a new file at its path).
+ * What a segment counted stays in its target's sums whatever follows:
+ * service counters never go back while the exporter runs.  A FINAL
+ * segment costs its entry and its name in the listing (the inode the
+ * listing shows tells a new file at its path).
  */
 #ifndef BX_STATS_STATE_H
 #define BX_STATS_STATE_H
 
+#include <stdint.h>
+#include <stddef.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
+#include "stats_trail.h"
+#include "samples.h"
 #include "cgroup_filter.h"
 #include "proc_identity.h"
 #include "report.h"
-#include "row_sum.h"
 #include "stats_read.h"
 #include "stats_source.h"
-#include "trail_exemplars.h"
+
+/* --- the latest slow requests (trail_exemplars.c) ------------------------ */
+
+typedef struct bx_trail_exemplars bx_trail_exemplars_t;
+
+/* NULL when out of memory or when no family observes duration_ns. */
+bx_trail_exemplars_t *bx_trail_exemplars_new(void);
+void bx_trail_exemplars_free(bx_trail_exemplars_t *te);
+
+/* Take the kept trails of one trusted reading of a segment: the latest
+ * per (handler, bucket) wins; none that ends past this clock. */
+void bx_trail_exemplars_take(bx_trail_exemplars_t *te, const bs_trails_t *trails);
+
+/* The source for format.c; valid while te lives. */
+const bx_exemplar_source_t *bx_trail_exemplars_source(bx_trail_exemplars_t *te);
+
+/* --- label sets summed (row_sum.c) --------------------------------------- */
+
+typedef struct bx_row_sum {
+	bs_read_row_t *rows; /* one per label set, in the order first placed */
+	size_t count, cap;
+	/* Each row's native buckets (stats_read.h), native_cells of them at
+	 * native[i * native_cells]; set native_cells before the first use. */
+	uint64_t *native;
+	size_t native_cells;
+	uint32_t *refs; /* per row: the segments' rows placed there (0: none counts in it now) */
+	/* per row: its labels as the exporter admitted them (labels.c: an
+	 * admitted value or "other" stays so), NULL until first served */
+	const char *(*admitted)[BX_MAX_FIELDS];
+	uint32_t *index; /* open addressing: a row's position + 1, 0 empty; a power of two entries */
+	size_t nindex;
+} bx_row_sum_t;
+
+/* Room for n more label sets, so the next n places cannot fail: 0, or -1
+ * when out of memory (nothing changed). */
+int bx_row_sum_reserve(bx_row_sum_t *t, size_t n);
+/* The place of row's label set (a new row, its cells, native cells and
+ * refs zero, on first sight).  Call only within reserved room. */
+size_t bx_row_sum_place(bx_row_sum_t *t, const bs_read_row_t *row);
+/* Row i's native cells (NULL when the rows have none). */
+static inline uint64_t *bx_row_native(const bx_row_sum_t *t, size_t i)
+{
+	return t->native_cells ? t->native + i * t->native_cells : NULL;
+}
+void bx_row_sum_free(bx_row_sum_t *t);
 
 /* A file's identity and state as fstat shows them: a refusal that
  * depends only on these stands until one of them changes. */

@@ -15,7 +15,7 @@
  * not taken, and one held from before a clock step no longer pins its
  * bucket against the trails after it.
  */
-#include "trail_exemplars.h"
+#include "stats_state.h"
 
 #include <stdlib.h>
 #include <string.h>

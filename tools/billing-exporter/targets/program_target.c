@@ -1,6 +1,6 @@
 /*
  * program_target.c -- a --binary target whose PATH is a program
- * (program_target.h).
+ * (targets.h).
  *
  * A service built against libbillingprobes.so carries its timing
  * helpers' probes (request-*, transaction-*, db-query-*, gateway-call-*)
@@ -23,7 +23,7 @@
  * process a root of his own in which PATH is his file (unshare -Urm and
  * a bind mount).
  */
-#include "program_target.h"
+#include "targets.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "probe_reader.h"
-#include "target_types.h"
+#include "targets.h"
 
 #define BX_PROVIDER "billing"
 

@@ -6,7 +6,6 @@
 #include <stdio.h>
 
 #include "proc_identity.h" /* bx_proc_each_mapping */
-#include "program_target.h"
 #include "targets.h"
 
 /* A module of a with probes that b has too, or NULL. */

@@ -26,7 +26,6 @@
 #include <unistd.h>
 
 #include "report.h"
-#include "program_target.h" /* --binary of a program */
 #include "target_modules.h" /* the probe reader library: tools/probe-reader */
 
 /* Has t a module for the file (dev, ino), or refused it?  (bp_binary_scan's

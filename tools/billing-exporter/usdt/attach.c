@@ -13,7 +13,7 @@
  * count a fire of those links only in a process running one of them
  * (billing_exporter.bpf.c).  Each probe's sites in a file are attached
  * through one multi-uprobe link, or a uprobe per site on a kernel without
- * them (usdt_links.h), with the kernel's reference counter for each
+ * them (usdt_links.c), with the kernel's reference counter for each
  * site's semaphore: the kernel raises it while attached and lowers it
  * when the exporter exits, even by SIGKILL.
  */
@@ -29,7 +29,7 @@
 #include <bpf/libbpf.h>
 
 #include "billing_exporter.h" /* bx_program_key */
-#include "program_target.h"   /* idle program files */
+#include "targets.h"
 #include "report.h"
 #include "target_modules.h" /* bx_module_has_probe, bx_target_has_probe */
 #include "ticker.h"

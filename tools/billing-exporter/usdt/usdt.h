@@ -16,11 +16,57 @@
 #include "labels.h"
 #include "map_row.h"
 #include "targets.h"
-#include "usdt_links.h"
+
+/* --- one probe's sites in one file (usdt_links.c) ------------------------ */
+
+struct bpf_program;
+struct bpf_link;
+
+/* BPF_TRACE_UPROBE_MULTI (Linux 6.6): the expected attach type of a
+ * program for multi-uprobe links; the installed linux/bpf.h may predate
+ * it. */
+#define BX_TRACE_UPROBE_MULTI 48
+
+/* The spec IDs given so far: the index of each (probe, argument string),
+ * every target together; the map of specs is map_fd's. */
+typedef struct bx_usdt_specs {
+	int map_fd;
+	struct bx_usdt_spec_key {
+		const char *probe; /* ELF spelling */
+		char *args;
+	} * keys;
+	size_t count;
+} bx_usdt_specs_t;
+
+/* One probe's sites in one file, attached: a multi-uprobe link (fd >= 0),
+ * or libbpf's uprobe link per site (sites; fd -1). */
+typedef struct bx_usdt_link {
+	int fd;
+	struct bpf_link **sites;
+	size_t site_count;
+} bx_usdt_link_t;
+
+/* 1 when this kernel has multi-uprobe links that count every thread of a
+ * --pid target; 0 when it has none, or only the first ones (their PID
+ * filter took a process for its main thread, fixed since); -errno when
+ * it cannot be asked (no permission to load a BPF program). */
+int bx_uprobe_multi_kernel(void);
+
+/* Attach prog (loaded for multi-uprobe links when multi) to the sites of
+ * probe number `probe` in module m (pid > 0: fires of that process only),
+ * each site's cookie carrying its spec ID and target_cookie.  0 with
+ * *link set, or -1 with a one-line reason in err (a site whose arguments
+ * cannot be read as billing.d declares them, more specs than the map
+ * holds, or the kernel's refusal) and nothing attached. */
+int bx_usdt_attach(struct bpf_program *prog, int multi, bx_usdt_specs_t *specs, uint32_t target_cookie, int pid,
+                   const bx_module_t *m, size_t probe, bx_usdt_link_t *link, char *err, size_t errlen);
+
+void bx_usdt_link_close(bx_usdt_link_t *link);
+void bx_usdt_specs_free(bx_usdt_specs_t *specs);
 
 struct billing_exporter_bpf;
 
-/* One attachment: one probe's sites in one file (usdt_links.h). */
+/* One attachment: one probe's sites in one file (usdt_links.c). */
 typedef struct bx_link {
 	bx_usdt_link_t usdt;
 	size_t map; /* the bx_maps index it feeds */
@@ -40,7 +86,7 @@ typedef struct bx_usdt {
 	bx_link_t *links;
 	size_t link_count;
 	int multi;                     /* sites attached through multi-uprobe links, else one link a site */
-	bx_usdt_specs_t specs;         /* the sites' argument specs (usdt_links.h) */
+	bx_usdt_specs_t specs;         /* the sites' argument specs (usdt_links.c) */
 	size_t attached[BX_MAP_COUNT]; /* attachments per map (= per probe) */
 	int stats_fd;                  /* bpf_enable_stats, -1 when off */
 } bx_usdt_t;

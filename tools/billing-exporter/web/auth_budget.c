@@ -1,9 +1,17 @@
 /*
- * auth_budget.c -- a token bucket of failed logins per peer
- * (auth_budget.h).  A check is charged when it starts and refunded when
- * the password was right, so concurrent guesses cannot overdraw.
+ * auth_budget.c -- how many wrong passwords each peer (peer.h) may have
+ * checked: BX_AUTH_FAILURE_BURST at once, then one more every
+ * BX_AUTH_FAILURE_REFILL_SECONDS; beyond that a new password from it is
+ * answered 429 without bcrypt.  A peer with no failure left to refill
+ * and no check under way is "clean": its check runs in a bcrypt slot of
+ * its own, so a correct first login never queues behind a flood of
+ * wrong ones from someone else.
+ *
+ * A token bucket per peer: a check is charged when it starts and
+ * refunded when the password was right, so concurrent guesses cannot
+ * overdraw.
  */
-#include "auth_budget.h"
+#include "peer.h"
 
 #include <pthread.h>
 #include <stdlib.h>

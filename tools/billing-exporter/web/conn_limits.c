@@ -1,9 +1,15 @@
 /*
- * conn_limits.c -- connections counted per peer (conn_limits.h).  A
- * peer's entry lives while it holds a connection, so the table never
+ * conn_limits.c -- which HTTP connections the exporter takes: at most
+ * per_peer from one peer (peer.h: a remote address, or a local user
+ * whatever loopback addresses it uses), and the last eighth of the total
+ * kept for peers holding fewer than BX_CONN_QUIET_PEER connections (a
+ * health check, a Prometheus scrape), so one flooding peer can take
+ * neither the whole server nor that reserve.
+ *
+ * A peer's entry lives while it holds a connection, so the table never
  * holds more entries than the total.
  */
-#include "conn_limits.h"
+#include "peer.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
  * Fit to leave the host: TLS and basic auth from --web-config
  * (web_config.c), an epoll loop per thread so thousands of idle clients
  * cost descriptors rather than a select() set, a cap on clients overall
- * and per peer (conn_limits.h), and a deadline on each request that a client sending
+ * and per peer (conn_limits.c), and a deadline on each request that a client sending
  * one byte at a time cannot push back (libmicrohttpd's own timeout counts
  * from the last byte received): a reaper thread shuts such a connection's
  * socket down, and libmicrohttpd closes it.
@@ -35,10 +35,9 @@
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
-#include "conn_limits.h"
-#include "format.h"
 #include "peer.h"
-#include "snapshot.h"
+#include "format.h"
+#include "exporter.h"
 #include "ticker.h"
 
 #define SERVER_THREADS 4 /* a bcrypt check or a snapshot in one leaves the others answering */

@@ -41,7 +41,7 @@ bx_http_t *bx_http_bind(const char *addr, int port, int *bound_port, char *err, 
  * 1,024 descriptors), at most lim->max_connections clients (fewer when
  * the open-files limit leaves less room: *max_connections says how many),
  * lim->max_per_ip from one peer (a remote address, or a local user on
- * loopback: conn_limits.h, which also keeps a reserve for quiet peers
+ * loopback: conn_limits.c, which also keeps a reserve for quiet peers
  * such as a health check), and each request answered or cut
  * lim->request_seconds after its connection was accepted or its previous
  * response sent, however slowly the client trickles bytes.  /healthz

@@ -31,4 +31,39 @@ int bx_peer_of(int fd, bx_peer_t *p);
 
 int bx_peer_same(const bx_peer_t *a, const bx_peer_t *b);
 
+/* --- connections per peer (conn_limits.c) -------------------------------- */
+
+#define BX_CONN_RESERVE_DIVISOR 8 /* the reserve: total / 8 */
+#define BX_CONN_QUIET_PEER 4      /* a peer with fewer may use the reserve */
+
+typedef struct bx_conn_limits bx_conn_limits_t;
+
+/* NULL when out of memory. */
+bx_conn_limits_t *bx_conn_limits_new(unsigned total, unsigned per_peer);
+/* 1: p's new connection is taken and counted until released; 0: refused. */
+int bx_conn_limits_admit(bx_conn_limits_t *l, const bx_peer_t *p);
+void bx_conn_limits_release(bx_conn_limits_t *l, const bx_peer_t *p);
+void bx_conn_limits_free(bx_conn_limits_t *l);
+
+/* --- failed logins per peer (auth_budget.c) ------------------------------ */
+
+#define BX_AUTH_FAILURE_BURST 5
+#define BX_AUTH_FAILURE_REFILL_SECONDS 5
+#define BX_AUTH_PEERS 1024 /* peers remembered; the longest quiet is forgotten first */
+
+typedef struct bx_auth_budget bx_auth_budget_t;
+
+enum { BX_BUDGET_SPENT = 0,
+       BX_BUDGET_CLEAN,
+       BX_BUDGET_SUSPECT };
+
+/* NULL when out of memory. */
+bx_auth_budget_t *bx_auth_budget_new(void);
+/* Before a bcrypt check for p at monotonic time now: BX_BUDGET_SPENT (no
+ * check: 429), or the slot it runs in; then bx_auth_budget_done(). */
+int bx_auth_budget_take(bx_auth_budget_t *b, const bx_peer_t *p, double now);
+/* p's check ended: ok refunds what take charged. */
+void bx_auth_budget_done(bx_auth_budget_t *b, const bx_peer_t *p, int ok);
+void bx_auth_budget_free(bx_auth_budget_t *b);
+
 #endif /* BX_PEER_H */

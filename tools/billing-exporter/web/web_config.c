@@ -17,13 +17,13 @@
 #include <gnutls/gnutls.h>
 #include <yaml.h>
 
-#include "auth_budget.h"
+#include "peer.h"
 
 #define PEM_MAX (1024 * 1024)
 #define DIGEST_LEN 32        /* HMAC-SHA-256 */
 #define CLEAN_WAIT_SECONDS 2 /* a clean peer waits this long for its slot */
 
-/* One bcrypt evaluation at a time in each slot (auth_budget.h). */
+/* One bcrypt evaluation at a time in each slot (auth_budget.c). */
 typedef struct bcrypt_slot {
 	pthread_mutex_t lock;
 	struct crypt_data *crypt; /* crypt_rn's scratch, under lock */

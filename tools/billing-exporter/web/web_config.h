@@ -50,7 +50,7 @@ enum { BX_AUTH_OK = 0,
  * basic_auth_users.  A pair verified in the last BX_AUTH_CACHE_SECONDS
  * is recognised by its keyed digest without bcrypt; a new one costs a
  * bcrypt evaluation, charged to peer's budget of failures
- * (auth_budget.h): a peer that spent it gets BX_AUTH_BUSY at once, a
+ * (auth_budget.c): a peer that spent it gets BX_AUTH_BUSY at once, a
  * peer with recent failures checks in a slot of its own (BX_AUTH_BUSY
  * while it is taken), a peer without waits briefly for the other slot.
  * Unknown names cost the same as known ones; hashes are compared in
