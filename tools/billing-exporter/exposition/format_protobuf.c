@@ -41,6 +41,13 @@ typedef struct exemplar_msg {
 	char request_id[24];
 } exemplar_msg_t;
 
+/* The unit a family's arrays are laid out in: aligned for any of them. */
+typedef union unit {
+	long double d;
+	void *p;
+	long long l;
+} unit_t;
+
 /* One family's messages, built in arrays sized to its samples. */
 typedef struct build {
 	metric_t *metrics, **metric_ptrs;
@@ -190,25 +197,22 @@ static void family(bp_buf_t *b, const bx_sample_t *s, size_t first, size_t end, 
 		if (s[i].native)
 			nnative += s[i].native->nbuckets;
 	memset(&w, 0, sizeof w);
-	w.metrics = calloc(n, sizeof *w.metrics);
-	w.metric_ptrs = calloc(n, sizeof *w.metric_ptrs);
-	w.pairs = calloc(n * BX_SAMPLE_LABELS, sizeof *w.pairs);
-	w.pair_ptrs = calloc(n * BX_SAMPLE_LABELS, sizeof *w.pair_ptrs);
-	w.counters = calloc(n, sizeof *w.counters);
-	w.gauges = calloc(n, sizeof *w.gauges);
-	w.hists = calloc(n, sizeof *w.hists);
-	w.buckets = calloc(n, sizeof *w.buckets);
-	w.bucket_ptrs = calloc(n, sizeof *w.bucket_ptrs);
-	w.spans = calloc(nnative + 1, sizeof *w.spans);
-	w.span_ptrs = calloc(nnative + 1, sizeof *w.span_ptrs);
-	w.deltas = calloc(nnative + 1, sizeof *w.deltas);
-	w.exemplars = src ? calloc(n, sizeof *w.exemplars) : NULL;
-	w.exemplar_ptrs = src ? calloc(n, sizeof *w.exemplar_ptrs) : NULL;
-	if (!w.metrics || !w.metric_ptrs || !w.pairs || !w.pair_ptrs || !w.counters || !w.gauges || !w.hists ||
-	    !w.buckets || !w.bucket_ptrs || !w.spans || !w.span_ptrs || !w.deltas ||
-	    (src && (!w.exemplars || !w.exemplar_ptrs))) {
-		b->failed = 1; /* out of memory: the scrape is refused, not served short */
-		goto out;
+	/* Every array in one zeroed block: the first pass measures it, the
+	 * second places each array at its offset, in whole units. */
+	unit_t *block = NULL;
+	for (int pass = 0; pass < 2; pass++) {
+		size_t at = 0, ne = src ? n : 0, ns = nnative + 1;
+#define ARRAY(field, count) \
+  (w.field = pass ? (void *)(block + at) : NULL, at += ((count) * sizeof *w.field + sizeof(unit_t) - 1) / sizeof(unit_t))
+		ARRAY(metrics, n), ARRAY(metric_ptrs, n), ARRAY(pairs, n * BX_SAMPLE_LABELS);
+		ARRAY(pair_ptrs, n * BX_SAMPLE_LABELS), ARRAY(counters, n), ARRAY(gauges, n), ARRAY(hists, n);
+		ARRAY(buckets, n), ARRAY(bucket_ptrs, n), ARRAY(spans, ns), ARRAY(span_ptrs, ns), ARRAY(deltas, ns);
+		ARRAY(exemplars, ne), ARRAY(exemplar_ptrs, ne);
+#undef ARRAY
+		if (!pass && !(block = calloc(at, sizeof *block))) {
+			b->failed = 1; /* out of memory: the scrape is refused, not served short */
+			return;
+		}
 	}
 	io__prometheus__client__metric_family__init(&f);
 	f.name = (char *)m->name;
@@ -280,21 +284,7 @@ static void family(bp_buf_t *b, const bx_sample_t *s, size_t first, size_t end, 
 	f.n_metric = w.nmetrics;
 	if (f.n_metric)
 		put_family(b, &f);
-out:
-	free(w.metrics);
-	free(w.metric_ptrs);
-	free(w.pairs);
-	free(w.pair_ptrs);
-	free(w.counters);
-	free(w.gauges);
-	free(w.hists);
-	free(w.buckets);
-	free(w.bucket_ptrs);
-	free(w.spans);
-	free(w.span_ptrs);
-	free(w.deltas);
-	free(w.exemplars);
-	free(w.exemplar_ptrs);
+	free(block);
 }
 
 void bx_format_protobuf(const bx_snapshot_t *s, const bx_exemplar_source_t *src, bp_buf_t *b)

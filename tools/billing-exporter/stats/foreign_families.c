@@ -27,7 +27,6 @@
 typedef struct fam {
 	bx_metric_t *metric; /* in the snapshot's foreign list */
 	bx_quantity_t q;     /* SUM, HIST: the quantity as its description says */
-	const char *divide;  /* as written, to compare */
 	size_t ncells;
 	bx_parts_t rows;
 } fam_t;
@@ -123,23 +122,26 @@ static const char *not_its_own(ctx_t *c, const bs_lfamily_t *f)
 	return c->why;
 }
 
-/* Is family f, of a map this exporter's tables do not hold in its shape,
- * the table's metric m: the same type, source, label names and, for a
- * sum or histogram, the same quantity conversion, and for a histogram
- * the same buckets? */
-static int same_as_table(const bx_metric_t *m, const bs_layout_t *l, const bs_lfamily_t *f)
+static bx_source_t source_of(const bs_lfamily_t *f)
+{
+	return f->source == BS_SRC_COUNT ? BX_SRC_COUNT : f->source == BS_SRC_SUM ? BX_SRC_SUM
+	                                                                          : BX_SRC_HIST;
+}
+
+/* Does description l say family f as m is said (its quantity mq, NULL
+ * for a count): the same source, label names and, for a sum or
+ * histogram, the same quantity conversion, and for a histogram the same
+ * buckets? */
+static int same_as(const bx_metric_t *m, const bx_quantity_t *mq, const bs_layout_t *l, const bs_lfamily_t *f)
 {
 	const bs_lquantity_t *q = quantity_of(l, f);
-	int src = f->source == BS_SRC_COUNT ? BX_SRC_COUNT : f->source == BS_SRC_SUM ? BX_SRC_SUM
-	                                                                             : BX_SRC_HIST;
-	int same = (int)m->source == src && m->nlabels == f->nlabels;
+	int same = m->source == source_of(f) && m->nlabels == f->nlabels && !q == !mq;
 	for (size_t i = 0; same && i < f->nlabels; i++)
 		same = strcmp(m->labels[i].name, f->labels[i].name) == 0;
 	if (same && q) {
-		const bx_quantity_t *mq = &bx_quantities[bx_maps[m->map].quantities[m->quantity].quantity];
 		same = mq->is_signed == q->is_signed && mq->divide == strtod(q->divide, NULL) &&
-		       (src != BX_SRC_HIST || mq->nbounds == q->nbounds);
-		for (size_t b = 0; same && src == BX_SRC_HIST && b < q->nbounds; b++)
+		       (m->source != BX_SRC_HIST || mq->nbounds == q->nbounds);
+		for (size_t b = 0; same && m->source == BX_SRC_HIST && b < q->nbounds; b++)
 			same = strcmp(mq->le[b], q->le[b]) == 0;
 	}
 	return same;
@@ -175,8 +177,7 @@ static fam_t *fam_new(ctx_t *c, const bs_layout_t *l, const bs_lfamily_t *f)
 	m->help = bx_snapshot_own(s, f->help);
 	m->unit = bx_snapshot_own(s, unit);
 	m->type = f->type == BS_TYPE_HISTOGRAM ? BX_HISTOGRAM : BX_COUNTER;
-	m->source = f->source == BS_SRC_COUNT ? BX_SRC_COUNT : f->source == BS_SRC_SUM ? BX_SRC_SUM
-	                                                                               : BX_SRC_HIST;
+	m->source = source_of(f);
 	m->map = -1;
 	m->quantity = -1;
 	m->where_nonzero = BX_WHERE_ALL;
@@ -187,38 +188,24 @@ static fam_t *fam_new(ctx_t *c, const bs_layout_t *l, const bs_lfamily_t *f)
 	x->ncells = 1;
 	if (q) {
 		x->ncells = q->nbounds + 3;
-		x->divide = bx_snapshot_own(s, q->divide);
-		x->q.divide = x->divide ? strtod(x->divide, NULL) : 0;
+		x->q.divide = strtod(q->divide, NULL);
 		x->q.is_signed = q->is_signed;
 		x->q.nbounds = q->nbounds;
 		for (size_t b = 0; b < q->nbounds; b++)
 			if (!(x->q.le[b] = bx_snapshot_own(s, q->le[b])))
 				return NULL;
-		if (!x->divide || !(x->q.divide > 0))
+		if (!(x->q.divide > 0))
 			return NULL;
 	}
 	return m->name && m->help && m->unit ? x : NULL;
 }
 
-/* Does this description say family x as the first one did? */
+/* Does this description say family x as the first one did (its help and
+ * type too)? */
 static int same_family(const fam_t *x, const bs_layout_t *l, const bs_lfamily_t *f)
 {
-	const bx_metric_t *m = x->metric;
-	const bs_lquantity_t *q = quantity_of(l, f);
-	int same = (m->type == BX_HISTOGRAM) == (f->type == BS_TYPE_HISTOGRAM) &&
-	           (m->source == BX_SRC_COUNT) == (f->source == BS_SRC_COUNT) &&
-	           (m->source == BX_SRC_SUM) == (f->source == BS_SRC_SUM) && m->nlabels == f->nlabels &&
-	           strcmp(m->help, f->help) == 0;
-	for (size_t i = 0; same && i < f->nlabels; i++)
-		same = strcmp(m->labels[i].name, f->labels[i].name) == 0;
-	if (same && q) {
-		int hist = f->source == BS_SRC_OBSERVE;
-		same = x->q.is_signed == q->is_signed && strcmp(x->divide, q->divide) == 0 &&
-		       (!hist || x->q.nbounds == q->nbounds);
-		for (size_t b = 0; same && hist && b < q->nbounds; b++)
-			same = strcmp(x->q.le[b], q->le[b]) == 0;
-	}
-	return same;
+	return same_as(x->metric, quantity_of(l, f) ? &x->q : NULL, l, f) && strcmp(x->metric->help, f->help) == 0 &&
+	       (x->metric->type == BX_HISTOGRAM) == (f->type == BS_TYPE_HISTOGRAM);
 }
 
 /* A row's value of label i of family f, kept for the snapshot. */
@@ -290,7 +277,8 @@ static int table_family(ctx_t *c, int k, const char *path, const bs_segment_t *s
 	const bx_metric_t *m = &bx_metrics[k];
 	if (!(bx_metric_group(m) & c->groups))
 		return 0;
-	if (!same_as_table(m, seg->layout, f)) {
+	if (!same_as(m, m->quantity < 0 ? NULL : &bx_quantities[bx_maps[m->map].quantities[m->quantity].quantity],
+	             seg->layout, f)) {
 		say(said, seg->layout, i, path, "is described otherwise than in this exporter's table (type, labels or buckets)");
 		return 0;
 	}

@@ -53,6 +53,27 @@ static int place_new_rows(stats_target_t *t, seg_t *s)
 	return 0;
 }
 
+/* Each change of s's last reading, of a row placed, added to the sums. */
+static void add_changes(stats_target_t *t, const seg_t *s)
+{
+	const bs_segment_t *rd = s->reading;
+	for (size_t k = 0; k < rd->changes.nrows; k++) {
+		const bs_row_change_t *x = &rd->changes.rows[k];
+		int m = rd->layout->maps[x->sm].build_map;
+		if (m < 0 || x->row >= s->places->n[m])
+			continue; /* a map of another shape: foreign_families.c serves it from the reading */
+		bx_row_sum_t *sum = &t->sums.map[m];
+		uint32_t at = s->places->at[m][x->row];
+		for (size_t c = 0; c < billing_stats_maps_[m].cells; c++)
+			sum->rows[at].cells[c] += x->cells[c];
+		uint64_t *native = bx_row_native(sum, at);
+		for (uint32_t i = 0; native && i < x->native_count; i++) {
+			const bs_native_change_t *n = &rd->changes.natives[x->native_first + i];
+			native[rd->layout->maps[x->sm].values[n->value].native + n->cell] += n->delta;
+		}
+	}
+}
+
 /* sign * each placed row's cells and native cells of s's reading into
  * the sums (sign -1: taken out); with `changes`, each change's added back
  * (what the reading held before it). */
@@ -76,21 +97,8 @@ static void apply_whole(stats_target_t *t, seg_t *s, uint64_t sign, int changes)
 					native[rd->layout->maps[sm].values[v].native + nc[v].c[i].cell] += sign * nc[v].c[i].count;
 		}
 	}
-	for (size_t k = 0; changes && k < rd->changes.nrows; k++) {
-		const bs_row_change_t *x = &rd->changes.rows[k];
-		int m = rd->layout->maps[x->sm].build_map;
-		if (m < 0 || x->row >= s->places->n[m])
-			continue;
-		bx_row_sum_t *sum = &t->sums.map[m];
-		uint32_t at = s->places->at[m][x->row];
-		for (size_t c = 0; c < billing_stats_maps_[m].cells; c++)
-			sum->rows[at].cells[c] += x->cells[c];
-		uint64_t *native = bx_row_native(sum, at);
-		for (uint32_t i = 0; native && i < x->native_count; i++) {
-			const bs_native_change_t *n = &rd->changes.natives[x->native_first + i];
-			native[rd->layout->maps[x->sm].values[n->value].native + n->cell] += n->delta;
-		}
-	}
+	if (changes)
+		add_changes(t, s);
 }
 
 /* s's places let go: their label sets no longer counted by it. */
@@ -125,22 +133,7 @@ int bx_sums_add(stats_target_t *t, seg_t *s)
 		bx_error("%s: out of memory: its counts are read again afresh next time", s->path);
 		return -1;
 	}
-	const bs_changes_t *ch = &rd->changes;
-	for (size_t k = 0; k < ch->nrows; k++) {
-		const bs_row_change_t *x = &ch->rows[k];
-		int m = rd->layout->maps[x->sm].build_map;
-		if (m < 0)
-			continue; /* a map of another shape: foreign_families.c serves it from the reading */
-		bx_row_sum_t *sum = &t->sums.map[m];
-		uint32_t at = s->places->at[m][x->row];
-		for (size_t c = 0; c < billing_stats_maps_[m].cells; c++)
-			sum->rows[at].cells[c] += x->cells[c];
-		uint64_t *native = bx_row_native(sum, at);
-		for (uint32_t i = 0; native && i < x->native_count; i++) {
-			const bs_native_change_t *n = &ch->natives[x->native_first + i];
-			native[rd->layout->maps[x->sm].values[n->value].native + n->cell] += n->delta;
-		}
-	}
+	add_changes(t, s);
 	return 0;
 }
 

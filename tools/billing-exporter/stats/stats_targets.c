@@ -23,13 +23,6 @@ int bx_source_by_name(const char *name)
 	                                    : -1;
 }
 
-static int parse_pid(const char *s)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-	return *end || end == s || v <= 0 || v > 0x7fffffffL ? -1 : (int)v;
-}
-
 /* --- a --pid's segment ------------------------------------------------------- */
 
 /* Is the segment at dir/name process t->proc's, found where its user
@@ -189,7 +182,7 @@ int bx_stats_setup(bx_stats_t **st, const bx_stats_scope_t *scope, int source, c
 			return -1;
 	for (size_t i = 0; i < *npids; i++) {
 		char why[PATH_MAX + 256] = "not a process ID";
-		int pid = parse_pid(pids[i]);
+		int pid = bx_pid_parse(pids[i]);
 		if (pid > 0 && name_process(stats, pids[i], pid, err, errlen) != 0)
 			return -1;
 		stats_target_t *t = source != BX_SOURCE_USDT && pid > 0 ? add_target(stats) : NULL;
@@ -313,10 +306,8 @@ void bx_stats_key_of(const struct stat *st, file_key_t *k)
 int bx_stats_same_key(const file_key_t *a, const struct stat *st)
 {
 	file_key_t b;
-	bx_stats_key_of(st, &b);
-	return a->dev == b.dev && a->ino == b.ino && a->uid == b.uid && a->mode == b.mode && a->size == b.size &&
-	       a->blocks == b.blocks && a->mtime.tv_sec == b.mtime.tv_sec && a->mtime.tv_nsec == b.mtime.tv_nsec &&
-	       a->ctime.tv_sec == b.ctime.tv_sec && a->ctime.tv_nsec == b.ctime.tv_nsec;
+	bx_stats_key_of(st, &b); /* zeroed first: the padding compares too */
+	return memcmp(a, &b, sizeof b) == 0;
 }
 
 /* --- a directory's names ------------------------------------------------------- */

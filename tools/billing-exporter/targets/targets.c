@@ -209,7 +209,7 @@ void bx_target_free(bx_target_t *t)
 	memset(t, 0, sizeof *t);
 }
 
-static int parse_pid(const char *s)
+int bx_pid_parse(const char *s)
 {
 	char *end;
 	errno = 0;
@@ -227,7 +227,7 @@ int bx_targets_read(bx_targets_t *ts, const char *const *pids, size_t npids, con
 	}
 	for (size_t i = 0; i < npids + nbinaries; i++) {
 		const char *binary = i < npids ? NULL : binaries[i - npids];
-		int pid = binary ? 0 : parse_pid(pids[i]);
+		int pid = binary ? 0 : bx_pid_parse(pids[i]);
 		if (pid < 0) {
 			bx_error("--pid %s: not a process ID", pids[i]);
 			return -1;

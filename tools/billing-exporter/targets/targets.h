@@ -119,6 +119,9 @@ typedef struct bx_targets {
 	size_t count;
 } bx_targets_t;
 
+/* A --pid's process ID, or -1 when text is none. */
+int bx_pid_parse(const char *text);
+
 /* Read every target (bx_target_read): 0, or -1 after one line on stderr
  * ("--pid PID: ..."); those read so far stay in ts. */
 int bx_targets_read(bx_targets_t *ts, const char *const *pids, size_t npids, const char *const *binaries,

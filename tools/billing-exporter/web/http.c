@@ -198,16 +198,25 @@ static const char index_page[] =
     "<ul><li><a href=\"/metrics\">/metrics</a></li><li><a href=\"/healthz\">/healthz</a></li></ul>"
     "</body></html>\n";
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
-                             char *body, size_t len, enum MHD_ResponseMemoryMode mode)
+/* An answer: a 401 asks for basic auth, a 429 to come back in a second. */
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body, size_t len,
+                             enum MHD_ResponseMemoryMode mode)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	enum MHD_Result ret = MHD_queue_response(c, status, r);
+	if (status == MHD_HTTP_TOO_MANY_REQUESTS)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	enum MHD_Result ret = status == MHD_HTTP_UNAUTHORIZED ? MHD_queue_basic_auth_fail_response(c, "billing-exporter", r)
+	                                                      : MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const char *body)
+{
+	return reply(c, status, "text/plain", (char *)body, strlen(body), MHD_RESPMEM_PERSISTENT);
 }
 
 /* A client certificate signed by client_ca_file, when there is one. */
@@ -226,8 +235,7 @@ static int client_verified(struct MHD_Connection *c)
 static int refuse(bx_http_t *h, struct MHD_Connection *c, enum MHD_Result *ret)
 {
 	if (h->web->client_ca_pem && !client_verified(c)) {
-		*ret = reply(c, MHD_HTTP_FORBIDDEN, "text/plain", (char *)"client certificate required\n", 28,
-		             MHD_RESPMEM_PERSISTENT);
+		*ret = text(c, MHD_HTTP_FORBIDDEN, "client certificate required\n");
 		return 1;
 	}
 	if (h->web->user_count == 0)
@@ -245,25 +253,8 @@ static int refuse(bx_http_t *h, struct MHD_Connection *c, enum MHD_Result *ret)
 	free(user);
 	if (auth == BX_AUTH_OK)
 		return 0;
-	if (auth == BX_AUTH_BUSY) {
-		struct MHD_Response *r = MHD_create_response_from_buffer(18, (void *)"try again shortly\n",
-		                                                         MHD_RESPMEM_PERSISTENT);
-		*ret = MHD_NO;
-		if (r) {
-			MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-			MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
-			*ret = MHD_queue_response(c, MHD_HTTP_TOO_MANY_REQUESTS, r);
-			MHD_destroy_response(r);
-		}
-		return 1;
-	}
-	struct MHD_Response *r = MHD_create_response_from_buffer(13, (void *)"unauthorized\n", MHD_RESPMEM_PERSISTENT);
-	*ret = MHD_NO;
-	if (r) {
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
-		*ret = MHD_queue_basic_auth_fail_response(c, "billing-exporter", r);
-		MHD_destroy_response(r);
-	}
+	*ret = auth == BX_AUTH_BUSY ? text(c, MHD_HTTP_TOO_MANY_REQUESTS, "try again shortly\n")
+	                            : text(c, MHD_HTTP_UNAUTHORIZED, "unauthorized\n");
 	return 1;
 }
 
@@ -278,10 +269,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	(void)state;
 
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", (char *)"method not allowed\n",
-		             20, MHD_RESPMEM_PERSISTENT);
+		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
 	if (strcmp(url, "/healthz") == 0)
-		return reply(c, MHD_HTTP_OK, "text/plain", (char *)"ok\n", 3, MHD_RESPMEM_PERSISTENT);
+		return text(c, MHD_HTTP_OK, "ok\n");
 	if (h->web) {
 		enum MHD_Result denied;
 		if (refuse(h, c, &denied))
@@ -293,8 +283,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		size_t len = 0;
 		char *body = bx_render(h->ex, format, &len);
 		if (!body)
-			return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", (char *)"out of memory\n",
-			             14, MHD_RESPMEM_PERSISTENT);
+			return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 		return reply(c, MHD_HTTP_OK,
 		             format == BX_FMT_PROTOBUF      ? BX_CONTENT_TYPE_PROTOBUF
 		             : format == BX_FMT_OPENMETRICS ? BX_CONTENT_TYPE_OPENMETRICS
@@ -304,8 +293,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (strcmp(url, "/") == 0)
 		return reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", (char *)index_page,
 		             sizeof index_page - 1, MHD_RESPMEM_PERSISTENT);
-	return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", (char *)"not found\n", 10,
-	             MHD_RESPMEM_PERSISTENT);
+	return text(c, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 
 bx_http_t *bx_http_bind(const char *addr, int port, int *bound_port, char *err, size_t errlen)
