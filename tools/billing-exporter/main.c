@@ -221,13 +221,9 @@ int main(int argc, char **argv)
 		rc = BX_EXIT_USAGE;
 		goto out;
 	}
-	size_t groups_text = 0;
-	char groups[128] = "";
-	for (unsigned g = 1; g & BX_GROUPS_PROBES; g <<= 1)
-		if (ex.groups & g)
-			groups_text += (size_t)snprintf(groups + groups_text, sizeof groups - groups_text, "%s%s",
-			                                groups_text ? "," : "", bx_group_name(g));
-	bx_error("%zu probe attachments on %zu target(s), %zu stats target(s), metrics %s", ex.usdt.link_count, ex.targets.count, bx_stats_target_count(ex.stats), groups);
+	char groups[128];
+	bx_error("%zu probe attachments on %zu target(s), %zu stats target(s), metrics %s", ex.usdt.link_count,
+	         ex.targets.count, bx_stats_target_count(ex.stats), bx_group_names(ex.groups, ",", groups, sizeof groups));
 	if (http)
 		bx_error("serving %s://%s%s%s:%d/metrics (%s%u clients at most)", web.cert_pem ? "https" : "http", strchr(o.listen.addr, ':') ? "[" : "", o.listen.addr,
 		         strchr(o.listen.addr, ':') ? "]" : "", port, web.user_count ? "basic auth, " : "", max_connections);

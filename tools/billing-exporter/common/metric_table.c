@@ -6,6 +6,7 @@
 #include "metric_table.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 /* bx_quantities[], bx_maps[] and BX_PROBE_METRIC_ROWS: generated from
@@ -34,6 +35,16 @@ const char *bx_group_name(unsigned group)
 		if (groups[i].group == group)
 			return groups[i].name;
 	return "?";
+}
+
+char *bx_group_names(unsigned groups, const char *separator, char *names, size_t len)
+{
+	size_t used = 0;
+	names[0] = '\0';
+	for (unsigned g = 1; g & BX_GROUPS_PROBES && used < len; g <<= 1)
+		if (groups & g)
+			used += (size_t)snprintf(names + used, len - used, "%s%s", used ? separator : "", bx_group_name(g));
+	return names;
 }
 
 unsigned bx_metric_group(const bx_metric_t *m)

@@ -140,6 +140,8 @@ extern const size_t bx_metric_count;
 /* "business" -> BX_GROUP_BUSINESS; 0 for an unknown name. */
 unsigned bx_group_by_name(const char *name);
 const char *bx_group_name(unsigned group);
+/* The probe groups among groups by name, between separators, in names. */
+char *bx_group_names(unsigned groups, const char *separator, char *names, size_t len);
 
 /* Metric i's group: its map's, or BX_GROUP_SELF. */
 unsigned bx_metric_group(const bx_metric_t *m);

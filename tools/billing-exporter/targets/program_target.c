@@ -96,26 +96,6 @@ typedef struct mapped_list {
 	size_t count;
 } mapped_list_t;
 
-static int mapped_in(const bx_mapped_t *items, size_t count, unsigned long long dev, unsigned long long ino)
-{
-	for (size_t i = 0; i < count; i++)
-		if (items[i].dev == dev && items[i].ino == ino)
-			return 1;
-	return 0;
-}
-
-static int mapped_add(bx_mapped_t **items, size_t *count, unsigned long long dev, unsigned long long ino)
-{
-	if (mapped_in(*items, *count, dev, ino))
-		return 0;
-	bx_mapped_t *grown = realloc(*items, (*count + 1) * sizeof *grown);
-	if (!grown)
-		return -1;
-	*items = grown;
-	grown[(*count)++] = (bx_mapped_t){ dev, ino };
-	return 0;
-}
-
 /* bx_proc_each_mapping: the files of a process t has not looked at. */
 typedef struct new_mappings {
 	const bx_target_t *t;
@@ -126,9 +106,9 @@ static int collect_new(unsigned long long dev, unsigned long long ino, const cha
 {
 	new_mappings_t *n = ctx;
 	(void)path;
-	if (mapped_in(n->t->mapped, n->t->mapped_count, dev, ino))
+	if (bx_mapped_in(n->t->mapped, n->t->mapped_count, dev, ino))
 		return 0;
-	return mapped_add(&n->files.items, &n->files.count, dev, ino) == 0 ? 0 : -1;
+	return bx_mapped_add(&n->files.items, &n->files.count, dev, ino);
 }
 
 /* A library counts for t's processes only when t's program's owner put it
@@ -212,7 +192,7 @@ static int look_at_maps(bx_target_t *t, pid_t pid)
 			bx_error("%s: process %d: %s", t->label, (int)pid, bp.unreadable[i]);
 		rc = add_process_modules(t, &bp);
 		for (size_t i = 0; rc == 0 && i < n.files.count; i++)
-			rc = mapped_add(&t->mapped, &t->mapped_count, n.files.items[i].dev, n.files.items[i].ino);
+			rc = bx_mapped_add(&t->mapped, &t->mapped_count, n.files.items[i].dev, n.files.items[i].ino);
 	} else {
 		rc = strcmp(err, "out of memory") == 0 ? -1 : 0;
 	}

@@ -127,30 +127,41 @@ int bx_module_read(bx_module_t *m, const char *path, char *err, size_t errlen)
  * file is still refused, only not remembered (one line says so). */
 #define REFUSED_MAX 1024
 
-int bx_target_refused(const bx_target_t *t, unsigned long long dev, unsigned long long ino)
+int bx_mapped_in(const bx_mapped_t *items, size_t count, unsigned long long dev, unsigned long long ino)
 {
-	for (size_t i = 0; i < t->refused_count; i++)
-		if (t->refused[i].dev == dev && t->refused[i].ino == ino)
+	for (size_t i = 0; i < count; i++)
+		if (items[i].dev == dev && items[i].ino == ino)
 			return 1;
 	return 0;
 }
 
+int bx_mapped_add(bx_mapped_t **items, size_t *count, unsigned long long dev, unsigned long long ino)
+{
+	if (bx_mapped_in(*items, *count, dev, ino))
+		return 0;
+	bx_mapped_t *grown = realloc(*items, (*count + 1) * sizeof *grown);
+	if (!grown)
+		return -1;
+	*items = grown;
+	grown[(*count)++] = (bx_mapped_t){ dev, ino };
+	return 0;
+}
+
+/* t->refused_count goes past REFUSED_MAX, t->refused does not. */
+int bx_target_refused(const bx_target_t *t, unsigned long long dev, unsigned long long ino)
+{
+	return bx_mapped_in(t->refused, t->refused_count < REFUSED_MAX ? t->refused_count : REFUSED_MAX, dev, ino);
+}
+
 static void refuse(bx_target_t *t, unsigned long long dev, unsigned long long ino, const char *path, const char *why)
 {
-	if (t->refused_count > REFUSED_MAX)
-		return;
-	if (t->refused_count == REFUSED_MAX) {
+	if (t->refused_count < REFUSED_MAX) {
+		bx_mapped_add(&t->refused, &t->refused_count, dev, ino); /* out of memory: said again next time */
+		bx_error("%s: %s is %s: not counted, not attached", t->label, path, why);
+	} else if (t->refused_count++ == REFUSED_MAX) {
 		bx_error("%s: %d files at that path refused: further ones are refused without a line", t->label,
 		         REFUSED_MAX);
-		t->refused_count++;
-		return;
 	}
-	bx_mapped_t *grown = realloc(t->refused, (t->refused_count + 1) * sizeof *grown);
-	if (grown) {
-		t->refused = grown;
-		grown[t->refused_count++] = (bx_mapped_t){ dev, ino };
-	}
-	bx_error("%s: %s is %s: not counted, not attached", t->label, path, why);
 }
 
 int bx_target_admits(bx_target_t *t, pid_t pid, const struct stat *st, unsigned long long dev,

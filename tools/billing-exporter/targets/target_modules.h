@@ -52,6 +52,11 @@ int bx_target_admits(bx_target_t *t, pid_t pid, const struct stat *st, unsigned 
                      unsigned long long ino, size_t have);
 int bx_target_refused(const bx_target_t *t, unsigned long long dev, unsigned long long ino);
 
+/* Is the file (dev, ino) among items; added when it is not: 0, or -1
+ * when out of memory. */
+int bx_mapped_in(const bx_mapped_t *items, size_t count, unsigned long long dev, unsigned long long ino);
+int bx_mapped_add(bx_mapped_t **items, size_t *count, unsigned long long dev, unsigned long long ino);
+
 /* What module m holds, freed (m itself is the caller's). */
 void bx_module_free(bx_module_t *m);
 

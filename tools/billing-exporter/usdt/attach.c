@@ -34,35 +34,21 @@
 #include "target_modules.h" /* bx_module_has_probe, bx_target_has_probe */
 #include "ticker.h"
 
-static void unlink_one(bx_link_t *l)
+static int add_link(bx_usdt_t *u, const bx_link_t *link)
 {
-	bx_usdt_link_close(&l->usdt);
-}
-
-/* The file each of u->links attaches (its target, device and inode),
- * parallel to u->links: what detaching an idle file looks for.  One
- * exporter per process, as the watcher's state. */
-typedef struct link_file {
-	const bx_target_t *target;
-	unsigned long long dev, ino;
-} link_file_t;
-static link_file_t *link_files;
-
-static int add_link(bx_usdt_t *u, const bx_usdt_link_t *link, size_t map, const bx_target_t *tg,
-                    const bx_module_t *mod)
-{
-	link_file_t *files = realloc(link_files, (u->link_count + 1) * sizeof *files);
-	if (!files)
-		return -1;
-	link_files = files;
 	bx_link_t *links = realloc(u->links, (u->link_count + 1) * sizeof *links);
 	if (!links)
 		return -1;
 	u->links = links;
-	files[u->link_count] = (link_file_t){ tg, mod->dev, mod->ino };
-	links[u->link_count++] = (bx_link_t){ *link, map };
-	u->attached[map]++;
+	links[u->link_count++] = *link;
+	u->attached[link->map]++;
 	return 0;
+}
+
+static void unlink_one(bx_usdt_t *u, bx_link_t *l)
+{
+	bx_usdt_link_close(&l->usdt);
+	u->attached[l->map]--;
 }
 
 /* Detach every link of tg on the file (dev, ino). */
@@ -70,13 +56,11 @@ static void drop_file_links(bx_usdt_t *u, const bx_target_t *tg, unsigned long l
 {
 	size_t kept = 0;
 	for (size_t i = 0; i < u->link_count; i++) {
-		if (link_files[i].target == tg && link_files[i].dev == dev && link_files[i].ino == ino) {
-			unlink_one(&u->links[i]);
-			u->attached[u->links[i].map]--;
-			continue;
-		}
-		link_files[kept] = link_files[i];
-		u->links[kept++] = u->links[i];
+		bx_link_t *l = &u->links[i];
+		if (l->target == tg && l->dev == dev && l->ino == ino)
+			unlink_one(u, l);
+		else
+			u->links[kept++] = *l;
 	}
 	u->link_count = kept;
 }
@@ -84,11 +68,8 @@ static void drop_file_links(bx_usdt_t *u, const bx_target_t *tg, unsigned long l
 /* Detach the links made since u->link_count was `mark`. */
 static void drop_links(bx_usdt_t *u, size_t mark)
 {
-	while (u->link_count > mark) {
-		u->link_count--;
-		unlink_one(&u->links[u->link_count]);
-		u->attached[u->links[u->link_count].map]--;
-	}
+	while (u->link_count > mark)
+		unlink_one(u, &u->links[--u->link_count]);
 }
 
 /* The cookie of tg's links: for a --binary program, what its program
@@ -150,7 +131,7 @@ static int attach_module(bx_usdt_t *u, const bx_target_t *tg, bx_module_t *mod, 
 			drop_links(u, mark);
 			return -1;
 		}
-		if (add_link(u, &link, i, tg, mod) != 0) {
+		if (add_link(u, &(bx_link_t){ link, i, tg, mod->dev, mod->ino }) != 0) {
 			bx_usdt_link_close(&link);
 			drop_links(u, mark);
 			snprintf(err, errlen, "out of memory");
@@ -325,12 +306,8 @@ void bx_detach_all(bx_usdt_t *u)
 		bx_ticker_destroy(&watcher.ticks);
 		watcher.running = 0;
 	}
-	for (size_t i = 0; i < u->link_count; i++)
-		unlink_one(&u->links[i]);
+	drop_links(u, 0);
 	free(u->links);
 	u->links = NULL;
-	u->link_count = 0;
-	free(link_files);
-	link_files = NULL;
 	bx_usdt_specs_free(&u->specs);
 }

@@ -66,10 +66,13 @@ void bx_usdt_specs_free(bx_usdt_specs_t *specs);
 
 struct billing_exporter_bpf;
 
-/* One attachment: one probe's sites in one file (usdt_links.c). */
+/* One attachment: one probe's sites in one file (usdt_links.c), of one
+ * target: what detaching an idle file looks for. */
 typedef struct bx_link {
 	bx_usdt_link_t usdt;
 	size_t map; /* the bx_maps index it feeds */
+	const bx_target_t *target;
+	unsigned long long dev, ino; /* the file */
 } bx_link_t;
 
 typedef struct bx_usdt {
