@@ -153,8 +153,7 @@ int main(int argc, char **argv)
 		return print_table(&o);
 	memset(&ex, 0, sizeof ex);
 	pthread_mutex_init(&ex.lock, NULL);
-	ex.usdt = (bx_usdt_t){ .groups = o.groups, .targets = &ex.targets, .only_uid = o.only_uid,
-		               .idle_detach_s = o.idle_detach_s, .verbose = o.verbose, .lock = &ex.lock, .stats_fd = -1 };
+	ex.usdt = (bx_usdt_t){ .groups = o.groups, .targets = &ex.targets, .only_uid = o.only_uid, .idle_detach_s = o.idle_detach_s, .verbose = o.verbose, .lock = &ex.lock, .stats_fd = -1 };
 	ex.groups = o.groups;
 	if ((rc = check_web(&o, serve, &web)) != BX_EXIT_OK)
 		goto out;

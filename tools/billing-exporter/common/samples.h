@@ -41,7 +41,7 @@ typedef struct bx_snapshot {
 	char **owned; /* strings the snapshot allocated (le, target labels) */
 	size_t owned_count, owned_cap;
 	bx_u64 folded_fires[BX_MAP_COUNT][BX_MAX_FIELDS]; /* fires shown under "other", per label */
-	bx_metric_t **foreign;                           /* families only stats segments describe (foreign_families.c) */
+	bx_metric_t **foreign;                            /* families only stats segments describe (foreign_families.c) */
 	size_t nforeign;
 } bx_snapshot_t;
 

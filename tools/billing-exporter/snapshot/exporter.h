@@ -15,7 +15,7 @@
 #include "usdt.h"
 
 typedef struct bx_exporter {
-	unsigned groups;     /* BX_GROUP_* enabled */
+	unsigned groups;      /* BX_GROUP_* enabled */
 	bx_targets_t targets; /* --pid and --binary: served through USDT */
 	bx_usdt_t usdt;
 	bx_stats_t *stats; /* --stats-dir, and --pid served from a segment */

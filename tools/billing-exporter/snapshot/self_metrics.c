@@ -252,7 +252,7 @@ const bx_self_metric_t bx_self_metrics[] = {
 	 * unless that room is wrong. */
 	BX_SELF(dropped_fires_total, BX_COUNTER, "", "map",
 	        "Fires not counted: their map (" BX_TEXT(BX_LABEL_SETS) " label sets) and its fold map were both "
-	        "full (the fold map has room for every folded label set, so this stays 0)."),
+	                                                                "full (the fold map has room for every folded label set, so this stays 0)."),
 	BX_SELF(bpf_program_runs_total, BX_COUNTER, "", "program",
 	        "Runs of each BPF program (0 unless kernel BPF stats are on: --bpf-stats)."),
 	BX_SELF(bpf_program_run_seconds_total, BX_COUNTER, "seconds", "program",

@@ -25,8 +25,9 @@ typedef struct bx_self_metric {
 } bx_self_metric_t;
 
 #define BX_SELF(name, type, unit, labels, help) \
-  { { "billing_exporter_" #name, type, unit, help, -1, BX_SRC_SELF, -1, BX_WHERE_ALL, 0, { { NULL, BX_DEC_VALUE, 0, NULL, NULL } }, labels }, \
-    self_##name }
+  { \
+    { "billing_exporter_" #name, type, unit, help, -1, BX_SRC_SELF, -1, BX_WHERE_ALL, 0, { { 0 } }, labels }, self_##name \
+  }
 
 extern const bx_self_metric_t bx_self_metrics[];
 extern const size_t bx_self_metric_count;

@@ -320,10 +320,10 @@ static int one_reading(void *arg, const char *path, const bs_segment_t *seg, uin
 		const char *why = f->nlabels > BX_MAX_FIELDS || f->nlabels >= BX_SAMPLE_LABELS
 		                      ? "has more labels than this exporter serves"
 		                  : q && q->nbounds > BX_MAX_BOUNDS ? "has more buckets than this exporter serves"
-		                  : x && !same_family(x, l, f) ? "is described otherwise than by the segments read before it "
-		                                                 "(type, labels, help or buckets): not summed with them"
-		                  : !x                         ? not_its_own(c, f)
-		                                               : NULL;
+		                  : x && !same_family(x, l, f)      ? "is described otherwise than by the segments read before it "
+		                                                      "(type, labels, help or buckets): not summed with them"
+		                  : !x                              ? not_its_own(c, f)
+		                                                    : NULL;
 		if (!why && !x && !(x = fam_new(c, l, f)))
 			return -1;
 		if (why) {
