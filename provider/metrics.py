@@ -16,7 +16,7 @@ metric needs from one description:
                      (MetricSet.fold_keys), and a map of each label's known
                      values ("@@known", read from a file beside billing.d)
   metric-table-gen-h   the exporter's user-space table: quantities, maps,
-                     metric rows (tools/billing-exporter/metric_table.c)
+                     metric rows (tools/billing-exporter/common/metric_table.c)
 """
 
 import os
@@ -628,9 +628,9 @@ def exporter_programs_h(provider, ms):
 
 def metric_table_gen_h(provider, ms):
     """bx_quantities[], bx_maps[] and BX_PROBE_METRIC_ROWS, for
-    tools/billing-exporter/metric_table.c only."""
+    tools/billing-exporter/common/metric_table.c only."""
     qindex = {name: i for i, name in enumerate(ms.quantities)}
-    o = [HEADER_BANNER, "/* Included by tools/billing-exporter/metric_table.c alone. */\n\n"]
+    o = [HEADER_BANNER, "/* Included by tools/billing-exporter/common/metric_table.c alone. */\n\n"]
     o.append(known_arrays_c(ms))
     o.append("const bx_known_map_t bx_known_maps[] = {\n")
     for arg in ms.known:
