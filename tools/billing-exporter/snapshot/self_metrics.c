@@ -228,7 +228,9 @@ const bx_self_metric_t bx_self_metrics[] = {
 	BX_SELF(target_up, BX_GAUGE, "", "target",
 	        "1 while the target (pid:N or binary:PATH) is alive / present, else 0."),
 	BX_SELF(target_source, BX_GAUGE, "", "target,source",
-	        "1 per target, with the path that feeds it: usdt (BPF through uprobes) or stats (its segment)."),
+	        "1 per target, with the path that feeds it: usdt (BPF through uprobes) or stats (its segment). target "
+	        "is pid:N, binary:PATH or stats:DIR, a --stats-dir as given: what billing-probes slow and top read on "
+	        "this host (docs/runbook.md)."),
 	BX_SELF(build_info, BX_GAUGE, "", "version,probe_set",
 	        "1, with the exporter's version and its probe set: the hash of the stats description its billing.d "
 	        "makes, as billing_exporter_target_build_info shows a stats target's."),

@@ -275,11 +275,18 @@ static void read_dir(bx_stats_t *stats, stats_target_t *t)
 	uid_t user;
 	size_t i = 0, j = 0, kept = 0;
 	names_t names;
-	if (bx_stats_dir_open(t->dir, (long)t->user, BX_OWNER_OR_ROOT, &dfd, &user, why, sizeof why) != 0) {
+	long expected = t->awaited == -2 ? (long)t->user : t->awaited;
+	if (bx_stats_dir_open(t->dir, expected, BX_OWNER_OR_ROOT, &dfd, &user, why, sizeof why) != 0) {
 		if (!t->dir_said)
 			bx_error("--stats-dir %s: %s: not read", t->dir, why);
 		t->dir_said = 1;
 		return;
+	}
+	if (t->awaited != -2) {
+		char who[128];
+		t->user = user;
+		t->awaited = -2;
+		bx_error("--stats-dir %s: appeared: the segments of %s", t->dir, bx_user_text(user, who, sizeof who));
 	}
 	t->dir_said = 0;
 	seg_t **next = bx_stats_list_names(dfd, &names) == 0 ? malloc((t->nsegs + names.n + 1) * sizeof *next) : NULL;

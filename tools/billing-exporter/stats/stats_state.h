@@ -157,6 +157,7 @@ typedef struct stats_target {
 	char label[PATH_MAX + 8]; /* "stats:DIR" or "pid:N" */
 	char dir[PATH_MAX];       /* a directory of segments, or "" */
 	uid_t user;               /* whose segments: the directory's user, or the --pid process's */
+	long awaited;             /* a directory not there yet: -1, or whose it must be (-2 unsaid) */
 	int dir_said;             /* the directory's problem was reported, until it reads again */
 	char path[PATH_MAX];      /* a --pid target's segment */
 	int pid;                  /* a --pid target's process here, -1 for a directory */

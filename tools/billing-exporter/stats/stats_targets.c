@@ -106,6 +106,7 @@ static stats_target_t *add_target(bx_stats_t *stats)
 	for (int m = 0; m < BX_MAP_COUNT; m++)
 		t->sums.map[m].native_cells = billing_stats_maps_[m].native_cells;
 	t->pid = -1;
+	t->awaited = -2;
 	t->only_uid = stats->scope.only_uid;
 	t->cgroup = stats->scope.cgroup;
 	return t;
@@ -119,16 +120,24 @@ static int add_dir(bx_stats_t *stats, const char *dir, char *err, size_t errlen)
 	int fd;
 	uid_t uid;
 	struct stat st;
-	if (bx_stats_dir_open(dir, bx_stats_dir_user(dir, stats->scope.only_uid), BX_OWNER_OR_ROOT, &fd, &uid, why, sizeof why) !=
-	    0) {
-		snprintf(err, errlen, "--stats-dir %s: %s", dir, why);
-		return -1;
+	long expected = bx_stats_dir_user(dir, stats->scope.only_uid);
+	/* A directory not there yet is read when it appears (a service that
+	 * starts after its exporter makes it): its owner and mode are checked
+	 * then, and until then it has no segment, so no figure. */
+	int absent = lstat(dir, &st) != 0 && errno == ENOENT;
+	if (!absent) {
+		if (bx_stats_dir_open(dir, expected, BX_OWNER_OR_ROOT, &fd, &uid, why, sizeof why) != 0) {
+			snprintf(err, errlen, "--stats-dir %s: %s", dir, why);
+			return -1;
+		}
+		fstat(fd, &st);
+		close(fd);
 	}
-	fstat(fd, &st);
-	close(fd);
 	for (size_t i = 0; i < stats->count; i++) {
 		struct stat other;
-		if (stat(stats->targets[i].dir, &other) == 0 && other.st_dev == st.st_dev && other.st_ino == st.st_ino) {
+		if (absent ? strcmp(stats->targets[i].dir, dir) == 0
+		           : stat(stats->targets[i].dir, &other) == 0 && other.st_dev == st.st_dev &&
+		                 other.st_ino == st.st_ino) {
 			snprintf(err, errlen, "--stats-dir %s: the directory --stats-dir %s names already", dir,
 			         stats->targets[i].dir);
 			return -1;
@@ -141,6 +150,13 @@ static int add_dir(bx_stats_t *stats, const char *dir, char *err, size_t errlen)
 	}
 	snprintf(t->dir, sizeof t->dir, "%s", dir);
 	snprintf(t->label, sizeof t->label, "stats:%s", dir);
+	if (absent) {
+		t->awaited = expected;
+		t->dir_said = 1;
+		bx_error("--stats-dir %s: not there yet: read when it appears, its owner checked then", dir);
+		return 0;
+	}
+	t->awaited = -2;
 	t->user = uid;
 	bx_error("--stats-dir %s: the segments of %s", dir, bx_user_text(uid, user, sizeof user));
 	return 0;
