@@ -89,9 +89,9 @@ static int plan(const bs_src_t *s, const struct bs_header *h, const bs_layout_t 
 		if (nrows < rd->had[m])
 			FAIL("map %s claims %u rows, fewer than the %zu it had", l->maps[m].name, nrows, rd->had[m]);
 		for (int f = 0; f < BS_MAX_FIELDS; f++) {
-			if (h->dict_count[m][f] > BS_LABEL_VALUES)
-				FAIL("map %s label %d claims %u values (at most %d)", l->maps[m].name, f, h->dict_count[m][f],
-				     BS_LABEL_VALUES);
+			if (h->dict_count[m][f] > h->label_values)
+				FAIL("map %s label %d claims %u values (at most %u)", l->maps[m].name, f, h->dict_count[m][f],
+				     h->label_values);
 			values += h->dict_count[m][f];
 		}
 		rd->rows_of[m] = nrows;
@@ -120,7 +120,9 @@ static int plan(const bs_src_t *s, const struct bs_header *h, const bs_layout_t 
 	return 0;
 }
 
-typedef unsigned char dict_t[BS_MAX_FIELDS][BS_LABEL_VALUES][BS_VALUE_BYTES];
+/* Room for any segment's label values (its own label_values, checked at
+ * most BS_IDX_KNOWN). */
+typedef unsigned char dict_t[BS_MAX_FIELDS][BS_IDX_KNOWN][BS_VALUE_BYTES];
 
 /* Field f of a row whose value index is idx: its text (and int). */
 static int decode_field(const bs_lmap_t *mi, int f, unsigned idx, uint32_t count, const unsigned char (*dict)[BS_VALUE_BYTES],

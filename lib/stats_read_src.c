@@ -103,10 +103,11 @@ int bs_check_layout_(const struct bs_header *h, const bs_layout_t *l, uint64_t s
 {
 	uint64_t cells = 0;
 
-	if (h->nmaps != l->nmaps || h->rows_per_map == 0 || h->rows_per_map > 4096 || h->label_values != BS_LABEL_VALUES)
+	if (h->nmaps != l->nmaps || h->rows_per_map == 0 || h->rows_per_map > 4096 || h->label_values == 0 ||
+	    h->label_values > BS_IDX_KNOWN)
 		FAIL("layout differs: %u maps, %u rows, %u values per label (its description: %zu maps; this reader: "
-		     "1..4096 rows, %d values)",
-		     h->nmaps, h->rows_per_map, h->label_values, l->nmaps, BS_LABEL_VALUES);
+		     "1..4096 rows, 1..%d values)",
+		     h->nmaps, h->rows_per_map, h->label_values, l->nmaps, BS_IDX_KNOWN);
 	pr->total = 0;
 	for (size_t m = 0; m < l->nmaps; m++) {
 		if (h->map_cells_offset[m] != cells * 8 || h->map_cells[m] != l->maps[m].cells)
@@ -116,7 +117,7 @@ int bs_check_layout_(const struct bs_header *h, const bs_layout_t *l, uint64_t s
 		pr->total += pr->rows[m];
 		cells += pr->rows[m] * h->map_cells[m];
 	}
-	uint64_t dicts = BS_DICTS_SIZE(l->nmaps), rows = pr->total * sizeof(struct bs_row);
+	uint64_t dicts = BS_DICTS_SIZE(l->nmaps, h->label_values), rows = pr->total * sizeof(struct bs_row);
 	if (h->nslots < 1 || h->nslots > 65537 || h->slot_size < BS_SLOT_HEADER + cells * 8 ||
 	    h->slot_size > (1u << 30) || h->slots_used > h->nslots)
 		FAIL("slot table is corrupt (%u slots of %llu bytes)", h->nslots, (unsigned long long)h->slot_size);

@@ -28,9 +28,14 @@ from decimal import Decimal, InvalidOperation
 import native
 
 TYPES_OK_FOR_LABELS = {"char *": "string", "int": "int32"}
-# Known values a label may have: a stats segment row names one by a byte,
-# BS_IDX_KNOWN (64) .. BS_IDX_OVERFLOW (254) - 1 (lib/stats_segment.h).
-KNOWN_MAX = 190
+
+# A stats segment's row names a label's value by a byte: a dictionary
+# entry below IDX_KNOWN (so "@@label-values N" takes at most that many), a
+# known value ("@@known") from IDX_KNOWN to IDX_OVERFLOW - 1, the overflow
+# row, "other".  Written here once; billing_metrics_layout.h gives them to
+# the C (BS_IDX_*).
+IDX_KNOWN, IDX_OVERFLOW, IDX_FOLDED = 64, 254, 255
+KNOWN_MAX = IDX_OVERFLOW - IDX_KNOWN
 # C types of billing.d's argument types, as the generated C declares them.
 CTYPE = {"unsigned long long": "uint64_t", "long long": "int64_t", "int": "int32_t", "char *": "const char *"}
 HEADER_BANNER = "/* Generated from provider/billing.d by provider/generate.py: do not edit. */\n"
@@ -261,7 +266,7 @@ def parse_header(lines, path):
         elif kind == "groups":
             limits.groups, limits.default_groups = parse_groups(line, rest, path)
         elif kind == "label-values":
-            limits.label_values = parse_bound(line, rest, path, 1, KNOWN_MAX)
+            limits.label_values = parse_bound(line, rest, path, 1, IDX_KNOWN)
         elif kind == "label-sets":
             limits.label_sets = parse_bound(line, rest, path, 16, 1 << 24)
         elif kind == "slow-threshold":
@@ -530,6 +535,11 @@ def metrics_layout_h(provider, ms):
              + "};\n#define BX_MAX_CELLS (sizeof(union bx_value_any) / 8)\n")
     o.append(f"#define BX_KEY_MAX {max(sum(n for _, _, _, n in key_layout(ms, f)[0]) + key_layout(ms, f)[1] for f in ms.feeds)}\n")
     o.append(f"#define BX_LABEL_BYTES_MAX {max([ms.default_bytes] + list(ms.label_bytes.values()))}\n")
+    o.append("/* A row's value indices: a label value below BS_IDX_KNOWN, BS_IDX_KNOWN + k\n"
+             " * the field's known value k (\"@@known\", sorted), the overflow row (a label\n"
+             " * set past the map's rows), \"other\" (a value past the label's values). */\n"
+             f"#define BS_IDX_KNOWN {IDX_KNOWN}\n#define BS_IDX_OVERFLOW {IDX_OVERFLOW}\n"
+             f"#define BS_IDX_FOLDED {IDX_FOLDED}\n")
     lim = ms.limits
     o.append(f"/* A label's values before \"other\" (@@label-values); label sets a BPF map\n"
              f" * holds (@@label-sets). */\n#define BX_LABEL_VALUES {lim.label_values}\n"
