@@ -38,7 +38,6 @@
 #define BS_MAX_MAPS 32                  /* header room; BX_MAP_COUNT are used */
 #define BS_MAX_FIELDS 4                 /* header room; BX_MAX_FIELDS are used */
 #define BS_LABEL_VALUES BX_LABEL_VALUES /* distinct values per label field besides its known ones, then "other" (billing.d: @@label-values) */
-#define BS_VALUE_BYTES 32               /* one dictionary entry: a string or an int32 */
 #define BS_GENERAL_ROWS 128             /* label sets per map taken first come */
 /* Rows of a map (bs_map_info_t.rows): the general ones, then room for
  * every folded label set of that map (BX_FOLD_KEYS_<PROBE>: a label set

@@ -36,6 +36,9 @@ TYPES_OK_FOR_LABELS = {"char *": "string", "int": "int32"}
 # the C (BS_IDX_*).
 IDX_KNOWN, IDX_OVERFLOW, IDX_FOLDED = 64, 254, 255
 KNOWN_MAX = IDX_OVERFLOW - IDX_KNOWN
+# A label value's room in a segment's dictionary (BS_VALUE_BYTES): the
+# most "@@label-bytes" may give a string label.
+VALUE_BYTES = 32
 # C types of billing.d's argument types, as the generated C declares them.
 CTYPE = {"unsigned long long": "uint64_t", "long long": "int64_t", "int": "int32_t", "char *": "const char *"}
 HEADER_BANNER = "/* Generated from provider/billing.d by provider/generate.py: do not edit. */\n"
@@ -273,8 +276,9 @@ def parse_header(lines, path):
             limits.slow_default, limits.slow_handlers = parse_slow(line, rest, path)
         elif kind == "label-bytes":
             for k, v in parse_options(rest, line).items():
-                if v is True or not str(v).isdigit() or not 2 <= int(v) <= 64 or int(v) % 8:
-                    raise MetricError(f"{path}: {line!r}: label bytes must be 8, 16, .. 64")
+                if v is True or not str(v).isdigit() or not 2 <= int(v) <= VALUE_BYTES or int(v) % 8:
+                    raise MetricError(f"{path}: {line!r}: label bytes must be 8, 16, .. {VALUE_BYTES} "
+                                      "(a stats segment's room for a label value)")
                 if k == "default":
                     default_bytes = int(v)
                 else:
@@ -539,7 +543,9 @@ def metrics_layout_h(provider, ms):
              " * the field's known value k (\"@@known\", sorted), the overflow row (a label\n"
              " * set past the map's rows), \"other\" (a value past the label's values). */\n"
              f"#define BS_IDX_KNOWN {IDX_KNOWN}\n#define BS_IDX_OVERFLOW {IDX_OVERFLOW}\n"
-             f"#define BS_IDX_FOLDED {IDX_FOLDED}\n")
+             f"#define BS_IDX_FOLDED {IDX_FOLDED}\n"
+             "/* A label value's room in a stats segment's dictionary (@@label-bytes at most). */\n"
+             f"#define BS_VALUE_BYTES {VALUE_BYTES}\n")
     lim = ms.limits
     o.append(f"/* A label's values before \"other\" (@@label-values); label sets a BPF map\n"
              f" * holds (@@label-sets). */\n#define BX_LABEL_VALUES {lim.label_values}\n"
