@@ -2,7 +2,7 @@
 """A family a segment describes with more buckets than the exporter
 serves is refused in one line, never copied past the exporter's room for
 bounds.  A stats segment may describe up to BS_LAYOUT_BOUNDS bounds per
-quantity (lib/stats_layout.h), the exporter holds BX_MAX_BOUNDS
+quantity (tools/stats-reader/stats_layout.h), the exporter holds BX_MAX_BOUNDS
 (tools/billing-exporter/common/metric_table.h).  Before, a family the
 tables do not name, observing a quantity of more, had its bounds written
 past its quantity's array, over the fields after it: the exporter then
