@@ -22,7 +22,7 @@
 - promtool: that release's promtool on every rules file (check rules, test
   rules, the fleet's configs);
 - alerts: the shipped alerts end to end on that release's Prometheus and
-  Alertmanager (monitoring/tests/test_alerts_end_to_end.py).
+  Alertmanager (tests/monitoring/test_alerts_end_to_end.py).
 The other suites' tests run inside the root through meson test, with their
 own checks (each failed check is printed); a skip there is a failure here:
 the root is made to have what they need.  Each part's outcome goes to the
@@ -44,8 +44,8 @@ PARTS = {
     "trace": (["userpath-trace-plain"], 1800, 0.25),
     "exporter": (["userpath-exporter-usdt", "userpath-exporter-stats", "exporter-usdt-args", "exporter-arg-forms",
                   "exporter-two-modules", "exporter-semaphores", "exporter-exemplars-native"], 1800, 1),
-    "promtool": (["exporter-rules", "fleet-configs"], 600, 1),
-    "alerts": (["stats-alerts-end-to-end"], 1200, 1),
+    "promtool": (["monitoring-rules", "fleet-configs"], 600, 1),
+    "alerts": (["monitoring-alerts-end-to-end"], 1200, 1),
 }
 
 

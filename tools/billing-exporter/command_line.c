@@ -140,7 +140,8 @@ static const opt_option_t options[] = {
 	  .doc = "every stats segment in DIR (a `-Dstats=enabled` service's processes), summed as one "
 	         "target; no BPF, no root: read access to the segments is enough, and DIR and each "
 	         "segment must belong to their writers' user and be writable by nobody else "
-	         "([security.md](security.md), [stats.md](stats.md)); repeatable" },
+	         "([security.md](security.md), [stats.md](stats.md)); a DIR not there yet is waited for (one "
+	         "line says so) and checked when it appears, with no figure until then; repeatable" },
 	{ "binary", "PATH", OPT_LIST, opts.binaries, .most = BX_MAX_TARGET_ARGS, .count = &opts.binary_count,
 	  .wants = "a path",
 	  .help = "every process, running now or later, that runs or maps PATH (repeatable)",

@@ -16,7 +16,7 @@ import sys
 
 import yaml
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "exporter"))
 import exportertest as h  # noqa: E402
 from exportertest import bt  # noqa: E402
 
