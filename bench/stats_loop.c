@@ -7,8 +7,9 @@
  * macro in a stats build (stats_dep: BILLING_STATS_FORCE), untraced, with
  * arguments that vary like a service's (two label sets, changing amounts
  * and durations).  PROBE is one of the stats-fed probes, or "atomic": a
- * relaxed atomic add on one shared counter, the cheapest in-process count,
- * for comparison.  Prints "ns_per_event X" (each thread's CPU time for its
+ * relaxed atomic add on one shared counter (what a native bucket costs: a
+ * lock-prefixed add), or "own": an add to a counter of the thread's own,
+ * no lock prefix (what a thread slot's cell costs), for comparison.  Prints "ns_per_event X" (each thread's CPU time for its
  * loop / N, averaged over threads: what an event costs the thread that
  * fires it, whatever else shares the cores) and "events_per_second Y" (all
  * threads' events over the wall time of the run).
@@ -47,6 +48,15 @@ static void *run(void *arg)
 	if (strcmp(probe, "atomic") == 0) {
 		for (long i = 0; i < n; i++)
 			__atomic_fetch_add(&shared_counter, 1, __ATOMIC_RELAXED);
+	} else if (strcmp(probe, "own") == 0) {
+		static __thread unsigned long long own;
+		for (long i = 0; i < n; i++)
+#if defined(__x86_64__) && defined(__GNUC__)
+			__asm__ __volatile__("addq $1, %0"
+			                     : "+m"(own)); /* as a slot's cell: one add, no lock */
+#else
+			__atomic_store_n(&own, __atomic_load_n(&own, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+#endif
 #if defined(__x86_64__) && defined(__GNUC__)
 	} else if (strcmp(probe, "rdtsc") == 0) { /* what timing a trail event costs here */
 		for (long i = 0; i < n; i++)

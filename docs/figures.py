@@ -349,7 +349,7 @@ FROM_SOURCE = [
     ("docs/tool.md", "5 s", "tools/billing-probes/bpftrace_process.h", r"#define BP_BPFTRACE_STOP_MS 5000\n"),
     ("docs/tool.md", "1 s", "tools/billing-probes/cmd_top.c", r"opt->interval > 0 \? opt->interval : 1\.0;"),
     ("docs/stats.md", "32 MiB", "lib/stats_read.h", r"#define BS_READ_BUDGET \(32ull << 20\)"),
-    ("docs/stats.md", "2 s", "tools/billing-exporter/stats_source.c", r"#define BX_SETTLE_S 2\n"),
+    ("docs/stats.md", "2 s", "tools/billing-exporter/stats_targets.c", r"#define BX_SETTLE_S 2\n"),
     ("docs/exporter.md", "10 s", "tests/security/exporter/test_binary_watch_cost.py",
      r"CEILING = 30  # ticks per 10 s: 3% of one CPU"),
     ("docs/exporter.md", "3%", "tests/security/exporter/test_binary_watch_cost.py",

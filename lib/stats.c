@@ -35,6 +35,8 @@
 
 int billing_stats_off_;
 __thread bs_thread_t *bs_self_ BS_TLS_MODEL;
+bs_l1_entry_t bs_l1_empty_[BX_MAP_COUNT][BS_L1_ENTRIES];
+__thread bs_l1_entry_t (*bs_l1_)[BS_L1_ENTRIES] BS_TLS_MODEL = bs_l1_empty_;
 uint64_t bs_map_offset_[BX_MAP_COUNT];
 uint64_t *bs_native_[BX_MAP_COUNT];
 
@@ -63,6 +65,7 @@ static void thread_exit(void *p)
 		__atomic_store_n(&t->slot->state, BS_SLOT_FREE, __ATOMIC_RELEASE);
 	free(t);
 	bs_self_ = NULL;
+	bs_l1_ = bs_l1_empty_;
 }
 
 /* fork(): the lock is held across it, so the child's copy is consistent. */
@@ -87,6 +90,7 @@ static void after_fork_child(void)
 	hdr = NULL;
 	free(bs_self_);
 	bs_self_ = NULL;
+	bs_l1_ = bs_l1_empty_;
 	pthread_setspecific(thread_key, NULL);
 	bs_trail_forget_();
 	pthread_mutex_unlock(&lock);
@@ -353,6 +357,7 @@ static int create_segment(void)
 	h->trail_offset = trail_off;
 	h->native_offset = native_size ? native_off : 0;
 	h->native_size = native_size;
+	h->flags = BS_FLAG_NATIVE_FIRST;
 	for (int m = 0; m < BX_MAP_COUNT; m++)
 		bs_native_[m] = native_size && billing_stats_maps_[m].native_cells ? (uint64_t *)(p + native_at[m]) : NULL;
 	/* The magic last: a reader that sees it sees a whole header. */
@@ -492,6 +497,7 @@ void *bs_slow_(int m, const void *key, bs_cache_entry_t *e)
 		pthread_mutex_unlock(&lock);
 		return NULL;
 	}
+	bs_l1_ = bs_self_->l1;
 	if (!e)
 		e = &bs_self_->cache[0]; /* the caller hashes again next time */
 	e->tag = (uint32_t)m + 1;

@@ -176,6 +176,62 @@ static int native_of(const char *s, bs_lquantity_t *q)
 	return q->nnative <= BS_NATIVE_BUCKETS_MAX ? 0 : -1;
 }
 
+/* log2(x), x > 0 finite, to 2^-30: the exponent from frexp's split by
+ * halving and doubling, then the fraction a bit at a time by squaring (no
+ * libm to link). */
+static double log2_of(double x)
+{
+	double r = 0, bit = 1;
+	while (x >= 2) {
+		x /= 2;
+		r += 1;
+	}
+	while (x < 1) {
+		x *= 2;
+		r -= 1;
+	}
+	for (int i = 0; i < 30; i++) {
+		x *= x;
+		bit /= 2;
+		if (x >= 2) {
+			x /= 2;
+			r += bit;
+		}
+	}
+	return r;
+}
+
+/* The native cell of a value x > 0 of q, in the writer's unit (a bound
+ * divide * 2^(i / 2^schema) of the exposed unit): 0 the zero bucket, past
+ * nnative out of range.  Floating point: callers widen it. */
+static double native_cell_of(const bs_lquantity_t *q, double divide, double x)
+{
+	double i = (log2_of(x / divide) - q->native_low) * (double)(1 << q->schema), top = (double)q->nnative + 1;
+	if (!(i > 0))
+		return 0;
+	if (i > top)
+		return top;
+	double whole = (double)(long)i;
+	return whole < i ? whole + 1 : whole;
+}
+
+/* Each classic bucket's native cells (bs_lquantity_t.native_from): the
+ * cells of its lower bound's value to its upper one's, widened by two. */
+static void native_ranges(bs_lquantity_t *q, double divide)
+{
+	double top = (double)q->nnative + 1, b[BS_LAYOUT_BOUNDS];
+	for (size_t k = 0; k < q->nbounds; k++)
+		b[k] = strtod(q->le[k], NULL) * divide;
+	for (size_t k = 0; k <= q->nbounds; k++) {
+		double lo = k == 0 || b[k - 1] < 0 ? 0 : native_cell_of(q, divide, b[k - 1] > 0 ? b[k - 1] : 1) - 2;
+		double hi = k == q->nbounds ? top : b[k] <= 0 ? 0
+		                                              : native_cell_of(q, divide, b[k]) + 2;
+		q->native_from[k] = (uint16_t)(lo < 0 ? 0 : lo);
+		q->native_to[k] = (uint16_t)(hi > top ? top : hi);
+		q->native_below[k] = q->is_signed && (k == 0 || b[k - 1] < 0); /* values below 0: out of range */
+	}
+}
+
 static int line_quantity(parser_t *p, char **w, int nw)
 {
 	bs_layout_t *l = p->l;
@@ -208,6 +264,8 @@ static int line_quantity(parser_t *p, char **w, int nw)
 	if (native_of(opt(w[7], "native"), q) != 0)
 		return fail(p, "quantity %s: native= - or SCHEMA,LOW,HIGH (0..8, -62 <= LOW < HIGH <= 62, at most %d buckets)",
 		            q->name, BS_NATIVE_BUCKETS_MAX);
+	if (q->nnative)
+		native_ranges(q, divide);
 	for (size_t i = 0; i + 1 < l->nquantities; i++)
 		if (strcmp(l->quantities[i].name, q->name) == 0)
 			return fail(p, "quantity %s described twice", q->name);

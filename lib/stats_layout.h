@@ -58,6 +58,13 @@ typedef struct bs_lquantity {
 	 * cells: the zero bucket, the buckets, out of range. */
 	int schema, native_low, native_high;
 	size_t nnative;
+	/* Per classic bucket k (0 .. nbounds), the native cells its values
+	 * may fall in: [native_from[k], native_to[k]] (a margin of two cells
+	 * each side: the bounds are compared in floating point), and the out
+	 * of range cell too when native_below[k] (a negative value's).  A
+	 * reader that sees bucket k's count change reads these cells alone. */
+	uint16_t native_from[BS_LAYOUT_BOUNDS + 1], native_to[BS_LAYOUT_BOUNDS + 1];
+	unsigned char native_below[BS_LAYOUT_BOUNDS + 1];
 } bs_lquantity_t;
 
 typedef struct bs_lfield {

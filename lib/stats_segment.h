@@ -95,7 +95,15 @@ struct bs_header {
 	 * thread of the process (one row's buckets are many: two threads
 	 * rarely share a line).  0: none. */
 	uint64_t native_offset, native_size;
+	/* How the writer writes (BS_FLAG_*; 0 from a writer that predates
+	 * them: the header page is zeros past what it wrote). */
+	uint32_t flags;
+	uint32_t reserved_;
 };
+
+/* bs_header.flags */
+#define BS_FLAG_NATIVE_FIRST 1u /* a value's native cell is added before its classic bucket (stats_writer.h): \
+	                         * a reader that sees a bucket's count sees the native cells it covers */
 
 /* A slot's header line; only its owner writes it (and the cells). */
 struct bs_slot {

@@ -41,6 +41,34 @@
 #  define BS_ADD_OWN(lvalue, x) BX_ADD(lvalue, x, 0)
 #endif
 
+/* The same add, stored after every store before it: a histogram's bucket,
+ * after the native cell its value also counts in (a reader that sees the
+ * bucket's count sees that cell's too).  On x86-64 stores are seen in the
+ * order they are made, so a compiler barrier is enough; elsewhere a
+ * release store. */
+#if defined(__x86_64__) && defined(__GNUC__) && !BS_TSAN_
+#  define BS_ADD_OWN_LAST(lvalue, x) __asm__ __volatile__("addq %1, %0" \
+		                                          : "+m"(lvalue) \
+		                                          : "er"((uint64_t)(x)) \
+		                                          : "memory")
+#else
+#  define BS_ADD_OWN_LAST(lvalue, x) \
+    __atomic_store_n(&(lvalue), __atomic_load_n(&(lvalue), __ATOMIC_RELAXED) + (x), __ATOMIC_RELEASE)
+#endif
+
+/* The same order where the bucket is added by bx_observe_<q>() (the
+ * overflow slot's atomic adds, a value <= 0): what comes before is
+ * stored before what follows.  x86-64 stores are seen in order, so a
+ * compiler barrier is enough there, and under TSan (which takes no fence,
+ * and does not see the reader, another process); a release fence
+ * elsewhere. */
+#if (defined(__x86_64__) && defined(__GNUC__)) || BS_TSAN_
+#  define BS_STORES_IN_ORDER() __asm__ __volatile__("" :: \
+		                                        : "memory")
+#else
+#  define BS_STORES_IN_ORDER() __atomic_thread_fence(__ATOMIC_RELEASE)
+#endif
+
 #define BX_ADD(lvalue, x, shared) \
   ((shared) ? (void)__atomic_fetch_add(&(lvalue), (x), __ATOMIC_RELAXED) \
 	    : __atomic_store_n(&(lvalue), __atomic_load_n(&(lvalue), __ATOMIC_RELAXED) + (x), \
@@ -69,13 +97,19 @@ typedef struct bs_cache_entry {
  * memory of a loaded object that cannot be unloaded (bs_immutable_): a
  * string literal, whose bytes cannot change, so equal pointers mean equal
  * labels.  Any other pointer (a buffer the caller may reuse) takes the
- * key-bytes path every time. */
+ * key-bytes path every time.  A NULL string is not cached either: an
+ * entry whose first string argument is 0 is empty, so a hit is the
+ * compare of the arguments alone (a map without a string label tests
+ * the cells). */
 #define BS_L1_ENTRIES 32 /* per map; a power of two */
-#define BS_L1_SHIFT 59   /* 64 - log2(BS_L1_ENTRIES) */
+#define BS_L1_SHIFT 27   /* 32 - log2(BS_L1_ENTRIES) */
 typedef struct bs_l1_entry {
 	uintptr_t arg[BX_MAX_FIELDS]; /* per label field of the map, in order */
 	void *cells;                  /* NULL: empty */
 	uint64_t *native;             /* the row's native buckets (maps that have them) */
+	/* a line each: an entry's address is its index shifted, and one
+	 * entry's compare touches one line */
+	char pad_[64 - (BX_MAX_FIELDS + 2) * sizeof(uintptr_t)];
 } bs_l1_entry_t;
 
 /* A thread's state: its slot and its caches (lib/stats.c claims and frees). */
@@ -88,14 +122,15 @@ typedef struct bs_thread {
 } bs_thread_t;
 
 /* The first-level entry of a fire whose label arguments, xor-ed, are x:
- * Fibonacci hashing (the top bits of one multiply depend on every bit). */
+ * multiplicative hashing of its low 32 bits, where string literals'
+ * addresses differ (a multiply by an immediate, a shift). */
 static inline size_t bs_l1_slot_(uintptr_t x)
 {
-	return (size_t)(((uint64_t)x * 0x9e3779b97f4a7c15ULL) >> BS_L1_SHIFT);
+	return (uint32_t)((uint32_t)x * 0x9e3779b1u) >> BS_L1_SHIFT;
 }
 
 /* Initial-exec: one load from the thread pointer, no __tls_get_addr call,
- * in libbillingprobes.so too (8 bytes of the static TLS that glibc keeps
+ * in libbillingprobes.so too (16 bytes of the static TLS that glibc keeps
  * for libraries, also when the library is dlopen()ed). */
 #if defined(__GNUC__)
 #  define BS_TLS_MODEL __attribute__((tls_model("initial-exec")))
@@ -103,6 +138,11 @@ static inline size_t bs_l1_slot_(uintptr_t x)
 #  define BS_TLS_MODEL
 #endif
 BS_HIDDEN extern __thread bs_thread_t *bs_self_ BS_TLS_MODEL;
+/* This thread's first level (bs_self_->l1), or before the thread has a
+ * state, one that is always empty and never written: the hot path looks
+ * up without testing for a state first. */
+BS_HIDDEN extern __thread bs_l1_entry_t (*bs_l1_)[BS_L1_ENTRIES] BS_TLS_MODEL;
+BS_HIDDEN extern bs_l1_entry_t bs_l1_empty_[BX_MAP_COUNT][BS_L1_ENTRIES];
 /* Where each map's cells start in a slot: a private copy of the
  * segment's header field, so the hot path reads no shared page. */
 BS_HIDDEN extern uint64_t bs_map_offset_[BX_MAP_COUNT];

@@ -220,7 +220,7 @@ def timing_gen_h(provider):
                  f" * with the duration since begin and returns it (0: not measured). */\n")
         o.append(f"typedef struct billing_{sp.base} {{\n")
         o += [f"\t{c_decl(a)};\n" for a in sp.kept]
-        o.append(f"\tuint64_t start_ns;\n}} billing_{sp.base}_t;\n\n")
+        o.append(f"\tuint64_t start_ns; /* billing_clock_if()'s mark at begin, 0: not clocked */\n}} billing_{sp.base}_t;\n\n")
         o.append(f"void billing_{sp.base}_begin({sp.begin_params()});\n")
         o.append(f"uint64_t billing_{sp.base}_end({sp.end_params()});\n\n")
     o.append("#endif\n")
@@ -228,22 +228,31 @@ def timing_gen_h(provider):
 
 
 def timing_gen_c(provider):
-    o = [BANNER, '#include "billing/probes.h"\n#include "billing/timing.h"\n\n']
+    o = [BANNER, '#include "billing/probes.h"\n#include "billing/timing.h"\n'
+         '#include "span_clock.h" /* the span clock, inline */\n\n'
+         "#if defined(__GNUC__)\n#  define BILLING_TIMING_COLD __attribute__((noinline, cold))\n"
+         "#  define BILLING_TIMING_UNLIKELY(x) __builtin_expect(!!(x), 0)\n#else\n#  define BILLING_TIMING_COLD\n"
+         "#  define BILLING_TIMING_UNLIKELY(x) (x)\n#endif\n\n"]
     for sp in spans(provider.probes):
         start, done = sp.start, sp.done
         start_args = ", ".join(n for n, _, _ in start.args)
         done_args = ", ".join([f"span->{n}" if n in {k[0] for k in sp.kept} else n
                                for n, _, _ in done.args[:-1]] + ["duration_ns"])
+        o.append(f"/* {start.name} traced (or open to a trail): the clock read, the probe fired. */\n"
+                 f"static BILLING_TIMING_COLD void begin_fired_{sp.base}({sp.begin_params()})\n{{\n"
+                 f"\tspan->start_ns = bs_span_start_(1);\n"
+                 f"\tBILLING_{start.macro}({start_args});\n}}\n\n")
         o.append(f"void billing_{sp.base}_begin({sp.begin_params()})\n{{\n")
         o += [f"\tspan->{n} = {n};\n" for n, _, _ in sp.kept]
         o.append(f"\t/* Clocked while either probe is enabled (traced, or counted by the\n"
                  f"\t * stats), so a tracer of {done.name} alone still gets a duration. */\n"
-                 f"\tspan->start_ns = billing_clock_if(BILLING_{start.macro}_ENABLED() || BILLING_{done.macro}_ENABLED());\n"
-                 f"\tBILLING_{start.macro}({start_args});\n}}\n\n")
+                 f"\tif (BILLING_TIMING_UNLIKELY(BILLING_{start.macro}_ENABLED())) {{\n"
+                 f"\t\tbegin_fired_{sp.base}(span, {start_args});\n\t\treturn;\n\t}}\n"
+                 f"\tbs_span_start_at_(&span->start_ns, BILLING_{done.macro}_ENABLED());\n}}\n\n")
         o.append(f"uint64_t billing_{sp.base}_end({sp.end_params()})\n{{\n"
                  f"\tuint64_t duration_ns;\n\n"
                  f"\tif (!BILLING_{done.macro}_ENABLED())\n\t\treturn 0;\n"
-                 f"\tduration_ns = billing_elapsed_ns(span->start_ns);\n"
+                 f"\tduration_ns = bs_span_ns_(span->start_ns);\n"
                  f"\tBILLING_{done.macro}({done_args});\n"
                  f"\treturn duration_ns;\n}}\n\n")
     return "".join(o)

@@ -445,6 +445,21 @@ def key_layout(ms, feed):
     return out, pad
 
 
+def classic_below(q):
+    """For a value in [2^k, 2^(k+1)): how many bounds lie below 2^k (all
+    below the value), per k; or None when two bounds share such an interval
+    or a bound is below 1 (then one more compare would not settle it)."""
+    bounds = q.bounds_raw
+    if not bounds or min(bounds) < 1:
+        return None
+    table = []
+    for k in range(64):
+        if sum(1 for b in bounds if 2 ** k <= b < 2 ** (k + 1)) > 1:
+            return None
+        table.append(sum(1 for b in bounds if b < 2 ** k))
+    return table
+
+
 def metrics_layout_h(provider, ms):
     o = [HEADER_BANNER,
          "/* What the metrics of billing.d count, laid out once for every path that\n"
@@ -460,7 +475,12 @@ def metrics_layout_h(provider, ms):
          "/* How an observation adds: a plain add here (BPF: a per-CPU copy); the\n"
          " * stats writer defines it as a relaxed load and store on its own slot, or\n"
          " * an atomic add on the one slot threads share when every slot is taken. */\n"
-         "#ifndef BX_ADD\n#  define BX_ADD(lvalue, x, shared) ((void)(shared), (lvalue) += (x))\n#endif\n\n"]
+         "#ifndef BX_ADD\n#  define BX_ADD(lvalue, x, shared) ((void)(shared), (lvalue) += (x))\n#endif\n\n"
+         "/* The bit of x's leading one, x >= 1 (outside BPF): one bsr where GCC\n"
+         " * offers it without the extension a clz's int result takes. */\n"
+         "#ifndef __bpf__\n#  if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)\n"
+         "#    define BX_MSB(x) ((bx_u64)__builtin_ia32_bsrdi((long long)(x)))\n#  else\n"
+         "#    define BX_MSB(x) ((bx_u64)(63 ^ __builtin_clzll(x)))\n#  endif\n#endif\n\n"]
     for q in ms.quantities.values():
         Q = q.name.upper()
         n = len(q.bounds_raw)
@@ -482,7 +502,7 @@ def metrics_layout_h(provider, ms):
                  f"\t\ti += x > bounds[b];\n\tBX_ADD(q->count, 1, shared);\n\tBX_ADD(q->sum, (bx_u64)x, shared);\n"
                  f"\tif (i < BX_{Q}_BUCKETS)\n\t\tBX_ADD(q->buckets[i], 1, shared);\n}}\n\n")
         if q.native:
-            o.append("#ifndef __bpf__\n" + native.layout_h(q, q.native) + "#endif\n\n")
+            o.append("#ifndef __bpf__\n" + native.layout_h(q, q.native, classic_below(q)) + "#endif\n\n")
     o.append("/* Per probe that feeds metrics: its key, the label arguments (strings cut\n"
              " * to fit, NUL-padded; the padding is explicit so a key compares as bytes),\n"
              " * and its value. */\n")

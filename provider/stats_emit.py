@@ -98,55 +98,62 @@ def stats_gen_h(provider, ms):
     return "".join(o)
 
 
-def below_table(q):
-    """For a value in [2^k, 2^(k+1)): how many bounds lie below 2^k (all
-    below the value), per k; or None when two bounds share such an interval
-    or a bound is below 1 (then one more compare would not settle it)."""
-    bounds = q.bounds_raw
-    if not bounds or min(bounds) < 1:
-        return None
-    table = []
-    for k in range(64):
-        if sum(1 for b in bounds if 2 ** k <= b < 2 ** (k + 1)) > 1:
-            return None
-        table.append(sum(1 for b in bounds if b < 2 ** k))
-    return table
-
-
-def observe_hot(q):
-    """This thread's own slot's observe of quantity q (the first level's
-    hit), without a branch on the value: the bucket is the count of bounds
-    below x, as bx_observe_<q> (billing_metrics_layout.h, the BPF programs'
-    linear search) finds it; stats-observe checks the two agree at and
-    beside every bound and power of two.  With at most one bound per power
-    of two, x's highest bit says how many bounds are below it and one
-    compare settles the next; otherwise a binary search over the bounds
-    padded to 2^k - 1 with the type's maximum, which no value exceeds."""
-    n = len(q.bounds_raw)
-    Q = q.name.upper()
-    pad = "INT64_MAX" if q.signed else "UINT64_MAX"
-    below = below_table(q)
-    size = n + 1 if below else 2 ** max(1, n.bit_length()) - 1
-    o = [f"static inline void bs_observe_{q.name}(struct bx_q_{q.name} *q, {q.c_type} x)\n{{\n"
-         f"\tstatic const {q.c_type} b[{size}] = {{ BX_{Q}_BOUND_LIST"
-         + "".join(f", {pad}" for _ in range(size - n)) + " };\n"]
-    if below:  # indexed by the count of leading zero bits: 63 - k
-        by_clz = below[::-1]
-        o.append("\tstatic const unsigned char below[64] = {\n"
-                 + "".join("\t\t" + ", ".join(str(v) for v in by_clz[i:i + 16]) + ",\n" for i in range(0, 64, 16))
-                 + "\t};\n")
-    o.append("\tunsigned i;\n\n" if below else "\tunsigned i = 0;\n\n")
-    if q.unmeasured_zero:
-        o.append("\tif (x == 0)\n\t\treturn;\n")
+def classic_bucket(q):
+    """bs_bucket_<q>(x, j): the classic bucket of x >= 1 whose leading one
+    is bit j, as bx_observe_<q> (billing_metrics_layout.h, the BPF
+    programs' linear search) finds it; stats-label-cache checks the two
+    agree at and beside every bound and power of two.  With at most one
+    bound per power of two (metrics.classic_below), j says how many bounds
+    are below x and one compare settles the next, from tables beside the
+    native ones when q has them (one base address for both); otherwise a
+    binary search over the bounds padded to 2^k - 1 with the largest
+    value, which no value exceeds (bounds below 1 are below every such x)."""
+    below = metrics.classic_below(q)
+    bounds = [f"{b}ULL" for b in q.bounds_raw if b >= 1]
+    skipped = len(q.bounds_raw) - len(bounds)
+    size = len(bounds) + 1 if below else 2 ** max(1, len(bounds).bit_length()) - 1
+    pad = ["UINT64_MAX"] * (size - len(bounds))
     if below:
-        value = "x > 0 ? (bx_u64)x : 1" if q.signed else "x | 1"
-        o.append(f"\ti = below[__builtin_clzll({value})];\n\ti += (unsigned)(x > b[i]);\n")
-    else:
-        k = max(1, n.bit_length())
-        for step in reversed(range(k)):
-            o.append(f"\ti += (unsigned)(x > b[i + {2 ** step - 1}]) << {step};\n" if step else
-                     "\ti += (unsigned)(x > b[i]);\n")
-    o.append("\tBS_ADD_OWN(q->count, 1);\n\tBS_ADD_OWN(q->sum, (bx_u64)x);\n\tBS_ADD_OWN(q->buckets[i], 1);\n}\n\n")
+        tables = f"bx_native_{q.name}_" if q.native else f"bs_classic_{q.name}_"
+        o = [] if q.native else [
+            f"static const struct {{\n\tunsigned char below[64];\n\tbx_u64 cb[{size}];\n}} bs_classic_{q.name}_ = {{\n"
+            "\t{\n" + "".join("\t\t" + ", ".join(str(v) for v in below[i:i + 16]) + ",\n" for i in range(0, 64, 16))
+            + "\t},\n\t{ " + ", ".join(bounds + pad) + " }\n};\n\n"]
+        o.append(f"static inline bx_u64 bs_bucket_{q.name}(bx_u64 x, bx_u64 j)\n{{\n"
+                 f"\tbx_u64 i = {tables}.below[j];\n\n\ti += {tables}.cb[i] < x;\n\treturn i;\n}}\n\n")
+        return "".join(o)
+    o = [f"static inline bx_u64 bs_bucket_{q.name}(bx_u64 x, bx_u64 j)\n{{\n"
+         f"\tstatic const bx_u64 b[{size}] = {{ " + ", ".join(bounds + pad) + " };\n\tbx_u64 i = 0;\n\n\t(void)j;\n"]
+    for step in reversed(range(max(1, len(bounds).bit_length()))):
+        o.append(f"\ti += (bx_u64)(x > b[i + {2 ** step - 1}]) << {step};\n")
+    o.append(f"\treturn i + {skipped};\n}}\n\n" if skipped else "\treturn i;\n}\n\n")
+    return "".join(o)
+
+
+def count_hot(q):
+    """bs_count_pos_<q>(): an observation x >= 1 of quantity q into this
+    thread's own cells (the first level's hit) without a branch on its
+    value, its native cell first (nat: the row's native cells, NULL: none;
+    at: where q's start among them).  The bucket is stored last, after a
+    compiler barrier (release elsewhere): a reader that sees a classic
+    bucket's count sees the native cells it covers, so it re-reads only the
+    native cells of classic buckets that changed (docs/stats.md,
+    "Reading").  bs_count_<q>() takes any value: x <= 0 (a signed
+    quantity's, or 0 of one that measures it) on a cold path."""
+    nat = (f"\tif (nat)\n\t\t__atomic_fetch_add(&nat[at + bx_native_index_pos_{q.name}(x, j)], 1, "
+           "__ATOMIC_RELAXED);\n" if q.native else "\t(void)nat;\n\t(void)at;\n")
+    o = [f"static inline void bs_count_pos_{q.name}(bx_u64 *v, size_t cell, bx_u64 *nat, size_t at, bx_u64 x)\n{{\n"
+         "\tbx_u64 j = BX_MSB(x);\n\n" + nat
+         + "\tBS_ADD_OWN(v[cell], 1);\n\tBS_ADD_OWN(v[cell + 1], x);\n"
+         f"\tBS_ADD_OWN_LAST(v[cell + 2 + bs_bucket_{q.name}(x, j)], 1);\n}}\n\n"]
+    if not q.signed and q.unmeasured_zero:  # a 0 is never observed: the positive path is the only one
+        return "".join(o)
+    native_any = (f"\tif (nat)\n\t\t__atomic_fetch_add(&nat[at + bx_native_index_{q.name}(x)], 1, __ATOMIC_RELAXED);\n"
+                  if q.native else "\t(void)nat;\n\t(void)at;\n")
+    o.append(f"static inline void bs_count_{q.name}(struct bx_q_{q.name} *q, bx_u64 *nat, size_t at, {q.c_type} x)\n{{\n"
+             f"\tif (x > 0) {{\n\t\tbs_count_pos_{q.name}((bx_u64 *)q, 0, nat, at, (bx_u64)x);\n\t\treturn;\n\t}}\n"
+             + native_any + "\tBS_STORES_IN_ORDER();\n"
+             f"\tbx_observe_{q.name}(q, x, 0);\n}}\n\n")
     return "".join(o)
 
 
@@ -156,23 +163,92 @@ def native_cells(ms, feed):
     return sum(ms.quantities[q].native.buckets + 2 for q in feed.quantities if ms.quantities[q].native)
 
 
-def native_calls(ms, feed, indent, cached=False):
-    """Count each native value of a fire into its row's native buckets:
-    through the first-level entry e's cached row (cached), or found from
-    v, the row's cells.  The value's buckets start where the ones before
-    end, as the description's order lays them."""
-    o, at = [], 0
+def native_at(ms, feed):
+    """Where each of feed's quantities' native cells start in its row's
+    (the description's order)."""
+    at, out = 0, {}
     for q in feed.quantities:
+        out[q] = at
         n = ms.quantities[q].native
-        if not n:
+        at += n.buckets + 2 if n else 0
+    return out
+
+
+def cold_values(ms, feed):
+    """feed's quantities whose value may be <= 0 when observed: signed, or
+    unsigned with 0 a measured value (an unmeasured 0 is not observed)."""
+    return [q for q in feed.quantities if ms.quantities[q].signed or not ms.quantities[q].unmeasured_zero]
+
+
+def count_own(ms, feed, indent, nat, positive=False):
+    """A fire counted into this thread's own cells v (nat: the row's
+    native cells, or NULL): each quantity (natives before buckets), the
+    fire count last.  positive: the cold values are known to be > 0."""
+    at = native_at(ms, feed)
+    o = []
+    for q in feed.quantities:
+        qt = ms.quantities[q]
+        cell = f"offsetof(struct bx_value_{feed.probe.func}, {q}) / 8"
+        call = (f"bs_count_pos_{q}((bx_u64 *)v, {cell}, {nat}, {at[q]}, (bx_u64){q});\n" if positive or not qt.signed
+                and qt.unmeasured_zero else f"bs_count_{q}(&v->{q}, {nat}, {at[q]}, {q});\n")
+        o.append(f"{indent}if ({q} != 0)\n{indent}\t{call}" if qt.unmeasured_zero else indent + call)
+    return "".join(o) + f"{indent}BS_ADD_OWN(v->count, 1);\n"
+
+
+def count_shared(ms, feed, indent):
+    """A fire counted into the overflow slot threads share (atomic adds):
+    its native cells first, then (release) the slot's cells."""
+    o, width, at = [], native_cells(ms, feed), native_at(ms, feed)
+    for q in feed.quantities:
+        if not ms.quantities[q].native:
             continue
-        test = [f"{q} != 0"] * ms.quantities[q].unmeasured_zero + ["e->native"] * cached
-        guard = f"if ({' && '.join(test)})\n{indent}\t" if test else ""
-        cell = f"{at} + bx_native_index_{q}({q})"
-        o.append(f"{indent}{guard}" + (f"__atomic_fetch_add(&e->native[{cell}], 1, __ATOMIC_RELAXED);\n" if cached else
-                 f"bs_native_add_(BX_MAP_{feed.probe.macro}, v, sizeof *v, {native_cells(ms, feed)}, {cell});\n"))
-        at += n.buckets + 2
+        guard = f"if ({q} != 0)\n{indent}\t" if ms.quantities[q].unmeasured_zero else ""
+        o.append(f"{indent}{guard}bs_native_add_(BX_MAP_{feed.probe.macro}, v, sizeof *v, {width}, "
+                 f"{at[q]} + bx_native_index_{q}({q}));\n")
+    o.append(f"{indent}BS_STORES_IN_ORDER();\n{indent}BX_ADD(v->count, 1, 1);\n")
+    o += [f"{indent}bx_observe_{q}(&v->{q}, {q}, 1);\n" for q in feed.quantities]
     return "".join(o)
+
+
+def quantity_args(feed):
+    """The probe's arguments its quantities read, in billing.d's order."""
+    return [n for n, _ in needed_args(feed) if n in feed.quantities]
+
+
+def hit_body(ms, feed, indent):
+    """The first level's hit (e: the entry): the fire counted into this
+    thread's own cells.  A value that may be <= 0 and is sends the whole
+    fire to hit_<probe>() (cold, a tail call), so the hot path takes no
+    branch on a value but a duration's "not measured"; the natives tested
+    once."""
+    V = f"struct bx_value_{feed.probe.func}"
+    width = native_cells(ms, feed)
+    cold = cold_values(ms, feed)
+    args = ", ".join(quantity_args(feed))
+    o = [f"{indent}{V} *v = ({V} *)e->cells;\n"]
+    if width:
+        o.append(f"{indent}bx_u64 *nat = e->native;\n\n")
+    else:
+        o.append("\n")
+    if cold:
+        o.append(f"{indent}if (BS_UNLIKELY({' || '.join(f'{q} <= 0' for q in cold)})) {{\n"
+                 f"{indent}\thit_{feed.probe.func}(v, {'nat' if width else 'NULL'}, {args});\n{indent}\treturn;\n{indent}}}\n")
+    if width:
+        o.append(f"{indent}if (BS_LIKELY(nat)) {{\n" + count_own(ms, feed, indent + "\t", "nat", positive=True)
+                 + f"{indent}\treturn;\n{indent}}}\n")
+    o.append(count_own(ms, feed, indent, "NULL", positive=True))
+    return "".join(o)
+
+
+def hit_cold(ms, feed):
+    """hit_<probe>(): a hit whose value may be <= 0 (cold)."""
+    if not cold_values(ms, feed):
+        return ""
+    V = f"struct bx_value_{feed.probe.func}"
+    types = {n: t for n, t, _ in feed.probe.args}
+    ps = ", ".join(f"{CTYPE[types[q]]} {q}" for q in quantity_args(feed))
+    return (f"static BS_COLD void hit_{feed.probe.func}({V} *v, bx_u64 *nat, {ps})\n{{\n"
+            + count_own(ms, feed, "\t", "nat") + "}\n\n")
 
 
 def l1_arg(feed, arg):
@@ -182,6 +258,22 @@ def l1_arg(feed, arg):
     return f"(uintptr_t){arg}" if types[arg] == "char *" else f"(uintptr_t)(uint32_t){arg}"
 
 
+def l1_match(feed, i, arg):
+    """A first-level entry's argument i against the fire's: an int's low
+    32 bits alone (the argument register's upper half is not the int's)."""
+    types = {n: t for n, t, _ in feed.probe.args}
+    return (f"e->arg[{i}] == (uintptr_t){arg}" if types[arg] == "char *" else
+            f"(uint32_t)e->arg[{i}] == (uint32_t){arg}")
+
+
+def first_string(feed):
+    """The index of feed's first string label field, or None: an entry of
+    the first level whose argument there is 0 is empty (a NULL string is
+    never cached), so a hit needs no other test."""
+    types = {n: t for n, t, _ in feed.probe.args}
+    return next((i for i, a in enumerate(feed.fields) if types[a] == "char *"), None)
+
+
 def stats_gen_c(provider, ms):
     o = [BANNER,
          "/* The stats writer's generated half: lib/stats.c is the other.  Each\n"
@@ -189,59 +281,55 @@ def stats_gen_c(provider, ms):
          " * first-level cache (stats_writer.h): a hit counts at once; a miss\n"
          " * (miss_<probe>) builds the key from the labels' bytes, counts through\n"
          " * bs_cells_(), and caches the arguments when every string is a literal. */\n"
-         "#include <stdint.h>\n#include <string.h>\n\n"
+         "#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n\n"
          "#include \"stats_writer.h\" /* BX_ADD as this thread's relaxed store, bs_cells_() */\n"
          "#include \"billing/stats_gen.h\"\n\n"
          "#if defined(__GNUC__)\n#  define BS_COLD __attribute__((noinline, cold))\n"
-         "#  define BS_LIKELY(x) __builtin_expect(!!(x), 1)\n#else\n#  define BS_COLD\n"
-         "#  define BS_LIKELY(x) (x)\n#endif\n\n"]
-    o += [observe_hot(q) for q in ms.quantities.values()]
+         "#  define BS_LIKELY(x) __builtin_expect(!!(x), 1)\n#  define BS_UNLIKELY(x) __builtin_expect(!!(x), 0)\n"
+         "#else\n#  define BS_COLD\n#  define BS_LIKELY(x) (x)\n#  define BS_UNLIKELY(x) (x)\n#endif\n\n"]
+    for q in ms.quantities.values():
+        o.append(classic_bucket(q))
+        o.append(count_hot(q))
     for f in ms.feeds:
         types = {n: t for n, t, _ in f.probe.args}
         strings = [a for a in f.fields if types[a] == "char *"]
+        key_string = first_string(f)
+        width = native_cells(ms, f)
         slot = f"bs_l1_slot_({' ^ '.join(l1_arg(f, a) for a in f.fields) or '0'})"
-        match = "".join(f" && e->arg[{i}] == {l1_arg(f, a)}" for i, a in enumerate(f.fields))
-        hit = ("\t\tBS_ADD_OWN(v->count, 1);\n"
-               + "".join(f"\t\tbs_observe_{q}(&v->{q}, {q});\n" for q in f.quantities) + native_calls(ms, f, "\t\t")
-               + "\t\treturn;\n")
-        hit_cached = ("\t\tBS_ADD_OWN(v->count, 1);\n"
-                      + "".join(f"\t\tbs_observe_{q}(&v->{q}, {q});\n" for q in f.quantities)
-                      + native_calls(ms, f, "\t\t", cached=True) + "\t\treturn;\n")
+        match = " && ".join(l1_match(f, i, a) for i, a in enumerate(f.fields))
+        if key_string is None:  # no string to mark an entry empty: its cells do
+            match = " && ".join(["e->cells"] + ([match] if match else []))
+        match = match or "e->cells"
+        V = f"struct bx_value_{f.probe.func}"
+        o.append(hit_cold(ms, f))
         o.append(f"static BS_COLD void miss_{f.probe.func}({params(f)})\n{{\n"
-                 f"\tstruct bx_key_{f.probe.func} k;\n\tstruct bx_value_{f.probe.func} *v;\n"
+                 f"\tstruct bx_key_{f.probe.func} k;\n\t{V} *v;\n"
                  f"\tsize_t slot = {slot};\n\tbs_l1_entry_t *e;\n\tint shared;\n\n"
                  "\t/* Two label sets that share an entry: the second sits next to it. */\n"
                  f"\tif (bs_self_) {{\n\t\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1];\n"
-                 f"\t\tv = (struct bx_value_{f.probe.func} *)e->cells;\n"
-                 f"\t\tif (v{match}) {{\n" + hit_cached.replace("\t\t", "\t\t\t")
-                 + "\t\t}\n\t}\n"
+                 f"\t\tif ({match}) {{\n\t\t\tv = ({V} *)e->cells;\n"
+                 + count_own(ms, f, "\t\t\t", "e->native" if width else "NULL") + "\t\t\treturn;\n\t\t}\n\t}\n"
                  "\tmemset(&k, 0, sizeof k);\n")
         o += metrics.count_fire(f, lambda a: f"bs_copy_label_(k.{a}, {a}, sizeof k.{a})", lambda a: f"k.{a} = {a}",
-                                f"v = (struct bx_value_{f.probe.func} *)bs_cells_(BX_MAP_{f.probe.macro}, &k, "
-                                "sizeof k, sizeof *v / 8, &shared);\n\tif (!v)\n\t\treturn;\n"
-                                "\tif (shared) {\n\t\tBX_ADD(v->count, 1, 1)",
-                                lambda q: f"\tbx_observe_{q}(&v->{q}, {q}, 1)")
-        o.append(native_calls(ms, f, "\t\t") + "\t\treturn;\n\t}\n" + hit.replace("\t\treturn;\n", "").replace("\t\t", "\t"))
-        o.append(("\tif (" + " || ".join(f"!bs_immutable_({a})" for a in strings) + ")\n\t\treturn;\n"
-                  if strings else "")
+                                "", lambda q: "")[:len(f.fields)]
+        o.append(f"\tv = ({V} *)bs_cells_(BX_MAP_{f.probe.macro}, &k, sizeof k, sizeof *v / 8, &shared);\n"
+                 "\tif (!v)\n\t\treturn;\n\tif (shared) {\n" + count_shared(ms, f, "\t\t") + "\t\treturn;\n\t}\n"
+                 + (f"\tbx_u64 *nat = bs_native_row_(BX_MAP_{f.probe.macro}, v, sizeof *v, {width});\n\n"
+                    if width else "\tbx_u64 *nat = NULL;\n\n")
+                 + count_own(ms, f, "\t", "nat"))
+        cond = [f"!bs_immutable_({a})" for a in strings]
+        if key_string is not None:
+            cond.insert(0, f"!{f.fields[key_string]}")
+        o.append(("\tif (" + " || ".join(cond) + ")\n\t\treturn;\n" if cond else "")
                  + f"\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot];\n"
                  f"\tif (e->cells && !bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1].cells)\n"
                  f"\t\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1];\n"
                  + "".join(f"\te->arg[{i}] = {l1_arg(f, a)};\n" for i, a in enumerate(f.fields))
-                 + (f"\te->native = bs_native_row_(BX_MAP_{f.probe.macro}, v, sizeof *v, {native_cells(ms, f)});\n"
-                    if native_cells(ms, f) else "")
-                 + "\te->cells = v;\n}\n\n")
+                 + "\te->native = nat;\n\te->cells = v;\n}\n\n")
         args = ", ".join(n for n, _ in needed_args(f))
         o.append(f"void billing_stats_{f.probe.func}({params(f)})\n{{\n"
-                 "\tbs_thread_t *t = bs_self_;\n\n"
-                 "\tif (BS_LIKELY(t)) {\n"
-                 f"\t\tconst bs_l1_entry_t *e = &t->l1[BX_MAP_{f.probe.macro}][{slot}];\n"
-                 f"\t\tstruct bx_value_{f.probe.func} *v = (struct bx_value_{f.probe.func} *)e->cells;\n"
-                 f"\t\tif (BS_LIKELY(v{match})) {{\n"
-                 "\t\t\tBS_ADD_OWN(v->count, 1);\n"
-                 + "".join(f"\t\t\tbs_observe_{q}(&v->{q}, {q});\n" for q in f.quantities)
-                 + native_calls(ms, f, "\t\t\t", cached=True)
-                 + "\t\t\treturn;\n\t\t}\n\t}\n"
+                 f"\tconst bs_l1_entry_t *e = &bs_l1_[BX_MAP_{f.probe.macro}][{slot}];\n\n"
+                 f"\tif (BS_LIKELY({match})) {{\n" + hit_body(ms, f, "\t\t") + "\t\treturn;\n\t}\n"
                  f"\tmiss_{f.probe.func}({args});\n}}\n\n")
     o.append(trail_emit.gen_c(ms))
     return "".join(o)

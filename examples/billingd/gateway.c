@@ -116,7 +116,7 @@ int gateway_authorize(uint64_t request_id, const char *gateway, int64_t amount_m
 	/* One clock pair for both spans: begin clocks only while the pair is
 	 * enabled, so a caller's need alone starts the clock here. */
 	if (timed && call.start_ns == 0)
-		call.start_ns = billing_clock_ns();
+		call.start_ns = billing_clock_if(1);
 	wait_like_a_network();
 	result = draw_decline();
 	ns = billing_gateway_call_end(&call, result);

@@ -11,7 +11,10 @@
  * enabled (BILLING_<PROBE>_ENABLED(): traced, or in a stats build counted
  * by the stats, as every done probe is), so untraced timing without stats
  * costs a call and two semaphore loads.  A span that began while neither
- * was enabled reports duration_ns 0 ("not measured").
+ * was enabled reports duration_ns 0 ("not measured").  Spans are timed by
+ * the time-stamp counter where the kernel keeps the monotonic clock by it
+ * (an instruction at each end, no clock_gettime), else by the monotonic
+ * clock (lib/timing.c says how the two agree).
  * The begin/end pair may run on different threads (a hand-off between
  * workers is timed right): the start time lives in the struct, not in
  * thread-local storage.  The probes fire from libbillingprobes itself.
@@ -28,12 +31,15 @@ extern "C" {
 /* Monotonic time in nanoseconds (CLOCK_MONOTONIC). */
 uint64_t billing_clock_ns(void);
 
-/* billing_clock_ns() when wanted is non-zero, else 0: for probes timed by
- * hand, e.g. t0 = billing_clock_if(BILLING_PAYMENT_AUTH_ENABLED()), which
- * clocks while payment-auth is traced or counted by the stats. */
+/* The start of a span when wanted is non-zero, else 0: for probes timed
+ * by hand, e.g. t0 = billing_clock_if(BILLING_PAYMENT_AUTH_ENABLED()),
+ * which clocks while payment-auth is traced or counted by the stats.  A
+ * mark for billing_elapsed_ns(), not a time: on the time-stamp counter it
+ * has its top bit set. */
 uint64_t billing_clock_if(int wanted);
 
-/* Nanoseconds since start_ns, or 0 when start_ns is 0 (not clocked). */
+/* Nanoseconds since start_ns (billing_clock_if()'s mark, or a
+ * billing_clock_ns() time), or 0 when start_ns is 0 (not clocked). */
 uint64_t billing_elapsed_ns(uint64_t start_ns);
 
 /* One begin/end pair per NAME-start / NAME-done pair of billing.d,

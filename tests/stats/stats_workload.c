@@ -16,6 +16,13 @@
  *   busy              fire until killed (a writer killed mid-update)
  *   hold N            N payment-auth fires, then stay alive until stdin
  *                     closes (a writer that is still running when read)
+ *   full R [hold|trickle|step]
+ *                     full label sets: every stats-fed probe, each of its
+ *                     label sets (about 300 rows) fired R times with values
+ *                     spread over its buckets; then exit, or stay alive until
+ *                     stdin closes (hold: idle; trickle: a fire every ms;
+ *                     step: at each line of stdin every label set fired
+ *                     once more, then "fired")
  *   go N              wait for a line on stdin, then N payment-auth fires,
  *                     print "fired", and stay alive until stdin closes (a
  *                     writer whose fires a tracer attached first sees too)
@@ -24,6 +31,7 @@
  * process, on stdout.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -220,6 +228,99 @@ static int run_hold(long n)
 	}
 }
 
+/* The label values of run_full: a service's worth of each. */
+static const char *const full_currencies[8] = { "EUR", "USD", "GBP", "JPY", "CHF", "SEK", "NOK", "DKK" };
+static const char *const full_gateways[4] = { "stripe-sim", "adyen-sim", "paypal-sim", "braintree-sim" };
+static const char *const full_kinds[3] = { "invoice", "payment", "refund" };
+static const char *const full_reasons[4] = { "duplicate", "fraud", "requested_by_customer", "other" };
+static const char *const full_components[8] = { "db", "gateway", "http", "json", "auth", "queue", "cache", "ledger" };
+static const char *const full_ops[3] = { "authorize", "refund", "capture" };
+static char full_handlers[32][16], full_queries[16][24];
+
+/* A value of fire `round`, spread over powers of two from `low`: 1.7x
+ * apart, 20 of them. */
+static unsigned long long spread(unsigned long long low, long round)
+{
+	unsigned long long v = low;
+	for (long i = 0; i < round % 20; i++)
+		v = v * 17 / 10;
+	return v + (unsigned long long)round % 7;
+}
+
+/* Round `round` of run_full: every label set once, or (one >= 0) the
+ * label sets of step `one` of them alone. */
+static void full_round(long round, long one)
+{
+	static const int statuses[3] = { 0, 404, 500 }, results[3] = { 0, 51, 5 }, codes[4] = { 400, 409, 500, 503 };
+	unsigned long long id = (unsigned long long)round;
+	long step = 0;
+#define FULL_STEP (one < 0 || step++ % 64 == one % 64)
+	for (int h = 0; h < 32; h++)
+		for (int s = 0; s < 3; s++)
+			if (FULL_STEP)
+				BILLING_REQUEST_DONE(id, full_handlers[h], statuses[s], spread(40000, round + h));
+	for (int k = 0; k < 3; k++)
+		for (int s = 0; s < 2; s++)
+			if (FULL_STEP)
+				BILLING_TRANSACTION_DONE(id, full_kinds[k], s, spread(200000, round + k));
+	for (int c = 0; c < 8; c++) {
+		if (FULL_STEP)
+			BILLING_INVOICE_CREATE(id, 7ULL, (long long)spread(90, round + c), full_currencies[c]);
+		for (int g = 0; g < 4; g++)
+			for (int r = 0; r < 3; r++)
+				if (FULL_STEP)
+					BILLING_PAYMENT_AUTH(id, (long long)spread(90, round + g), full_currencies[c], full_gateways[g],
+					                     results[r], spread(1000000, round + r));
+		for (int r = 0; r < 4; r++)
+			if (FULL_STEP)
+				BILLING_REFUND_PROCESS(id, 9ULL, (long long)spread(90, round + r), full_currencies[c], full_reasons[r]);
+		for (int e = 0; e < 4; e++)
+			if (FULL_STEP)
+				BILLING_ERROR(id, full_components[c], codes[e]);
+	}
+	for (int q = 0; q < 16; q++)
+		if (FULL_STEP)
+			BILLING_DB_QUERY_DONE(id, full_queries[q], 0, spread(20000, round + q));
+	for (int g = 0; g < 4; g++)
+		for (int o = 0; o < 3; o++)
+			if (FULL_STEP)
+				BILLING_GATEWAY_CALL_DONE(id, full_gateways[g], full_ops[o], 0, spread(1000000, round + o));
+#undef FULL_STEP
+}
+
+static int run_full(long rounds, const char *then)
+{
+	char c;
+	for (int h = 0; h < 32; h++)
+		snprintf(full_handlers[h], sizeof full_handlers[h], "handler.%02d", h);
+	for (int q = 0; q < 16; q++)
+		snprintf(full_queries[q], sizeof full_queries[q], "query.%02d", q);
+	for (long r = 0; r < rounds; r++)
+		full_round(r, -1);
+	print_segment();
+	if (!then)
+		return 0;
+	int trickle = strcmp(then, "trickle") == 0;
+	if (strcmp(then, "step") == 0) {
+		char line[64];
+		for (long i = 0; fgets(line, sizeof line, stdin); i++) {
+			full_round(rounds + i, -1);
+			printf("fired\n");
+		}
+		return 0;
+	}
+	if (!trickle && strcmp(then, "hold") != 0)
+		return 2;
+	for (long i = 0;; i++) {
+		struct pollfd in = { 0, POLLIN, 0 };
+		int ready = poll(&in, 1, trickle ? 1 : -1);
+		if (ready > 0 && read(0, &c, 1) <= 0)
+			return 0;
+		if (trickle)
+			full_round(rounds + i, i);
+	}
+}
+
 static int run_go(long n)
 {
 	char line[64];
@@ -265,7 +366,9 @@ int main(int argc, char **argv)
 		return run_go(atol(argv[2]));
 	if (strcmp(mode, "fair") == 0 && argc == 4)
 		return run_fair(argv[2], atol(argv[3]));
+	if (strcmp(mode, "full") == 0 && (argc == 3 || argc == 4))
+		return run_full(atol(argv[2]), argc == 4 ? argv[3] : NULL);
 	fprintf(stderr, "usage: stats_workload threads T N | short TOTAL C K | labels N | fork W N P | busy"
-	                " | fair CODES JUNK | hold N | go N\n");
+	                " | fair CODES JUNK | hold N | go N | full R [hold|trickle|step]\n");
 	return 2;
 }

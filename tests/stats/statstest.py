@@ -21,7 +21,10 @@ PROVIDER = billing_d.parse(os.environ.get("BS_PROVIDER_D", bt.PROVIDER_D))
 METRICS = PROVIDER.metrics
 
 # struct bs_header (lib/stats_segment.h), little-endian, naturally aligned.
-HEADER = struct.Struct("<8sIIQQIIQIIIIQQQQQQQII32I128I32Q32IQQQ")  # struct bs_header
+HEADER = struct.Struct("<8sIIQQIIQIIIIQQQQQQQII32I128I32Q32IQQQ")  # struct bs_header, to native_size
+FLAGS = struct.Struct("<II")  # then its flags (BS_FLAG_*) and a reserved word
+HEADER_BYTES = HEADER.size + FLAGS.size  # sizeof(struct bs_header): what a reader reads first
+NATIVE_FIRST = 1  # BS_FLAG_NATIVE_FIRST
 FIELDS = ("magic layout_version endian generation size pid state start_time nmaps nslots rows_per_map "
           "label_values desc_offset desc_size desc_hash dicts_offset rows_offset slots_offset slot_size "
           "slots_used overflow_used").split()
@@ -229,5 +232,6 @@ def write_segment(path, ms, rows):
             values, 4096, len(desc) + 1, fnv1a(desc), dicts, rows_off, slots_off, slot_size, 1, 0]
     HEADER.pack_into(data, 0, *head, *row_count, *dict_count, *cell_off, *(cells + [0] * (32 - nmaps)), 0,
                      native_off if native_size else 0, native_size)
+    FLAGS.pack_into(data, HEADER.size, NATIVE_FIRST, 0)
     with open(path, "wb") as f:
         f.write(data)

@@ -116,7 +116,7 @@ with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
         seg = st.dump([path])[0]
         err = seg.get("error", "")
         read = seg.get("work", {}).get("bytes", 0)
-        check(err and "\n" not in err and read <= st.HEADER.size + min(len(text) + 1, 65537),
+        check(err and "\n" not in err and read <= st.HEADER_BYTES + min(len(text) + 1, 65537),
               f"a description with {what}: refused in one line, after {read} bytes", err or "read")
 
     # The exporter beside both: the maps of this build's shape summed over

@@ -23,7 +23,7 @@ exe = os.environ.get("BX_EXPORTER", "")
 if not exe or not os.path.exists(exe):
     bt.skip("BX_EXPORTER not built (-Dexporter)")
 EMPTY, JUNK = 30000, 1000
-SETTLE_S = 2  # BX_SETTLE_S (stats_source.c): a refused content stands once the file is that old
+SETTLE_S = 2  # BX_SETTLE_S (stats_targets.c): a refused content stands once the file is that old
 PER_NAME_BYTES = 1024
 
 

@@ -6,7 +6,7 @@
  * on a cgroup array holding PATH's directory: descendants are under it, at
  * any depth, in any cgroup namespace).  The stats path asks /proc: a
  * segment's writer, checked to be the very process that wrote it (PID,
- * start time, and running as the file's owner: stats_source.c), is in the
+ * start time, and running as the file's owner: stats_targets.c), is in the
  * subtree when the "0::" line of /proc/PID/cgroup is PATH's cgroup or
  * below it.
  */

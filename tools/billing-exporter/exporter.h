@@ -38,7 +38,7 @@ typedef struct bx_exporter {
 	size_t attached[BX_MAX_MAPS]; /* attachments per map (= per probe) */
 	bx_label_slot_t slots[BX_MAX_MAPS][BX_MAX_FIELDS];
 	int stats_fd;           /* bpf_enable_stats, -1 when off */
-	struct bx_stats *stats; /* stats targets (stats_source.c), NULL when none */
+	struct bx_stats *stats; /* stats targets (stats_source.h), NULL when none */
 	double last_scrape_seconds;
 	int verbose;
 	long only_uid;                              /* --uid: fires and segments of that user only; -1 all */

@@ -83,7 +83,7 @@ char *bx_render(bx_exporter_t *ex, int format, size_t *len)
 
 	pthread_mutex_lock(&ex->lock);
 	double t0 = now_seconds(CLOCK_MONOTONIC);
-	int rc = bx_snapshot_take(ex, &snap);
+	int rc = bx_snapshot_take(ex, &snap, format == BX_FMT_PROTOBUF); /* native buckets only there */
 	if (rc == 0 && format == BX_FMT_OPENMETRICS)
 		bx_format_openmetrics(&snap, ex->exemplars, &buf);
 	else if (rc == 0 && format == BX_FMT_PROTOBUF)

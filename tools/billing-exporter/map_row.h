@@ -1,6 +1,6 @@
 /*
  * map_row.h -- what every source hands the snapshot: a map's row with its
- * key decoded.  Sources (attach.c for BPF maps, stats_source.c for stats
+ * key decoded.  Sources (attach.c for BPF maps, stats_sums.c for stats
  * segments) fill it; snapshot.c turns rows into samples.
  */
 #ifndef BX_MAP_ROW_H

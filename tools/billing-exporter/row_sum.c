@@ -52,6 +52,14 @@ int bx_row_sum_reserve(bx_row_sum_t *t, size_t n)
 		if (!rows)
 			return -1;
 		t->rows = rows;
+		uint32_t *refs = realloc(t->refs, cap * sizeof *refs);
+		if (!refs)
+			return -1; /* t->cap unchanged: the rows' room is not taken */
+		t->refs = refs;
+		const char *(*admitted)[BX_MAX_FIELDS] = realloc(t->admitted, cap * sizeof *admitted);
+		if (!admitted)
+			return -1;
+		t->admitted = admitted;
 		if (t->native_cells) {
 			uint64_t *native = realloc(t->native, cap * t->native_cells * sizeof *native);
 			if (!native)
@@ -85,6 +93,8 @@ size_t bx_row_sum_place(bx_row_sum_t *t, const bs_read_row_t *row)
 		memcpy(n->text, row->text, sizeof n->text);
 		memcpy(n->ints, row->ints, sizeof n->ints);
 		memset(n->cells, 0, sizeof n->cells);
+		t->refs[t->count - 1] = 0;
+		t->admitted[t->count - 1][0] = NULL;
 		if (t->native_cells)
 			memset(bx_row_native(t, t->count - 1), 0, t->native_cells * sizeof *t->native);
 		*at = (uint32_t)t->count;
@@ -92,39 +102,13 @@ size_t bx_row_sum_place(bx_row_sum_t *t, const bs_read_row_t *row)
 	return *at - 1;
 }
 
-void bx_row_cells_add(bs_read_row_t *dst, const bs_read_row_t *src, size_t n)
-{
-	for (size_t c = 0; c < n; c++)
-		dst->cells[c] += src->cells[c];
-}
-
-void bx_row_native_add(bx_row_sum_t *t, size_t i, const uint64_t *native)
-{
-	uint64_t *dst = bx_row_native(t, i);
-	if (dst && native)
-		for (size_t c = 0; c < t->native_cells; c++)
-			dst[c] += native[c];
-}
-
-void bx_row_sum_add(bx_row_sum_t *t, const bs_read_row_t *row, const uint64_t *native)
-{
-	size_t i = bx_row_sum_place(t, row);
-	bx_row_cells_add(&t->rows[i], row, BX_MAX_CELLS);
-	bx_row_native_add(t, i, native);
-}
-
-void bx_row_sum_clear(bx_row_sum_t *t)
-{
-	t->count = 0;
-	if (t->index)
-		memset(t->index, 0, t->nindex * sizeof *t->index);
-}
-
 void bx_row_sum_free(bx_row_sum_t *t)
 {
 	size_t native_cells = t->native_cells;
 	free(t->rows);
 	free(t->native);
+	free(t->refs);
+	free(t->admitted);
 	free(t->index);
 	memset(t, 0, sizeof *t);
 	t->native_cells = native_cells;

@@ -216,8 +216,9 @@ static int emit_series(bx_snapshot_t *s, const bx_metric_t *m, const agg_t *a, c
 }
 
 /* Metric m's series: its map's rows, and the rows of segments whose map
- * of another shape describes m alike (parts), summed per label set. */
-static int derive(bx_snapshot_t *s, const bx_metric_t *m, const rows_t *rows, const bx_parts_t *parts)
+ * of another shape describes m alike (parts), summed per label set; their
+ * native buckets too when natives. */
+static int derive(bx_snapshot_t *s, const bx_metric_t *m, const rows_t *rows, const bx_parts_t *parts, int natives)
 {
 	agg_t *aggs = calloc(rows->count + parts->n + 1, sizeof *aggs);
 	size_t n = 0;
@@ -252,7 +253,8 @@ static int derive(bx_snapshot_t *s, const bx_metric_t *m, const rows_t *rows, co
 		size_t j = i + 1;
 		for (; j < n && agg_cmp(&aggs[i], &aggs[j]) == 0; j++)
 			add_cells(merged.cells, aggs[j].cells, BX_MAX_CELLS);
-		rc = emit_series(s, m, &merged, m->source == BX_SRC_HIST ? native_series(s, m, &aggs[i], j - i) : NULL);
+		rc = emit_series(s, m, &merged,
+		                 natives && m->source == BX_SRC_HIST ? native_series(s, m, &aggs[i], j - i) : NULL);
 		i = j;
 	}
 	free(aggs);
@@ -440,7 +442,7 @@ static int self_metric(bx_exporter_t *ex, bx_snapshot_t *s, const bx_metric_t *m
 	return 0;
 }
 
-int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *s)
+int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *s, int natives)
 {
 	rows_t rows[BX_MAX_MAPS];
 	int rc = 0;
@@ -475,7 +477,7 @@ int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *s)
 		if (!(bx_metric_group(m) & ex->groups))
 			continue;
 		rc = m->source == BX_SRC_SELF ? self_metric(ex, s, m)
-		                              : derive(s, m, &rows[m->map], bx_foreign_table_parts(foreign, m));
+		                              : derive(s, m, &rows[m->map], bx_foreign_table_parts(foreign, m), natives);
 	}
 	for (size_t i = 0; i < bx_map_count; i++)
 		free(rows[i].items);

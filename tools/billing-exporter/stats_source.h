@@ -9,8 +9,10 @@
  * proc_identity.h), never from the segment's header alone.  A process
  * counts once: a directory's segment whose writer a --pid or a --binary
  * counts is not summed again.  Service counters never go backwards while
- * the exporter runs: a segment whose process exited, or whose file went
- * away or turned unreadable, keeps its last good reading in the sum.
+ * the exporter runs: what a segment counted stays in its target's sums
+ * whether its process exited, or its file went away or turned unreadable.
+ * A scrape reads what changed (stats_state.h: the rooms and a segment's
+ * stages).
  */
 #ifndef BX_STATS_SOURCE_H
 #define BX_STATS_SOURCE_H
@@ -43,8 +45,9 @@ int bx_stats_setup(bx_exporter_t *ex, int source, const char **pids, size_t *npi
  * through USDT too. */
 void bx_stats_start(bx_exporter_t *ex);
 
-/* Rescan and read every stats target (call with ex->lock held, once per
- * snapshot, before the rows). */
+/* Rescan and read every stats target, each segment's changes added to its
+ * target's sums (call with ex->lock held, once per snapshot, before the
+ * rows). */
 void bx_stats_refresh(bx_exporter_t *ex);
 
 /* Append map mi's rows from the stats targets to the snapshot's rows
@@ -68,9 +71,10 @@ extern const char *const bx_skip_reasons[BX_SKIP_COUNT]; /* label values: "unrea
 /* Segments whose latest reading was left out for reason, now. */
 size_t bx_stats_skipped(const bx_exporter_t *ex, int reason);
 
-/* Every reading the stats targets serve now (each present segment's
- * last one, and final ones kept whole), for the families only segments
- * describe (foreign_families.c): fn(ctx, path, reading, said) where said
+/* Every reading the stats targets keep (each live segment's last one, and
+ * those kept whole because their descriptions lay out maps of another
+ * shape), for the families only segments describe (foreign_families.c):
+ * fn(ctx, path, reading, said) where said
  * is the segment's record of family lines said (one bit per family of
  * its description, BS_LAYOUT_FAMILIES).  Stops at fn's first non-zero. */
 struct bs_segment;

@@ -2,7 +2,7 @@
  * trail_exemplars.h -- the exemplar source of the stats path: the latest
  * slow-request trail kept for exemplars (the ring's kept lane,
  * lib/stats_trail.h) per (handler, the billing_request_duration_seconds
- * bucket it fell in), taken from the segments stats_source.c reads and
+ * bucket it fell in), taken from the segments stats_segments.c reads and
  * trusts, held across scrapes while its segment keeps it.
  */
 #ifndef BX_TRAIL_EXEMPLARS_H

@@ -189,9 +189,14 @@ static void stderr_bytes(bp_trace_output_t *t, const char *buf, size_t n)
 static int drain(bp_trace_output_t *t, int *fd, int is_err)
 {
 	char buf[65536];
-	ssize_t n;
 	int got = 0;
-	while (*fd >= 0 && (n = read(*fd, buf, sizeof buf)) != 0) {
+	while (*fd >= 0) {
+		ssize_t n = read(*fd, buf, sizeof buf);
+		if (n == 0) {
+			close(*fd);
+			*fd = -1;
+			break;
+		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -202,10 +207,6 @@ static int drain(bp_trace_output_t *t, int *fd, int is_err)
 			stderr_bytes(t, buf, (size_t)n);
 		else
 			stdout_bytes(t, buf, (size_t)n);
-	}
-	if (*fd >= 0 && n == 0) {
-		close(*fd);
-		*fd = -1;
 	}
 	return got;
 }

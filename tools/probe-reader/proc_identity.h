@@ -1,7 +1,7 @@
 /*
  * proc_identity.h -- who a process is and which files it maps, as the
  * kernel says (/proc), never as a file it wrote says.  The stats path
- * (stats_source.c) names a segment's writer with these facts; a segment's
+ * (stats_targets.c, stats_segments.c) names a segment's writer with these facts; a segment's
  * own header only has to agree with them (docs/security.md).
  */
 #ifndef BX_PROC_IDENTITY_H
