@@ -6,7 +6,10 @@
  * each PATH as a file here, and the files at PATH inside the roots of
  * running processes (containers), merged likewise: `--binary ./svc
  * --binary /usr/lib/libbillingprobes.so.0` is one program whose probes
- * live in two files, each attached where it lives.
+ * live in two files, each attached where it lives.  A file found only
+ * inside another process's root is named in one line on stderr: its
+ * processes count too (two chroots running two services at one path
+ * are counted together, which the operator must see).
  */
 #include "trace_targets.h"
 
@@ -16,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "term_text.h"
 
 /* bp_binary_scan's callbacks for --binary: has set the file (dev, ino)?
  * Add a file found inside a process's root, keyed by the file mapped. */
@@ -42,8 +47,18 @@ static int add_found_file(const bp_binary_file_t *file, void *ctx)
 	}
 	one.modules[0].dev = file->dev;
 	one.modules[0].ino = file->ino;
-	int rc = bp_probe_set_merge(set, &one);
+	int first = set->module_count == 0, rc = bp_probe_set_merge(set, &one);
 	bp_probe_set_free(&one);
+	if (rc == 0) {
+		fflush(stdout);
+		bp_printf_escaped(stderr,
+		                  first ? "billing-probes: trace: --binary: %s, the file at that path in the root of process %d "
+		                          "(a container or chroot): every process running it counts"
+		                        : "billing-probes: trace: --binary: also %s, another file at that path in the root of "
+		                          "process %d (a container or chroot): every process running it counts too",
+		                  file->root_path, file->pid);
+		fputc('\n', stderr);
+	}
 	return rc;
 }
 
