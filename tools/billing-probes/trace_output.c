@@ -70,7 +70,7 @@ static void settle(bp_trace_output_t *t, int open)
 	if (open && t->held.len)
 		show(t, t->held.data, t->held.len);
 	free(t->held.data);
-	t->held = (bp_buf_t){ 0 };
+	t->held = (pr_buf_t){ 0 };
 }
 
 /* The attach line said n probes: open the gate, or refuse. */
@@ -89,7 +89,7 @@ static void emit(bp_trace_output_t *t, const char *line, size_t len)
 	if (t->gate == BP_GATE_OPEN)
 		show(t, line, len);
 	else if (t->gate == BP_GATE_WAIT)
-		bp_buf_append(&t->held, line, len);
+		pr_buf_append(&t->held, line, len);
 }
 
 /* A map update failed: what it counted is lost, nothing more is shown. */
@@ -105,7 +105,7 @@ static void update_lost(bp_trace_output_t *t)
  * failing loses nothing: the scripts make each new key of a per-CPU map
  * with one (bpftrace 0.23 adds a new key with BPF_NOEXIST, so of two CPUs
  * adding one key at once, one fails). */
-static int failed_sum_of_zero(const bp_buf_t *src, const char *marker, size_t n)
+static int failed_sum_of_zero(const pr_buf_t *src, const char *marker, size_t n)
 {
 	static const char zero[] = "sum(0)";
 	const size_t len = sizeof zero - 1;
@@ -136,7 +136,7 @@ static void stdout_line(bp_trace_output_t *t, const char *line, size_t len)
 		judge(t, count);
 	if (t->update_line == 1) { /* the failed update's source line */
 		t->update_src.len = 0;
-		bp_buf_append(&t->update_src, line, len);
+		pr_buf_append(&t->update_src, line, len);
 		t->update_line = 2;
 		return;
 	}
@@ -158,7 +158,7 @@ static void stdout_line(bp_trace_output_t *t, const char *line, size_t len)
 		t->warning.len = 0;
 	}
 	if (strstr(text, ": WARNING: ") && t->gate != BP_GATE_LOST) {
-		bp_buf_append(&t->warning, line, len);
+		pr_buf_append(&t->warning, line, len);
 		return;
 	}
 	emit(t, line, len);
@@ -167,7 +167,7 @@ static void stdout_line(bp_trace_output_t *t, const char *line, size_t len)
 static void stdout_bytes(bp_trace_output_t *t, const char *buf, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		bp_buf_append(&t->out_line, buf + i, 1);
+		pr_buf_append(&t->out_line, buf + i, 1);
 		if (buf[i] == '\n') {
 			stdout_line(t, t->out_line.data, t->out_line.len);
 			t->out_line.len = 0;
@@ -200,8 +200,8 @@ static void stderr_line(bp_trace_output_t *t, const char *line, size_t len)
 	fflush(stdout);
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)line[i];
-		if (c != '\t' && bp_byte_needs_escape(c))
-			bp_put_escaped_byte(stderr, c);
+		if (c != '\t' && pr_byte_needs_escape(c))
+			pr_put_escaped_byte(stderr, c);
 		else
 			fputc(c, stderr);
 	}
@@ -213,7 +213,7 @@ static void stderr_bytes(bp_trace_output_t *t, const char *buf, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (buf[i] != '\n') {
-			bp_buf_append(&t->err_line, buf + i, 1);
+			pr_buf_append(&t->err_line, buf + i, 1);
 			continue;
 		}
 		stderr_line(t, t->err_line.data ? t->err_line.data : "", t->err_line.len);
@@ -277,7 +277,7 @@ void bp_trace_output_release(bp_trace_output_t *t)
 		return;
 	}
 	free(t->held.data);
-	t->held = (bp_buf_t){ 0 };
+	t->held = (pr_buf_t){ 0 };
 }
 
 void bp_trace_output_finish(bp_trace_output_t *t)
@@ -301,5 +301,5 @@ void bp_trace_output_finish(bp_trace_output_t *t)
 	free(t->err_line.data);
 	free(t->warning.data);
 	free(t->update_src.data);
-	t->out_line = t->err_line = t->warning = t->update_src = (bp_buf_t){ 0 };
+	t->out_line = t->err_line = t->warning = t->update_src = (pr_buf_t){ 0 };
 }

@@ -48,15 +48,15 @@ typedef struct {
 	size_t lines;       /* whole stdout lines read so far */
 	int first_is_attaching;
 	bp_blank_trim_t trim;
-	bp_buf_t held;       /* stdout not shown yet (gate waiting) */
-	bp_buf_t out_line;   /* the stdout line under way */
-	bp_buf_t warning;    /* a runtime WARNING line, shown once the next line is not a failed update */
-	bp_buf_t err_line;   /* the stderr line under way */
+	pr_buf_t held;       /* stdout not shown yet (gate waiting) */
+	pr_buf_t out_line;   /* the stdout line under way */
+	pr_buf_t warning;    /* a runtime WARNING line, shown once the next line is not a failed update */
+	pr_buf_t err_line;   /* the stderr line under way */
 	size_t want;         /* probes asked for; 0: not checked */
 	size_t got;          /* probes bpftrace said, once it has */
 	size_t lost;         /* failed map updates that lost a count */
 	int update_line;     /* after a failed update: 1 its source line is next, 2 its marker line */
-	bp_buf_t update_src; /* that source line */
+	pr_buf_t update_src; /* that source line */
 	int gate;
 	int drop_memlock;
 } bp_trace_output_t;

@@ -37,7 +37,7 @@ void bx_error(const char *fmt, ...)
 	if (!line)
 		line = small, room = sizeof small; /* cut short rather than lost */
 	memcpy(line, who, sizeof who - 1);
-	bp_escape_into(msg ? msg : text, line + sizeof who - 1, room - sizeof who);
+	pr_escape_into(msg ? msg : text, line + sizeof who - 1, room - sizeof who);
 	size_t len = strlen(line);
 	line[len] = '\n';
 	fwrite(line, 1, len + 1, stderr);

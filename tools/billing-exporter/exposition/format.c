@@ -16,29 +16,29 @@
 
 /* Copy s, escaping newlines and the characters in specials: runs of
  * plain bytes in one piece (a scrape writes tens of thousands of them). */
-static void put_escaped(bp_buf_t *b, const char *s, const char *specials)
+static void put_escaped(pr_buf_t *b, const char *s, const char *specials)
 {
 	while (*s) {
 		size_t run = strcspn(s, specials);
 		size_t nl = strcspn(s, "\n");
 		if (nl < run)
 			run = nl;
-		bp_buf_append(b, s, run);
+		pr_buf_append(b, s, run);
 		s += run;
 		if (!*s)
 			break;
 		char esc[3] = { '\\', *s == '\n' ? 'n' : *s, '\0' };
-		bp_buf_append(b, esc, 2);
+		pr_buf_append(b, esc, 2);
 		s++;
 	}
 }
 
-static void put_value(bp_buf_t *b, double v)
+static void put_value(pr_buf_t *b, double v)
 {
 	if (v == (double)(long long)v && v < 9007199254740992.0 && v > -9007199254740992.0)
-		bp_buf_printf(b, "%lld", (long long)v);
+		pr_buf_printf(b, "%lld", (long long)v);
 	else
-		bp_buf_printf(b, "%.17g", v);
+		pr_buf_printf(b, "%.17g", v);
 }
 
 /* OpenMetrics names a counter family without its _total. */
@@ -50,20 +50,20 @@ static void family_name(const bx_metric_t *m, int om, char *out, size_t n)
 	snprintf(out, n, "%.*s", (int)len, m->name);
 }
 
-static void put_labels(bp_buf_t *b, const bx_sample_t *x)
+static void put_labels(pr_buf_t *b, const bx_sample_t *x)
 {
 	if (x->nlabels == 0)
 		return;
-	bp_buf_append(b, "{", 1);
+	pr_buf_append(b, "{", 1);
 	for (size_t i = 0; i < x->nlabels; i++) {
 		if (i)
-			bp_buf_append(b, ",", 1);
-		bp_buf_puts(b, x->label_names[i]);
-		bp_buf_append(b, "=\"", 2);
+			pr_buf_append(b, ",", 1);
+		pr_buf_puts(b, x->label_names[i]);
+		pr_buf_append(b, "=\"", 2);
 		put_escaped(b, x->label_values[i], "\"\\");
-		bp_buf_append(b, "\"", 1);
+		pr_buf_append(b, "\"", 1);
 	}
-	bp_buf_append(b, "}", 1);
+	pr_buf_append(b, "}", 1);
 }
 
 /* b is the bucket after a in one series: same family, labels but le. */
@@ -99,19 +99,19 @@ int bx_exemplar_of(const bx_exemplar_source_t *src, const bx_sample_t *prev, con
 	       out->timestamp < BX_EXEMPLAR_LATEST;
 }
 
-static void put_exemplar(bp_buf_t *b, const bx_sample_t *prev, const bx_sample_t *x,
+static void put_exemplar(pr_buf_t *b, const bx_sample_t *prev, const bx_sample_t *x,
                          const bx_exemplar_source_t *src)
 {
 	bx_exemplar_t e;
 	if (!bx_exemplar_of(src, prev, x, &e))
 		return;
-	bp_buf_printf(b, " # {request_id=\"%" PRIu64 "\"} ", (uint64_t)e.request_id);
+	pr_buf_printf(b, " # {request_id=\"%" PRIu64 "\"} ", (uint64_t)e.request_id);
 	put_value(b, e.value);
-	bp_buf_printf(b, " %.3f", e.timestamp);
+	pr_buf_printf(b, " %.3f", e.timestamp);
 }
 
 static void write_exposition(const bx_snapshot_t *s, int om, const bx_exemplar_source_t *src,
-                             bp_buf_t *b)
+                             pr_buf_t *b)
 {
 	const char *last = NULL;
 	char family[128];
@@ -122,84 +122,84 @@ static void write_exposition(const bx_snapshot_t *s, int om, const bx_exemplar_s
 		if (!last || strcmp(last, m->name) != 0) {
 			last = m->name;
 			family_name(m, om, family, sizeof family);
-			bp_buf_printf(b, "# HELP %s ", family);
+			pr_buf_printf(b, "# HELP %s ", family);
 			put_escaped(b, m->help, om ? "\"\\" : "\\");
-			bp_buf_printf(b, "\n# TYPE %s %s\n", family, bx_metric_type_name(m->type));
+			pr_buf_printf(b, "\n# TYPE %s %s\n", family, bx_metric_type_name(m->type));
 			size_t fl = strlen(family), ul = strlen(m->unit);
 			if (om && ul && strchr(m->unit, ' ') == NULL && fl > ul &&
 			    strcmp(family + fl - ul, m->unit) == 0)
-				bp_buf_printf(b, "# UNIT %s %s\n", family, m->unit);
+				pr_buf_printf(b, "# UNIT %s %s\n", family, m->unit);
 		}
-		bp_buf_puts(b, m->name);
-		bp_buf_puts(b, x->suffix);
+		pr_buf_puts(b, m->name);
+		pr_buf_puts(b, x->suffix);
 		put_labels(b, x);
-		bp_buf_append(b, " ", 1);
+		pr_buf_append(b, " ", 1);
 		put_value(b, x->value);
 		if (om)
 			put_exemplar(b, i ? x - 1 : NULL, x, src);
-		bp_buf_append(b, "\n", 1);
+		pr_buf_append(b, "\n", 1);
 	}
 	if (om)
-		bp_buf_printf(b, "# EOF\n");
+		pr_buf_printf(b, "# EOF\n");
 }
 
 /* The series name as a terminal may show it: label values are valid
  * UTF-8 for the exposition, but a terminal acts on C1 controls in it
  * (U+009B is CSI), so the row goes through the tools' one escaper. */
-static void put_table_name(bp_buf_t *b, const char *name)
+static void put_table_name(pr_buf_t *b, const char *name)
 {
-	size_t n = bp_escaped_width(name) + 1;
+	size_t n = pr_escaped_width(name) + 1;
 	char *shown = malloc(n);
 	if (!shown) {
-		bp_buf_printf(b, "%-100s ", "?");
+		pr_buf_printf(b, "%-100s ", "?");
 		return;
 	}
-	bp_buf_printf(b, "%-100s ", bp_escape_into(name, shown, n));
+	pr_buf_printf(b, "%-100s ", pr_escape_into(name, shown, n));
 	free(shown);
 }
 
 /* The table leaves buckets out: count and sum say enough on a terminal. */
-static void write_table(const bx_snapshot_t *s, bp_buf_t *b)
+static void write_table(const bx_snapshot_t *s, pr_buf_t *b)
 {
 	for (size_t i = 0; i < s->count; i++) {
 		const bx_sample_t *x = &s->samples[i];
 		if (strcmp(x->suffix, "_bucket") == 0)
 			continue;
-		bp_buf_t name = { 0 };
-		bp_buf_printf(&name, "%s%s", x->metric->name, x->suffix);
+		pr_buf_t name = { 0 };
+		pr_buf_printf(&name, "%s%s", x->metric->name, x->suffix);
 		put_labels(&name, x);
 		put_table_name(b, name.failed ? "?" : name.data);
 		put_value(b, x->value);
-		bp_buf_printf(b, "\n");
+		pr_buf_printf(b, "\n");
 		free(name.data);
 	}
 }
 
-static void put_json_string(bp_buf_t *b, const char *s)
+static void put_json_string(pr_buf_t *b, const char *s)
 {
-	bp_buf_printf(b, "\"");
+	pr_buf_printf(b, "\"");
 	put_escaped(b, s, "\"\\");
-	bp_buf_printf(b, "\"");
+	pr_buf_printf(b, "\"");
 }
 
-static void write_json(const bx_snapshot_t *s, double now, bp_buf_t *b)
+static void write_json(const bx_snapshot_t *s, double now, pr_buf_t *b)
 {
 	for (size_t i = 0; i < s->count; i++) {
 		const bx_sample_t *x = &s->samples[i];
-		bp_buf_printf(b, "{\"time\":%.3f,\"metric\":\"%s%s\",\"labels\":{", now, x->metric->name, x->suffix);
+		pr_buf_printf(b, "{\"time\":%.3f,\"metric\":\"%s%s\",\"labels\":{", now, x->metric->name, x->suffix);
 		for (size_t l = 0; l < x->nlabels; l++) {
-			bp_buf_printf(b, "%s", l ? "," : "");
+			pr_buf_printf(b, "%s", l ? "," : "");
 			put_json_string(b, x->label_names[l]);
-			bp_buf_printf(b, ":");
+			pr_buf_printf(b, ":");
 			put_json_string(b, x->label_values[l]);
 		}
-		bp_buf_printf(b, "},\"value\":");
+		pr_buf_printf(b, "},\"value\":");
 		put_value(b, x->value);
-		bp_buf_printf(b, "}\n");
+		pr_buf_printf(b, "}\n");
 	}
 }
 
-void bx_format(const bx_snapshot_t *s, bx_format_t f, double now_seconds, bp_buf_t *b)
+void bx_format(const bx_snapshot_t *s, bx_format_t f, double now_seconds, pr_buf_t *b)
 {
 	switch (f) {
 	case BX_FMT_PROMETHEUS: write_exposition(s, 0, NULL, b); break;
@@ -210,7 +210,7 @@ void bx_format(const bx_snapshot_t *s, bx_format_t f, double now_seconds, bp_buf
 	}
 }
 
-void bx_format_openmetrics(const bx_snapshot_t *s, const bx_exemplar_source_t *src, bp_buf_t *b)
+void bx_format_openmetrics(const bx_snapshot_t *s, const bx_exemplar_source_t *src, pr_buf_t *b)
 {
 	write_exposition(s, 1, src, b);
 }

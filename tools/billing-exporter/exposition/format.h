@@ -23,17 +23,17 @@ typedef enum bx_format { BX_FMT_PROMETHEUS,
   "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited"
 
 /* Append the snapshot to b in format f.  now_seconds stamps JSON lines. */
-void bx_format(const bx_snapshot_t *s, bx_format_t f, double now_seconds, bp_buf_t *b);
+void bx_format(const bx_snapshot_t *s, bx_format_t f, double now_seconds, pr_buf_t *b);
 
 /* The snapshot as OpenMetrics, each histogram bucket with the exemplar
  * src has for it (none when src is NULL). */
-void bx_format_openmetrics(const bx_snapshot_t *s, const bx_exemplar_source_t *src, bp_buf_t *b);
+void bx_format_openmetrics(const bx_snapshot_t *s, const bx_exemplar_source_t *src, pr_buf_t *b);
 
 /* The snapshot as length-delimited io.prometheus.client.MetricFamily
  * messages (format_protobuf.c): histograms with native buckets twice,
  * native then classic; the exemplars src has (none when NULL) on their
  * classic buckets, counters and native series. */
-void bx_format_protobuf(const bx_snapshot_t *s, const bx_exemplar_source_t *src, bp_buf_t *b);
+void bx_format_protobuf(const bx_snapshot_t *s, const bx_exemplar_source_t *src, pr_buf_t *b);
 
 /* For the writers: 1 and *out when src has an exemplar for x, a bucket
  * (prev the sample before it: the bucket below when of the same series)

@@ -63,7 +63,7 @@ typedef struct build {
 	size_t nmetrics, npairs, nbuckets, nspans, ndeltas, nexemplars;
 } build_t;
 
-static void put_varint(bp_buf_t *b, uint64_t v)
+static void put_varint(pr_buf_t *b, uint64_t v)
 {
 	unsigned char out[10];
 	size_t n = 0;
@@ -72,11 +72,11 @@ static void put_varint(bp_buf_t *b, uint64_t v)
 		v >>= 7;
 		out[n++] |= v ? 0x80 : 0;
 	} while (v);
-	bp_buf_append(b, (const char *)out, n);
+	pr_buf_append(b, (const char *)out, n);
 }
 
 /* The family as one length-delimited message. */
-static void put_family(bp_buf_t *b, const family_t *f)
+static void put_family(pr_buf_t *b, const family_t *f)
 {
 	size_t n = io__prometheus__client__metric_family__get_packed_size(f);
 	uint8_t *packed = malloc(n ? n : 1);
@@ -86,7 +86,7 @@ static void put_family(bp_buf_t *b, const family_t *f)
 	}
 	io__prometheus__client__metric_family__pack(f, packed);
 	put_varint(b, n);
-	bp_buf_append(b, (const char *)packed, n);
+	pr_buf_append(b, (const char *)packed, n);
 	free(packed);
 }
 
@@ -185,7 +185,7 @@ static void set_native(build_t *w, histogram_t *h, const bx_native_t *n)
 
 /* Samples [first, end) of one family: its messages, native ones (when
  * native) or classic ones, with src's exemplars. */
-static void family(bp_buf_t *b, const bx_sample_t *s, size_t first, size_t end, int native,
+static void family(pr_buf_t *b, const bx_sample_t *s, size_t first, size_t end, int native,
                    const bx_exemplar_source_t *src)
 {
 	const bx_metric_t *m = s[first].metric;
@@ -287,7 +287,7 @@ static void family(bp_buf_t *b, const bx_sample_t *s, size_t first, size_t end, 
 	free(block);
 }
 
-void bx_format_protobuf(const bx_snapshot_t *s, const bx_exemplar_source_t *src, bp_buf_t *b)
+void bx_format_protobuf(const bx_snapshot_t *s, const bx_exemplar_source_t *src, pr_buf_t *b)
 {
 	for (size_t i = 0; i < s->count;) {
 		size_t end = i + 1, natives = 0;

@@ -164,9 +164,9 @@ static int accept(void *arg, const struct bs_header *h, char *err, size_t errlen
 /* Whether the process that wrote s runs, as the kernel shows it. */
 static int writer_runs(const stats_target_t *t, const seg_t *s)
 {
-	bx_proc_t now;
-	return t->pid > 0 ? bx_proc_read(t->pid, &now) == 0 && now.start_time == t->proc.start_time
-	                  : bx_proc_wrote((pid_t)s->pid, s->start_time, s->owner, &now) != 0;
+	pr_proc_t now;
+	return t->pid > 0 ? pr_proc_read(t->pid, &now) == 0 && now.start_time == t->proc.start_time
+	                  : pr_proc_wrote((pid_t)s->pid, s->start_time, s->owner, &now) != 0;
 }
 
 /* A reading of s was taken: its identity kept, its trails' exemplars. */
@@ -276,7 +276,7 @@ static void read_dir(bx_stats_t *stats, stats_target_t *t)
 	size_t i = 0, j = 0, kept = 0;
 	names_t names;
 	long expected = t->awaited == -2 ? (long)t->user : t->awaited;
-	if (bx_stats_dir_open(t->dir, expected, BX_OWNER_OR_ROOT, &dfd, &user, why, sizeof why) != 0) {
+	if (pr_stats_dir_open(t->dir, expected, PR_OWNER_OR_ROOT, &dfd, &user, why, sizeof why) != 0) {
 		if (!t->dir_said)
 			bx_error("--stats-dir %s: %s: not read", t->dir, why);
 		t->dir_said = 1;
@@ -286,7 +286,7 @@ static void read_dir(bx_stats_t *stats, stats_target_t *t)
 		char who[128];
 		t->user = user;
 		t->awaited = -2;
-		bx_error("--stats-dir %s: appeared: the segments of %s", t->dir, bx_user_text(user, who, sizeof who));
+		bx_error("--stats-dir %s: appeared: the segments of %s", t->dir, pr_user_text(user, who, sizeof who));
 	}
 	t->dir_said = 0;
 	seg_t **next = bx_stats_list_names(dfd, &names) == 0 ? malloc((t->nsegs + names.n + 1) * sizeof *next) : NULL;

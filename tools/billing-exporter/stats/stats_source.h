@@ -81,8 +81,8 @@ int bx_stats_rows(bx_stats_t *st, size_t mi, bx_label_slot_t *slots, bx_rows_t *
  * be told (gone before it was first seen, not this host's PID, not the
  * file's user's; or, with a --binary, whether that counts it). */
 enum { BX_SKIP_NONE,
-       BX_SKIP_UNREADABLE = BX_FILE_UNREADABLE, /* bx_stats_file_open() says these two */
-       BX_SKIP_UID = BX_FILE_OTHER_USER,
+       BX_SKIP_UNREADABLE = PR_FILE_UNREADABLE, /* pr_stats_file_open() says these two */
+       BX_SKIP_UID = PR_FILE_OTHER_USER,
        BX_SKIP_CGROUP,
        BX_SKIP_UNATTRIBUTED,
        BX_SKIP_COUNT };

@@ -161,7 +161,7 @@ typedef struct stats_target {
 	int dir_said;             /* the directory's problem was reported, until it reads again */
 	char path[PATH_MAX];      /* a --pid target's segment */
 	int pid;                  /* a --pid target's process here, -1 for a directory */
-	bx_proc_t proc;           /* ... who that process is, as /proc said at the start */
+	pr_proc_t proc;           /* ... who that process is, as /proc said at the start */
 	dev_t dev;                /* ... and the segment file found for it */
 	ino_t ino;
 	long only_uid;             /* --uid, -1 none */
@@ -179,7 +179,7 @@ struct bx_stats {
 	bx_stats_scope_t scope;
 	stats_target_t *targets;
 	size_t count;
-	bx_proc_t *named; /* the process of every --pid, whichever source serves it */
+	pr_proc_t *named; /* the process of every --pid, whichever source serves it */
 	size_t nnamed;
 	int started;                     /* set up: probes may be attached from now on */
 	bx_trail_exemplars_t *exemplars; /* the latest slow request per bucket, from the segments taken */

@@ -26,7 +26,7 @@ int bx_source_by_name(const char *name)
 /* --- a --pid's segment ------------------------------------------------------- */
 
 /* Is the segment at dir/name process t->proc's, found where its user
- * keeps it: dir and file that user's alone (BX_OWNER_ONLY), the file the
+ * keeps it: dir and file that user's alone (PR_OWNER_ONLY), the file the
  * process maps when dev is given, its header naming the process (PID in
  * its namespace, start time)?  0 with t->path, dev and ino set, or -1
  * with the reason in err. */
@@ -40,9 +40,9 @@ static int segment_at(stats_target_t *t, const char *dir, const char *name, unsi
 	bs_segment_t seg_, *seg = &seg_;
 
 	memset(seg, 0, sizeof *seg);
-	if (bx_stats_dir_open(dir, (long)t->user, BX_OWNER_ONLY, &dfd, &user, why, sizeof why) != 0)
+	if (pr_stats_dir_open(dir, (long)t->user, PR_OWNER_ONLY, &dfd, &user, why, sizeof why) != 0)
 		snprintf(err, errlen, "%s: %s", dir, why);
-	else if ((fd = bx_stats_file_open(dfd, name, t->user, &st, &skip, why, sizeof why)) < 0)
+	else if ((fd = pr_stats_file_open(dfd, name, t->user, &st, &skip, why, sizeof why)) < 0)
 		snprintf(err, errlen, "%s/%s: %s", dir, name, why);
 	else if (dev && ((unsigned long long)st.st_dev != dev || (unsigned long long)st.st_ino != ino))
 		snprintf(err, errlen, "%s/%s: not the file process %d maps", dir, name, t->pid);
@@ -73,8 +73,8 @@ static int segment_at(stats_target_t *t, const char *dir, const char *name, unsi
  * another user's directory, whatever its name.  0, or -1 with the reason. */
 static int find_segment(stats_target_t *t, const stats_target_t *dirs, size_t ndirs, char *err, size_t errlen)
 {
-	bx_segment_place_t p;
-	int r = bx_stats_segment_place(t->pid, t->proc.ns_pid, t->user, &p);
+	pr_segment_place_t p;
+	int r = pr_stats_segment_place(t->pid, t->proc.ns_pid, t->user, &p);
 	if (r < 0) {
 		snprintf(err, errlen, "it maps none");
 		return -1;
@@ -120,13 +120,13 @@ static int add_dir(bx_stats_t *stats, const char *dir, char *err, size_t errlen)
 	int fd;
 	uid_t uid;
 	struct stat st;
-	long expected = bx_stats_dir_user(dir, stats->scope.only_uid);
+	long expected = pr_stats_dir_user(dir, stats->scope.only_uid);
 	/* A directory not there yet is read when it appears (a service that
 	 * starts after its exporter makes it): its owner and mode are checked
 	 * then, and until then it has no segment, so no figure. */
 	int absent = lstat(dir, &st) != 0 && errno == ENOENT;
 	if (!absent) {
-		if (bx_stats_dir_open(dir, expected, BX_OWNER_OR_ROOT, &fd, &uid, why, sizeof why) != 0) {
+		if (pr_stats_dir_open(dir, expected, PR_OWNER_OR_ROOT, &fd, &uid, why, sizeof why) != 0) {
 			snprintf(err, errlen, "--stats-dir %s: %s", dir, why);
 			return -1;
 		}
@@ -158,7 +158,7 @@ static int add_dir(bx_stats_t *stats, const char *dir, char *err, size_t errlen)
 	}
 	t->awaited = -2;
 	t->user = uid;
-	bx_error("--stats-dir %s: the segments of %s", dir, bx_user_text(uid, user, sizeof user));
+	bx_error("--stats-dir %s: the segments of %s", dir, pr_user_text(uid, user, sizeof user));
 	return 0;
 }
 
@@ -172,13 +172,13 @@ static int name_process(bx_stats_t *stats, const char *text, int pid, char *err,
 			return -1;
 		}
 	}
-	bx_proc_t *n = realloc(stats->named, (stats->nnamed + 1) * sizeof *n);
+	pr_proc_t *n = realloc(stats->named, (stats->nnamed + 1) * sizeof *n);
 	if (!n) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	stats->named = n;
-	if (bx_proc_read(pid, &n[stats->nnamed]) == 0)
+	if (pr_proc_read(pid, &n[stats->nnamed]) == 0)
 		stats->nnamed++;
 	return 0;
 }
@@ -204,7 +204,7 @@ int bx_stats_setup(bx_stats_t **st, const bx_stats_scope_t *scope, int source, c
 		stats_target_t *t = source != BX_SOURCE_USDT && pid > 0 ? add_target(stats) : NULL;
 		if (t) {
 			t->pid = pid;
-			if (bx_proc_read(pid, &t->proc) != 0)
+			if (pr_proc_read(pid, &t->proc) != 0)
 				snprintf(why, sizeof why, "no such process");
 			else {
 				t->user = t->proc.uid;
@@ -261,7 +261,7 @@ int bx_stats_seg_open(const stats_target_t *t, const seg_t *s, int dfd, struct s
                       size_t errlen)
 {
 	if (t->pid < 0)
-		return bx_stats_file_open(dfd, s->name, t->user, st, why, err, errlen);
+		return pr_stats_file_open(dfd, s->name, t->user, st, why, err, errlen);
 	/* a --pid target's: the very file found at the start */
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s", t->path);
@@ -275,7 +275,7 @@ int bx_stats_seg_open(const stats_target_t *t, const seg_t *s, int dfd, struct s
 		errno = e;
 		return -1;
 	}
-	int fd = bx_stats_file_open(pfd, slash + 1, t->user, st, why, err, errlen);
+	int fd = pr_stats_file_open(pfd, slash + 1, t->user, st, why, err, errlen);
 	int e = errno;
 	close(pfd);
 	if (fd >= 0 && (st->st_dev != t->dev || st->st_ino != t->ino)) {
@@ -408,10 +408,10 @@ void bx_stats_say_skipped(seg_t *s, const char *err)
  * is skipped. */
 int bx_stats_cgroup_allows(const stats_target_t *t, seg_t *s, const struct bs_header *h, char *err, size_t errlen)
 {
-	bx_proc_t w;
+	pr_proc_t w;
 	pid_t pid = t->pid > 0 ? (pid_t)t->pid : (pid_t)h->pid;
 	int where = -1;
-	if (t->pid > 0 || bx_proc_wrote((pid_t)h->pid, h->start_time, s->owner, &w))
+	if (t->pid > 0 || pr_proc_wrote((pid_t)h->pid, h->start_time, s->owner, &w))
 		where = bx_cgroup_holds(t->cgroup, pid, h->start_time);
 	if (where >= 0)
 		s->inside = where;
@@ -445,10 +445,10 @@ int bx_stats_counted_elsewhere(const bx_stats_t *stats, const stats_target_t *t,
 		}
 	}
 	if (!elsewhere && !s->binary_known && bx_binary_target_count(stats->scope.usdt)) {
-		bx_proc_t w;
+		pr_proc_t w;
 		int b = -2;
 		memset(&w, 0, sizeof w);
-		if (bx_proc_wrote((pid_t)h->pid, h->start_time, s->owner, &w))
+		if (pr_proc_wrote((pid_t)h->pid, h->start_time, s->owner, &w))
 			b = bx_binary_target_of(stats->scope.usdt, w.pid);
 		else if (s->early)
 			b = -1; /* gone before any probe was attached: no --binary counted it */
@@ -504,11 +504,11 @@ int bx_stats_target_up(const bx_stats_t *stats, size_t i)
 	const stats_target_t *t = &stats->targets[i];
 	for (size_t k = 0; k < t->nsegs; k++) {
 		const seg_t *s = t->segs[k];
-		bx_proc_t now;
+		pr_proc_t now;
 		if (s->stage != SEG_LIVE || s->state != BS_RUNNING)
 			continue;
-		if (t->pid > 0 ? bx_proc_read(t->pid, &now) == 0 && now.start_time == t->proc.start_time
-		               : bx_proc_wrote((pid_t)s->pid, s->start_time, s->owner, &now))
+		if (t->pid > 0 ? pr_proc_read(t->pid, &now) == 0 && now.start_time == t->proc.start_time
+		               : pr_proc_wrote((pid_t)s->pid, s->start_time, s->owner, &now))
 			return 1;
 	}
 	return 0;

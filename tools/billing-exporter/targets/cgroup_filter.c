@@ -14,7 +14,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "probe_reader.h" /* bp_process_start_time */
+#include "probe_reader.h" /* pr_process_start_time */
 
 /* A mountinfo field with its octal escapes (\040 for a space) undone, in place. */
 static char *unescape(char *s)
@@ -136,7 +136,7 @@ int bx_cgroup_holds(const bx_cgroup_t *cg, pid_t pid, unsigned long long start_t
 	char name[64], line[PATH_MAX + 64];
 	int where = -1;
 
-	if (!start_time || pid <= 0 || bp_process_start_time(pid) != start_time)
+	if (!start_time || pid <= 0 || pr_process_start_time(pid) != start_time)
 		return -1;
 	snprintf(name, sizeof name, "/proc/%d/cgroup", (int)pid);
 	FILE *f = fopen(name, "re");
@@ -150,7 +150,7 @@ int bx_cgroup_holds(const bx_cgroup_t *cg, pid_t pid, unsigned long long start_t
 	if (f)
 		fclose(f);
 	/* the file read was that process's, not a later one's given its PID */
-	if (bp_process_start_time(pid) != start_time)
+	if (pr_process_start_time(pid) != start_time)
 		return -1;
 	return where;
 }

@@ -28,7 +28,7 @@ static int mount_id(int fd, long *id)
 	char path[64];
 	size_t len;
 	snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
-	char *text = bp_read_text_file(path, FDINFO_MAX, &len);
+	char *text = pr_read_text_file(path, FDINFO_MAX, &len);
 	if (!text)
 		return -1;
 	const char *line = strstr(text, "\nmnt_id:");
@@ -48,7 +48,7 @@ static int mount_device(pid_t pid, long id, unsigned long long *kdev)
 		snprintf(path, sizeof path, "/proc/%d/mountinfo", (int)pid);
 	else
 		snprintf(path, sizeof path, "/proc/self/mountinfo");
-	char *text = bp_read_text_file(path, MOUNTINFO_MAX, &len);
+	char *text = pr_read_text_file(path, MOUNTINFO_MAX, &len);
 	if (!text)
 		return -1;
 	int found = 0;

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "report.h"
-#include "proc_identity.h"  /* bx_proc_each_mapping */
+#include "proc_identity.h"  /* pr_proc_each_mapping */
 #include "target_modules.h" /* the probe reader */
 #include "ticker.h"
 
@@ -96,7 +96,7 @@ typedef struct mapped_list {
 	size_t count;
 } mapped_list_t;
 
-/* bx_proc_each_mapping: the files of a process t has not looked at. */
+/* pr_proc_each_mapping: the files of a process t has not looked at. */
 typedef struct new_mappings {
 	const bx_target_t *t;
 	mapped_list_t files;
@@ -117,7 +117,7 @@ static int collect_new(unsigned long long dev, unsigned long long ino, const cha
  * own copy of a library (LD_LIBRARY_PATH, LD_PRELOAD) would otherwise
  * have the notes of his file, and its fires, counted as the service's.
  * 1 trusted; 0 with why. */
-static int trusted_library(const bx_target_t *t, const bp_module_t *mod, char *why, size_t whylen)
+static int trusted_library(const bx_target_t *t, const pr_module_t *mod, char *why, size_t whylen)
 {
 	struct stat st;
 	if (stat(mod->attach_path, &st) != 0 || (unsigned long long)st.st_dev != mod->dev ||
@@ -139,10 +139,10 @@ static int trusted_library(const bx_target_t *t, const bp_module_t *mod, char *w
 
 /* The modules of process set bp with billing probes that t lacks, added
  * when trusted (one line for each refused).  -1 when out of memory. */
-static int add_process_modules(bx_target_t *t, const bp_probe_set_t *bp)
+static int add_process_modules(bx_target_t *t, const pr_probe_set_t *bp)
 {
 	for (size_t mi = 0; mi < bp->module_count; mi++) {
-		const bp_module_t *mod = &bp->modules[mi];
+		const pr_module_t *mod = &bp->modules[mi];
 		int billing = 0;
 		char why[128];
 		for (size_t i = 0; i < bp->probe_count && !billing; i++)
@@ -179,15 +179,15 @@ static int add_process_modules(bx_target_t *t, const bp_probe_set_t *bp)
 static int look_at_maps(bx_target_t *t, pid_t pid)
 {
 	new_mappings_t n = { t, { NULL, 0 } };
-	int rc = bx_proc_each_mapping(pid, collect_new, &n);
+	int rc = pr_proc_each_mapping(pid, collect_new, &n);
 	if (rc != 0 || n.files.count == 0) {
 		free(n.files.items);
 		return rc != 0 && errno == ENOMEM ? -1 : 0; /* out of memory; gone; nothing new */
 	}
-	bp_probe_set_t bp;
+	pr_probe_set_t bp;
 	char err[256];
 	memset(&bp, 0, sizeof bp);
-	if (bp_probe_set_load_pid(pid, &bp, err, sizeof err) == 0) {
+	if (pr_probe_set_load_pid(pid, &bp, err, sizeof err) == 0) {
 		for (size_t i = 0; i < bp.unreadable_count; i++)
 			bx_error("%s: process %d: %s", t->label, (int)pid, bp.unreadable[i]);
 		rc = add_process_modules(t, &bp);
@@ -196,7 +196,7 @@ static int look_at_maps(bx_target_t *t, pid_t pid)
 	} else {
 		rc = strcmp(err, "out of memory") == 0 ? -1 : 0;
 	}
-	bp_probe_set_free(&bp);
+	pr_probe_set_free(&bp);
 	free(n.files.items);
 	return rc;
 }
@@ -290,7 +290,7 @@ int bx_program_target_discover(bx_target_t *t)
 			continue;
 		rc = 0;
 		processes++;
-		unsigned long long start = bp_process_start_time((pid_t)pid);
+		unsigned long long start = pr_process_start_time((pid_t)pid);
 		bx_running_t *r = start ? running_entry(t, (int)pid, start) : NULL;
 		if (start && !r)
 			rc = -1;
@@ -328,12 +328,12 @@ int bx_program_target_start(bx_target_t *t, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	bp_probe_set_t program, needed;
+	pr_probe_set_t program, needed;
 	memset(&program, 0, sizeof program);
 	memset(&needed, 0, sizeof needed);
-	rc = bp_probe_set_add_file(&program, t->binary, err, errlen);
+	rc = pr_probe_set_add_file(&program, t->binary, err, errlen);
 	if (rc == 0)
-		rc = bp_probe_set_load_needed(&program, 1, &needed, err, errlen);
+		rc = pr_probe_set_load_needed(&program, 1, &needed, err, errlen);
 	for (size_t i = 0; rc == 0 && i < needed.missing_count; i++)
 		bx_error("%s: %s, which %s loads, is not found here (%s): its probes count once a process running it "
 		         "shows where it maps it from",
@@ -345,7 +345,7 @@ int bx_program_target_start(bx_target_t *t, char *err, size_t errlen)
 		rc = -1;
 	}
 	t->discovered = 0;
-	bp_probe_set_free(&program);
-	bp_probe_set_free(&needed);
+	pr_probe_set_free(&program);
+	pr_probe_set_free(&needed);
 	return rc;
 }

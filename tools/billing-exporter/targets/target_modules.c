@@ -76,7 +76,7 @@ bx_module_t *bx_module_of_file(const bx_target_t *t, unsigned long long dev, uns
 	return NULL;
 }
 
-int bx_module_add_probe(bx_module_t *m, const bp_probe_t *p)
+int bx_module_add_probe(bx_module_t *m, const pr_probe_t *p)
 {
 	size_t k = 0;
 	while (k < m->probe_count && strcmp(m->probes[k], p->name) != 0)
@@ -110,16 +110,16 @@ int bx_module_add_probe(bx_module_t *m, const bp_probe_t *p)
 
 int bx_module_read(bx_module_t *m, const char *path, char *err, size_t errlen)
 {
-	bp_probe_set_t bp;
+	pr_probe_set_t bp;
 	memset(&bp, 0, sizeof bp);
-	int rc = bp_probe_set_add_file(&bp, path, err, errlen);
+	int rc = pr_probe_set_add_file(&bp, path, err, errlen);
 	for (size_t i = 0; rc == 0 && i < bp.probe_count; i++) {
 		if (strcmp(bp.probes[i].provider, BX_PROVIDER) == 0 && bx_module_add_probe(m, &bp.probes[i]) != 0) {
 			snprintf(err, errlen, "out of memory");
 			rc = -1;
 		}
 	}
-	bp_probe_set_free(&bp);
+	pr_probe_set_free(&bp);
 	return rc;
 }
 

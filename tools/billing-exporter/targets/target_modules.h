@@ -28,7 +28,7 @@ bx_module_t *bx_module_for_path(bx_target_t *t, const char *path);
 int bx_module_read(bx_module_t *m, const char *path, char *err, size_t errlen);
 
 /* The probe of note p, and its site, into m.  0, or -1 out of memory. */
-int bx_module_add_probe(bx_module_t *m, const bp_probe_t *p);
+int bx_module_add_probe(bx_module_t *m, const pr_probe_t *p);
 
 /* t's module for the file (dev, ino), reached directly or through a
  * path, or NULL. */

@@ -5,7 +5,7 @@
  */
 #include <stdio.h>
 
-#include "proc_identity.h" /* bx_proc_each_mapping */
+#include "proc_identity.h" /* pr_proc_each_mapping */
 #include "targets.h"
 
 /* A module of a with probes that b has too, or NULL. */
@@ -118,7 +118,7 @@ int bx_binary_target_of(const bx_targets_t *ts, pid_t pid)
 			return runs > 0 ? (int)i : -2;
 	}
 	maps_binary_t m = { ts, -1 };
-	if (libraries && bx_proc_each_mapping(pid, mapping_of_binary, &m) < 0)
+	if (libraries && pr_proc_each_mapping(pid, mapping_of_binary, &m) < 0)
 		return -2;
 	return m.found;
 }

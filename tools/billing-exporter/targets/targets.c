@@ -28,7 +28,7 @@
 #include "report.h"
 #include "target_modules.h" /* the probe reader library: tools/probe-reader */
 
-/* Has t a module for the file (dev, ino), or refused it?  (bp_binary_scan's
+/* Has t a module for the file (dev, ino), or refused it?  (pr_binary_scan's
  * question.) */
 static int known_file(unsigned long long dev, unsigned long long ino, void *ctx)
 {
@@ -38,7 +38,7 @@ static int known_file(unsigned long long dev, unsigned long long ino, void *ctx)
 /* A file not seen before: a module, with the probes read through the
  * process's root (a file without billing probes stays, with none, so it
  * is not read again every second). */
-static int new_file(const bp_binary_file_t *f, void *ctx)
+static int new_file(const pr_binary_file_t *f, void *ctx)
 {
 	bx_target_t *t = ctx;
 	struct stat st;
@@ -64,9 +64,9 @@ int bx_target_discover(bx_target_t *t)
 	if (t->program)
 		return bx_program_target_discover(t);
 	t->discovered = 0;
-	if (!t->seen && !(t->seen = bp_binary_seen_new()))
+	if (!t->seen && !(t->seen = pr_binary_seen_new()))
 		return -1;
-	long processes = bp_binary_scan_seen(t->binary, t->seen, known_file, new_file, t);
+	long processes = pr_binary_scan_seen(t->binary, t->seen, known_file, new_file, t);
 	if (processes < 0)
 		return -1;
 	t->processes = (size_t)processes;
@@ -75,7 +75,7 @@ int bx_target_discover(bx_target_t *t)
 
 int bx_target_read(bx_target_t *t, int pid, const char *binary, long only_uid, char *err, size_t errlen)
 {
-	bp_probe_set_t bp;
+	pr_probe_set_t bp;
 
 	memset(t, 0, sizeof *t);
 	t->owner_uid = -1;
@@ -100,7 +100,7 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, long only_uid, c
 				snprintf(err, errlen, "out of memory");
 			/* a program: the processes running it, with the
 			 * libraries it loads */
-			if (rc == 0 && (t->program = bp_elf_is_program(binary, err, errlen)) < 0)
+			if (rc == 0 && (t->program = pr_elf_is_program(binary, err, errlen)) < 0)
 				rc = -1;
 			if (rc == 0 && t->program)
 				rc = bx_program_target_start(t, err, errlen);
@@ -139,10 +139,10 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, long only_uid, c
 		return rc;
 	}
 	snprintf(t->label, sizeof t->label, "pid:%d", pid);
-	t->start_time = bp_process_start_time((pid_t)pid);
+	t->start_time = pr_process_start_time((pid_t)pid);
 	memset(&bp, 0, sizeof bp);
-	if (bp_probe_set_load_pid((pid_t)pid, &bp, err, errlen) != 0) {
-		bp_probe_set_free(&bp);
+	if (pr_probe_set_load_pid((pid_t)pid, &bp, err, errlen) != 0) {
+		pr_probe_set_free(&bp);
 		bx_target_free(t);
 		return -1;
 	}
@@ -152,13 +152,13 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, long only_uid, c
 		bx_error("%s: %s", t->label, bp.unreadable[i]);
 	int rc = 0;
 	for (size_t i = 0; i < bp.probe_count && rc == 0; i++) {
-		const bp_probe_t *p = &bp.probes[i];
+		const pr_probe_t *p = &bp.probes[i];
 		if (strcmp(p->provider, BX_PROVIDER) != 0)
 			continue;
 		/* Attach through a path that reaches the very file the process
 		 * maps from here: its own path, or /proc/PID/root/PATH for a
 		 * process in another mount namespace (a container). */
-		const bp_module_t *mod = &bp.modules[p->module];
+		const pr_module_t *mod = &bp.modules[p->module];
 		if (!mod->attach_path) {
 			snprintf(err, errlen, "%.300s: no path from here reaches the file the process maps", mod->path);
 			rc = -1;
@@ -174,7 +174,7 @@ int bx_target_read(bx_target_t *t, int pid, const char *binary, long only_uid, c
 			rc = -1;
 		}
 	}
-	bp_probe_set_free(&bp);
+	pr_probe_set_free(&bp);
 	if (rc == 0 && t->module_count == 0) {
 		snprintf(err, errlen, "maps no module with billing probes");
 		rc = -1;
@@ -192,7 +192,7 @@ int bx_target_alive(const bx_target_t *t)
 		struct stat st;
 		return (t->on_host && stat(t->binary, &st) == 0) || t->processes > 0;
 	}
-	return t->start_time && bp_process_start_time((pid_t)t->pid) == t->start_time;
+	return t->start_time && pr_process_start_time((pid_t)t->pid) == t->start_time;
 }
 
 void bx_target_free(bx_target_t *t)
@@ -205,7 +205,7 @@ void bx_target_free(bx_target_t *t)
 	free(t->running);
 	free(t->mapped);
 	free(t->refused);
-	bp_binary_seen_free(t->seen);
+	pr_binary_seen_free(t->seen);
 	memset(t, 0, sizeof *t);
 }
 

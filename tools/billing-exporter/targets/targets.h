@@ -89,7 +89,7 @@ typedef struct bx_target {
 	bx_mapped_t *refused;
 	size_t refused_count;
 	int capped;                  /* the BX_FILES_PER_PATH line is said */
-	struct bp_binary_seen *seen; /* a --binary library's (probe_reader.h) */
+	struct pr_binary_seen *seen; /* a --binary library's (probe_reader.h) */
 } bx_target_t;
 
 /* Read the billing probes of process pid (binary NULL) or of the ELF file

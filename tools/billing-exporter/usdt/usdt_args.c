@@ -74,25 +74,25 @@ static int number(const char *s, size_t n, long long *out)
 }
 
 /* One operand into a; 0, or -1 when it is no form usdt_args.h reads. */
-static int operand(const bp_sdt_arg_t *p, struct bx_usdt_arg *a)
+static int operand(const pr_sdt_arg_t *p, struct bx_usdt_arg *a)
 {
 	const char *s = p->location;
 	size_t n = strlen(s);
 	long long v = 0;
 	int reg;
-	if (p->kind == BP_SDT_ARG_IMMEDIATE && s[0] == '$' && number(s + 1, n - 1, &v) == 0) {
+	if (p->kind == PR_SDT_ARG_IMMEDIATE && s[0] == '$' && number(s + 1, n - 1, &v) == 0) {
 		a->kind = BX_USDT_CONSTANT;
 		a->value = v;
 		return 0;
 	}
-	if (p->kind == BP_SDT_ARG_REGISTER && (reg = reg_offset(s, n)) >= 0) {
+	if (p->kind == PR_SDT_ARG_REGISTER && (reg = reg_offset(s, n)) >= 0) {
 		a->kind = BX_USDT_REGISTER;
 		a->reg = (unsigned short)reg;
 		return 0;
 	}
 	/* DISP(%reg) or (%reg): a base register alone inside the brackets */
 	const char *open = strchr(s, '(');
-	if (p->kind != BP_SDT_ARG_MEMORY || !open || s[n - 1] != ')' || strchr(s, ',') || strchr(s, ':'))
+	if (p->kind != PR_SDT_ARG_MEMORY || !open || s[n - 1] != ')' || strchr(s, ',') || strchr(s, ':'))
 		return -1;
 	if (open > s && number(s, (size_t)(open - s), &v) != 0)
 		return -1;
@@ -113,10 +113,10 @@ static int declared_size(billing_arg_type_t t)
 int bx_usdt_args_parse(const char *args, const billing_probe_info_t *declared, struct bx_usdt_spec *spec,
                        char *err, size_t errlen)
 {
-	bp_sdt_arg_t parsed[BP_SDT_MAX_ARGS];
+	pr_sdt_arg_t parsed[PR_SDT_MAX_ARGS];
 	char why[200];
 	memset(spec, 0, sizeof *spec);
-	int count = bp_sdt_args_parse_machine(args, BP_SDT_MACHINE_X86, parsed, why, sizeof why);
+	int count = pr_sdt_args_parse_machine(args, PR_SDT_MACHINE_X86, parsed, why, sizeof why);
 	if (count < 0) {
 		snprintf(err, errlen, "%s", why);
 		return -1;
@@ -127,10 +127,10 @@ int bx_usdt_args_parse(const char *args, const billing_probe_info_t *declared, s
 		return -1;
 	}
 	for (int i = 0; i < count; i++) {
-		const bp_sdt_arg_t *p = &parsed[i];
+		const pr_sdt_arg_t *p = &parsed[i];
 		struct bx_usdt_arg *a = &spec->args[i];
 		int want = declared_size(declared->args[i].type);
-		if (p->kind == BP_SDT_ARG_UNKNOWN || p->is_float || operand(p, a) != 0) {
+		if (p->kind == PR_SDT_ARG_UNKNOWN || p->is_float || operand(p, a) != 0) {
 			snprintf(err, errlen, "argument %d of a site of %s (\"%s\") is in a form the exporter does not read",
 			         i + 1, declared->sdt_name, p->location);
 			return -1;

@@ -47,7 +47,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 		if (*c == '\n')
 			fputc('\n', stderr);
 		else
-			bp_put_escaped_byte(stderr, (unsigned char)*c);
+			pr_put_escaped_byte(stderr, (unsigned char)*c);
 	funlockfile(stderr);
 	free(text);
 	return n;

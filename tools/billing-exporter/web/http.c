@@ -70,7 +70,7 @@ struct bx_http {
 char *bx_render(bx_exporter_t *ex, int format, size_t *len)
 {
 	bx_snapshot_t snap;
-	bp_buf_t buf = { 0 };
+	pr_buf_t buf = { 0 };
 
 	pthread_mutex_lock(&ex->lock);
 	double t0 = bx_seconds(CLOCK_MONOTONIC);
@@ -89,7 +89,7 @@ char *bx_render(bx_exporter_t *ex, int format, size_t *len)
 		return NULL;
 	}
 	if (!buf.data)
-		bp_buf_printf(&buf, "%s", "");
+		pr_buf_printf(&buf, "%s", "");
 	*len = buf.len;
 	return buf.data;
 }
