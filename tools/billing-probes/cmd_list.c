@@ -79,12 +79,27 @@ int bp_cmd_list(const bp_options_t *opt)
 		pr_catalogue_free(&cat);
 		return BP_EXIT_ERROR;
 	}
+	/* A library the file loads is listed for the catalogue's probes it
+	 * holds (libbillingprobes' sites): another provider's there, such as
+	 * libstdc++'s that a sanitizer runtime loads, is that library's, listed
+	 * by naming it. */
+	size_t own = t.module_count, listable = 0;
+	pr_catalogue_t builtin;
+	memset(&builtin, 0, sizeof builtin);
+	const pr_catalogue_t *known = opt->provider_file ? &cat : &builtin;
 	int partial = !t.is_process && add_libraries(&t) != 0;
-	if (t.probe_count == 0) {
+	if (!opt->provider_file && pr_catalogue_builtin(&builtin) != 0) {
+		bp_error(target, "out of memory");
+		partial = 1;
+	}
+	for (size_t i = 0; i < t.probe_count; i++)
+		listable += t.probes[i].module < own || pr_catalogue_find(known, t.probes[i].provider, t.probes[i].name);
+	if (listable == 0) {
 		if (t.unreadable_count == 0 && !partial)
 			report_no_probes(&t);
 		pr_probe_set_free(&t);
 		pr_catalogue_free(&cat);
+		pr_catalogue_free(&builtin);
 		return BP_EXIT_ERROR;
 	}
 
@@ -99,6 +114,8 @@ int bp_cmd_list(const bp_options_t *opt)
 	size_t matches = 0;
 	for (size_t i = 0; rc == BP_EXIT_OK && i < t.probe_count; i++) {
 		const pr_probe_t *p = &t.probes[i];
+		if (p->module >= own && !pr_catalogue_find(known, p->provider, p->name))
+			continue;
 		if (opt->provider_glob && fnmatch(opt->provider_glob, p->provider, 0) != 0)
 			continue;
 		if (opt->name_glob && fnmatch(name_glob, p->name, 0) != 0)
@@ -129,5 +146,6 @@ int bp_cmd_list(const bp_options_t *opt)
 	free(name_glob);
 	pr_probe_set_free(&t);
 	pr_catalogue_free(&cat);
+	pr_catalogue_free(&builtin);
 	return rc;
 }

@@ -69,7 +69,8 @@ static int derive(bx_snapshot_t *s, const bx_metric_t *m, const bx_rows_t *rows,
 	bx_series_t *v = malloc((rows->count + parts->n + 1) * sizeof *v);
 	if (!v)
 		return -1;
-	memcpy(v, parts->items, parts->n * sizeof *v);
+	if (parts->n) /* items is NULL when there are none: memcpy's source may not be */
+		memcpy(v, parts->items, parts->n * sizeof *v);
 	for (size_t i = 0; i < rows->count; i++) {
 		const struct bx_row *r = &rows->items[i];
 		if (m->where_nonzero != BX_WHERE_ALL && r->ints[m->where_nonzero] == 0)
