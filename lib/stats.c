@@ -305,7 +305,7 @@ static int create_segment(void)
 	uint64_t slot_size = (BS_SLOT_HEADER + cells * 8 + 63) / 64 * 64;
 	uint64_t desc_off = BS_HEADER_SIZE;
 	uint64_t dicts_off = (desc_off + desc_size + 63) / 64 * 64;
-	uint64_t rows_off = dicts_off + BS_DICTS_SIZE(BX_MAP_COUNT);
+	uint64_t rows_off = dicts_off + BS_DICTS_SIZE(BX_MAP_COUNT, BS_LABEL_VALUES);
 	uint64_t slots_off = (rows_off + BS_ROWS_SIZE + 4095) / 4096 * 4096;
 	uint64_t nslots = (uint64_t)settings.threads + 1; /* + the overflow slot */
 	uint64_t trail_off = slots_off + nslots * slot_size;

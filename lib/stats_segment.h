@@ -1,7 +1,7 @@
 /*
  * stats_segment.h -- the layout of a stats segment: the file a stats
  * build of a service maps (lib/stats.c writes it) and billing-exporter
- * reads without privilege (lib/stats_read.c).  docs/stats.md.
+ * reads without privilege (tools/stats-reader/stats_read.c).  docs/stats.md.
  *
  *   header     one page: magic, layout version, generation, where the rest is
  *   desc       the self-description: text generated from billing.d
@@ -38,7 +38,6 @@
 #define BS_MAX_MAPS 32                  /* header room; BX_MAP_COUNT are used */
 #define BS_MAX_FIELDS 4                 /* header room; BX_MAX_FIELDS are used */
 #define BS_LABEL_VALUES BX_LABEL_VALUES /* distinct values per label field besides its known ones, then "other" (billing.d: @@label-values) */
-#define BS_VALUE_BYTES 32               /* one dictionary entry: a string or an int32 */
 #define BS_GENERAL_ROWS 128             /* label sets per map taken first come */
 /* Rows of a map (bs_map_info_t.rows): the general ones, then room for
  * every folded label set of that map (BX_FOLD_KEYS_<PROBE>: a label set
@@ -49,13 +48,14 @@
 #define BS_ROWS_TOTAL (BX_MAP_COUNT * (BS_GENERAL_ROWS + 1) + BX_FOLD_KEYS_TOTAL)
 #define BS_SLOT_HEADER 64 /* a slot's own cache line before its cells */
 
-/* Value indices in a row: a dictionary entry, a known value, or one of these. */
-#define BS_IDX_KNOWN 64     /* BS_IDX_KNOWN + k: the field's known value k ("@@known", sorted) */
-#define BS_IDX_FOLDED 255   /* a value past the 64th: "other" (an int one is non-zero) */
-#define BS_IDX_OVERFLOW 254 /* the overflow row: a label set past the map's rows */
+/* Value indices in a row: BS_IDX_KNOWN, BS_IDX_OVERFLOW, BS_IDX_FOLDED
+ * (billing_metrics_layout.h, from provider/metrics.py). */
 
 /* Known values a field may have (provider/metrics.py KNOWN_MAX). */
 #define BS_KNOWN_MAX (BS_IDX_OVERFLOW - BS_IDX_KNOWN)
+/* A dictionary index is below BS_IDX_KNOWN: billing.d's @@label-values
+ * fits (provider/metrics.py refuses more; this holds if it did not). */
+typedef char bs_label_values_fit_[BS_LABEL_VALUES >= 1 && BS_LABEL_VALUES <= BS_IDX_KNOWN ? 1 : -1];
 
 /* Slot states. */
 #define BS_SLOT_NEVER 0u
@@ -118,9 +118,11 @@ struct bs_row {
 };
 
 /* Offsets (bytes) of dictionary entry (map, field, i) and row (map, r). */
+/* The label values' dictionaries as the header says (its label_values:
+ * a reader takes a segment's own, which another billing.d may set). */
 #define BS_DICT_ENTRY(h, m, f, i) \
-  ((h)->dicts_offset + ((((uint64_t)(m)*BS_MAX_FIELDS + (f)) * BS_LABEL_VALUES) + (i)) * BS_VALUE_BYTES)
-#define BS_DICTS_SIZE(nmaps) ((uint64_t)(nmaps)*BS_MAX_FIELDS * BS_LABEL_VALUES * BS_VALUE_BYTES)
+  ((h)->dicts_offset + ((((uint64_t)(m)*BS_MAX_FIELDS + (f)) * (h)->label_values) + (i)) * BS_VALUE_BYTES)
+#define BS_DICTS_SIZE(nmaps, values) ((uint64_t)(nmaps)*BS_MAX_FIELDS * (values)*BS_VALUE_BYTES)
 #define BS_ROW_ENTRY(h, m, r) \
   ((h)->rows_offset + ((uint64_t)billing_stats_maps_[m].row_base + (r)) * sizeof(struct bs_row))
 #define BS_ROWS_SIZE ((uint64_t)BS_ROWS_TOTAL * sizeof(struct bs_row))

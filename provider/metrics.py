@@ -16,7 +16,7 @@ metric needs from one description:
                      (MetricSet.fold_keys), and a map of each label's known
                      values ("@@known", read from a file beside billing.d)
   metric-table-gen-h   the exporter's user-space table: quantities, maps,
-                     metric rows (tools/billing-exporter/metric_table.c)
+                     metric rows (tools/billing-exporter/common/metric_table.c)
 """
 
 import os
@@ -28,9 +28,17 @@ from decimal import Decimal, InvalidOperation
 import native
 
 TYPES_OK_FOR_LABELS = {"char *": "string", "int": "int32"}
-# Known values a label may have: a stats segment row names one by a byte,
-# BS_IDX_KNOWN (64) .. BS_IDX_OVERFLOW (254) - 1 (lib/stats_segment.h).
-KNOWN_MAX = 190
+
+# A stats segment's row names a label's value by a byte: a dictionary
+# entry below IDX_KNOWN (so "@@label-values N" takes at most that many), a
+# known value ("@@known") from IDX_KNOWN to IDX_OVERFLOW - 1, the overflow
+# row, "other".  Written here once; billing_metrics_layout.h gives them to
+# the C (BS_IDX_*).
+IDX_KNOWN, IDX_OVERFLOW, IDX_FOLDED = 64, 254, 255
+KNOWN_MAX = IDX_OVERFLOW - IDX_KNOWN
+# A label value's room in a segment's dictionary (BS_VALUE_BYTES): the
+# most "@@label-bytes" may give a string label.
+VALUE_BYTES = 32
 # C types of billing.d's argument types, as the generated C declares them.
 CTYPE = {"unsigned long long": "uint64_t", "long long": "int64_t", "int": "int32_t", "char *": "const char *"}
 HEADER_BANNER = "/* Generated from provider/billing.d by provider/generate.py: do not edit. */\n"
@@ -261,15 +269,16 @@ def parse_header(lines, path):
         elif kind == "groups":
             limits.groups, limits.default_groups = parse_groups(line, rest, path)
         elif kind == "label-values":
-            limits.label_values = parse_bound(line, rest, path, 1, KNOWN_MAX)
+            limits.label_values = parse_bound(line, rest, path, 1, IDX_KNOWN)
         elif kind == "label-sets":
             limits.label_sets = parse_bound(line, rest, path, 16, 1 << 24)
         elif kind == "slow-threshold":
             limits.slow_default, limits.slow_handlers = parse_slow(line, rest, path)
         elif kind == "label-bytes":
             for k, v in parse_options(rest, line).items():
-                if v is True or not str(v).isdigit() or not 2 <= int(v) <= 64 or int(v) % 8:
-                    raise MetricError(f"{path}: {line!r}: label bytes must be 8, 16, .. 64")
+                if v is True or not str(v).isdigit() or not 2 <= int(v) <= VALUE_BYTES or int(v) % 8:
+                    raise MetricError(f"{path}: {line!r}: label bytes must be 8, 16, .. {VALUE_BYTES} "
+                                      "(a stats segment's room for a label value)")
                 if k == "default":
                     default_bytes = int(v)
                 else:
@@ -530,6 +539,13 @@ def metrics_layout_h(provider, ms):
              + "};\n#define BX_MAX_CELLS (sizeof(union bx_value_any) / 8)\n")
     o.append(f"#define BX_KEY_MAX {max(sum(n for _, _, _, n in key_layout(ms, f)[0]) + key_layout(ms, f)[1] for f in ms.feeds)}\n")
     o.append(f"#define BX_LABEL_BYTES_MAX {max([ms.default_bytes] + list(ms.label_bytes.values()))}\n")
+    o.append("/* A row's value indices: a label value below BS_IDX_KNOWN, BS_IDX_KNOWN + k\n"
+             " * the field's known value k (\"@@known\", sorted), the overflow row (a label\n"
+             " * set past the map's rows), \"other\" (a value past the label's values). */\n"
+             f"#define BS_IDX_KNOWN {IDX_KNOWN}\n#define BS_IDX_OVERFLOW {IDX_OVERFLOW}\n"
+             f"#define BS_IDX_FOLDED {IDX_FOLDED}\n"
+             "/* A label value's room in a stats segment's dictionary (@@label-bytes at most). */\n"
+             f"#define BS_VALUE_BYTES {VALUE_BYTES}\n")
     lim = ms.limits
     o.append(f"/* A label's values before \"other\" (@@label-values); label sets a BPF map\n"
              f" * holds (@@label-sets). */\n#define BX_LABEL_VALUES {lim.label_values}\n"
@@ -628,9 +644,9 @@ def exporter_programs_h(provider, ms):
 
 def metric_table_gen_h(provider, ms):
     """bx_quantities[], bx_maps[] and BX_PROBE_METRIC_ROWS, for
-    tools/billing-exporter/metric_table.c only."""
+    tools/billing-exporter/common/metric_table.c only."""
     qindex = {name: i for i, name in enumerate(ms.quantities)}
-    o = [HEADER_BANNER, "/* Included by tools/billing-exporter/metric_table.c alone. */\n\n"]
+    o = [HEADER_BANNER, "/* Included by tools/billing-exporter/common/metric_table.c alone. */\n\n"]
     o.append(known_arrays_c(ms))
     o.append("const bx_known_map_t bx_known_maps[] = {\n")
     for arg in ms.known:

@@ -93,7 +93,7 @@ no_reports() {  # no_reports DIR
 asan() {
   local reports=$PWD/$build-asan/sanitizer-reports rc=0
   setup "$build-asan" -Db_sanitize=address,undefined -Db_lundef=false &&
-    ninja -C "$build-asan" && reports_dir "$reports" || return 1
+    ninja -C "$build-asan" all meson-test-prereq && reports_dir "$reports" || return 1
   ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:log_path=$reports/asan \
   UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1:log_path=$reports/ubsan \
     meson test -C "$build-asan" --print-errorlogs --num-processes 2 --no-rebuild \
@@ -134,7 +134,7 @@ PY
 
 tsan() {
   local reports=$PWD/$build-tsan/sanitizer-reports rc=0
-  setup "$build-tsan" -Db_sanitize=thread && ninja -C "$build-tsan" && reports_dir "$reports" || return 1
+  setup "$build-tsan" -Db_sanitize=thread && ninja -C "$build-tsan" all meson-test-prereq && reports_dir "$reports" || return 1
   export TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:log_path=$reports/tsan
   meson test -C "$build-tsan" --print-errorlogs --num-processes 2 --no-rebuild \
     timing billingd-ground-truth billingd-api billingd-shutdown hardening-hostile-clients stats-writer stats-fork stats-label-cache stats-slow-trails \

@@ -13,7 +13,8 @@ an address, and the bytes at that address in PROGRAM are the sample string
 
 perf probe events are global: perf names each one (sdt_billing:NAME, or
 NAME_1, ... when another tracer holds NAME: -f); this test deletes exactly
-the events it added, also on failure.
+the events it added, also on failure.  PROGRAM's notes go into perf's
+build-id cache first (buildid-cache --add), as perf's docs ask.
 """
 import os
 import re
@@ -57,6 +58,13 @@ def main():
     added = []
     tmp = tempfile.mkdtemp(prefix="consumers-perf-")
     try:
+        # perf probe reads %sdt_ events from PROGRAM's entry in perf's
+        # build-id cache (~/.debug): an entry without its probes file (a
+        # system-wide perf record of another test makes one when PROGRAM
+        # runs beside it) fails every add ("Failed to add events").
+        # buildid-cache --add writes the entry whole.
+        r = bt.run(["perf", "buildid-cache", "--add", program])
+        bt.check(r.returncode == 0, "perf buildid-cache takes PROGRAM's notes (%s)" % r.stderr.strip()[-200:])
         event_of = {}
         for p in probes:
             r = bt.run(["perf", "probe", "-f", "-x", program, "--add", "%sdt_billing:" + p["d_name"]])

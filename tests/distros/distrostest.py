@@ -14,8 +14,11 @@ for the parts the suite needs (the one install script, on that release).
 A command runs inside a root in a mount namespace of its own (unshare
 --mount): /proc, /sys (tracefs, BTF), /dev, a private /dev/shm and /tmp,
 this source tree read-only at /mnt/src and the run's work directory at
-/mnt/work.  Every mount ends with the command; nothing is mounted in the
-root for anyone else, so runs side by side do not meet.
+/mnt/work/RELEASE (in_work()).  Every mount ends with the command; nothing
+is mounted in the root for anyone else, so runs side by side do not meet;
+and the two roots' files never share a path (`--binary PATH`, trace's and
+the exporter's, counts every process that runs PATH in its own root: one
+root's service at another's path was counted twice).
 
 The kit (ready(), the fixture of the suite: the first test of a release
 makes it, the others wait on its lock): inside the root, the README's
@@ -55,7 +58,7 @@ PARTS = ("build", "probes", "tool", "tracing", "examples", "exporter")
 # (its files live in the root's /root/.ccache, kept with the root)
 EXTRA = ("ccache",)
 SETUP = ["-Dprobes=enabled", "-Dtool=enabled", "-Dexamples=enabled", "-Dexporter=enabled"]
-IN_SRC, IN_WORK = "/mnt/src", "/mnt/work"
+IN_SRC = "/mnt/src"
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -75,19 +78,25 @@ def log(*args):
 
 MOUNTS = r"""
 set -e
-R=$1 SRC=$2 WORK=$3
-shift 3
+R=$1 SRC=$2 WORK=$3 IN_WORK=$4
+shift 4
 mount -t proc proc "$R/proc"
 mount --rbind /sys "$R/sys"
 mount --rbind /dev "$R/dev"
 mount -t tmpfs -o mode=1777 tmpfs "$R/dev/shm"
 mount -t tmpfs -o mode=1777 tmpfs "$R/tmp"
 mount -t tmpfs -o mode=755 tmpfs "$R/mnt"
-mkdir "$R/mnt/src" "$R/mnt/work"
+mkdir -p "$R/mnt/src" "$R$IN_WORK"
 mount --bind -o ro "$SRC" "$R/mnt/src"
-mount --bind "$WORK" "$R/mnt/work"
+mount --bind "$WORK" "$R$IN_WORK"
 exec chroot "$R" "$@"
 """
+
+
+def in_work(work):
+    """Where the work directory WORK (WORK/RELEASE for a release) is seen
+    inside a root: /mnt/work/RELEASE, a path no other root's files have."""
+    return "/mnt/work/" + os.path.basename(os.path.normpath(work))
 
 
 def _propagation():
@@ -110,7 +119,7 @@ def inside(root, script, work, env=None):
     clean = {"PATH": PATH, "HOME": "/root", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
     clean.update(env or {})
     return (["unshare", "--mount", "--propagation", _propagation(), "bash", "-c", MOUNTS, "distros-mounts",
-             root, SOURCE_ROOT, work, "/usr/bin/env", "-i"] + ["%s=%s" % kv for kv in sorted(clean.items())] +
+             root, SOURCE_ROOT, work, in_work(work), "/usr/bin/env", "-i"] + ["%s=%s" % kv for kv in sorted(clean.items())] +
             ["/bin/bash", "-c", script])
 
 
@@ -297,6 +306,11 @@ def _root_id(root):
     return "%d %d %s" % (os.stat(root).st_ino, st.st_ino, st.st_mtime)
 
 
+def _build_id(root, work):
+    """The root, and where the build sits in it (meson keeps its paths)."""
+    return "%s %s" % (_root_id(root), in_work(work))
+
+
 def ready(release):
     """(root, work directory) of RELEASE with this tree built inside it,
     the README's way: set up by the first test to ask, under the lock, and
@@ -307,16 +321,19 @@ def ready(release):
     with root_lock(release):
         root = ensure_root(release, work)
         stamp = os.path.join(work, "root-id")
-        if not os.path.exists(stamp) or open(stamp).read() != _root_id(root):
+        if not os.path.exists(stamp) or open(stamp).read() != _build_id(root, work):
             shutil.rmtree(os.path.join(work, "build"), ignore_errors=True)  # objects of another compiler
             with open(stamp, "w") as f:
-                f.write(_root_id(root))
+                f.write(_build_id(root, work))
         t0 = time.monotonic()
         setup = "" if os.path.isdir(os.path.join(work, "build", "meson-info")) else \
             "meson setup build %s %s >setup.log 2>&1 || { tail -n 30 setup.log; exit 1; }; " % (IN_SRC, " ".join(SETUP))
-        rc, out = run_inside(root, "cd %s && %sninja -C build >ninja.log 2>&1 || "
-                             "{ grep -B2 -A20 -m3 -E 'error|FAILED' ninja.log; exit 1; }" % (IN_WORK, setup),
-                             work, timeout=3600)
+        # The test programs after it: meson 1.7 builds them for meson test
+        # only (build_by_default: false), and the suites run --no-rebuild.
+        rc, out = run_inside(root, "cd %s && %sninja -C build >ninja.log 2>&1 && "
+                             "ninja -C build meson-test-prereq >ninja-tests.log 2>&1 || "
+                             "{ grep -B2 -A20 -m3 -E 'error|FAILED' ninja.log ninja-tests.log; exit 1; }"
+                             % (in_work(work), setup), work, timeout=3600)
         if rc != 0:
             raise RuntimeError("the README's build in the %s root failed (exit %d)" % (release, rc))
         steps = len(re.findall(r"^\[\d+/\d+\]", open(os.path.join(work, "ninja.log")).read(), re.M))

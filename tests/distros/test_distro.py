@@ -11,9 +11,10 @@
   pkg-config), and the public header compiled by that release's gcc and
   clang (-pedantic, C and C++); the root's versions go to the results file;
 - trace: every shipped bpftrace script through `billing-probes trace`, exact
-  against known books: on the userpath service (a parent and 3 workers, one
-  -p, several -p, --binary), and every bpftrace case of the scripts suite on
-  its workload (trace_cases.py);
+  against known books, on the userpath service (a parent and 3 workers, one
+  -p, several -p, --binary); and every bpftrace case of the scripts suite on
+  its workload, by hand (`bpftrace -p`) and through trace, on that release's
+  bpftrace, whose version it prints (tests/scripts/check_figures.py);
 - exporter: billing-exporter on the userpath service in USDT mode (--binary,
   --pid) and in stats mode, against its books, through that release's
   Prometheus; the notes' operands read with that release's libbpf (every
@@ -22,7 +23,7 @@
 - promtool: that release's promtool on every rules file (check rules, test
   rules, the fleet's configs);
 - alerts: the shipped alerts end to end on that release's Prometheus and
-  Alertmanager (monitoring/tests/test_alerts_end_to_end.py).
+  Alertmanager (tests/monitoring/test_alerts_end_to_end.py).
 The other suites' tests run inside the root through meson test, with their
 own checks (each failed check is printed); a skip there is a failure here:
 the root is made to have what they need.  Each part's outcome goes to the
@@ -44,8 +45,8 @@ PARTS = {
     "trace": (["userpath-trace-plain"], 1800, 0.25),
     "exporter": (["userpath-exporter-usdt", "userpath-exporter-stats", "exporter-usdt-args", "exporter-arg-forms",
                   "exporter-two-modules", "exporter-semaphores", "exporter-exemplars-native"], 1800, 1),
-    "promtool": (["exporter-rules", "fleet-configs"], 600, 1),
-    "alerts": (["stats-alerts-end-to-end"], 1200, 1),
+    "promtool": (["monitoring-rules", "fleet-configs"], 600, 1),
+    "alerts": (["monitoring-alerts-end-to-end"], 1200, 1),
 }
 
 
@@ -55,7 +56,7 @@ def meson_tests(release, root, work, part):
     names, timeout, multiplier = PARTS[part]
     logbase = "testlog-distros-" + part
     rc, out = dt.run_inside(root, "cd %s && meson test -C build --no-rebuild --print-errorlogs --num-processes 2 "
-                            "--timeout-multiplier %s --logbase %s %s" % (dt.IN_WORK, multiplier, logbase, " ".join(names)),
+                            "--timeout-multiplier %s --logbase %s %s" % (dt.in_work(work), multiplier, logbase, " ".join(names)),
                             work, timeout=timeout)
     results = {}
     try:
@@ -79,22 +80,45 @@ def meson_tests(release, root, work, part):
     return failed
 
 
-def trace_cases(release, root, work):
-    """The scripts suite's cases through trace in the root: (cases run, names of those that failed)."""
-    rc, out = dt.run_inside(root, "cd %s/build && python3 %s/tests/distros/trace_cases.py --tool "
-                            "tools/billing-probes/billing-probes --workload tests/scripts/scripts-workload"
-                            % (dt.IN_WORK, dt.IN_SRC), work, timeout=1800, quiet=True)
-    cases, failed = 0, []
+CASE_LINE = re.compile(r"^(PASS|FAIL|SKIP) (\S+) +(bpftrace -p|trace)\b ?(.*)$")
+
+
+def script_cases(release, root, work):
+    """Every bpftrace case of the scripts suite on the root's bpftrace, by hand
+    (`bpftrace -p`) and through the kit's `billing-probes trace`
+    (tests/scripts/check_figures.py, two cases at a time): (case runs, names of
+    those that did not pass).  Each failure's output is printed from the log."""
+    log = os.path.join(work, "check-figures.log")
+    rc, out = dt.run_inside(root, "cd %s/build && python3 %s/tests/scripts/check_figures.py --bpftrace "
+                            "\"$(command -v bpftrace)\" --workload tests/scripts/scripts-workload --tool "
+                            "tools/billing-probes/billing-probes --log %s/check-figures.log"
+                            % (dt.in_work(work), dt.IN_SRC, dt.in_work(work)), work, timeout=1800, quiet=True)
+    runs, failed = 0, []
     for line in out.splitlines():
-        if line.startswith(("ok   scripts case", "FAIL scripts case")):
-            cases += 1
-            if not bt.check(line.startswith("ok"), "%s: %s" % (release, line[5:])):
-                failed.append("scripts-" + line.split()[3])
+        m = CASE_LINE.match(line)
+        if line.startswith("bpftrace: "):
+            print("%s: the scripts cases on %s" % (release, line[len("bpftrace: "):]))
+        if not m:
+            continue
+        runs += 1
+        word, case, how, why = m.groups()
+        if not bt.check(word == "PASS", "%s: scripts case %s (%s): %s" % (
+                release, case, how, "the expected figures" if word == "PASS" else why.strip()[:600] or word)):
+            failed.append("scripts-%s (%s)" % (case, how))
+    try:
+        text = open(log, errors="replace").read()
+    except OSError:
+        text = ""
+    for name in failed:
+        case, how = name[len("scripts-"):-1].split(" (")
+        part = re.search(r"^===== %s \(%s\): exit .*?(?=^===== |\Z)" % (re.escape(case), re.escape(how)), text,
+                         re.S | re.M)
+        print("--- %s: the tail of its output ---\n%s\n---" % (name, part.group(0)[-3000:] if part else "(no log)"))
     if rc != 0 and not failed:
         print(out[-3000:])
-        bt.check(False, "%s: trace_cases.py exited %d without naming a case" % (release, rc))
-        failed.append("trace_cases.py")
-    return cases, failed
+        bt.check(False, "%s: check_figures.py exited %d without naming a case" % (release, rc))
+        failed.append("check_figures.py")
+    return runs, failed
 
 
 def main():
@@ -119,7 +143,7 @@ def main():
     failed = meson_tests(release, root, work, part)
     ran = {"tests": len(PARTS[part][0])}
     if part == "trace":
-        ran["scripts cases"], failed_cases = trace_cases(release, root, work)
+        ran["scripts cases"], failed_cases = script_cases(release, root, work)
         failed += failed_cases
     dt.record(release, part, "FAILED" if failed else "passed", time.monotonic() - t0, failed, ran, extra)
     bt.finish()

@@ -146,7 +146,7 @@ int main(int argc, char **argv)
 		}
 	}
 	bx_exemplar_source_t src = { latest, &g };
-	bp_buf_t out = { 0 };
+	pr_buf_t out = { 0 };
 	if (protobuf)
 		bx_format_protobuf(&s, &src, &out);
 	else

@@ -100,7 +100,7 @@ static void series(bx_snapshot_t *s, const bx_metric_t *m, const char *handler, 
 }
 
 /* The length-delimited messages of b, up to 8; 0 when one does not decode. */
-static size_t decode(const bp_buf_t *b, Io__Prometheus__Client__MetricFamily **f)
+static size_t decode(const pr_buf_t *b, Io__Prometheus__Client__MetricFamily **f)
 {
 	size_t n = 0, at = 0;
 	while (at < b->len && n < 8) {
@@ -126,7 +126,7 @@ static size_t decode(const bp_buf_t *b, Io__Prometheus__Client__MetricFamily **f
 }
 
 /* No message of the exposition in b carries an exemplar. */
-static int no_exemplar(const bp_buf_t *b)
+static int no_exemplar(const pr_buf_t *b)
 {
 	Io__Prometheus__Client__MetricFamily *f[8];
 	size_t n = decode(b, f), found = 0;
@@ -149,7 +149,7 @@ int main(void)
 	static bx_u64 cells[1730];
 	bx_native_t native = { 6, -1279, ldexp(1.0, -20), 1728, cells };
 	bx_snapshot_t s;
-	bp_buf_t b = { 0 };
+	pr_buf_t b = { 0 };
 
 	cells[0] = 4;
 	cells[1] = 3;
@@ -160,7 +160,7 @@ int main(void)
 	bx_sample_label(bx_snapshot_add(&s, metric("billing_requests_total"), "", 42), "handler", "a");
 	series(&s, metric("billing_request_duration_seconds"), "with", &native);
 	series(&s, metric("billing_request_duration_seconds"), "without", NULL);
-	bp_buf_t plain = { 0 };
+	pr_buf_t plain = { 0 };
 	bx_format(&s, BX_FMT_PROTOBUF, 0, &plain);
 	check(!plain.failed && no_exemplar(&plain), "without a source: no exemplar anywhere");
 	free(plain.data);

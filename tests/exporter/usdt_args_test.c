@@ -1,6 +1,6 @@
 /*
  * usdt_args_test.c -- the exporter's reading of a site's argument string
- * (tools/billing-exporter/usdt_args.c): each operand form gcc and clang
+ * (tools/billing-exporter/usdt/usdt_args.c): each operand form gcc and clang
  * give an integer or pointer argument on x86-64 decoded to the register
  * offset, displacement, size and sign the BPF programs fetch by; every
  * other form, and a site that does not match billing.d's declaration,

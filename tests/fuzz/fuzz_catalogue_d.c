@@ -14,17 +14,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char err[256];
-	bp_catalogue_t cat;
+	pr_catalogue_t cat;
 	/* An exact-size heap copy, so ASan sees any read past the end. */
 	char *text = malloc(size ? size : 1);
 	if (!text)
 		return 0;
 	if (size)
 		memcpy(text, data, size);
-	if (bp_catalogue_parse(text, size, &cat, err, sizeof err) == 0) {
+	if (pr_catalogue_parse(text, size, &cat, err, sizeof err) == 0) {
 		for (size_t i = 0; i < cat.count; i++)
 			(void)strlen(cat.probes[i].name);
-		bp_catalogue_free(&cat);
+		pr_catalogue_free(&cat);
 	} else {
 		(void)strlen(err);
 	}

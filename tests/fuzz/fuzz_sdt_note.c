@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char err[256];
-	bp_sdt_arg_t args[BP_SDT_MAX_ARGS];
+	pr_sdt_arg_t args[PR_SDT_MAX_ARGS];
 
 	if (size < 1)
 		return 0;
@@ -34,9 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		memcpy(copy, body, body_len);
 		copy[body_len] = '\0';
-		int n = bp_sdt_args_parse_machine(copy, (flags >> 3) % 5, args, err, sizeof err);
+		int n = pr_sdt_args_parse_machine(copy, (flags >> 3) % 5, args, err, sizeof err);
 		for (int i = 0; i < n; i++)
-			(void)strlen(bp_sdt_arg_type_name(&args[i]));
+			(void)strlen(pr_sdt_arg_type_name(&args[i]));
 		free(copy);
 		return 0;
 	}
@@ -47,14 +47,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (body_len)
 		memcpy(desc, body, body_len);
-	bp_sdt_note_t note;
-	if (bp_sdt_note_parse(desc, body_len, flags & 1, (flags >> 1) & 1, &note, err, sizeof err) == 0) {
-		int n = bp_sdt_args_parse_machine(note.args, (flags >> 3) % 5, args, err, sizeof err);
+	pr_sdt_note_t note;
+	if (pr_sdt_note_parse(desc, body_len, flags & 1, (flags >> 1) & 1, &note, err, sizeof err) == 0) {
+		int n = pr_sdt_args_parse_machine(note.args, (flags >> 3) % 5, args, err, sizeof err);
 		for (int i = 0; i < n; i++) {
 			(void)strlen(args[i].location);
-			(void)strlen(bp_sdt_arg_kind_name(args[i].kind));
+			(void)strlen(pr_sdt_arg_kind_name(args[i].kind));
 		}
-		(void)bp_sdt_adjust_address(note.pc, note.base, note.pc ^ note.semaphore);
+		(void)pr_sdt_adjust_address(note.pc, note.base, note.pc ^ note.semaphore);
 	} else {
 		(void)strlen(err);
 	}

@@ -1,6 +1,6 @@
 /*
  * fuzz_stats_segment.c -- libFuzzer entry point for the stats segment
- * reader (lib/stats_read.c) and its description parser (lib/stats_layout.c):
+ * reader (tools/stats-reader/stats_read.c) and its description parser (tools/stats-reader/stats_layout.c):
  * billing-exporter reads segments other users
  * write.  Also run by replay_corpus.c in `meson test` (corpus-stats/).
  *

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static int replay_file(const char *path)
 {
 	size_t len;
-	char *buf = bp_read_text_file(path, 64u << 20, &len);
+	char *buf = pr_read_text_file(path, 64u << 20, &len);
 	if (!buf) {
 		fprintf(stderr, "replay_corpus: %s: %s\n", path, strerror(errno));
 		return -1;

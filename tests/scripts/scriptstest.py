@@ -63,17 +63,24 @@ class Reader(threading.Thread):
 
 
 class Tracer:
-    """How one tracer runs one script on one process."""
+    """How one tracer runs one script on one process.  bpftrace: EXE (the
+    first on PATH by default); VIA_TRACE, billing-probes: each script run
+    as a user runs it on any service, `VIA_TRACE trace SCRIPT -p PID --
+    ARGS` (the system views: `-- PID ARGS`), trace given EXE."""
 
-    def __init__(self, kind, workload, tmp):
+    def __init__(self, kind, workload, tmp, exe=None, via_trace=None):
         self.kind, self.workload, self.tmp = kind, os.path.abspath(workload), tmp
         self.dtrace = kind == "dtrace"
+        self.via_trace = via_trace and os.path.abspath(via_trace)
         if self.dtrace:
             self.exe = bt.require_dtrace()
             self.probes = function_sites.probe_names(bt.PROVIDER_D)
         else:
             bt.require_tracing("bpftrace")
-            self.exe = bt.require_program("bpftrace", "bpftrace")
+            self.exe = os.path.abspath(exe) if exe else bt.require_program("bpftrace", "bpftrace")
+        if self.via_trace:
+            os.environ["BPFTRACE"] = self.exe  # trace takes it from there (an absolute path)
+            os.environ["BILLING_PROBES_SCRIPTS"] = BT_SCRIPTS  # a shipped script by its name, as users name it
 
     def d_script(self, name):
         """NAME.d in its function-site spelling, written once into tmp."""
@@ -96,13 +103,30 @@ class Tracer:
         args = [str(a) for a in args]
         if self.dtrace:
             return self.dtrace_s(name) + ["-p", str(pid)] + args
+        if self.via_trace:
+            # trace reads the process's modules as it starts: a workload
+            # pinned to a CPU is `taskset` until it execs the workload
+            try:
+                bt.wait_for("process %d to be the workload" % pid,
+                            lambda: os.path.realpath("/proc/%d/exe" % pid) == self.workload, TIMEOUT, 0.01)
+            except RuntimeError as e:
+                raise Failure(str(e))
+            return [self.via_trace, "trace", name, "-p", str(pid), "--"] + [str(pid)] * pid_as_arg + args
         path = name if name.endswith(".bt") else os.path.join(BT_SCRIPTS, name + ".bt")
         if pid_as_arg:
             return [self.exe, path, str(pid)] + args
         return [self.exe, "-p", str(pid), path] + args
 
     def interrupt(self, proc, timeout, already_sent=False):
-        """Ctrl-C and wait (bpftrace: re-sent if it missed the first)."""
+        """Ctrl-C and wait (bpftrace: re-sent if it missed the first; trace
+        passes it on once bpftrace can act on it)."""
+        if self.via_trace:
+            if not already_sent and proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+            try:
+                return proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                return bt.stop_process(proc, signal.SIGKILL, 10)
         if not self.dtrace:
             return bt.interrupt_bpftrace(proc, timeout, already_sent)
         if already_sent:

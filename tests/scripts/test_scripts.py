@@ -12,8 +12,9 @@ usage: test_scripts.py --tracer bpftrace|dtrace --workload PATH
 --bpftrace PATH runs that bpftrace (default: the first on PATH);
 --via-trace TOOL runs each bpftrace script as a user would through
 billing-probes: `TOOL trace SCRIPT -p PID -- ARGS` (the system views:
-`-- PID ARGS`), TOOL given that bpftrace.  check_figures.py runs every
-case so, for one bpftrace.
+`-- PID ARGS`), TOOL given that bpftrace (scriptstest.Tracer).
+check_figures.py runs every bpftrace case both ways, for one bpftrace
+(the distros suite: each Debian root's).
 
 Cases are found, not listed: every case_<script>[_<variant>] function of
 the case modules (cases_business.py: biz_metrics, errors, amount_dist,
@@ -90,19 +91,6 @@ ONLY["coverage"] = ("any",)
 ONLY["biz_metrics_tables"] = ("any",)
 
 
-def through_trace(tracer, tool, bpftrace):
-    """Make TRACER run its scripts through `TOOL trace` with BPFTRACE."""
-    os.environ["BPFTRACE"] = bpftrace  # trace takes it from there (an absolute path)
-    os.environ["BILLING_PROBES_SCRIPTS"] = BT_SCRIPTS  # a shipped script by its name, as users name it
-
-    def argv(name, args, pid, pid_as_arg=False):
-        # a shipped script by its name, a case's copy by its path
-        extra = [str(pid)] if pid_as_arg else []
-        return [tool, "trace", name, "-p", str(pid), "--"] + extra + [str(a) for a in args]
-    tracer.via_trace = tool
-    tracer.argv = argv
-
-
 def listing():
     """S.TRACER:CASE lines for meson (tests/scripts/meson.build)."""
     for case in sorted(CASES):
@@ -132,12 +120,8 @@ def main():
                 # it: on a copy of its own, a case shares none with another
                 # case running beside it
                 workload = bt.private_copy(a.workload, tmp) if a.tracer == "dtrace" else a.workload
-                S.TRACER = S.Tracer(a.tracer, workload, tmp)
-                S.TRACER.via_trace = None
-                if a.tracer == "bpftrace" and a.bpftrace:
-                    S.TRACER.exe = os.path.abspath(a.bpftrace)
-                if a.tracer == "bpftrace" and a.via_trace:
-                    through_trace(S.TRACER, os.path.abspath(a.via_trace), S.TRACER.exe)
+                bpftrace = a.tracer == "bpftrace"
+                S.TRACER = S.Tracer(a.tracer, workload, tmp, bpftrace and a.bpftrace, bpftrace and a.via_trace)
             CASES[a.case]()
     except Failure as e:
         print("FAIL: %s" % e, file=sys.stderr)

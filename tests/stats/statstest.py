@@ -4,6 +4,7 @@ generator's own reader: provider/billing_d.py), so nothing here restates
 a metric."""
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -127,8 +128,9 @@ NEW_BOUND = "100000000"  # one more amount_minor bucket, above the others
 
 def variant_provider(directory):
     """A copy of billing.d in directory with one new probe feeding a new
-    counter, and billing_transaction_amount_minor's quantity with one more
-    bucket; its path.  The files billing.d names (known values) come along."""
+    counter, billing_transaction_amount_minor's quantity with one more
+    bucket, and half the label values before "other" (@@label-values); its
+    path.  The files billing.d names (known values) come along."""
     src = os.path.dirname(bt.PROVIDER_D)
     text = open(bt.PROVIDER_D, encoding="utf-8").read()
     anchor = "\t/**\n\t * error: "
@@ -137,6 +139,8 @@ def variant_provider(directory):
     if anchor not in text:
         raise RuntimeError("billing.d has no error probe to put the new probe before")
     text = text.replace(anchor, NEW_PROBE + anchor, 1).replace(line, line.rstrip() + " " + NEW_BOUND, 1)
+    values = re.search(r"@@label-values (\d+)", text)
+    text = text.replace(values.group(0), f"@@label-values {int(values.group(1)) // 2}", 1)
     for name in os.listdir(src):
         if name.endswith(".txt"):
             with open(os.path.join(src, name), "rb") as a, open(os.path.join(directory, name), "wb") as b:
@@ -189,7 +193,7 @@ def write_segment(path, ms, rows):
     import stats_emit  # the generator's half: provider/ is on the path
     desc = stats_emit.description(ms).encode()
     feeds = ms.feeds
-    nmaps, fields_max, values, entry = len(feeds), 4, 64, 32
+    nmaps, fields_max, values, entry = len(feeds), 4, ms.limits.label_values, 32
     cells = [1 + sum(3 + len(ms.quantities[q].bounds_raw) for q in f.quantities) for f in feeds]
     nrows = [128 + ms.fold_keys(f) + 1 for f in feeds]
     dicts = (4096 + len(desc) + 1 + 63) // 64 * 64

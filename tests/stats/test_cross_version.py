@@ -3,8 +3,10 @@
 billing.d its writer was built from.  Two segments are written the way a
 writer lays them out (statstest.write_segment, with the generator's own
 description): one from this tree's billing.d, one from a copy with a new
-probe feeding a new counter (billing_coupons_applied_total) and one more
-amount_minor bucket (billing_transaction_amount_minor, in three maps).
+probe feeding a new counter (billing_coupons_applied_total), one more
+amount_minor bucket (billing_transaction_amount_minor, in three maps) and
+half the label values before "other" (@@label-values: its dictionaries
+smaller, what follows them elsewhere).
 This build's reader (stats_dump) must give back every row of both exactly,
 by the segment's own maps (labels, cells at their shifted places, the new
 map), name the new segment's families, show this build's maps only where

@@ -2,7 +2,8 @@
 """billing-exporter from stats segments, no BPF:
   - as nobody, reading a 0640 segment through its group (a 0700 directory
     is refused in one line); the totals exact;
-  - a service whose writers come and go (--stats-dir): pre-fork workers,
+  - a service whose writers come and go (--stats-dir, not there yet when
+    the exporter starts: waited for, then read): pre-fork workers,
     one SIGKILLed and replaced, a segment file removed: the service's
     counters exact and never lower than a scrape before;
   - billingd built with stats under billing-load (--pid, --source stats):
@@ -96,15 +97,24 @@ try:
         shutil.rmtree(decoy_dir, ignore_errors=True)
 
     # --- writers come and go: service counters exact and monotonic -----------
+    # The directory is not there yet when the exporter starts (a service
+    # that starts after its exporter makes it): waited for, no figure until
+    # it appears, then read like any other.
     svc = os.path.join(base, "service")
-    os.makedirs(svc, mode=0o700)
     ex = h.Exporter(exe, "--stats-dir", svc)
     exporters.append(ex)
-    seen = [pay_total(ex.samples())]
+    s = ex.samples()
+    bt.check(f"--stats-dir {svc}: not there yet" in ex.output() and
+             not any(k[0] == "billing_payments_total" for k in s) and
+             h.total(s, "billing_exporter_target_up", target="stats:" + svc) == 0,
+             f"a --stats-dir not there yet: said in one line, no payments series, target_up 0 ({ex.output()})")
+    seen = [pay_total(s)]
     p = st.run(["fork", 3, 2000, 1000], {"BILLING_STATS_DIR": svc})
     seen.append(pay_total(ex.samples()))
     bt.check(p.returncode == 0 and seen[-1] == 1000 + 4 * 2000,
              f"pre-fork parent + 3 workers, one SIGKILLed and replaced: service total {seen[-1]} == 9000")
+    bt.check(f"--stats-dir {svc}: appeared: the segments of uid 0 (root)" in ex.output(),
+             f"the directory's appearance and owner said once it is there ({ex.output()})")
     victim = sorted(os.listdir(svc))[-1]
     os.unlink(os.path.join(svc, victim))
     seen.append(pay_total(ex.samples()))

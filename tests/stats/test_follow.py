@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A reading that follows a segment reads only what changed since the one
-before (lib/stats_read.h): its changes, summed over every reading, are
+before (tools/stats-reader/stats_read.h): its changes, summed over every reading, are
 what a fresh reading finds, cell by cell and native cell by native cell.
 
 stats_dump --follow reads one segment at each line it is sent, into one

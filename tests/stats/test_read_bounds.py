@@ -25,7 +25,7 @@ import exportertest as et  # noqa: E402
 st.require_built()
 EXPORTER = os.environ.get("BX_EXPORTER", "")
 SAN = os.environ.get("BS_DUMP_SAN") or st.DUMP
-BUDGET = 32 << 20  # BS_READ_BUDGET (lib/stats_read.h)
+BUDGET = 32 << 20  # BS_READ_BUDGET (tools/stats-reader/stats_read.h)
 HEAD = struct.calcsize("<8sIIQQIIQIIIIQQQQQQQII")
 ROW_COUNT, MAP_CELLS = HEAD, HEAD + 32 * 4 + 128 * 4 + 32 * 8  # header's row_count[], map_cells[]
 

@@ -58,6 +58,10 @@ if os.environ.get("STAND_IN_LOSE"):  # bpftrace 0.23: two CPUs added one new key
     print("an interval before it", flush=True)
     print("stdin:63:9-40: WARNING: File exists\\nAdditional Info - helper: map_update_elem, retcode: -17\\n"
           "    @payments[$label, (int32)arg4] = count();\\n    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~", flush=True)
+if os.environ.get("STAND_IN_ZERO"):  # the same, on the sum(0) that makes a key (a tab shown as 4 spaces)
+    print("stdin:74:35-41: WARNING: File exists\\nAdditional Info - helper: map_update_elem, retcode: -17\\n"
+          "    @payments[$label, (int32)arg4] = sum(0); @payments[$label, (int32)arg4] = sum(1);\\n"
+          "                                     ~~~~~~", flush=True)
 poll = select.epoll()  # as bpftrace waits: trace stops it there
 while not stop:
     poll.poll(0.05)
@@ -65,7 +69,8 @@ print("invoices 1", flush=True)
 ''' % (sys.executable, MEMLOCK, FILTER)
 
 
-def trace(stand_in, tmp, version, attach_out="", attach_err="", script=("biz_metrics", "1"), lose=False):
+def trace(stand_in, tmp, version, attach_out="", attach_err="", script=("biz_metrics", "1"), lose=False,
+          zero=False):
     """trace biz_metrics -p on a waiting subset_program (6 probes asked for:
     BEGIN, 3 USDT probes of one site each, interval, END); the program is
     let go once the launcher is running.  (exit, stdout, stderr, the
@@ -76,7 +81,8 @@ def trace(stand_in, tmp, version, attach_out="", attach_err="", script=("biz_met
     try:
         check(prog.stdout.readline().strip() == b"ready", "subset_program started")
         env = dict(os.environ, BPFTRACE=stand_in, STAND_IN_VERSION=version, STAND_IN_ARGS=args,
-                   STAND_IN_ATTACH_OUT=attach_out, STAND_IN_ATTACH_ERR=attach_err, STAND_IN_LOSE="1" if lose else "")
+                   STAND_IN_ATTACH_OUT=attach_out, STAND_IN_ATTACH_ERR=attach_err, STAND_IN_LOSE="1" if lose else "",
+                   STAND_IN_ZERO="1" if zero else "")
         script_args = [a.replace("PID", str(prog.pid)) for a in script[1:]]
         launcher = subprocess.Popen([TOOL, "trace", script[0], "-p", str(prog.pid), "--"] + script_args, env=env,
                                     text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -146,6 +152,15 @@ with tempfile.TemporaryDirectory() as tmp:
           and len(refusal) == 1 and "failed to update a map 1 time" in refusal[0],
           "a failed map update (bpftrace 0.23's lost count): refused in one line, nothing after it shown (%d %r %r)"
           % (rc, out, refusal))
+
+    # a failed sum(0), the scripts' making of a key: it lost nothing, the figures shown
+    rc, out, err, _ = trace(stand_in, tmp, "v0.23.2", "Attaching 6 probes...", "", zero=True)
+    check(rc == 0 and "invoices 1" in out and "File exists" not in out + err and "sum(0)" not in out + err
+          and "refused" not in err, "a failed sum(0) (bpftrace 0.23 making a key two CPUs add at once) loses "
+          "nothing: its warning dropped, the figures shown (%d %r %r)" % (rc, out, err))
+    rc, out, err, _ = trace(stand_in, tmp, "v0.23.2", "Attaching 6 probes...", "", lose=True, zero=True)
+    check(rc == 2 and "invoices" not in out and "failed to update a map 1 time" in err,
+          "a failed count() beside a failed sum(0): refused, the one lost count said (%d %r)" % (rc, err))
 
     # a version outside the three: said in one line, its count still checked
     rc, out, err, _ = trace(stand_in, tmp, "v0.99.0", "", "Attached 6 probes")

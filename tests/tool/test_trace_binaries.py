@@ -10,6 +10,10 @@ of a script's probes.
 - `--binary EXE` alone for tps, `--binary LIB` alone for biz_metrics: they
   carry none of the script's probes: refused, exit 2, one line (naming the
   library EXE loads that carries them);
+- another file at the same paths in another mount namespace (a chroot or
+  container running its own build at the path): `--binary` attaches it too,
+  and says so in one line per file (two Debian roots' services at one path
+  read as one service's doubled figures, silently);
 - `-p PID` of a process carrying no billing probe, two such `-p`, and `-c`
   of a program lacking the script's probes: refused at once, exit 2, one
   line (tps ran forever printing zeros); a script naming no USDT probe
@@ -23,6 +27,7 @@ Every wait is for a condition (a line printed) with a generous deadline.
 Needs root and bpftrace (CI has both)."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -73,6 +78,25 @@ check(refused(rc, err, "no module of", "transaction__done", "--binary", "libbill
 rc, out, err = run(["trace", "biz_metrics", "--binary", LIB, "--dry-run"])
 check(refused(rc, err, "no module of", "invoice__create") and out == "",
       "biz_metrics --binary LIB alone: refused, one line (%d %r)" % (rc, err))
+
+# --- another file at the same paths, in another mount namespace: counted, and said -------------
+OTHER = tempfile.TemporaryDirectory(prefix="bp-tool-trace-binaries-other-")
+shutil.copytree(PRIVATE.name, OTHER.name, symlinks=True, dirs_exist_ok=True)
+twin = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                         'mount --bind "$1" "$2" && exec "$3" 1 --wait', "twin", OTHER.name, PRIVATE.name, SHARED],
+                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+try:
+    check(twin.stdout.readline().strip() == "ready", "a copy runs at the same paths in a mount namespace of its own")
+    rc, out, err = run(["trace", "tps", "--binary", SHARED, "--binary", LIB, "--dry-run"])
+    said = [l for l in err.splitlines() if "another file at that path in the root of process %d" % twin.pid in l]
+    paths = re.findall(r"^usdt:(/\S*?):billing:transaction__done", out, flags=re.M)
+    check(rc == 0 and sorted(paths) == sorted([LIB, "/proc/%d/root%s" % (twin.pid, LIB)]) and len(said) == 2,
+          "tps --binary EXE --binary LIB with the twin running: its library attached too, one line for each of its "
+          "two files (%d %s %r)" % (rc, paths, err[-600:]))
+finally:
+    twin.kill()
+    twin.wait()
+    OTHER.cleanup()
 
 # --- refused at once: targets without the script's probes -------------------------------------
 idle = [subprocess.Popen(["sleep", "600"]) for _ in range(2)]

@@ -79,8 +79,14 @@ CASES = {
         lambda s: s.replace("@@slow-threshold default=0.25",
                             "@@slow-threshold default=0.25 " + " ".join("h%d=0.5" % i for i in range(17)), 1),
         "(at most 16 handlers)"),
-    "label values past a row's room": (lambda s: s.replace("@@label-values 64", "@@label-values 1000", 1),
-                                       "want one whole number 1..190"),
+    # A label value's room in a segment's dictionary is 32 bytes: 64 was
+    # taken, and the writer copied 64 bytes into it.
+    "label bytes past a dictionary entry": (lambda s: s.replace("@@label-bytes default=32", "@@label-bytes default=64", 1),
+                                            "label bytes must be 8, 16, .. 32"),
+    # A row names a dictionary value by a byte below BS_IDX_KNOWN (64), where
+    # the known values begin: 65 would read as the first known value.
+    "label values past the known values' base": (lambda s: s.replace("@@label-values 64", "@@label-values 65", 1),
+                                                 "want one whole number 1..64"),
 }
 
 

@@ -24,15 +24,6 @@ static int parse_source(const char *text, void *out, char *why, size_t whylen)
 	return (*(int *)out = bx_source_by_name(text)) < 0 ? -1 : 0;
 }
 
-/* "business, requests, db, gateway, " */
-static void group_names(char *names, size_t len, const char *separator)
-{
-	size_t used = 0;
-	names[0] = '\0';
-	for (unsigned each = 1; each & BX_GROUPS_PROBES && used < len; each <<= 1)
-		used += (size_t)snprintf(names + used, len - used, "%s%s", bx_group_name(each), separator);
-}
-
 static int parse_groups(const char *list, void *out, char *why, size_t whylen)
 {
 	char copy[256], names[128];
@@ -46,8 +37,8 @@ static int parse_groups(const char *list, void *out, char *why, size_t whylen)
 	for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		unsigned g = strcmp(tok, "all") == 0 ? BX_GROUPS_PROBES : bx_group_by_name(tok);
 		if (g == 0 || g == BX_GROUP_SELF) {
-			group_names(names, sizeof names, ", ");
-			snprintf(why, whylen, "unknown group %s (%sall)", tok, names);
+			snprintf(why, whylen, "unknown group %s (%s, all)", tok,
+			         bx_group_names(BX_GROUPS_PROBES, ", ", names, sizeof names));
 			return -1;
 		}
 		*groups |= g;
@@ -126,13 +117,9 @@ static char groups_help[192], groups_default[96];
 static void describe_groups(void)
 {
 	char names[128];
-	group_names(names, sizeof names, ", ");
-	snprintf(groups_help, sizeof groups_help, "comma list of %sor all", names);
-	groups_default[0] = '\0';
-	for (unsigned g = 1; g & BX_GROUPS_PROBES; g <<= 1)
-		if (BX_GROUPS_DEFAULT & g)
-			snprintf(groups_default + strlen(groups_default), sizeof groups_default - strlen(groups_default),
-			         "%s%s", groups_default[0] ? "," : "", bx_group_name(g));
+	snprintf(groups_help, sizeof groups_help, "comma list of %s, or all",
+	         bx_group_names(BX_GROUPS_PROBES, ", ", names, sizeof names));
+	bx_group_names(BX_GROUPS_DEFAULT, ",", groups_default, sizeof groups_default);
 }
 
 static const opt_option_t options[] = {
@@ -153,7 +140,8 @@ static const opt_option_t options[] = {
 	  .doc = "every stats segment in DIR (a `-Dstats=enabled` service's processes), summed as one "
 	         "target; no BPF, no root: read access to the segments is enough, and DIR and each "
 	         "segment must belong to their writers' user and be writable by nobody else "
-	         "([security.md](security.md), [stats.md](stats.md)); repeatable" },
+	         "([security.md](security.md), [stats.md](stats.md)); a DIR not there yet is waited for (one "
+	         "line says so) and checked when it appears, with no figure until then; repeatable" },
 	{ "binary", "PATH", OPT_LIST, opts.binaries, .most = BX_MAX_TARGET_ARGS, .count = &opts.binary_count,
 	  .wants = "a path",
 	  .help = "every process, running now or later, that runs or maps PATH (repeatable)",

@@ -18,25 +18,33 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup_filter.h"
 #include "command_line.h"
 #include "exporter.h"
 #include "format.h"
 #include "http.h"
+#include "metric_table.h"
 #include "option_table.h"
-#include "metric_check.h"
-#include "stats_source.h"
-#include "target_overlap.h"
+#include "report.h"
+#include "self_metrics.h"
 
-static int parse_pid(const char *s, int *pid)
+/* Exit codes: clean / runtime failure / bad input or environment. */
+enum { BX_EXIT_OK = 0,
+       BX_EXIT_FAIL = 1,
+       BX_EXIT_USAGE = 2 };
+
+/* One row of the metric table (docs/exporter.md between its markers). */
+static void print_row(const bx_metric_t *m)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *end || end == s || v <= 0 || v > 0x7fffffffL)
-		return -1;
-	*pid = (int)v;
-	return 0;
+	printf("| `%s` | %s | %s | ", m->name, bx_metric_type_name(m->type), *m->unit ? m->unit : "-");
+	if (m->source == BX_SRC_SELF)
+		printf("%s", *m->self_labels ? m->self_labels : "-");
+	for (size_t l = 0; l < m->nlabels; l++) {
+		printf("%s%s", l ? ", " : "", m->labels[l].name);
+		if (m->labels[l].decode == BX_DEC_CONSTANT)
+			printf("=\"%s\"", m->labels[l].constant);
+	}
+	printf("%s | %s | %s | %s |\n", m->type == BX_HISTOGRAM ? ", le" : "", bx_group_name(bx_metric_group(m)),
+	       m->map < 0 ? "-" : bx_maps[m->map].probe, m->help);
 }
 
 /* The tables the command line asks for instead of a run: BX_EXIT_OK or
@@ -45,42 +53,19 @@ static int print_table(const bx_opts_t *o)
 {
 	char err[256];
 	if (o->print_metric_table) {
-		bp_buf_t b = { 0 };
-		bx_format_metric_table(&b);
-		fputs(b.data ? b.data : "", stdout);
-		free(b.data);
-		return b.failed ? BX_EXIT_FAIL : BX_EXIT_OK;
+		printf("| metric | type | unit | labels | group | probe | help |\n|---|---|---|---|---|---|---|\n");
+		for (size_t i = 0; i < bx_metric_count; i++)
+			print_row(&bx_metrics[i]);
+		for (size_t i = 0; i < bx_self_metric_count; i++)
+			print_row(&bx_self_metrics[i].metric);
+		return fflush(stdout) == 0 && !ferror(stdout) ? BX_EXIT_OK : BX_EXIT_FAIL;
 	}
 	if (bx_metric_table_check(err, sizeof err) != 0) {
 		bx_error("%s", err);
 		return BX_EXIT_FAIL;
 	}
-	printf("metric table agrees with billing.d (%zu maps, %zu metric entries)\n", bx_map_count, bx_metric_count);
-	return BX_EXIT_OK;
-}
-
-static int read_targets(const bx_opts_t *o, bx_exporter_t *ex)
-{
-	char err[512];
-	ex->targets = calloc(o->pid_count + o->binary_count, sizeof *ex->targets);
-	if (!ex->targets)
-		return BX_EXIT_FAIL;
-	for (size_t i = 0; i < o->pid_count + o->binary_count; i++) {
-		int pid = 0;
-		const char *binary = i < o->pid_count ? NULL : o->binaries[i - o->pid_count];
-		if (!binary && parse_pid(o->pids[i], &pid) != 0) {
-			bx_error("--pid %s: not a process ID", o->pids[i]);
-			return BX_EXIT_USAGE;
-		}
-		if (bx_target_read(&ex->targets[i], pid, binary, ex->only_uid, err, sizeof err) != 0) {
-			if (binary)
-				bx_error("--binary %s: %s", binary, err);
-			else
-				bx_error("--pid %d: %s", pid, err);
-			return BX_EXIT_USAGE;
-		}
-		ex->target_count++;
-	}
+	printf("metric table agrees with billing.d (%zu maps, %zu metric entries)\n", bx_map_count,
+	       bx_metric_count + bx_self_metric_count);
 	return BX_EXIT_OK;
 }
 
@@ -167,22 +152,19 @@ int main(int argc, char **argv)
 	if (o.print_metric_table || o.check_table)
 		return print_table(&o);
 	memset(&ex, 0, sizeof ex);
-	ex.stats_fd = -1;
 	pthread_mutex_init(&ex.lock, NULL);
+	ex.usdt = (bx_usdt_t){ .groups = o.groups, .targets = &ex.targets, .only_uid = o.only_uid, .idle_detach_s = o.idle_detach_s, .verbose = o.verbose, .lock = &ex.lock, .stats_fd = -1 };
+	ex.groups = o.groups;
 	if ((rc = check_web(&o, serve, &web)) != BX_EXIT_OK)
 		goto out;
 	raise_open_files();
-	ex.groups = o.groups;
-	ex.verbose = o.verbose;
-	ex.only_uid = o.only_uid;
-	ex.idle_detach_s = o.idle_detach_s;
 	if (o.cgroup) {
 		if (bx_cgroup_open(o.cgroup, &cgroup, err, sizeof err) != 0) {
 			bx_error("%s", err);
 			rc = BX_EXIT_USAGE;
 			goto out;
 		}
-		ex.cgroup = &cgroup;
+		ex.usdt.cgroup = &cgroup;
 	}
 	if (bx_metric_table_check(err, sizeof err) != 0) {
 		bx_error("%s", err);
@@ -190,20 +172,25 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	/* Stats targets first: a --pid served from its segment needs no BPF. */
-	if (bx_stats_setup(&ex, o.source, o.pids, &o.pid_count, o.stats_dirs, o.stats_dir_count, err, sizeof err) !=
-	    0) {
+	bx_stats_scope_t scope = { o.only_uid, ex.usdt.cgroup, &ex.targets };
+	if (bx_stats_setup(&ex.stats, &scope, o.source, o.pids, &o.pid_count, o.stats_dirs, o.stats_dir_count, err,
+	                   sizeof err) != 0) {
 		bx_error("%s", err);
 		rc = BX_EXIT_USAGE;
 		goto out;
 	}
-	if ((rc = read_targets(&o, &ex)) != BX_EXIT_OK)
+	ex.exemplars = bx_stats_exemplars(ex.stats);
+	if (bx_targets_read(&ex.targets, o.pids, o.pid_count, o.binaries, o.binary_count, o.only_uid) != 0) {
+		rc = BX_EXIT_USAGE;
 		goto out;
-	if (bx_targets_check_overlap(&ex, err, sizeof err) != 0) {
+	}
+	if (bx_targets_check_overlap(&ex.targets, err, sizeof err) != 0 ||
+	    bx_stats_check_overlap(ex.stats, err, sizeof err) != 0) {
 		bx_error("%s", err);
 		rc = BX_EXIT_USAGE;
 		goto out;
 	}
-	bx_stats_start(&ex);
+	bx_stats_start(ex.stats);
 
 	/* Signals go to sigtimedwait in this thread, never to the HTTP thread. */
 	sigset_t set;
@@ -220,8 +207,8 @@ int main(int argc, char **argv)
 		rc = BX_EXIT_USAGE;
 		goto out;
 	}
-	if (ex.target_count > 0 && (bx_bpf_load(&ex, o.bpf_stats, err, sizeof err) != 0 ||
-	                            bx_attach_all(&ex, err, sizeof err) != 0)) {
+	if (ex.targets.count > 0 && (bx_bpf_load(&ex.usdt, o.bpf_stats, err, sizeof err) != 0 ||
+	                             bx_attach_all(&ex.usdt, bx_stats_target_count(ex.stats) > 0, err, sizeof err) != 0)) {
 		bx_error("%s", err);
 		rc = BX_EXIT_USAGE;
 		goto out;
@@ -233,13 +220,9 @@ int main(int argc, char **argv)
 		rc = BX_EXIT_USAGE;
 		goto out;
 	}
-	size_t groups_text = 0;
-	char groups[128] = "";
-	for (unsigned g = 1; g & BX_GROUPS_PROBES; g <<= 1)
-		if (ex.groups & g)
-			groups_text += (size_t)snprintf(groups + groups_text, sizeof groups - groups_text, "%s%s",
-			                                groups_text ? "," : "", bx_group_name(g));
-	bx_error("%zu probe attachments on %zu target(s), %zu stats target(s), metrics %s", ex.link_count, ex.target_count, bx_stats_target_count(&ex), groups);
+	char groups[128];
+	bx_error("%zu probe attachments on %zu target(s), %zu stats target(s), metrics %s", ex.usdt.link_count,
+	         ex.targets.count, bx_stats_target_count(ex.stats), bx_group_names(ex.groups, ",", groups, sizeof groups));
 	if (http)
 		bx_error("serving %s://%s%s%s:%d/metrics (%s%u clients at most)", web.cert_pem ? "https" : "http", strchr(o.listen.addr, ':') ? "[" : "", o.listen.addr,
 		         strchr(o.listen.addr, ':') ? "]" : "", port, web.user_count ? "basic auth, " : "", max_connections);
@@ -259,13 +242,11 @@ int main(int argc, char **argv)
 out:
 	bx_http_stop(http);
 	bx_web_config_free(&web);
-	bx_bpf_close(&ex);
-	bx_stats_free(&ex);
+	bx_bpf_close(&ex.usdt);
+	bx_stats_free(ex.stats);
 	bx_cgroup_close(&cgroup);
-	for (size_t i = 0; i < ex.target_count; i++)
-		bx_target_free(&ex.targets[i]);
-	free(ex.targets);
-	for (size_t i = 0; i < BX_MAX_MAPS; i++)
+	bx_targets_free(&ex.targets);
+	for (size_t i = 0; i < BX_MAP_COUNT; i++)
 		for (size_t f = 0; f < BX_MAX_FIELDS; f++)
 			bx_label_slot_free(&ex.slots[i][f]);
 	return rc;

@@ -83,7 +83,7 @@ void bp_baseline_free(bp_baseline_t *b)
 
 /* --- from a build --------------------------------------------------------------- */
 
-static int is_catalogue_provider(const bp_catalogue_t *cat, const char *provider)
+static int is_catalogue_provider(const pr_catalogue_t *cat, const char *provider)
 {
 	for (size_t i = 0; i < cat->count; i++)
 		if (strcmp(cat->probes[i].provider, provider) == 0)
@@ -92,17 +92,17 @@ static int is_catalogue_provider(const bp_catalogue_t *cat, const char *provider
 }
 
 /* "NARGS TYPE..." of site p into sig, or -1 with why. */
-static int site_signature(const bp_probe_t *p, const char *module, char *sig, size_t n, char *err, size_t errlen)
+static int site_signature(const pr_probe_t *p, const char *module, char *sig, size_t n, char *err, size_t errlen)
 {
-	if (p->nargs < 0 || p->nargs > BP_SDT_MAX_ARGS) {
+	if (p->nargs < 0 || p->nargs > PR_SDT_MAX_ARGS) {
 		snprintf(err, errlen, "%s:%s in %s has more than %d arguments: its signature cannot be written", p->provider,
-		         p->name, module, BP_SDT_MAX_ARGS);
+		         p->name, module, PR_SDT_MAX_ARGS);
 		return -1;
 	}
 	size_t used = (size_t)snprintf(sig, n, "%d", p->nargs);
 	for (int a = 0; a < p->nargs; a++) {
-		const char *type = bp_sdt_arg_type_name(&p->args[a]);
-		if (p->args[a].kind == BP_SDT_ARG_UNKNOWN || !is_type(type, strlen(type))) {
+		const char *type = pr_sdt_arg_type_name(&p->args[a]);
+		if (p->args[a].kind == PR_SDT_ARG_UNKNOWN || !is_type(type, strlen(type))) {
 			snprintf(err, errlen, "%s:%s in %s: argument %d cannot be decoded (\"%s\"): its type cannot be written",
 			         p->provider, p->name, module, a + 1, p->args[a].location);
 			return -1;
@@ -126,14 +126,14 @@ static void drop_duplicates(bp_baseline_t *b)
 	b->count = kept;
 }
 
-int bp_baseline_from_sets(const bp_catalogue_t *cat, const bp_probe_set_t *sets, size_t nsets, bp_baseline_t *out,
+int bp_baseline_from_sets(const pr_catalogue_t *cat, const pr_probe_set_t *sets, size_t nsets, bp_baseline_t *out,
                           char *err, size_t errlen)
 {
-	char sig[4 + BP_SDT_MAX_ARGS * (LONGEST_TYPE + 1)];
+	char sig[4 + PR_SDT_MAX_ARGS * (LONGEST_TYPE + 1)];
 	memset(out, 0, sizeof *out);
 	for (size_t k = 0; k < nsets; k++) {
 		for (size_t i = 0; i < sets[k].probe_count; i++) {
-			const bp_probe_t *p = &sets[k].probes[i];
+			const pr_probe_t *p = &sets[k].probes[i];
 			const char *module = sets[k].modules[p->module].path;
 			if (!is_catalogue_provider(cat, p->provider))
 				continue;
@@ -194,8 +194,8 @@ static int parse_line(const char *s, size_t n, bp_baseline_t *out, int line, cha
 	int nargs = 0, digits = 0;
 	for (; p < end && *p >= '0' && *p <= '9' && digits < 3; p++, digits++)
 		nargs = nargs * 10 + (*p - '0');
-	if (digits == 0 || (digits > 1 && space[1] == '0') || nargs > BP_SDT_MAX_ARGS || (p < end && *p != ' ')) {
-		snprintf(err, errlen, "line %d: the argument count is not a number from 0 to %d", line, BP_SDT_MAX_ARGS);
+	if (digits == 0 || (digits > 1 && space[1] == '0') || nargs > PR_SDT_MAX_ARGS || (p < end && *p != ' ')) {
+		snprintf(err, errlen, "line %d: the argument count is not a number from 0 to %d", line, PR_SDT_MAX_ARGS);
 		return -1;
 	}
 	int types = 0;

@@ -44,7 +44,7 @@ typedef struct bp_baseline {
  * whose signature cannot be written truly (an argument the note reader
  * cannot decode, more than 12 arguments, a name that is not an
  * identifier). */
-int bp_baseline_from_sets(const bp_catalogue_t *cat, const bp_probe_set_t *sets, size_t nsets, bp_baseline_t *out,
+int bp_baseline_from_sets(const pr_catalogue_t *cat, const pr_probe_set_t *sets, size_t nsets, bp_baseline_t *out,
                           char *err, size_t errlen);
 
 /* Parse a baseline file's text.  0, or -1 with "line N: why" in err. */

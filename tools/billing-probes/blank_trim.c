@@ -14,8 +14,8 @@ static void put_text_byte(bp_blank_trim_t *trim, unsigned char c, FILE *out)
 		trim->lead_c2 = 0;
 		if (c >= 0x80 && c <= 0x9f) {
 			/* a C1 control in UTF-8 */
-			bp_put_escaped_byte(out, 0xc2);
-			bp_put_escaped_byte(out, c);
+			pr_put_escaped_byte(out, 0xc2);
+			pr_put_escaped_byte(out, c);
 			trim->at_line_start = 0;
 			return;
 		}
@@ -25,10 +25,10 @@ static void put_text_byte(bp_blank_trim_t *trim, unsigned char c, FILE *out)
 		trim->lead_c2 = 1;
 		return;
 	}
-	if (c == '\n' || c == '\t' || c >= 0x80 || !bp_byte_needs_escape(c))
+	if (c == '\n' || c == '\t' || c >= 0x80 || !pr_byte_needs_escape(c))
 		fputc(c, out);
 	else
-		bp_put_escaped_byte(out, c);
+		pr_put_escaped_byte(out, c);
 	trim->at_line_start = c == '\n';
 }
 

@@ -42,7 +42,7 @@ static bp_finding_t *add(bp_check_report_t *r, bp_finding_kind_t kind, const cha
 	return f;
 }
 
-static int is_catalogue_provider(const bp_catalogue_t *cat, const char *provider)
+static int is_catalogue_provider(const pr_catalogue_t *cat, const char *provider)
 {
 	for (size_t i = 0; i < cat->count; i++)
 		if (strcmp(cat->probes[i].provider, provider) == 0)
@@ -51,12 +51,12 @@ static int is_catalogue_provider(const bp_catalogue_t *cat, const char *provider
 }
 
 /* Faults of one site, whatever is expected. */
-static int judge_site(bp_check_report_t *r, const bp_catalogue_t *cat, const bp_probe_set_t *set,
-                      const bp_probe_t *p)
+static int judge_site(bp_check_report_t *r, const pr_catalogue_t *cat, const pr_probe_set_t *set,
+                      const pr_probe_t *p)
 {
 	if (!is_catalogue_provider(cat, p->provider))
 		return 0; /* libc:setjmp, rtld:init_start ...: not ours to judge */
-	const bp_catalogue_probe_t *want = bp_catalogue_find(cat, p->provider, p->name);
+	const pr_catalogue_probe_t *want = pr_catalogue_find(cat, p->provider, p->name);
 	bp_finding_t *f;
 	if (!want) {
 		if (!(f = add(r, BP_UNKNOWN, p->provider, p->name)))
@@ -73,10 +73,10 @@ static int judge_site(bp_check_report_t *r, const bp_catalogue_t *cat, const bp_
 		f->want = want->nargs;
 		f->got = p->nargs;
 	} else {
-		for (int a = 0; a < p->nargs && a < BP_CATALOGUE_MAX_ARGS; a++) {
+		for (int a = 0; a < p->nargs && a < PR_CATALOGUE_MAX_ARGS; a++) {
 			/* An argument the reader cannot decode (size 0) is a
 			 * mismatch too: no consumer can read it. */
-			if (p->args[a].kind != BP_SDT_ARG_UNKNOWN &&
+			if (p->args[a].kind != PR_SDT_ARG_UNKNOWN &&
 			    (!want->arg_size[a] || !p->args[a].size || want->arg_size[a] == p->args[a].size))
 				continue;
 			if (!(f = add(r, BP_ARG_WIDTH, want->provider, want->name)))
@@ -97,7 +97,7 @@ static int judge_site(bp_check_report_t *r, const bp_catalogue_t *cat, const bp_
 	return 0;
 }
 
-int bp_check_run(const bp_catalogue_t *cat, const bp_expect_t *expect, const bp_probe_set_t *sets, size_t nsets,
+int bp_check_run(const pr_catalogue_t *cat, const bp_expect_t *expect, const pr_probe_set_t *sets, size_t nsets,
                  bp_check_report_t *out)
 {
 	static const bp_expect_t everything = { NULL, NULL, NULL, 0 };
@@ -109,7 +109,7 @@ int bp_check_run(const bp_catalogue_t *cat, const bp_expect_t *expect, const bp_
 			if (judge_site(out, cat, &sets[k], &sets[k].probes[i]) != 0)
 				return -1;
 	for (size_t c = 0; c < cat->count; c++) {
-		const bp_catalogue_probe_t *want = &cat->probes[c];
+		const pr_catalogue_probe_t *want = &cat->probes[c];
 		size_t sites = 0;
 		for (size_t k = 0; k < nsets; k++)
 			for (size_t i = 0; i < sets[k].probe_count; i++)

@@ -24,8 +24,8 @@ typedef enum bp_finding_kind {
 typedef struct bp_finding {
 	bp_finding_kind_t kind;
 	const char *provider, *name; /* point into the catalogue or a set */
-	const bp_probe_set_t *set;   /* the site's set (NULL for missing) */
-	const bp_probe_t *site;      /* the site (NULL for missing, unexpected) */
+	const pr_probe_set_t *set;   /* the site's set (NULL for missing) */
+	const pr_probe_t *site;      /* the site (NULL for missing, unexpected) */
 	int arg;                     /* BP_ARG_WIDTH: 1-based argument */
 	int want, got;               /* counts or widths */
 } bp_finding_t;
@@ -43,7 +43,7 @@ const char *bp_finding_word(bp_finding_kind_t kind);
 
 /* Compare.  expect NULL or empty: every catalogue probe is expected.
  * 0, or -1 when out of memory. */
-int bp_check_run(const bp_catalogue_t *cat, const bp_expect_t *expect, const bp_probe_set_t *sets, size_t nsets,
+int bp_check_run(const pr_catalogue_t *cat, const bp_expect_t *expect, const pr_probe_set_t *sets, size_t nsets,
                  bp_check_report_t *out);
 void bp_check_report_free(bp_check_report_t *r);
 

@@ -25,7 +25,7 @@
 enum { BASELINE_MAX_BYTES = 4 << 20 };
 
 /* "billing" or "billing, shop": the providers a baseline covers. */
-static void provider_names(const bp_catalogue_t *cat, char *out, size_t n)
+static void provider_names(const pr_catalogue_t *cat, char *out, size_t n)
 {
 	size_t used = 0;
 	out[0] = '\0';
@@ -60,7 +60,7 @@ static int save(const bp_options_t *opt, const char *what, const char *providers
 		return BP_EXIT_ERROR;
 	}
 	size_t probes = bp_baseline_probe_count(build);
-	bp_printf_escaped(stdout, "%s: %zu probe%s of %s saved to %s", what, probes, probes == 1 ? "" : "s", providers,
+	pr_printf_escaped(stdout, "%s: %zu probe%s of %s saved to %s", what, probes, probes == 1 ? "" : "s", providers,
 	                  opt->save_baseline_file);
 	putchar('\n');
 	return BP_EXIT_OK;
@@ -72,8 +72,8 @@ static int load(const char *path, bp_baseline_t *out)
 	char why[600];
 	struct stat st;
 	size_t len;
-	int fd = bp_open_regular(path, 0, &st, why, sizeof why);
-	char *text = fd < 0 ? NULL : bp_read_text_fd(fd, BASELINE_MAX_BYTES, &len);
+	int fd = pr_open_regular(path, 0, &st, why, sizeof why);
+	char *text = fd < 0 ? NULL : pr_read_text_fd(fd, BASELINE_MAX_BYTES, &len);
 	if (fd >= 0 && !text)
 		snprintf(why, sizeof why, "%s", errno == EFBIG ? "larger than any baseline (4 MiB)" : strerror(errno));
 	if (!text) {
@@ -140,10 +140,10 @@ static int compare(const bp_options_t *opt, const char *what, const bp_baseline_
 		print_change(&diff.items[i]);
 	size_t kept = bp_baseline_probe_count(&old) - diff.removed - diff.changed;
 	if (diff.removed || diff.changed)
-		bp_printf_escaped(stdout, "%s: %zu removed, %zu changed, %zu added against the baseline %s", what, diff.removed,
+		pr_printf_escaped(stdout, "%s: %zu removed, %zu changed, %zu added against the baseline %s", what, diff.removed,
 		                  diff.changed, diff.added, opt->baseline_file);
 	else
-		bp_printf_escaped(stdout, "%s: ok: the %zu probe%s of the baseline %s present, unchanged (%zu added)", what,
+		pr_printf_escaped(stdout, "%s: ok: the %zu probe%s of the baseline %s present, unchanged (%zu added)", what,
 		                  kept, kept == 1 ? "" : "s", opt->baseline_file, diff.added);
 	putchar('\n');
 	int rc = diff.removed || diff.changed ? BP_EXIT_FAIL : BP_EXIT_OK;
@@ -152,7 +152,7 @@ static int compare(const bp_options_t *opt, const char *what, const bp_baseline_
 	return rc;
 }
 
-int bp_check_baseline(const bp_options_t *opt, const bp_catalogue_t *cat, const bp_probe_set_t *sets, size_t nsets)
+int bp_check_baseline(const bp_options_t *opt, const pr_catalogue_t *cat, const pr_probe_set_t *sets, size_t nsets)
 {
 	char what[600], providers[300], err[700];
 	snprintf(what, sizeof what, "%s%s", opt->targets[0], opt->target_count > 1 ? " (and the other targets)" : "");

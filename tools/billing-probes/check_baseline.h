@@ -16,6 +16,6 @@
  * removed or changed; 1 a probe removed or changed; 2 after one line on
  * stderr (a baseline file that is not one, a file that cannot be
  * written, a build whose probes cannot be written truly). */
-int bp_check_baseline(const bp_options_t *opt, const bp_catalogue_t *cat, const bp_probe_set_t *sets, size_t nsets);
+int bp_check_baseline(const bp_options_t *opt, const pr_catalogue_t *cat, const pr_probe_set_t *sets, size_t nsets);
 
 #endif /* BP_CHECK_BASELINE_H */

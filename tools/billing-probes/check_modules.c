@@ -14,10 +14,10 @@
 #include "term_text.h"
 
 /* Does module m of set carry probe (provider, name)? */
-static int carries(const bp_probe_set_t *set, size_t m, const char *provider, const char *name)
+static int carries(const pr_probe_set_t *set, size_t m, const char *provider, const char *name)
 {
 	for (size_t i = 0; i < set->probe_count; i++) {
-		const bp_probe_t *p = &set->probes[i];
+		const pr_probe_t *p = &set->probes[i];
 		if (p->module == m && strcmp(p->provider, provider) == 0 && strcmp(p->name, name) == 0)
 			return 1;
 	}
@@ -25,9 +25,9 @@ static int carries(const bp_probe_set_t *set, size_t m, const char *provider, co
 }
 
 /* Call fn for each (catalogue probe, module carrying it), in order. */
-typedef void (*row_fn)(FILE *out, const bp_catalogue_probe_t *want, const bp_module_t *mod, void *ctx);
+typedef void (*row_fn)(FILE *out, const pr_catalogue_probe_t *want, const pr_module_t *mod, void *ctx);
 
-static void each_row(FILE *out, const bp_catalogue_t *cat, const bp_probe_set_t *sets, size_t nsets, row_fn fn,
+static void each_row(FILE *out, const pr_catalogue_t *cat, const pr_probe_set_t *sets, size_t nsets, row_fn fn,
                      void *ctx)
 {
 	for (size_t c = 0; c < cat->count; c++)
@@ -37,27 +37,27 @@ static void each_row(FILE *out, const bp_catalogue_t *cat, const bp_probe_set_t 
 					fn(out, &cat->probes[c], &sets[s].modules[m], ctx);
 }
 
-static void widest(FILE *out, const bp_catalogue_probe_t *want, const bp_module_t *mod, void *ctx)
+static void widest(FILE *out, const pr_catalogue_probe_t *want, const pr_module_t *mod, void *ctx)
 {
-	size_t *w = ctx, len = bp_escaped_width(want->provider) + 1 + bp_escaped_width(want->name);
+	size_t *w = ctx, len = pr_escaped_width(want->provider) + 1 + pr_escaped_width(want->name);
 	(void)out;
 	(void)mod;
 	if (len > *w)
 		*w = len;
 }
 
-static void text_row(FILE *out, const bp_catalogue_probe_t *want, const bp_module_t *mod, void *ctx)
+static void text_row(FILE *out, const pr_catalogue_probe_t *want, const pr_module_t *mod, void *ctx)
 {
 	const size_t *w = ctx;
-	size_t len = bp_escaped_width(want->provider) + 1 + bp_escaped_width(want->name);
-	bp_printf_escaped(out, "%s:%s", want->provider, want->name);
+	size_t len = pr_escaped_width(want->provider) + 1 + pr_escaped_width(want->name);
+	pr_printf_escaped(out, "%s:%s", want->provider, want->name);
 	for (; len < *w + 2; len++)
 		fputc(' ', out);
-	bp_put_escaped(out, mod->path);
+	pr_put_escaped(out, mod->path);
 	fputc('\n', out);
 }
 
-void bp_print_probe_modules(FILE *out, const bp_catalogue_t *cat, const bp_probe_set_t *sets, size_t nsets)
+void bp_print_probe_modules(FILE *out, const pr_catalogue_t *cat, const pr_probe_set_t *sets, size_t nsets)
 {
 	size_t w = 0;
 	each_row(out, cat, sets, nsets, widest, &w);
@@ -72,7 +72,7 @@ void bp_print_probe_modules(FILE *out, const bp_catalogue_t *cat, const bp_probe
 	each_row(out, cat, sets, nsets, text_row, &w);
 }
 
-static void json_row(FILE *out, const bp_catalogue_probe_t *want, const bp_module_t *mod, void *ctx)
+static void json_row(FILE *out, const pr_catalogue_probe_t *want, const pr_module_t *mod, void *ctx)
 {
 	int *first = ctx;
 	fputs(*first ? "\n  {\"provider\": " : ",\n  {\"provider\": ", out);
@@ -93,7 +93,7 @@ static void json_string_or_null(FILE *out, const char *s)
 		fputs("null", out);
 }
 
-void bp_json_probe_modules(FILE *out, const bp_catalogue_t *cat, const bp_probe_set_t *sets, size_t nsets)
+void bp_json_probe_modules(FILE *out, const pr_catalogue_t *cat, const pr_probe_set_t *sets, size_t nsets)
 {
 	int first = 1;
 	fputs("\"present\": [", out);
@@ -102,7 +102,7 @@ void bp_json_probe_modules(FILE *out, const bp_catalogue_t *cat, const bp_probe_
 	first = 1;
 	for (size_t s = 0; s < nsets; s++) {
 		for (size_t m = 0; m < sets[s].module_count; m++) {
-			const bp_module_t *mod = &sets[s].modules[m];
+			const pr_module_t *mod = &sets[s].modules[m];
 			size_t probes = 0;
 			for (size_t i = 0; i < sets[s].probe_count; i++)
 				probes += sets[s].probes[i].module == m;

@@ -13,10 +13,10 @@
 
 /* "PROBE  MODULE" rows, one per catalogue probe and module carrying it,
  * in the catalogue's order; nothing when no module carries any. */
-void bp_print_probe_modules(FILE *out, const bp_catalogue_t *cat, const bp_probe_set_t *sets, size_t nsets);
+void bp_print_probe_modules(FILE *out, const pr_catalogue_t *cat, const pr_probe_set_t *sets, size_t nsets);
 
 /* JSON members (no braces): "present": [{provider, name, module}...],
  * "modules": [{path, needed, needed_by, probes}...]. */
-void bp_json_probe_modules(FILE *out, const bp_catalogue_t *cat, const bp_probe_set_t *sets, size_t nsets);
+void bp_json_probe_modules(FILE *out, const pr_catalogue_t *cat, const pr_probe_set_t *sets, size_t nsets);
 
 #endif /* BP_CHECK_MODULES_H */

@@ -59,9 +59,9 @@ void bp_error(const char *what, const char *why)
 {
 	fflush(stdout);
 	fputs("billing-probes: ", stderr);
-	bp_put_escaped(stderr, what);
+	pr_put_escaped(stderr, what);
 	fputs(": ", stderr);
-	bp_put_escaped(stderr, why);
+	pr_put_escaped(stderr, why);
 	fputc('\n', stderr);
 }
 
@@ -69,7 +69,7 @@ int bp_usage_error(const char *why)
 {
 	fflush(stdout);
 	fputs("billing-probes: ", stderr);
-	bp_put_escaped(stderr, why);
+	pr_put_escaped(stderr, why);
 	fputs(" (try billing-probes --help)\n", stderr);
 	return BP_EXIT_ERROR;
 }
@@ -226,11 +226,11 @@ int bp_cli_parse(int argc, char **argv, const bp_command_shape_t *shape, bp_opti
 	return rc == OPT_RUN ? check_shape(shape, opt) : BP_EXIT_OK;
 }
 
-int bp_cli_catalogue(const bp_options_t *opt, bp_catalogue_t *cat, const char **source)
+int bp_cli_catalogue(const bp_options_t *opt, pr_catalogue_t *cat, const char **source)
 {
 	if (!opt->provider_file) {
 		*source = "the built-in billing.d";
-		if (bp_catalogue_builtin(cat) != 0) {
+		if (pr_catalogue_builtin(cat) != 0) {
 			bp_error("built-in catalogue", "out of memory");
 			return -1;
 		}
@@ -238,7 +238,7 @@ int bp_cli_catalogue(const bp_options_t *opt, bp_catalogue_t *cat, const char **
 	}
 	char err[512];
 	*source = opt->provider_file;
-	if (bp_catalogue_load(opt->provider_file, cat, err, sizeof err) != 0) {
+	if (pr_catalogue_load(opt->provider_file, cat, err, sizeof err) != 0) {
 		char why[600];
 		snprintf(why, sizeof why, "bad provider file: %s", err);
 		bp_error(opt->provider_file, why);
@@ -247,10 +247,10 @@ int bp_cli_catalogue(const bp_options_t *opt, bp_catalogue_t *cat, const char **
 	return 0;
 }
 
-int bp_cli_load_target(const char *spec, bp_probe_set_t *set)
+int bp_cli_load_target(const char *spec, pr_probe_set_t *set)
 {
 	char err[512];
-	if (bp_probe_set_load(spec, set, err, sizeof err) != 0) {
+	if (pr_probe_set_load(spec, set, err, sizeof err) != 0) {
 		bp_error(spec, err);
 		return -1;
 	}
@@ -259,15 +259,15 @@ int bp_cli_load_target(const char *spec, bp_probe_set_t *set)
 	return 0;
 }
 
-int bp_cli_load_needed(const bp_probe_set_t *sets, size_t nsets, bp_probe_set_t *needed)
+int bp_cli_load_needed(const pr_probe_set_t *sets, size_t nsets, pr_probe_set_t *needed)
 {
 	char err[600], what[600];
-	if (bp_probe_set_load_needed(sets, nsets, needed, err, sizeof err) != 0) {
+	if (pr_probe_set_load_needed(sets, nsets, needed, err, sizeof err) != 0) {
 		bp_error("the libraries the program loads", err);
 		return -1;
 	}
 	for (size_t i = 0; i < needed->missing_count; i++) {
-		const bp_missing_library_t *m = &needed->missing[i];
+		const pr_missing_library_t *m = &needed->missing[i];
 		snprintf(what, sizeof what, "%s (needed by %s)", m->name, m->needed_by);
 		snprintf(err, sizeof err, "%s: its probes cannot be counted (name it as a TARGET, or set "
 		                          "LD_LIBRARY_PATH as the service runs)",

@@ -94,18 +94,18 @@ int bp_usage_error(const char *why);
 /* The catalogue: --provider FILE.d when given, else the one built in.
  * *source receives what to call it in messages.  0, or -1 after the one
  * error line. */
-int bp_cli_catalogue(const bp_options_t *opt, bp_catalogue_t *cat, const char **source);
+int bp_cli_catalogue(const bp_options_t *opt, pr_catalogue_t *cat, const char **source);
 
 /* Load TARGET into set, or print the one error line and return -1.  A
  * process's modules that could not be read are one line each on stderr
  * (set->unreadable_count of them); the caller decides the exit status. */
-int bp_cli_load_target(const char *spec, bp_probe_set_t *set);
+int bp_cli_load_target(const char *spec, pr_probe_set_t *set);
 
 /* The shared libraries the file sets of sets[0..nsets) load, found as the
- * dynamic loader finds them, into needed (bp_probe_set_load_needed): 0,
+ * dynamic loader finds them, into needed (pr_probe_set_load_needed): 0,
  * or -1 after one line per library that cannot be found or read (its
  * probes would be missing from any answer) or the one error line.  Free
  * needed either way. */
-int bp_cli_load_needed(const bp_probe_set_t *sets, size_t nsets, bp_probe_set_t *needed);
+int bp_cli_load_needed(const pr_probe_set_t *sets, size_t nsets, pr_probe_set_t *needed);
 
 #endif /* BP_CLI_H */

@@ -36,37 +36,37 @@ static void print_finding(FILE *out, const bp_finding_t *f)
 {
 	const char *module = f->site ? f->set->modules[f->site->module].path : "";
 	uint64_t at = f->site ? f->site->address : 0;
-	bp_printf_escaped(out, "%s: %s:%s", bp_finding_word(f->kind), f->provider, f->name);
+	pr_printf_escaped(out, "%s: %s:%s", bp_finding_word(f->kind), f->provider, f->name);
 	switch (f->kind) {
 	case BP_MISSING:
-		bp_printf_escaped(out, " (%d argument%s)", f->want, plural(f->want));
+		pr_printf_escaped(out, " (%d argument%s)", f->want, plural(f->want));
 		break;
 	case BP_ARG_COUNT:
 		if (f->got < 0)
-			bp_printf_escaped(out, " at 0x%" PRIx64 " in %s has more than %d arguments, the catalogue declares %d", at,
-			                  module, BP_SDT_MAX_ARGS, f->want);
+			pr_printf_escaped(out, " at 0x%" PRIx64 " in %s has more than %d arguments, the catalogue declares %d", at,
+			                  module, PR_SDT_MAX_ARGS, f->want);
 		else
-			bp_printf_escaped(out, " at 0x%" PRIx64 " in %s has %d argument%s, the catalogue declares %d", at, module,
+			pr_printf_escaped(out, " at 0x%" PRIx64 " in %s has %d argument%s, the catalogue declares %d", at, module,
 			                  f->got, plural(f->got), f->want);
 		break;
 	case BP_ARG_WIDTH:
 		if (f->got == 0 && f->site && f->arg >= 1 && f->arg <= f->site->nargs)
-			bp_printf_escaped(out, " at 0x%" PRIx64 " in %s: argument %d cannot be decoded (\"%s\"), the catalogue declares %d bytes",
+			pr_printf_escaped(out, " at 0x%" PRIx64 " in %s: argument %d cannot be decoded (\"%s\"), the catalogue declares %d bytes",
 			                  at, module, f->arg, f->site->args[f->arg - 1].location, f->want);
 		else
-			bp_printf_escaped(out, " at 0x%" PRIx64 " in %s: argument %d is %d bytes wide, the catalogue declares %d", at,
+			pr_printf_escaped(out, " at 0x%" PRIx64 " in %s: argument %d is %d bytes wide, the catalogue declares %d", at,
 			                  module, f->arg, f->got, f->want);
 		break;
 	case BP_UNKNOWN:
-		bp_printf_escaped(out, " at 0x%" PRIx64 " in %s: the catalogue declares no such probe", at, module);
+		pr_printf_escaped(out, " at 0x%" PRIx64 " in %s: the catalogue declares no such probe", at, module);
 		break;
 	case BP_UNGUARDED:
-		bp_printf_escaped(out, " at 0x%" PRIx64 " in %s has no semaphore: the BILLING_ macros guard every probe "
+		pr_printf_escaped(out, " at 0x%" PRIx64 " in %s has no semaphore: the BILLING_ macros guard every probe "
 		                       "(was sys/sdt.h included before billing/probes.h?)",
 		                  at, module);
 		break;
 	case BP_UNEXPECTED:
-		bp_printf_escaped(out, " present, not expected");
+		pr_printf_escaped(out, " present, not expected");
 		break;
 	case BP_FINDING_KINDS:
 		break;
@@ -75,7 +75,7 @@ static void print_finding(FILE *out, const bp_finding_t *f)
 }
 
 static void print_json(FILE *out, const bp_options_t *opt, const char *source, const bp_check_report_t *r,
-                       int any_notes, const bp_catalogue_t *cat, const bp_probe_set_t *sets, size_t nsets)
+                       int any_notes, const pr_catalogue_t *cat, const pr_probe_set_t *sets, size_t nsets)
 {
 	fputs("{\"targets\": [", out);
 	for (int k = 0; k < opt->target_count; k++) {
@@ -119,7 +119,7 @@ static void print_json(FILE *out, const bp_options_t *opt, const char *source, c
 int bp_cmd_check(const bp_options_t *opt)
 {
 	const char *source;
-	bp_catalogue_t cat;
+	pr_catalogue_t cat;
 	if (bp_cli_catalogue(opt, &cat, &source) != 0)
 		return BP_EXIT_ERROR;
 	bp_expect_t expect;
@@ -128,13 +128,13 @@ int bp_cmd_check(const bp_options_t *opt)
 	                    sizeof err) != 0) {
 		bp_error(opt->expect_file && !opt->expect_count ? "--expect-file" : "--expect", err);
 		bp_expect_free(&expect);
-		bp_catalogue_free(&cat);
+		pr_catalogue_free(&cat);
 		return BP_EXIT_ERROR;
 	}
 
 	/* the TARGETs, and one more set: the libraries they load */
 	size_t nsets = (size_t)opt->target_count;
-	bp_probe_set_t *sets = calloc(nsets + 1, sizeof *sets);
+	pr_probe_set_t *sets = calloc(nsets + 1, sizeof *sets);
 	int rc = sets ? BP_EXIT_OK : BP_EXIT_ERROR;
 	if (!sets)
 		bp_error(opt->targets[0], "out of memory");
@@ -171,12 +171,12 @@ int bp_cmd_check(const bp_options_t *opt)
 				print_finding(stdout, &report.items[i]);
 			size_t unexpected = report.count - report.problems;
 			if (report.problems == 0 && expect.count == 0)
-				bp_printf_escaped(stdout, "%s: ok: all %zu probes of %s present with their arguments", what, cat.count, source);
+				pr_printf_escaped(stdout, "%s: ok: all %zu probes of %s present with their arguments", what, cat.count, source);
 			else if (report.problems == 0)
-				bp_printf_escaped(stdout, "%s: ok: the %zu expected probe%s of %s present with their arguments (%zu more present, not expected)",
+				pr_printf_escaped(stdout, "%s: ok: the %zu expected probe%s of %s present with their arguments (%zu more present, not expected)",
 				                  what, report.expected, report.expected == 1 ? "" : "s", source, unexpected);
 			else
-				bp_printf_escaped(stdout, "%s: %zu problem%s against %s%s", what, report.problems, report.problems == 1 ? "" : "s",
+				pr_printf_escaped(stdout, "%s: %zu problem%s against %s%s", what, report.problems, report.problems == 1 ? "" : "s",
 				                  source, any_notes ? "" : " (no .note.stapsdt at all: built without probes, with LTO, or stripped?)");
 			putchar('\n');
 		}
@@ -184,9 +184,9 @@ int bp_cmd_check(const bp_options_t *opt)
 	}
 	bp_check_report_free(&report);
 	for (size_t k = 0; sets && k <= nsets; k++)
-		bp_probe_set_free(&sets[k]);
+		pr_probe_set_free(&sets[k]);
 	free(sets);
 	bp_expect_free(&expect);
-	bp_catalogue_free(&cat);
+	pr_catalogue_free(&cat);
 	return rc;
 }

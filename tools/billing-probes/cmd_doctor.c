@@ -30,20 +30,20 @@ static const char *status_word(bp_status_t s)
 /* Findings name targets, probes and tracer output: escaped. */
 static void print_result(const bp_check_result_t *r)
 {
-	bp_printf_escaped(stdout, "%s  %s: %s", status_word(r->status), r->name, r->finding);
+	pr_printf_escaped(stdout, "%s  %s: %s", status_word(r->status), r->name, r->finding);
 	if (r->status != BP_OK && r->fix[0])
-		bp_printf_escaped(stdout, " (fix: %s)", r->fix);
+		pr_printf_escaped(stdout, " (fix: %s)", r->fix);
 	putchar('\n');
 }
 
-static void sites_result(const bp_catalogue_t *cat, const bp_probe_set_t *t, bp_check_result_t *r)
+static void sites_result(const pr_catalogue_t *cat, const pr_probe_set_t *t, bp_check_result_t *r)
 {
 	size_t counts[BP_SITE_KINDS] = { 0 };
 	int fd = t->is_process ? -1 : open(t->spec, O_RDONLY | O_CLOEXEC);
 	size_t total = 0;
 	for (size_t i = 0; i < t->probe_count; i++) {
-		const bp_probe_t *p = &t->probes[i];
-		if (!bp_catalogue_find(cat, p->provider, p->name))
+		const pr_probe_t *p = &t->probes[i];
+		if (!pr_catalogue_find(cat, p->provider, p->name))
 			continue;
 		counts[bp_site_read(t, p, fd)]++;
 		total++;
@@ -65,7 +65,7 @@ static void sites_result(const bp_catalogue_t *cat, const bp_probe_set_t *t, bp_
 }
 
 /* t: the target (with, for a file, the libraries it loads in t[1]). */
-static void carries_result(const bp_catalogue_t *cat, const char *source, const bp_probe_set_t *t,
+static void carries_result(const pr_catalogue_t *cat, const char *source, const pr_probe_set_t *t,
                            bp_check_result_t *r)
 {
 	bp_check_report_t report;
@@ -77,7 +77,7 @@ static void carries_result(const bp_catalogue_t *cat, const char *source, const 
 	if (report.problems == 0) {
 		size_t traced = 0;
 		for (size_t i = 0; i < t->probe_count; i++)
-			traced += t->probes[i].traced == 1 && bp_catalogue_find(cat, t->probes[i].provider, t->probes[i].name);
+			traced += t->probes[i].traced == 1 && pr_catalogue_find(cat, t->probes[i].provider, t->probes[i].name);
 		if (t->is_process)
 			snprintf(r->finding, sizeof r->finding, "PID %d carries all %zu probes of %s; %zu site%s traced now",
 			         t->pid, cat->count, source, traced, traced == 1 ? "" : "s");
@@ -99,7 +99,7 @@ static void carries_result(const bp_catalogue_t *cat, const char *source, const 
 }
 
 /* Semaphores raised with no uprobe at their sites; cleared on request. */
-static void semaphores_result(const bp_probe_set_t *t, int clear, bp_check_result_t *r)
+static void semaphores_result(const pr_probe_set_t *t, int clear, bp_check_result_t *r)
 {
 	bp_semaphore_survey_t survey;
 	r->name = "semaphores";
@@ -133,7 +133,7 @@ static void semaphores_result(const bp_probe_set_t *t, int clear, bp_check_resul
 		if (rc == -2) {
 			char what[64];
 			snprintf(what, sizeof what, "doctor: PID %d", t->pid);
-			bp_printf_escaped(stderr, "billing-probes: %s: left alone %s:%s at 0x%" PRIx64 " in %s: %s", what,
+			pr_printf_escaped(stderr, "billing-probes: %s: left alone %s:%s at 0x%" PRIx64 " in %s: %s", what,
 			                  s->probe->provider, s->probe->name, s->address, t->modules[s->probe->module].path, why);
 			fputc('\n', stderr);
 			alien++;
@@ -179,11 +179,11 @@ static void semaphores_result(const bp_probe_set_t *t, int clear, bp_check_resul
 static int target_results(const bp_options_t *opt, bp_check_result_t *out, size_t *n)
 {
 	const char *source;
-	bp_catalogue_t cat;
+	pr_catalogue_t cat;
 	if (bp_cli_catalogue(opt, &cat, &source) != 0)
 		return -1;
 	/* the target, and for a file the libraries it loads (as check) */
-	bp_probe_set_t t[2];
+	pr_probe_set_t t[2];
 	memset(t, 0, sizeof t);
 	int rc = bp_cli_load_target(opt->targets[0], &t[0]);
 	if (rc == 0 && !t[0].is_process)
@@ -194,9 +194,9 @@ static int target_results(const bp_options_t *opt, bp_check_result_t *out, size_
 		if (t[0].is_process)
 			semaphores_result(&t[0], opt->clear_stale, &out[(*n)++]);
 	}
-	bp_probe_set_free(&t[0]);
-	bp_probe_set_free(&t[1]);
-	bp_catalogue_free(&cat);
+	pr_probe_set_free(&t[0]);
+	pr_probe_set_free(&t[1]);
+	pr_catalogue_free(&cat);
 	return rc;
 }
 

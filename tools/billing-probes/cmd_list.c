@@ -19,7 +19,7 @@
 #include "commands.h"
 #include "output.h"
 
-static void report_no_probes(const bp_probe_set_t *t)
+static void report_no_probes(const pr_probe_set_t *t)
 {
 	if (t->is_process)
 		bp_error(t->spec, "no USDT probes in the executable or any mapped library");
@@ -33,23 +33,23 @@ static void report_no_probes(const bp_probe_set_t *t)
 /* The libraries file target t loads, with their probes, into t; each one
  * that cannot be read or found said in one line.  0, or -1 when the
  * listing is partial. */
-static int add_libraries(bp_probe_set_t *t)
+static int add_libraries(pr_probe_set_t *t)
 {
-	bp_probe_set_t needed;
+	pr_probe_set_t needed;
 	char err[600], what[700];
-	if (bp_probe_set_load_needed(t, 1, &needed, err, sizeof err) != 0) {
+	if (pr_probe_set_load_needed(t, 1, &needed, err, sizeof err) != 0) {
 		snprintf(what, sizeof what, "the libraries it loads: %s", err);
 		bp_error(t->spec, what);
-		bp_probe_set_free(&needed);
+		pr_probe_set_free(&needed);
 		return -1;
 	}
 	int rc = 0;
-	if (bp_probe_set_merge(t, &needed) != 0) {
+	if (pr_probe_set_merge(t, &needed) != 0) {
 		bp_error(t->spec, "out of memory");
 		rc = -1;
 	}
 	for (size_t i = 0; i < needed.missing_count; i++) {
-		const bp_missing_library_t *m = &needed.missing[i];
+		const pr_missing_library_t *m = &needed.missing[i];
 		snprintf(what, sizeof what, "%s (needed by %s)", m->name, m->needed_by);
 		snprintf(err, sizeof err, "%s: its probes are not listed (set LD_LIBRARY_PATH as the service runs, or "
 		                          "list the library itself)",
@@ -61,30 +61,45 @@ static int add_libraries(bp_probe_set_t *t)
 		bp_error("a library it loads", needed.unreadable[i]);
 		rc = -1;
 	}
-	bp_probe_set_free(&needed);
+	pr_probe_set_free(&needed);
 	return rc;
 }
 
 int bp_cmd_list(const bp_options_t *opt)
 {
 	const char *target = opt->targets[0];
-	bp_catalogue_t cat;
+	pr_catalogue_t cat;
 	const char *source = NULL;
 	memset(&cat, 0, sizeof cat);
 	if (opt->provider_file && bp_cli_catalogue(opt, &cat, &source) != 0)
 		return BP_EXIT_ERROR;
-	bp_probe_set_t t;
+	pr_probe_set_t t;
 	if (bp_cli_load_target(target, &t) != 0) {
-		bp_probe_set_free(&t);
-		bp_catalogue_free(&cat);
+		pr_probe_set_free(&t);
+		pr_catalogue_free(&cat);
 		return BP_EXIT_ERROR;
 	}
+	/* A library the file loads is listed for the catalogue's probes it
+	 * holds (libbillingprobes' sites): another provider's there, such as
+	 * libstdc++'s that a sanitizer runtime loads, is that library's, listed
+	 * by naming it. */
+	size_t own = t.module_count, listable = 0;
+	pr_catalogue_t builtin;
+	memset(&builtin, 0, sizeof builtin);
+	const pr_catalogue_t *known = opt->provider_file ? &cat : &builtin;
 	int partial = !t.is_process && add_libraries(&t) != 0;
-	if (t.probe_count == 0) {
+	if (!opt->provider_file && pr_catalogue_builtin(&builtin) != 0) {
+		bp_error(target, "out of memory");
+		partial = 1;
+	}
+	for (size_t i = 0; i < t.probe_count; i++)
+		listable += t.probes[i].module < own || pr_catalogue_find(known, t.probes[i].provider, t.probes[i].name);
+	if (listable == 0) {
 		if (t.unreadable_count == 0 && !partial)
 			report_no_probes(&t);
-		bp_probe_set_free(&t);
-		bp_catalogue_free(&cat);
+		pr_probe_set_free(&t);
+		pr_catalogue_free(&cat);
+		pr_catalogue_free(&builtin);
 		return BP_EXIT_ERROR;
 	}
 
@@ -92,18 +107,20 @@ int bp_cmd_list(const bp_options_t *opt)
 	char *name_glob = malloc(cap);
 	unsigned char *selected = calloc(t.probe_count, 1);
 	int rc = BP_EXIT_OK;
-	if (!selected || !name_glob || (opt->name_glob && !bp_probe_name_to_elf(opt->name_glob, name_glob, cap))) {
+	if (!selected || !name_glob || (opt->name_glob && !pr_probe_name_to_elf(opt->name_glob, name_glob, cap))) {
 		bp_error(target, "out of memory");
 		rc = BP_EXIT_ERROR;
 	}
 	size_t matches = 0;
 	for (size_t i = 0; rc == BP_EXIT_OK && i < t.probe_count; i++) {
-		const bp_probe_t *p = &t.probes[i];
+		const pr_probe_t *p = &t.probes[i];
+		if (p->module >= own && !pr_catalogue_find(known, p->provider, p->name))
+			continue;
 		if (opt->provider_glob && fnmatch(opt->provider_glob, p->provider, 0) != 0)
 			continue;
 		if (opt->name_glob && fnmatch(name_glob, p->name, 0) != 0)
 			continue;
-		if (opt->provider_file && !bp_catalogue_find(&cat, p->provider, p->name))
+		if (opt->provider_file && !pr_catalogue_find(&cat, p->provider, p->name))
 			continue;
 		selected[i] = 1;
 		matches++;
@@ -127,7 +144,8 @@ int bp_cmd_list(const bp_options_t *opt)
 		rc = BP_EXIT_ERROR;
 	free(selected);
 	free(name_glob);
-	bp_probe_set_free(&t);
-	bp_catalogue_free(&cat);
+	pr_probe_set_free(&t);
+	pr_catalogue_free(&cat);
+	pr_catalogue_free(&builtin);
 	return rc;
 }

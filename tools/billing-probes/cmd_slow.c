@@ -42,7 +42,7 @@ static void print_value_string(const char *s, int cut)
 	if (!*s)
 		fputs("-", stdout);
 	else
-		bp_put_escaped(stdout, s);
+		pr_put_escaped(stdout, s);
 	if (cut)
 		fputs("...", stdout);
 }
@@ -54,7 +54,7 @@ static void print_trail(const bs_trails_t *ts, const struct bs_trail *t, const c
 	print_value_string(t->handler, 0);
 	printf("  %.3f ms > %.3f ms, status %" PRId32 ", ", (double)t->duration_ns / 1e6, (double)t->threshold_ns / 1e6,
 	       t->status);
-	bp_put_escaped(stdout, segment);
+	pr_put_escaped(stdout, segment);
 	fputc('\n', stdout);
 	for (uint32_t i = 0; i < t->nevents; i++) {
 		const struct bs_trail_event *e = &t->events[i];
@@ -65,17 +65,17 @@ static void print_trail(const bs_trails_t *ts, const struct bs_trail *t, const c
 			probe[n++] = p[0] == '_' && p[1] == '_' ? (p++, '-') : *p;
 		probe[n] = '\0';
 		printf("  +%8" PRIu64 " us  ", e->offset_ns / 1000);
-		bp_put_escaped(stdout, probe);
-		printf("%*s", 19 - (int)(bp_escaped_width(probe) < 19 ? bp_escaped_width(probe) : 19), "");
+		pr_put_escaped(stdout, probe);
+		printf("%*s", 19 - (int)(pr_escaped_width(probe) < 19 ? pr_escaped_width(probe) : 19), "");
 		for (size_t s = 0; s < k->nstrs; s++) {
 			fputc(' ', stdout);
-			bp_put_escaped(stdout, k->strs[s]);
+			pr_put_escaped(stdout, k->strs[s]);
 			fputc('=', stdout);
 			print_value_string(e->strs[s], e->cut & (1u << s));
 		}
 		for (size_t v = 0; v < k->nints; v++) {
 			fputc(' ', stdout);
-			bp_put_escaped(stdout, k->ints[v]);
+			pr_put_escaped(stdout, k->ints[v]);
 			printf("=%" PRId64, e->ints[v]);
 		}
 		fputc('\n', stdout);
@@ -112,12 +112,12 @@ static long print_new(slow_target_t *st, int follow, char *err, size_t errlen)
 		if (rc > 0)
 			continue;
 		if (follow && s->started && ts.first > s->next) {
-			bp_printf_escaped(stdout, "(%s: %" PRIu64 " trails lost: the ring, %d trails, was overwritten before "
+			pr_printf_escaped(stdout, "(%s: %" PRIu64 " trails lost: the ring, %d trails, was overwritten before "
 			                          "they were read)",
 			                  s->name, ts.first - s->next, BS_TRAIL_RECORDS);
 			fputc('\n', stdout);
 		} else if (!follow && ts.first > 0) {
-			bp_printf_escaped(stdout, "(%s: %" PRIu64 " older trails gone: the ring keeps the last %d)", s->name,
+			pr_printf_escaped(stdout, "(%s: %" PRIu64 " older trails gone: the ring keeps the last %d)", s->name,
 			                  ts.first, BS_TRAIL_RECORDS);
 			fputc('\n', stdout);
 		}
@@ -125,7 +125,7 @@ static long print_new(slow_target_t *st, int follow, char *err, size_t errlen)
 			print_trail(&ts, &ts.trails[k], s->name);
 		left_out += (long)ts.skipped;
 		if (ts.untracked && !follow) {
-			bp_printf_escaped(stdout, "(%s: %" PRIu64 " requests not followed: more than 256 open at once, or "
+			pr_printf_escaped(stdout, "(%s: %" PRIu64 " requests not followed: more than 256 open at once, or "
 			                          "an ID reused while open)",
 			                  s->name, ts.untracked);
 			fputc('\n', stdout);
@@ -181,7 +181,7 @@ static int follow_trails(slow_target_t *st, const bp_options_t *opt, long *left_
 	sigaction(SIGTERM, &sa, NULL);
 	double interval = opt->interval > 0 ? opt->interval : 1;
 	/* said once the first reading is printed: what follows is new */
-	bp_printf_escaped(stdout, "# %s: the trails held printed; new ones every %g s",
+	pr_printf_escaped(stdout, "# %s: the trails held printed; new ones every %g s",
 	                  opt->target_count ? opt->targets[0] : opt->stats_dir, interval);
 	fputc('\n', stdout);
 	fflush(stdout);

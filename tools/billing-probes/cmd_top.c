@@ -217,7 +217,7 @@ static void show(FILE *out, const top_delta_t *x, const char *eol)
 		quantile(d, th, 0.95, p95, sizeof p95);
 		quantile(d, th, 0.99, p99, sizeof p99);
 		slow_figures(d, th, x->seconds, slow, sizeof slow);
-		bp_put_escaped(out, th->name);
+		pr_put_escaped(out, th->name);
 		fprintf(out, " %lu %.2f %s %s %s %s%s", (unsigned long)th->requests, rate(th->requests, x->seconds), slow, p50,
 		        p95, p99, eol);
 	}
@@ -228,7 +228,7 @@ static void show(FILE *out, const top_delta_t *x, const char *eol)
 	for (size_t m = 0; m < d->nmetrics; m++) {
 		char fig[96];
 		metric_figures(&d->metrics[m], x->seconds, fig, sizeof fig);
-		bp_put_escaped(out, d->metrics[m].name);
+		pr_put_escaped(out, d->metrics[m].name);
 		fprintf(out, " %s%s", fig, eol);
 	}
 }
@@ -276,7 +276,7 @@ static int run_once(const top_target_t *t, double interval)
 	if (rc == 0)
 		skipped_lines(&first, skipped_to_stderr, name);
 	if (rc == 0) {
-		bp_printf_escaped(stdout, "# %s: first reading taken; the next in %g s", name, interval);
+		pr_printf_escaped(stdout, "# %s: first reading taken; the next in %g s", name, interval);
 		printf("\n");
 		fflush(stdout);
 		struct timespec ts = { (time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9) };
@@ -346,7 +346,7 @@ static int key_within(int ms)
 static void skipped_to_screen(const char *text, void *unused)
 {
 	(void)unused;
-	bp_put_escaped(stdout, text);
+	pr_put_escaped(stdout, text);
 	fputs("\r\n", stdout);
 }
 
@@ -356,9 +356,9 @@ static void draw(const char *name, const char *state, const top_sample_t *last, 
 {
 	fputs("\033[H\033[J", stdout);
 	fputs("billing-probes top: ", stdout);
-	bp_put_escaped(stdout, name);
+	pr_put_escaped(stdout, name);
 	fputs("  [p/space pause, q quit]\r\n", stdout);
-	bp_put_escaped(stdout, state);
+	pr_put_escaped(stdout, state);
 	fputs("\r\n", stdout);
 	skipped_lines(last, skipped_to_screen, NULL);
 	if (have)

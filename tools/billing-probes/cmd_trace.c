@@ -137,7 +137,7 @@ static int open_script(const char *script, char *out, size_t n)
  * once the resolution is known, since a script left with nothing to
  * attach to is refused in one line instead. */
 typedef struct drop_ctx {
-	bp_buf_t specs;
+	pr_buf_t specs;
 	size_t count;
 } drop_ctx_t;
 
@@ -148,7 +148,7 @@ static void note_dropped(const char *spec, void *ctx)
 	snprintf(key, sizeof key, "\n%s\n", spec);
 	if (d->specs.data && strstr(d->specs.data, key))
 		return;
-	bp_buf_puts(&d->specs, d->count ? key + 1 : key);
+	pr_buf_puts(&d->specs, d->count ? key + 1 : key);
 	d->count++;
 }
 
@@ -167,20 +167,20 @@ static void each_dropped(const drop_ctx_t *d, void (*fn)(const char *spec, size_
  * them is attached only when that library is given too). */
 typedef struct drop_say {
 	const char *where;
-	const bp_probe_set_t *needed; /* NULL without --binary */
-	bp_buf_t list;                /* refusal: the specs, ", " between */
-	const bp_module_t *carrier;   /* refusal: a loaded library carrying one */
+	const pr_probe_set_t *needed; /* NULL without --binary */
+	pr_buf_t list;                /* refusal: the specs, ", " between */
+	const pr_module_t *carrier;   /* refusal: a loaded library carrying one */
 } drop_say_t;
 
 static void say_dropped(const char *spec, size_t len, void *arg)
 {
 	drop_say_t *say = arg;
-	const bp_module_t *lib = say->needed ? bp_trace_loaded_carrier(say->needed, spec, len) : NULL;
+	const pr_module_t *lib = say->needed ? bp_trace_loaded_carrier(say->needed, spec, len) : NULL;
 	fflush(stdout);
-	bp_printf_escaped(stderr, "billing-probes: trace: dropped %.*s: no module of %s carries it", (int)len, spec,
+	pr_printf_escaped(stderr, "billing-probes: trace: dropped %.*s: no module of %s carries it", (int)len, spec,
 	                  say->where);
 	if (lib)
-		bp_printf_escaped(stderr, " (%s, which %s loads, does: add --binary %s)", lib->path, lib->needed_by,
+		pr_printf_escaped(stderr, " (%s, which %s loads, does: add --binary %s)", lib->path, lib->needed_by,
 		                  lib->path);
 	fputc('\n', stderr);
 }
@@ -188,7 +188,7 @@ static void say_dropped(const char *spec, size_t len, void *arg)
 static void list_dropped(const char *spec, size_t len, void *arg)
 {
 	drop_say_t *say = arg;
-	bp_buf_printf(&say->list, "%s%.*s", say->list.len ? ", " : "", (int)len, spec);
+	pr_buf_printf(&say->list, "%s%.*s", say->list.len ? ", " : "", (int)len, spec);
 	if (!say->carrier && say->needed)
 		say->carrier = bp_trace_loaded_carrier(say->needed, spec, len);
 }
@@ -196,7 +196,7 @@ static void list_dropped(const char *spec, size_t len, void *arg)
 /* No module carries any USDT probe the script names: one line, refused
  * (the program would attach nothing and print zeros, as if the service
  * were idle, until stopped).  Returns 1 when refused. */
-static int refuse_nothing_carried(const drop_ctx_t *dropped, const bp_probe_set_t *set, const unsigned char *used,
+static int refuse_nothing_carried(const drop_ctx_t *dropped, const pr_probe_set_t *set, const unsigned char *used,
                                   drop_say_t *say)
 {
 	for (size_t i = 0; i < set->probe_count; i++)
@@ -206,11 +206,11 @@ static int refuse_nothing_carried(const drop_ctx_t *dropped, const bp_probe_set_
 		return 0; /* a script without USDT probes (cpu_profile...) */
 	each_dropped(dropped, list_dropped, say);
 	fflush(stdout);
-	bp_printf_escaped(stderr, "billing-probes: trace: refused: no module of %s carries a probe the script names (%s): "
+	pr_printf_escaped(stderr, "billing-probes: trace: refused: no module of %s carries a probe the script names (%s): "
 	                          "nothing to count",
 	                  say->where, say->list.failed ? "..." : say->list.data);
 	if (say->carrier)
-		bp_printf_escaped(stderr, " (%s, which %s loads, carries some: add --binary %s)", say->carrier->path,
+		pr_printf_escaped(stderr, " (%s, which %s loads, carries some: add --binary %s)", say->carrier->path,
 		                  say->carrier->needed_by, say->carrier->path);
 	fputc('\n', stderr);
 	return 1;
@@ -220,7 +220,7 @@ static int refuse_nothing_carried(const drop_ctx_t *dropped, const bp_probe_set_
  * probes: nothing of that process would be counted, and the figures would
  * read as the whole service's.  A script without USDT probes (cpu_profile)
  * may name any process. */
-static int refuse_bare_pid(int bare_pid, const drop_ctx_t *dropped, const bp_probe_set_t *set,
+static int refuse_bare_pid(int bare_pid, const drop_ctx_t *dropped, const pr_probe_set_t *set,
                            const unsigned char *used)
 {
 	int counts_usdt = dropped->count > 0;
@@ -235,7 +235,7 @@ static int refuse_bare_pid(int bare_pid, const drop_ctx_t *dropped, const bp_pro
 }
 
 /* Why a module's probes were left out of the program. */
-static const char *left_out_reason(const bp_module_t *mod)
+static const char *left_out_reason(const pr_module_t *mod)
 {
 	return mod->attach_path ? "its path holds characters a bpftrace program cannot carry safely (only letters, "
 	                          "digits and /._- are written into one)"
@@ -249,16 +249,16 @@ static const char *left_out_reason(const bp_module_t *mod)
  * left to attach to, one line only, refusing: a program without the
  * probes asked for would print totals of 0 as if the service were idle.
  * Returns 1 when refused. */
-static int report_left_out(const bp_probe_set_t *set, const unsigned char *used, const char *where)
+static int report_left_out(const pr_probe_set_t *set, const unsigned char *used, const char *where)
 {
 	size_t attached = 0, modules = 0, first = (size_t)-1;
 	for (size_t i = 0; i < set->probe_count; i++)
 		attached += used[i] == BP_TRACE_ATTACHED;
 	for (size_t m = 0; m < set->module_count; m++) {
-		const bp_module_t *mod = &set->modules[m];
+		const pr_module_t *mod = &set->modules[m];
 		int path_safe = bp_trace_path_is_safe(mod->attach_path), said = 0;
 		for (size_t i = 0; i < set->probe_count && !said; i++) {
-			const bp_probe_t *p = &set->probes[i];
+			const pr_probe_t *p = &set->probes[i];
 			if (p->module != m || used[i] != BP_TRACE_LEFT_OUT)
 				continue;
 			int again = 0; /* one line per name, however many sites */
@@ -276,25 +276,25 @@ static int report_left_out(const bp_probe_set_t *set, const unsigned char *used,
 			}
 			fflush(stdout);
 			if (path_safe)
-				bp_printf_escaped(stderr, "billing-probes: trace: left out probe %s:%s of %s: its name holds "
+				pr_printf_escaped(stderr, "billing-probes: trace: left out probe %s:%s of %s: its name holds "
 				                          "characters a bpftrace program cannot carry safely (only letters, digits and _)",
 				                  p->provider, p->name, mod->path);
 			else
-				bp_printf_escaped(stderr, "billing-probes: trace: left out %s: %s", mod->path, left_out_reason(mod));
+				pr_printf_escaped(stderr, "billing-probes: trace: left out %s: %s", mod->path, left_out_reason(mod));
 			fputc('\n', stderr);
 		}
 	}
 	if (attached || first == (size_t)-1)
 		return 0;
-	const bp_module_t *mod = &set->modules[first];
+	const pr_module_t *mod = &set->modules[first];
 	fflush(stdout);
 	if (bp_trace_path_is_safe(mod->attach_path))
-		bp_printf_escaped(stderr, "billing-probes: trace: refused: the probes of %s that the script names have names "
+		pr_printf_escaped(stderr, "billing-probes: trace: refused: the probes of %s that the script names have names "
 		                          "a bpftrace program cannot carry safely (only letters, digits and _), and no other "
 		                          "module of %s carries them",
 		                  mod->path, where);
 	else
-		bp_printf_escaped(stderr, "billing-probes: trace: refused: %s carries the probes the script names, but %s%s",
+		pr_printf_escaped(stderr, "billing-probes: trace: refused: %s carries the probes the script names, but %s%s",
 		                  mod->path, left_out_reason(mod),
 		                  modules > 1 ? " (so do the other modules that carry them)" : "");
 	fputc('\n', stderr);
@@ -308,12 +308,12 @@ static int report_left_out(const bp_probe_set_t *set, const unsigned char *used,
  * used probes sit in one module each (a module left out included: the
  * probes are then written without a path, and bpftrace finds them in
  * every module). */
-static int can_use_bpftrace_pid(const bp_probe_set_t *set, const unsigned char *used)
+static int can_use_bpftrace_pid(const pr_probe_set_t *set, const unsigned char *used)
 {
 	for (size_t i = 0; i < set->probe_count; i++) {
 		if (used[i] != BP_TRACE_ATTACHED)
 			continue;
-		const bp_module_t *mod = &set->modules[set->probes[i].module];
+		const pr_module_t *mod = &set->modules[set->probes[i].module];
 		if (!mod->attach_path || strcmp(mod->attach_path, mod->path) != 0)
 			return 0;
 		for (size_t j = 0; j < set->probe_count; j++)
@@ -351,7 +351,7 @@ int bp_cmd_trace(const bp_options_t *opt)
 		return BP_EXIT_ERROR;
 	}
 	if (!opt->dry_run && !bp_bpftrace_tested(&version)) {
-		bp_printf_escaped(stderr,
+		pr_printf_escaped(stderr,
 		                  "billing-probes: trace: bpftrace %s is untested (tested: " BP_BPFTRACE_TESTED
 		                  "): how many probes it attaches is checked, its figures are not",
 		                  version.text);
@@ -361,7 +361,7 @@ int bp_cmd_trace(const bp_options_t *opt)
 	if (script_fd < 0)
 		return BP_EXIT_ERROR;
 	size_t len;
-	char *text = bp_read_text_fd(script_fd, 16u << 20, &len);
+	char *text = pr_read_text_fd(script_fd, 16u << 20, &len);
 	if (!text) {
 		bp_error(script, errno == EACCES ? "permission denied" : strerror(errno));
 		return BP_EXIT_ERROR;
@@ -371,7 +371,7 @@ int bp_cmd_trace(const bp_options_t *opt)
 	int rc = BP_EXIT_ERROR, released = 0;
 	drop_ctx_t dropped = { { 0 }, 0 };
 	drop_say_t say;
-	bp_probe_set_t set, needed;
+	pr_probe_set_t set, needed;
 	memset(&say, 0, sizeof say);
 	memset(&needed, 0, sizeof needed);
 	memset(&set, 0, sizeof set);
@@ -408,7 +408,7 @@ int bp_cmd_trace(const bp_options_t *opt)
 		goto out;
 	/* each process as the kernel knows it now: its PID and start time */
 	for (size_t i = 0; i < npids; i++)
-		starts[i] = bp_process_start_time((pid_t)pids[i]);
+		starts[i] = pr_process_start_time((pid_t)pids[i]);
 	if (!(used = calloc(set.probe_count + 1, 1))) {
 		bp_error("trace", "out of memory");
 		goto out;
@@ -432,8 +432,8 @@ int bp_cmd_trace(const bp_options_t *opt)
 	}
 	/* --binary: the libraries the files load, for a hint in the lines
 	 * below (not found or unreadable ones simply give none) */
-	if (opt->binary_count && dropped.count && bp_probe_set_load_needed(&set, 1, &needed, err, sizeof err) != 0)
-		bp_probe_set_free(&needed);
+	if (opt->binary_count && dropped.count && pr_probe_set_load_needed(&set, 1, &needed, err, sizeof err) != 0)
+		pr_probe_set_free(&needed);
 	say.where = where;
 	say.needed = opt->binary_count ? &needed : NULL;
 	if (refuse_nothing_carried(&dropped, &set, used, &say) || report_left_out(&set, used, where) ||
@@ -488,10 +488,10 @@ out:
 	free(used);
 	free(pids);
 	free(starts);
-	bp_probe_set_free(&set);
+	pr_probe_set_free(&set);
 	free(resolved);
 	free(dropped.specs.data);
 	free(say.list.data);
-	bp_probe_set_free(&needed);
+	pr_probe_set_free(&needed);
 	return rc;
 }

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static int add(bp_expect_t *e, const char *text, size_t len, const bp_catalogue_t *cat, char *err, size_t errlen)
+static int add(bp_expect_t *e, const char *text, size_t len, const pr_catalogue_t *cat, char *err, size_t errlen)
 {
 	char *written = strndup(text, len);
 	char **p = realloc(e->provider, (e->count + 1) * sizeof *p);
@@ -36,7 +36,7 @@ static int add(bp_expect_t *e, const char *text, size_t len, const bp_catalogue_
 	const char *name = colon ? colon + 1 : written;
 	size_t cap = 2 * strlen(name) + 1;
 	char *elf = malloc(cap);
-	if (!provider || !elf || !bp_probe_name_to_elf(name, elf, cap)) {
+	if (!provider || !elf || !pr_probe_name_to_elf(name, elf, cap)) {
 		free(written);
 		free(provider);
 		free(elf);
@@ -58,7 +58,7 @@ static int add(bp_expect_t *e, const char *text, size_t len, const bp_catalogue_
 	return -1;
 }
 
-static int add_file(bp_expect_t *e, const char *path, const bp_catalogue_t *cat, char *err, size_t errlen)
+static int add_file(bp_expect_t *e, const char *path, const pr_catalogue_t *cat, char *err, size_t errlen)
 {
 	struct stat st;
 	FILE *f = NULL;
@@ -110,7 +110,7 @@ static int add_file(bp_expect_t *e, const char *path, const bp_catalogue_t *cat,
 	return rc;
 }
 
-int bp_expect_build(const char *const *names, size_t nnames, const char *file, const bp_catalogue_t *cat,
+int bp_expect_build(const char *const *names, size_t nnames, const char *file, const pr_catalogue_t *cat,
                     bp_expect_t *e, char *err, size_t errlen)
 {
 	memset(e, 0, sizeof *e);

@@ -18,7 +18,7 @@ typedef struct bp_expect {
 
 /* Collect names and the lines of file (NULL: none) into e; each must
  * match a probe of cat.  0, or -1 with a one-line reason in err. */
-int bp_expect_build(const char *const *names, size_t nnames, const char *file, const bp_catalogue_t *cat,
+int bp_expect_build(const char *const *names, size_t nnames, const char *file, const pr_catalogue_t *cat,
                     bp_expect_t *e, char *err, size_t errlen);
 /* Does an expectation cover provider:name?  With no expectations (count
  * 0) every probe is expected. */

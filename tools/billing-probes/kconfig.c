@@ -19,7 +19,7 @@
 static int read_plain(const char *path, kconfig_t *k)
 {
 	size_t len;
-	k->text = bp_read_text_file(path, 64u << 20, &len);
+	k->text = pr_read_text_file(path, 64u << 20, &len);
 	if (!k->text)
 		return -1;
 	snprintf(k->source, sizeof k->source, "%s", path);

@@ -22,19 +22,19 @@ static void format_hex(char *buf, size_t n, uint64_t v)
 	snprintf(buf, n, "0x%" PRIx64, v);
 }
 
-static void format_args(char *buf, size_t n, const bp_probe_t *p)
+static void format_args(char *buf, size_t n, const pr_probe_t *p)
 {
 	size_t used = 0;
 	buf[0] = '\0';
 	if (p->nargs < 0) {
-		snprintf(buf, n, "unknown (more than %d arguments)", BP_SDT_MAX_ARGS);
+		snprintf(buf, n, "unknown (more than %d arguments)", PR_SDT_MAX_ARGS);
 		return;
 	}
 	for (int i = 0; i < p->nargs && used < n; i++) {
-		const bp_sdt_arg_t *a = &p->args[i];
-		int w = a->kind == BP_SDT_ARG_UNKNOWN
+		const pr_sdt_arg_t *a = &p->args[i];
+		int w = a->kind == PR_SDT_ARG_UNKNOWN
 		            ? snprintf(buf + used, n - used, "%sunknown %s", i ? ", " : "", a->location)
-		            : snprintf(buf + used, n - used, "%s%s %s", i ? ", " : "", bp_sdt_arg_type_name(a), a->location);
+		            : snprintf(buf + used, n - used, "%s%s %s", i ? ", " : "", pr_sdt_arg_type_name(a), a->location);
 		if (w < 0)
 			break;
 		used += (size_t)w;
@@ -43,7 +43,7 @@ static void format_args(char *buf, size_t n, const bp_probe_t *p)
 		snprintf(buf, n, "-");
 }
 
-static const char *traced_word(const bp_probe_t *p)
+static const char *traced_word(const pr_probe_t *p)
 {
 	if (!p->semaphore)
 		return "always"; /* no semaphore: the site is never skipped */
@@ -51,7 +51,7 @@ static const char *traced_word(const bp_probe_t *p)
 	                                               : "?";
 }
 
-static const char *module_name(const bp_probe_set_t *t, const bp_probe_t *p)
+static const char *module_name(const pr_probe_set_t *t, const pr_probe_t *p)
 {
 	return t->modules[p->module].path;
 }
@@ -59,15 +59,15 @@ static const char *module_name(const bp_probe_set_t *t, const bp_probe_t *p)
 /* Foreign text (term_text.h) left-aligned in a column of width w. */
 static void put_column(FILE *out, const char *s, size_t w)
 {
-	bp_put_escaped(out, s);
-	for (size_t k = bp_escaped_width(s); k < w; k++)
+	pr_put_escaped(out, s);
+	for (size_t k = pr_escaped_width(s); k < w; k++)
 		fputc(' ', out);
 	fputs("  ", out);
 }
 
 /* The MODULE column: a process's probes, or a file's that come from more
  * than one file (the program and the libraries it loads). */
-static int show_modules(const bp_probe_set_t *t, const unsigned char *selected)
+static int show_modules(const pr_probe_set_t *t, const unsigned char *selected)
 {
 	size_t first = (size_t)-1;
 	for (size_t i = 0; i < t->probe_count && !t->is_process; i++)
@@ -78,17 +78,17 @@ static int show_modules(const bp_probe_set_t *t, const unsigned char *selected)
 	return t->is_process;
 }
 
-void bp_print_table(FILE *out, const bp_probe_set_t *t, const unsigned char *selected)
+void bp_print_table(FILE *out, const pr_probe_set_t *t, const unsigned char *selected)
 {
 	size_t wmod = 6, wprov = 8, wname = 4, l;
 	int modules = show_modules(t, selected);
 	for (size_t i = 0; i < t->probe_count; i++) {
 		if (!selected[i])
 			continue;
-		const bp_probe_t *p = &t->probes[i];
-		if ((l = bp_escaped_width(module_name(t, p))) > wmod) wmod = l;
-		if ((l = bp_escaped_width(p->provider)) > wprov) wprov = l;
-		if ((l = bp_escaped_width(p->name)) > wname) wname = l;
+		const pr_probe_t *p = &t->probes[i];
+		if ((l = pr_escaped_width(module_name(t, p))) > wmod) wmod = l;
+		if ((l = pr_escaped_width(p->provider)) > wprov) wprov = l;
+		if ((l = pr_escaped_width(p->name)) > wname) wname = l;
 	}
 	if (modules)
 		put_column(out, "MODULE", wmod);
@@ -101,8 +101,8 @@ void bp_print_table(FILE *out, const bp_probe_set_t *t, const unsigned char *sel
 	for (size_t i = 0; i < t->probe_count; i++) {
 		if (!selected[i])
 			continue;
-		const bp_probe_t *p = &t->probes[i];
-		char addr[24], sem[24], args[BP_SDT_MAX_ARGS * (BP_SDT_MAX_LOCATION + 10)];
+		const pr_probe_t *p = &t->probes[i];
+		char addr[24], sem[24], args[PR_SDT_MAX_ARGS * (PR_SDT_MAX_LOCATION + 10)];
 		format_hex(addr, sizeof addr, p->address);
 		if (p->semaphore)
 			format_hex(sem, sizeof sem, p->semaphore);
@@ -116,7 +116,7 @@ void bp_print_table(FILE *out, const bp_probe_set_t *t, const unsigned char *sel
 		fprintf(out, "%-18s  %-18s  ", addr, sem);
 		if (t->is_process)
 			fprintf(out, "%-6s  ", traced_word(p));
-		bp_put_escaped(out, args);
+		pr_put_escaped(out, args);
 		fputc('\n', out);
 	}
 }
@@ -143,7 +143,7 @@ static void json_hex_or_null(FILE *out, uint64_t v)
 		fputs("null", out);
 }
 
-void bp_print_json(FILE *out, const bp_probe_set_t *t, const unsigned char *selected)
+void bp_print_json(FILE *out, const pr_probe_set_t *t, const unsigned char *selected)
 {
 	fputs("{\"target\": ", out);
 	bp_json_string(out, t->spec);
@@ -156,7 +156,7 @@ void bp_print_json(FILE *out, const bp_probe_set_t *t, const unsigned char *sele
 	for (size_t i = 0; i < t->probe_count; i++) {
 		if (!selected[i])
 			continue;
-		const bp_probe_t *p = &t->probes[i];
+		const pr_probe_t *p = &t->probes[i];
 		fputs(first ? "\n  {" : ",\n  {", out);
 		first = 0;
 		fputs("\"module\": ", out);
@@ -188,12 +188,12 @@ void bp_print_json(FILE *out, const bp_probe_set_t *t, const unsigned char *sele
 		}
 		fputs(", \"arguments\": [", out);
 		for (int a = 0; a < p->nargs; a++) {
-			const bp_sdt_arg_t *arg = &p->args[a];
+			const pr_sdt_arg_t *arg = &p->args[a];
 			fprintf(out, "%s{\"size\": %d, \"signed\": %s, \"type\": ", a ? ", " : "", arg->size,
 			        arg->is_signed ? "true" : "false");
-			bp_json_string(out, bp_sdt_arg_type_name(arg));
+			bp_json_string(out, pr_sdt_arg_type_name(arg));
 			fputs(", \"kind\": ", out);
-			bp_json_string(out, bp_sdt_arg_kind_name(arg->kind));
+			bp_json_string(out, pr_sdt_arg_kind_name(arg->kind));
 			fputs(", \"location\": ", out);
 			bp_json_string(out, arg->location);
 			fputc('}', out);

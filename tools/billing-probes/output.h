@@ -10,8 +10,8 @@
 #include "probe_reader.h"
 
 /* Print the probes of t whose index has selected[i] set. */
-void bp_print_table(FILE *out, const bp_probe_set_t *t, const unsigned char *selected);
-void bp_print_json(FILE *out, const bp_probe_set_t *t, const unsigned char *selected);
+void bp_print_table(FILE *out, const pr_probe_set_t *t, const unsigned char *selected);
+void bp_print_json(FILE *out, const pr_probe_set_t *t, const unsigned char *selected);
 
 /* A JSON string literal, quotes included; control bytes and non-ASCII
  * bytes escaped so the output is valid whatever the ELF held. */

@@ -39,12 +39,12 @@ static bp_site_kind_t classify(const unsigned char b[5])
 	return BP_SITE_OTHER;
 }
 
-bp_site_kind_t bp_site_read(const bp_probe_set_t *set, const bp_probe_t *p, int fd)
+bp_site_kind_t bp_site_read(const pr_probe_set_t *set, const pr_probe_t *p, int fd)
 {
 	unsigned char b[5];
 	int ok;
 	if (set->is_process)
-		ok = p->runtime_address && bp_proc_read_memory(set->pid, p->runtime_address, b, 5) == 0;
+		ok = p->runtime_address && pr_proc_read_memory(set->pid, p->runtime_address, b, 5) == 0;
 	else
 		ok = fd >= 0 && p->address_offset >= 0 && pread(fd, b, 5, (off_t)p->address_offset) == 5;
 	return ok ? classify(b) : BP_SITE_UNREADABLE;

@@ -24,7 +24,7 @@ const char *bp_site_word(bp_site_kind_t kind);
 
 /* Read and classify the site of p: from the process's memory for a
  * process set, else from the file at fd (-1: unreadable). */
-bp_site_kind_t bp_site_read(const bp_probe_set_t *set, const bp_probe_t *p, int fd);
+bp_site_kind_t bp_site_read(const pr_probe_set_t *set, const pr_probe_t *p, int fd);
 
 /* A uprobe is at the site / the site is still the compiler's nop. */
 int bp_site_attached(bp_site_kind_t kind);

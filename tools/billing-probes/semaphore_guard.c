@@ -49,7 +49,7 @@ static int find_mapping(pid_t pid, uint64_t addr, uint64_t len, mapping_t *out)
 	return found;
 }
 
-static int same_file(const mapping_t *m, const bp_module_t *mod)
+static int same_file(const mapping_t *m, const pr_module_t *mod)
 {
 	return m->inode == mod->ino && m->dev_major == major((dev_t)mod->dev) &&
 	       m->dev_minor == minor((dev_t)mod->dev);
@@ -57,7 +57,7 @@ static int same_file(const mapping_t *m, const bp_module_t *mod)
 
 /* The file behind mapping m of pid: the very inode mapped (map_files),
  * else the module's paths; only if it is the module's file. */
-static int open_module(pid_t pid, const mapping_t *m, const bp_module_t *mod)
+static int open_module(pid_t pid, const mapping_t *m, const pr_module_t *mod)
 {
 	char path[4200];
 	const char *tries[3] = { path, mod->attach_path, mod->path };
@@ -129,9 +129,9 @@ out:
 	return problem;
 }
 
-int bp_semaphore_guard(const bp_probe_set_t *set, const bp_probe_t *p, char *why, size_t n)
+int bp_semaphore_guard(const pr_probe_set_t *set, const pr_probe_t *p, char *why, size_t n)
 {
-	const bp_module_t *mod = &set->modules[p->module];
+	const pr_module_t *mod = &set->modules[p->module];
 	uint64_t at = p->runtime_semaphore;
 	mapping_t sem, site;
 	if (!set->is_process || !p->semaphore || !at || !p->runtime_address || p->semaphore_offset < 0) {

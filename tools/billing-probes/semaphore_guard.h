@@ -29,6 +29,6 @@
 
 /* 0 when p's semaphore in process set->pid passes every check above;
  * -1 with a one-line reason in why. */
-int bp_semaphore_guard(const bp_probe_set_t *set, const bp_probe_t *p, char *why, size_t n);
+int bp_semaphore_guard(const pr_probe_set_t *set, const pr_probe_t *p, char *why, size_t n);
 
 #endif /* BP_SEMAPHORE_GUARD_H */

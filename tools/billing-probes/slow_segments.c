@@ -97,7 +97,7 @@ static int open_segment(slow_target_t *st, slow_segment_t *s, char *err, size_t 
 {
 	const char *dir = slow_segment_dir(st);
 	struct stat sb;
-	int fd = top_segment_open(dir, s->name, st->t.user, st->t.pid >= 0 ? BX_OWNER_ONLY : BX_OWNER_OR_ROOT, &sb, err,
+	int fd = top_segment_open(dir, s->name, st->t.user, st->t.pid >= 0 ? PR_OWNER_ONLY : PR_OWNER_OR_ROOT, &sb, err,
 	                          errlen);
 	if (fd < 0 && errno == ENOENT)
 		return -1;

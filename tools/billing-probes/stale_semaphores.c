@@ -38,11 +38,11 @@ int bp_semaphore_is_stale(const bp_semaphore_t *s)
 	return s->value > 0 && s->attached == 0 && s->plain == s->sites;
 }
 
-static int survey_once(const bp_probe_set_t *set, bp_semaphore_survey_t *out)
+static int survey_once(const pr_probe_set_t *set, bp_semaphore_survey_t *out)
 {
 	memset(out, 0, sizeof *out);
 	for (size_t i = 0; i < set->probe_count; i++) {
-		const bp_probe_t *p = &set->probes[i];
+		const pr_probe_t *p = &set->probes[i];
 		if (!p->runtime_semaphore)
 			continue;
 		bp_semaphore_t *s = NULL;
@@ -51,7 +51,7 @@ static int survey_once(const bp_probe_set_t *set, bp_semaphore_survey_t *out)
 				s = &out->items[k];
 		if (!s) {
 			unsigned short value;
-			if (bp_proc_read_memory(set->pid, p->runtime_semaphore, &value, sizeof value) != 0)
+			if (pr_proc_read_memory(set->pid, p->runtime_semaphore, &value, sizeof value) != 0)
 				return -1;
 			bp_semaphore_t *items = realloc(out->items, (out->count + 1) * sizeof *items);
 			if (!items)
@@ -77,7 +77,7 @@ static int survey_once(const bp_probe_set_t *set, bp_semaphore_survey_t *out)
 	return 0;
 }
 
-int bp_semaphores_survey(const bp_probe_set_t *set, bp_semaphore_survey_t *out)
+int bp_semaphores_survey(const pr_probe_set_t *set, bp_semaphore_survey_t *out)
 {
 	bp_semaphore_survey_t first;
 	if (survey_once(set, &first) != 0) {
@@ -137,16 +137,16 @@ static int write_counter(pid_t pid, uint64_t addr, unsigned short value)
 }
 
 /* Re-read the value and the sites of s now. */
-static int reread(const bp_probe_set_t *set, const bp_semaphore_t *s, bp_semaphore_t *now)
+static int reread(const pr_probe_set_t *set, const bp_semaphore_t *s, bp_semaphore_t *now)
 {
 	*now = *s;
 	unsigned short value;
-	if (bp_proc_read_memory(set->pid, s->address, &value, sizeof value) != 0)
+	if (pr_proc_read_memory(set->pid, s->address, &value, sizeof value) != 0)
 		return -1;
 	now->value = value;
 	now->sites = now->attached = now->plain = 0;
 	for (size_t i = 0; i < set->probe_count; i++) {
-		const bp_probe_t *p = &set->probes[i];
+		const pr_probe_t *p = &set->probes[i];
 		if (p->runtime_semaphore != s->address)
 			continue;
 		bp_site_kind_t kind = bp_site_read(set, p, -1);
@@ -157,7 +157,7 @@ static int reread(const bp_probe_set_t *set, const bp_semaphore_t *s, bp_semapho
 	return 0;
 }
 
-int bp_semaphore_clear(const bp_probe_set_t *set, const bp_semaphore_t *s, char *why, size_t n)
+int bp_semaphore_clear(const pr_probe_set_t *set, const bp_semaphore_t *s, char *why, size_t n)
 {
 	bp_semaphore_t now;
 	if (reread(set, s, &now) != 0)

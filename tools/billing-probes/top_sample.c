@@ -24,11 +24,11 @@ int top_segment_open(const char *dir, const char *name, uid_t user, int how, str
 	char why[256];
 	int dfd, fd, skip;
 	uid_t owner;
-	if (bx_stats_dir_open(dir, (long)user, how, &dfd, &owner, why, sizeof why) != 0) {
+	if (pr_stats_dir_open(dir, (long)user, how, &dfd, &owner, why, sizeof why) != 0) {
 		snprintf(err, errlen, "%s: %s", dir, why);
 		return -1;
 	}
-	fd = bx_stats_file_open(dfd, name, user, st, &skip, why, sizeof why);
+	fd = pr_stats_file_open(dfd, name, user, st, &skip, why, sizeof why);
 	close(dfd);
 	if (fd < 0)
 		snprintf(err, errlen, "%s/%s: %s", dir, name, why);
@@ -41,7 +41,7 @@ int top_target_find(top_target_t *t, const char *pid_text, const char *dir, char
 	t->pid = -1;
 	if (dir) {
 		int fd;
-		if (bx_stats_dir_open(dir, bx_stats_dir_user(dir, -1), BX_OWNER_OR_ROOT, &fd, &t->user, err, errlen) !=
+		if (pr_stats_dir_open(dir, pr_stats_dir_user(dir, -1), PR_OWNER_OR_ROOT, &fd, &t->user, err, errlen) !=
 		    0)
 			return -1;
 		close(fd);
@@ -51,12 +51,12 @@ int top_target_find(top_target_t *t, const char *pid_text, const char *dir, char
 	char *end;
 	errno = 0;
 	long pid = strtol(pid_text, &end, 10);
-	bx_proc_t proc;
+	pr_proc_t proc;
 	if (errno || *end || end == pid_text || pid <= 0 || pid > INT_MAX) {
 		snprintf(err, errlen, "'%s' is not a PID", pid_text);
 		return -1;
 	}
-	if (bx_proc_read((pid_t)pid, &proc) != 0) {
+	if (pr_proc_read((pid_t)pid, &proc) != 0) {
 		snprintf(err, errlen, "no process %ld", pid);
 		return -1;
 	}
@@ -64,7 +64,7 @@ int top_target_find(top_target_t *t, const char *pid_text, const char *dir, char
 	t->ns_pid = proc.ns_pid;
 	t->user = proc.uid;
 	t->start_time = proc.start_time;
-	if (bx_stats_segment_place(t->pid, t->ns_pid, t->user, &t->place) < 0) {
+	if (pr_stats_segment_place(t->pid, t->ns_pid, t->user, &t->place) < 0) {
 		snprintf(err, errlen, "process %ld maps no stats segment (not a stats build, or stats are off)", pid);
 		return -1;
 	}
@@ -98,7 +98,7 @@ int top_no_segment(const top_target_t *t, size_t nsegments, size_t nskipped, con
 	char user[96], first[TOP_SKIPPED_BYTES + 64] = "";
 	if (t->pid >= 0 || nsegments)
 		return 0;
-	bx_user_text(t->user, user, sizeof user);
+	pr_user_text(t->user, user, sizeof user);
 	if (nskipped)
 		snprintf(first, sizeof first, " (%zu file%s here left out: %s%s)", nskipped, nskipped == 1 ? "" : "s",
 		         first_skipped, nskipped == 1 ? "" : ", ...");
@@ -115,7 +115,7 @@ int top_sample_no_writer(const top_target_t *t, const top_sample_t *s, char *why
 		return 0;
 	if (!s->nsegments)
 		return top_no_segment(t, 0, s->nskipped, s->skipped[0], why, n);
-	bx_user_text(t->user, user, sizeof user);
+	pr_user_text(t->user, user, sizeof user);
 	if (s->nsegments == 1)
 		snprintf(why, n, "no service writes here now: the one segment of %s here is of a process that has exited",
 		         user);
@@ -405,12 +405,12 @@ static int read_process(const top_target_t *t, bs_segment_t *seg, top_sample_t *
 {
 	char why[512];
 	struct stat st;
-	bx_proc_t now;
-	if (bx_proc_read(t->pid, &now) != 0 || now.start_time != t->start_time)
+	pr_proc_t now;
+	if (pr_proc_read(t->pid, &now) != 0 || now.start_time != t->start_time)
 		return 1;
-	const bx_segment_place_t *p = &t->place;
+	const pr_segment_place_t *p = &t->place;
 	bs_slow_thresholds_t th;
-	int fd = top_segment_open(p->dir, p->name, t->user, BX_OWNER_ONLY, &st, err, errlen);
+	int fd = top_segment_open(p->dir, p->name, t->user, PR_OWNER_ONLY, &st, err, errlen);
 	if (fd < 0)
 		return -1;
 	int rc = bs_read_fd(fd, seg, why, sizeof why) != 0 || bs_slow_thresholds_read_fd(fd, &th, why, sizeof why) < 0;
@@ -449,7 +449,7 @@ static int read_dir(const top_target_t *t, bs_segment_t *seg, top_sample_t *s, c
 	size_t n = 0;
 	int rc = 0, dfd, bad;
 	uid_t owner;
-	if (bx_stats_dir_open(t->dir, (long)t->user, BX_OWNER_OR_ROOT, &dfd, &owner, why, sizeof why) != 0) {
+	if (pr_stats_dir_open(t->dir, (long)t->user, PR_OWNER_OR_ROOT, &dfd, &owner, why, sizeof why) != 0) {
 		snprintf(err, errlen, "%s: %s", t->dir, why);
 		return -1;
 	}
@@ -478,7 +478,7 @@ static int read_dir(const top_target_t *t, bs_segment_t *seg, top_sample_t *s, c
 		struct stat st;
 		/* the directory opened once: every file is checked in the one
 		 * that was checked; one that is not the user's is not read */
-		int fd = bx_stats_file_open(dfd, names[i], t->user, &st, &bad, why, sizeof why);
+		int fd = pr_stats_file_open(dfd, names[i], t->user, &st, &bad, why, sizeof why);
 		if (fd < 0) {
 			if (errno != ENOENT)
 				skipped(s, names[i], why);

@@ -71,7 +71,7 @@ typedef struct top_target {
 	uid_t user;      /* whose segments are read */
 	unsigned long long start_time;
 	pid_t ns_pid;
-	bx_segment_place_t place; /* the process's segment */
+	pr_segment_place_t place; /* the process's segment */
 } top_target_t;
 
 /* Find the target: PID's segment (the file it maps, else NSPID.stats in
@@ -86,8 +86,8 @@ int top_target_find(top_target_t *t, const char *pid_text, const char *dir, char
 int top_target_open(top_target_t *t, const char *pid_text, const char *dir, char *err, size_t errlen);
 
 /* Open dir/name as a segment of user, through the directory's and the
- * file's ownership checks (how: BX_OWNER_ONLY for a process's, else
- * BX_OWNER_OR_ROOT).  The fd, or -1 with the reason in err. */
+ * file's ownership checks (how: PR_OWNER_ONLY for a process's, else
+ * PR_OWNER_OR_ROOT).  The fd, or -1 with the reason in err. */
 int top_segment_open(const char *dir, const char *name, uid_t user, int how, struct stat *st, char *err,
                      size_t errlen);
 

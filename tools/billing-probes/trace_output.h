@@ -17,7 +17,10 @@
  * instant one count is lost, and it prints, on stdout, "WARNING: File
  * exists" and "Additional Info - helper: map_update_elem, retcode: -17".
  * From that line on nothing more of the script is shown (the gate turns
- * BP_GATE_LOST; the caller refuses in one line at the end).
+ * BP_GATE_LOST; the caller refuses in one line at the end).  Unless the
+ * update that failed is a sum(0), which adds nothing: the scripts make
+ * each new key of a per-CPU map so, before they count into it, and such
+ * a failure (its WARNING, source and marker lines) is dropped.
  *
  * The noise dropped from stderr (docs/tool.md, "What trace shows"):
  * "couldn't set RLIMIT_MEMLOCK" (bpftrace raises the limit, which kernels
@@ -45,13 +48,15 @@ typedef struct {
 	size_t lines;       /* whole stdout lines read so far */
 	int first_is_attaching;
 	bp_blank_trim_t trim;
-	bp_buf_t held;     /* stdout not shown yet (gate waiting) */
-	bp_buf_t out_line; /* the stdout line under way */
-	bp_buf_t warning;  /* a runtime WARNING line, shown once the next line is not a failed update */
-	bp_buf_t err_line; /* the stderr line under way */
-	size_t want;       /* probes asked for; 0: not checked */
-	size_t got;        /* probes bpftrace said, once it has */
-	size_t lost;       /* failed map updates */
+	pr_buf_t held;       /* stdout not shown yet (gate waiting) */
+	pr_buf_t out_line;   /* the stdout line under way */
+	pr_buf_t warning;    /* a runtime WARNING line, shown once the next line is not a failed update */
+	pr_buf_t err_line;   /* the stderr line under way */
+	size_t want;         /* probes asked for; 0: not checked */
+	size_t got;          /* probes bpftrace said, once it has */
+	size_t lost;         /* failed map updates that lost a count */
+	int update_line;     /* after a failed update: 1 its source line is next, 2 its marker line */
+	pr_buf_t update_src; /* that source line */
 	int gate;
 	int drop_memlock;
 } bp_trace_output_t;

@@ -33,14 +33,14 @@ static void forward_signal(int sig)
 
 /* Have the semaphores of every site the script uses been raised?  All
  * of them raised means bpftrace has attached its uprobes. */
-static int attached(pid_t pid, const bp_probe_set_t *set, const unsigned char *used)
+static int attached(pid_t pid, const pr_probe_set_t *set, const unsigned char *used)
 {
 	for (size_t i = 0; i < set->probe_count; i++) {
-		const bp_probe_t *p = &set->probes[i];
+		const pr_probe_t *p = &set->probes[i];
 		unsigned short value;
 		if (used[i] != BP_TRACE_ATTACHED || !p->runtime_semaphore)
 			continue;
-		if (bp_proc_read_memory(pid, p->runtime_semaphore, &value, sizeof value) != 0 || value == 0)
+		if (pr_proc_read_memory(pid, p->runtime_semaphore, &value, sizeof value) != 0 || value == 0)
 			return 0;
 	}
 	return 1;
@@ -52,7 +52,7 @@ static int attached(pid_t pid, const bp_probe_set_t *set, const unsigned char *u
 static int all_gone(const int *pids, const unsigned long long *starts, size_t npids)
 {
 	for (size_t i = 0; i < npids; i++) {
-		unsigned long long now = bp_process_start_time((pid_t)pids[i]);
+		unsigned long long now = pr_process_start_time((pid_t)pids[i]);
 		if (now != 0 && now == starts[i])
 			return 0;
 	}
@@ -85,7 +85,7 @@ static pid_t start_tracer(char **argv, size_t want, bp_trace_output_t *out)
 		close(err_pipe[0]);
 		close(err_pipe[1]);
 		execv(argv[0], argv);
-		bp_printf_escaped(stderr, "billing-probes: trace: cannot run %s: %s (apt-get install bpftrace)", argv[0],
+		pr_printf_escaped(stderr, "billing-probes: trace: cannot run %s: %s (apt-get install bpftrace)", argv[0],
 		                  strerror(errno));
 		fputc('\n', stderr);
 		_exit(BP_EXIT_ERROR);
@@ -170,7 +170,7 @@ static int refused(tracer_run_t *run)
  * can fire into maps about to be cleared.  0 when attached, 1 when
  * bpftrace exited meanwhile, 2 when its attachment was refused (run->status
  * set for both). */
-static int wait_attached(tracer_run_t *run, pid_t target, const bp_probe_set_t *set, const unsigned char *used)
+static int wait_attached(tracer_run_t *run, pid_t target, const pr_probe_set_t *set, const unsigned char *used)
 {
 	int any_semaphore = 0;
 	for (size_t i = 0; i < set->probe_count; i++)

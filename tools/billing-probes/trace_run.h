@@ -19,7 +19,7 @@ typedef struct {
 	const unsigned long long *starts;     /* all gone, bpftrace is stopped */
 	size_t npids;
 	pid_t command;             /* a -c command stopped at its entry point, or -1 */
-	const bp_probe_set_t *set; /* with used: the semaphores that say */
+	const pr_probe_set_t *set; /* with used: the semaphores that say */
 	const unsigned char *used; /* bpftrace has attached (-c) */
 } bp_trace_run_t;
 

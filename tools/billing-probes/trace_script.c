@@ -136,9 +136,9 @@ typedef struct {
 
 /* Has a site before i of module m (any module when m is (size_t)-1) the
  * same provider and name as site i? */
-static int named_before(const bp_probe_set_t *set, size_t i, size_t m)
+static int named_before(const pr_probe_set_t *set, size_t i, size_t m)
 {
-	const bp_probe_t *p = &set->probes[i];
+	const pr_probe_t *p = &set->probes[i];
 	for (size_t j = 0; j < i; j++)
 		if ((m == (size_t)-1 || set->probes[j].module == m) && strcmp(set->probes[j].provider, p->provider) == 0 &&
 		    strcmp(set->probes[j].name, p->name) == 0)
@@ -148,7 +148,7 @@ static int named_before(const bp_probe_set_t *set, size_t i, size_t m)
 
 /* How many sites of module m (any module when m is (size_t)-1) bear
  * site i's provider and name. */
-static size_t sites_named(const bp_probe_set_t *set, size_t i, size_t m)
+static size_t sites_named(const pr_probe_set_t *set, size_t i, size_t m)
 {
 	size_t n = 0;
 	for (size_t j = 0; j < set->probe_count; j++)
@@ -159,11 +159,11 @@ static size_t sites_named(const bp_probe_set_t *set, size_t i, size_t m)
 }
 
 /* Write one spec (",\n" before all but the clause's first) and count it. */
-static void put_spec(resolution_t *r, bp_buf_t *out, int first, const char *path, const bp_probe_t *p, size_t sites)
+static void put_spec(resolution_t *r, pr_buf_t *out, int first, const char *path, const pr_probe_t *p, size_t sites)
 {
 	if (!first)
-		bp_buf_puts(out, ",\n");
-	bp_buf_printf(out, "usdt:%s:%s:%s", path, p->provider, p->name);
+		pr_buf_puts(out, ",\n");
+	pr_buf_printf(out, "usdt:%s:%s:%s", path, p->provider, p->name);
 	if (r->counts) {
 		r->counts->specs++;
 		r->counts->sites += sites;
@@ -172,9 +172,9 @@ static void put_spec(resolution_t *r, bp_buf_t *out, int first, const char *path
 
 /* Expand one spec (trimmed, n bytes) into out; returns how many specs it
  * became (0: dropped). */
-static int expand_spec(resolution_t *r, const char *spec, size_t n, bp_buf_t *out, int first, int *passthrough)
+static int expand_spec(resolution_t *r, const char *spec, size_t n, pr_buf_t *out, int first, int *passthrough)
 {
-	const bp_probe_set_t *set = r->target->set;
+	const pr_probe_set_t *set = r->target->set;
 	char text[512];
 	if (n >= sizeof text)
 		n = sizeof text - 1;
@@ -182,8 +182,8 @@ static int expand_spec(resolution_t *r, const char *spec, size_t n, bp_buf_t *ou
 	text[n] = '\0';
 	if (strncmp(text, "usdt::", 6) != 0 || !strchr(text + 6, ':')) {
 		if (!first)
-			bp_buf_puts(out, ",\n");
-		bp_buf_puts(out, text);
+			pr_buf_puts(out, ",\n");
+		pr_buf_puts(out, text);
 		(*passthrough)++;
 		if (r->counts) {
 			r->counts->specs++;
@@ -203,7 +203,7 @@ static int expand_spec(resolution_t *r, const char *spec, size_t n, bp_buf_t *ou
 		int module_safe = bp_trace_path_is_safe(set->modules[m].attach_path);
 		/* each probe name once per module, in the set's order */
 		for (size_t i = 0; i < set->probe_count; i++) {
-			const bp_probe_t *p = &set->probes[i];
+			const pr_probe_t *p = &set->probes[i];
 			if (p->module != m || strcmp(p->provider, provider) != 0)
 				continue;
 			if (has_glob(name) ? fnmatch(name, p->name, 0) != 0 : strcmp(name, p->name) != 0)
@@ -235,7 +235,7 @@ static int expand_spec(resolution_t *r, const char *spec, size_t n, bp_buf_t *ou
 }
 
 /* Rewrite a spec list [s, e) into out.  Returns the number of specs. */
-static int rewrite_specs(resolution_t *r, const char *s, const char *e, bp_buf_t *out, int *passthrough)
+static int rewrite_specs(resolution_t *r, const char *s, const char *e, pr_buf_t *out, int *passthrough)
 {
 	int made = 0;
 	while (s < e) {
@@ -258,25 +258,25 @@ static int rewrite_specs(resolution_t *r, const char *s, const char *e, bp_buf_t
  * BTF, each PID also names its process's start time (the kernel's
  * start_boottime in /proc/PID/stat's clock ticks), so a process that gets
  * a traced PID after its owner exits is never counted. */
-static void put_pid_filter(bp_buf_t *out, const int *pids, size_t npids)
+static void put_pid_filter(pr_buf_t *out, const int *pids, size_t npids)
 {
 	char one[160];
 	long ticks = sysconf(_SC_CLK_TCK);
 	int btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0 && ticks > 0;
 	if (npids > 1)
-		bp_buf_puts(out, "(");
+		pr_buf_puts(out, "(");
 	for (size_t i = 0; i < npids; i++) {
-		unsigned long long start = btf ? bp_process_start_time((pid_t)pids[i]) : 0;
+		unsigned long long start = btf ? pr_process_start_time((pid_t)pids[i]) : 0;
 		if (start)
 			snprintf(one, sizeof one,
 			         "%s(pid == %d && curtask->group_leader->start_boottime / %ld == %llu)", i ? " || " : "",
 			         pids[i], 1000000000L / ticks, start);
 		else
 			snprintf(one, sizeof one, "%spid == %d", i ? " || " : "", pids[i]);
-		bp_buf_puts(out, one);
+		pr_buf_puts(out, one);
 	}
 	if (npids > 1)
-		bp_buf_puts(out, ")");
+		pr_buf_puts(out, ")");
 }
 
 char *bp_trace_resolve(const char *text, size_t len, const bp_trace_target_t *target, unsigned char *used,
@@ -285,7 +285,7 @@ char *bp_trace_resolve(const char *text, size_t len, const bp_trace_target_t *ta
 	resolution_t r = { target, used, counts };
 	const int *pids = target->pids;
 	size_t npids = target->npids;
-	bp_buf_t out = { 0 };
+	pr_buf_t out = { 0 };
 	if (counts)
 		memset(counts, 0, sizeof *counts);
 	const char *p = text, *end = text + len;
@@ -299,12 +299,12 @@ char *bp_trace_resolve(const char *text, size_t len, const bp_trace_target_t *ta
 		/* Leading blanks, comments and preprocessor lines pass through. */
 		const char *q = skip_lexical(p, end, &bad);
 		if (q != p) {
-			bp_buf_append(&out, p, (size_t)(q - p));
+			pr_buf_append(&out, p, (size_t)(q - p));
 			p = q;
 			continue;
 		}
 		if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
-			bp_buf_append(&out, p, 1);
+			pr_buf_append(&out, p, 1);
 			p++;
 			continue;
 		}
@@ -312,7 +312,7 @@ char *bp_trace_resolve(const char *text, size_t len, const bp_trace_target_t *ta
 			const char *eol = p;
 			while (eol < end && *eol != '\n')
 				eol++;
-			bp_buf_append(&out, p, (size_t)(eol - p));
+			pr_buf_append(&out, p, (size_t)(eol - p));
 			p = eol;
 			continue;
 		}
@@ -337,33 +337,33 @@ char *bp_trace_resolve(const char *text, size_t len, const bp_trace_target_t *ta
 			break;
 		}
 		clause_end = skip_block(clause_end, end, &bad);
-		bp_buf_t specs_out = { 0 };
+		pr_buf_t specs_out = { 0 };
 		int passthrough = 0;
 		int made = rewrite_specs(&r, specs, specs_end, &specs_out, &passthrough);
 		if (specs_out.failed)
 			out.failed = 1;
 		if (made > 0) {
-			bp_buf_append(&out, specs_out.data, specs_out.len);
-			bp_buf_append(&out, " ", 1);
+			pr_buf_append(&out, specs_out.data, specs_out.len);
+			pr_buf_append(&out, " ", 1);
 			if (npids > 0 && passthrough == 0) {
 				/* attached by path: keep to these processes */
-				bp_buf_puts(&out, "/");
+				pr_buf_puts(&out, "/");
 				put_pid_filter(&out, pids, npids);
 				if (*specs_end == '/') {
 					const char *pred_end = skip_predicate(specs_end, end, &bad);
-					bp_buf_puts(&out, " && (");
-					bp_buf_append(&out, specs_end + 1, (size_t)(pred_end - 1 - (specs_end + 1)));
-					bp_buf_puts(&out, ")/");
-					bp_buf_append(&out, pred_end, (size_t)(clause_end - pred_end));
+					pr_buf_puts(&out, " && (");
+					pr_buf_append(&out, specs_end + 1, (size_t)(pred_end - 1 - (specs_end + 1)));
+					pr_buf_puts(&out, ")/");
+					pr_buf_append(&out, pred_end, (size_t)(clause_end - pred_end));
 				} else {
-					bp_buf_puts(&out, "/ ");
-					bp_buf_append(&out, specs_end, (size_t)(clause_end - specs_end));
+					pr_buf_puts(&out, "/ ");
+					pr_buf_append(&out, specs_end, (size_t)(clause_end - specs_end));
 				}
 			} else {
-				bp_buf_append(&out, specs_end, (size_t)(clause_end - specs_end));
+				pr_buf_append(&out, specs_end, (size_t)(clause_end - specs_end));
 			}
 		} else {
-			bp_buf_puts(&out, "/* dropped: no module of the process carries its probes */");
+			pr_buf_puts(&out, "/* dropped: no module of the process carries its probes */");
 		}
 		free(specs_out.data);
 		p = clause_end;

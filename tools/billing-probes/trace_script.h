@@ -30,7 +30,7 @@ typedef void (*bp_dropped_fn)(const char *spec, void *ctx);
 
 /* What the script is resolved for. */
 typedef struct {
-	const bp_probe_set_t *set;
+	const pr_probe_set_t *set;
 	const int *pids; /* the processes to keep to: the predicate (none: every process) */
 	size_t npids;
 	/* bpftrace gets -p: every USDT probe written "usdt::PROVIDER:NAME",

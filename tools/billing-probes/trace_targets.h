@@ -18,13 +18,13 @@
  * none for --binary; *bare_pid the first of several -p that carries no
  * USDT probe at all (0: none), for the caller to refuse when the script
  * counts USDT probes.  0, or -1 after the one error line. */
-int bp_trace_load_targets(const bp_options_t *opt, const char *pid_text, bp_probe_set_t *set, int *pids,
+int bp_trace_load_targets(const bp_options_t *opt, const char *pid_text, pr_probe_set_t *set, int *pids,
                           size_t *npids, int *bare_pid);
 
 /* The module of needed (the libraries the --binary files load:
- * bp_probe_set_load_needed) that carries the probe a dropped spec
+ * pr_probe_set_load_needed) that carries the probe a dropped spec
  * ("usdt::PROVIDER:NAME", len bytes, NAME possibly a glob) names, or
  * NULL: what to add as another --binary. */
-const bp_module_t *bp_trace_loaded_carrier(const bp_probe_set_t *needed, const char *spec, size_t len);
+const pr_module_t *bp_trace_loaded_carrier(const pr_probe_set_t *needed, const char *spec, size_t len);
 
 #endif /* BP_TRACE_TARGETS_H */

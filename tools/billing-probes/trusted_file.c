@@ -88,7 +88,7 @@ int bp_open_trusted(const char *path, char *real, size_t n, char *why, size_t wh
 	if (resolve_checked(path, real, n, why, whylen) != 0)
 		return -1;
 	struct stat st;
-	int fd = bp_open_regular(real, O_NOFOLLOW, &st, why, whylen);
+	int fd = pr_open_regular(real, O_NOFOLLOW, &st, why, whylen);
 	if (fd < 0)
 		return -1;
 	const char *problem = file_problem(&st);

@@ -72,17 +72,17 @@ typedef struct seen_process {
 	int alive; /* in the current scan */
 } seen_process_t;
 
-struct bp_binary_seen {
+struct pr_binary_seen {
 	seen_process_t *items; /* by pid, ascending */
 	size_t count;
 };
 
-bp_binary_seen_t *bp_binary_seen_new(void)
+pr_binary_seen_t *pr_binary_seen_new(void)
 {
-	return calloc(1, sizeof(bp_binary_seen_t));
+	return calloc(1, sizeof(pr_binary_seen_t));
 }
 
-void bp_binary_seen_free(bp_binary_seen_t *seen)
+void pr_binary_seen_free(pr_binary_seen_t *seen)
 {
 	if (seen)
 		free(seen->items);
@@ -91,7 +91,7 @@ void bp_binary_seen_free(bp_binary_seen_t *seen)
 
 /* The entry of pid, inserted (looks 0) when it has none; NULL when out of
  * memory. */
-static seen_process_t *seen_entry(bp_binary_seen_t *seen, long pid)
+static seen_process_t *seen_entry(pr_binary_seen_t *seen, long pid)
 {
 	size_t lo = 0, hi = seen->count;
 	while (lo < hi) {
@@ -114,7 +114,7 @@ static seen_process_t *seen_entry(bp_binary_seen_t *seen, long pid)
 	return &grown[lo];
 }
 
-static void seen_forget_gone(bp_binary_seen_t *seen)
+static void seen_forget_gone(pr_binary_seen_t *seen)
 {
 	size_t kept = 0;
 	for (size_t i = 0; i < seen->count; i++)
@@ -125,12 +125,12 @@ static void seen_forget_gone(bp_binary_seen_t *seen)
 
 /* The entry of pid when its maps need no look (already looked at twice
  * as the process it is now), else NULL after readying it for a look. */
-static seen_process_t *seen_unchanged(bp_binary_seen_t *seen, long pid, seen_process_t **entry)
+static seen_process_t *seen_unchanged(pr_binary_seen_t *seen, long pid, seen_process_t **entry)
 {
 	struct stat exe;
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%ld/exe", pid);
-	unsigned long long start = bp_process_start_time((pid_t)pid);
+	unsigned long long start = pr_process_start_time((pid_t)pid);
 	if (stat(path, &exe) != 0)
 		memset(&exe, 0, sizeof exe); /* a kernel thread; or gone: its start time says */
 	seen_process_t *e = seen_entry(seen, pid);
@@ -145,13 +145,13 @@ static seen_process_t *seen_unchanged(bp_binary_seen_t *seen, long pid, seen_pro
 	return e->looks >= 2 ? e : NULL;
 }
 
-long bp_binary_scan(const char *path, bp_binary_known_fn known, bp_binary_found_fn found, void *ctx)
+long pr_binary_scan(const char *path, pr_binary_known_fn known, pr_binary_found_fn found, void *ctx)
 {
-	return bp_binary_scan_seen(path, NULL, known, found, ctx);
+	return pr_binary_scan_seen(path, NULL, known, found, ctx);
 }
 
-long bp_binary_scan_seen(const char *path, bp_binary_seen_t *seen, bp_binary_known_fn known,
-                         bp_binary_found_fn found, void *ctx)
+long pr_binary_scan_seen(const char *path, pr_binary_seen_t *seen, pr_binary_known_fn known,
+                         pr_binary_found_fn found, void *ctx)
 {
 	if (!path || path[0] != '/')
 		return 0;
@@ -167,7 +167,7 @@ long bp_binary_scan_seen(const char *path, bp_binary_seen_t *seen, bp_binary_kno
 		long pid = strtol(d->d_name, &endp, 10);
 		if (*endp || pid <= 0 || pid == (long)getpid())
 			continue;
-		bp_binary_file_t file;
+		pr_binary_file_t file;
 		struct stat seen_at_path, real;
 		seen_process_t *entry = NULL;
 		memset(&file, 0, sizeof file);

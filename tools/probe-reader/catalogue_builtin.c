@@ -23,7 +23,7 @@ static int arg_width(billing_arg_type_t type)
 	return 0;
 }
 
-int bp_catalogue_builtin(bp_catalogue_t *out)
+int pr_catalogue_builtin(pr_catalogue_t *out)
 {
 	memset(out, 0, sizeof *out);
 	out->probes = calloc(billing_catalogue_count_ ? billing_catalogue_count_ : 1, sizeof *out->probes);
@@ -31,16 +31,16 @@ int bp_catalogue_builtin(bp_catalogue_t *out)
 		return -1;
 	for (size_t i = 0; i < billing_catalogue_count_; i++) {
 		const billing_probe_info_t *info = &billing_catalogue_probes_[i];
-		bp_catalogue_probe_t *p = &out->probes[i];
+		pr_catalogue_probe_t *p = &out->probes[i];
 		p->provider = strdup(billing_catalogue_provider_);
 		p->name = strdup(info->sdt_name);
 		out->count++;
 		if (!p->provider || !p->name) {
-			bp_catalogue_free(out);
+			pr_catalogue_free(out);
 			return -1;
 		}
 		p->nargs = (int)info->nargs;
-		for (size_t a = 0; a < info->nargs && a < BP_CATALOGUE_MAX_ARGS; a++)
+		for (size_t a = 0; a < info->nargs && a < PR_CATALOGUE_MAX_ARGS; a++)
 			p->arg_size[a] = arg_width(info->args[a].type);
 	}
 	return 0;

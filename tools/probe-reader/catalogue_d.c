@@ -202,7 +202,7 @@ static int type_width(const arg_type_t *t)
 }
 
 /* "(type, type, ...)" after the probe name: count the arguments and note
- * each one's width in sizes (at most BP_CATALOGUE_MAX_ARGS). */
+ * each one's width in sizes (at most PR_CATALOGUE_MAX_ARGS). */
 static int count_args(lexer_t *lx, int *sizes)
 {
 	arg_type_t type;
@@ -223,7 +223,7 @@ static int count_args(lexer_t *lx, int *sizes)
 				return -1;
 			}
 			if (tokens_in_arg > 0) {
-				if (nargs < BP_CATALOGUE_MAX_ARGS)
+				if (nargs < PR_CATALOGUE_MAX_ARGS)
 					sizes[nargs] = type_width(&type);
 				nargs++;
 			}
@@ -257,9 +257,9 @@ static int count_args(lexer_t *lx, int *sizes)
 	return nargs;
 }
 
-static int add_probe(bp_catalogue_t *c, const char *provider, char *name, int nargs, const int *sizes, int line)
+static int add_probe(pr_catalogue_t *c, const char *provider, char *name, int nargs, const int *sizes, int line)
 {
-	bp_catalogue_probe_t *probes = realloc(c->probes, (c->count + 1) * sizeof *probes);
+	pr_catalogue_probe_t *probes = realloc(c->probes, (c->count + 1) * sizeof *probes);
 	char *prov = strdup(provider);
 	if (!probes || !prov) {
 		free(prov);
@@ -277,7 +277,7 @@ static int add_probe(bp_catalogue_t *c, const char *provider, char *name, int na
 	return 0;
 }
 
-static int parse_provider(lexer_t *lx, bp_catalogue_t *c)
+static int parse_provider(lexer_t *lx, pr_catalogue_t *c)
 {
 	next(lx); /* "provider" */
 	if (lx->kind != TOK_IDENT) {
@@ -323,7 +323,7 @@ static int parse_provider(lexer_t *lx, bp_catalogue_t *c)
 			}
 		}
 		next(lx);
-		int sizes[BP_CATALOGUE_MAX_ARGS] = { 0 };
+		int sizes[PR_CATALOGUE_MAX_ARGS] = { 0 };
 		int nargs = count_args(lx, sizes);
 		if (nargs < 0 || expect(lx, ";") != 0) {
 			free(name);
@@ -365,7 +365,7 @@ static void skip_declaration(lexer_t *lx)
 	fail(lx, line, "declaration without a closing ';'", NULL);
 }
 
-int bp_catalogue_parse(const char *text, size_t len, bp_catalogue_t *out, char *err, size_t errlen)
+int pr_catalogue_parse(const char *text, size_t len, pr_catalogue_t *out, char *err, size_t errlen)
 {
 	lexer_t lx = { text, text + len, 1, TOK_END, text, 0, 1, err, errlen, 0 };
 	int providers = 0;
@@ -384,33 +384,33 @@ int bp_catalogue_parse(const char *text, size_t len, bp_catalogue_t *out, char *
 	if (!lx.failed && out->count == 0)
 		fail(&lx, lx.line, "the provider declares no probes", NULL);
 	if (lx.failed) {
-		bp_catalogue_free(out);
+		pr_catalogue_free(out);
 		return -1;
 	}
 	return 0;
 }
 
-int bp_catalogue_load(const char *path, bp_catalogue_t *out, char *err, size_t errlen)
+int pr_catalogue_load(const char *path, pr_catalogue_t *out, char *err, size_t errlen)
 {
 	struct stat st;
 	memset(out, 0, sizeof *out);
-	int fd = bp_open_regular(path, 0, &st, err, errlen);
+	int fd = pr_open_regular(path, 0, &st, err, errlen);
 	if (fd < 0)
 		return -1;
 	/* A provider file is small; refuse anything that is not. */
 	enum { MAX_D_FILE = 4 * 1024 * 1024 };
 	size_t len;
-	char *text = bp_read_text_fd(fd, MAX_D_FILE, &len);
+	char *text = pr_read_text_fd(fd, MAX_D_FILE, &len);
 	if (!text) {
 		snprintf(err, errlen, "%s", errno == EFBIG ? "larger than 4 MiB: not a provider file" : strerror(errno));
 		return -1;
 	}
-	int rc = bp_catalogue_parse(text, len, out, err, errlen);
+	int rc = pr_catalogue_parse(text, len, out, err, errlen);
 	free(text);
 	return rc;
 }
 
-void bp_catalogue_free(bp_catalogue_t *c)
+void pr_catalogue_free(pr_catalogue_t *c)
 {
 	for (size_t i = 0; i < c->count; i++) {
 		free(c->probes[i].provider);
@@ -420,7 +420,7 @@ void bp_catalogue_free(bp_catalogue_t *c)
 	memset(c, 0, sizeof *c);
 }
 
-const bp_catalogue_probe_t *bp_catalogue_find(const bp_catalogue_t *cat, const char *provider, const char *name)
+const pr_catalogue_probe_t *pr_catalogue_find(const pr_catalogue_t *cat, const char *provider, const char *name)
 {
 	for (size_t i = 0; i < cat->count; i++)
 		if (strcmp(cat->probes[i].provider, provider) == 0 && strcmp(cat->probes[i].name, name) == 0)

@@ -6,8 +6,8 @@
  * Comments, preprocessor lines and #pragma are skipped; other top-level
  * declarations are skipped up to their ';'.
  */
-#ifndef BP_CATALOGUE_D_H
-#define BP_CATALOGUE_D_H
+#ifndef PR_CATALOGUE_D_H
+#define PR_CATALOGUE_D_H
 
 #include <stddef.h>
 
@@ -16,9 +16,9 @@ extern "C" {
 #endif
 
 /* Argument widths are kept for the first 12 arguments (sys/sdt.h's limit). */
-#define BP_CATALOGUE_MAX_ARGS 12
+#define PR_CATALOGUE_MAX_ARGS 12
 
-typedef struct bp_catalogue_probe {
+typedef struct pr_catalogue_probe {
 	char *provider;
 	char *name; /* double-underscore form, as in ELF notes */
 	int nargs;
@@ -26,24 +26,24 @@ typedef struct bp_catalogue_probe {
 	/* Bytes of each argument as a probe site stores it (LP64: long long 8,
 	 * int 4, any pointer 8); 0 when the type is not a base C type the
 	 * parser knows (a typedef): then its width is not checked. */
-	int arg_size[BP_CATALOGUE_MAX_ARGS];
-} bp_catalogue_probe_t;
+	int arg_size[PR_CATALOGUE_MAX_ARGS];
+} pr_catalogue_probe_t;
 
-typedef struct bp_catalogue {
-	bp_catalogue_probe_t *probes;
+typedef struct pr_catalogue {
+	pr_catalogue_probe_t *probes;
 	size_t count;
-} bp_catalogue_t;
+} pr_catalogue_t;
 
 /* Parse D text.  Returns 0, or -1 with "LINE: reason" in err. */
-int bp_catalogue_parse(const char *text, size_t len, bp_catalogue_t *out, char *err, size_t errlen);
+int pr_catalogue_parse(const char *text, size_t len, pr_catalogue_t *out, char *err, size_t errlen);
 /* Read and parse a file.  Returns 0, or -1 with a reason (no path) in err. */
-int bp_catalogue_load(const char *path, bp_catalogue_t *out, char *err, size_t errlen);
-void bp_catalogue_free(bp_catalogue_t *c);
+int pr_catalogue_load(const char *path, pr_catalogue_t *out, char *err, size_t errlen);
+void pr_catalogue_free(pr_catalogue_t *c);
 /* The probe named provider:name (ELF spelling), or NULL. */
-const bp_catalogue_probe_t *bp_catalogue_find(const bp_catalogue_t *cat, const char *provider, const char *name);
+const pr_catalogue_probe_t *pr_catalogue_find(const pr_catalogue_t *cat, const char *provider, const char *name);
 
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* BP_CATALOGUE_D_H */
+#endif /* PR_CATALOGUE_D_H */

@@ -69,7 +69,7 @@ static Elf_Data *dynamic_array(Elf *elf, size_t phnum, uint64_t size, int *none,
 }
 
 /* Fill out from the dynamic array.  0, or -1 with err. */
-static int read_entries(Elf *elf, size_t phnum, uint64_t size, Elf_Data *dyn, bp_elf_dynamic_t *out, char *err,
+static int read_entries(Elf *elf, size_t phnum, uint64_t size, Elf_Data *dyn, pr_elf_dynamic_t *out, char *err,
                         size_t errlen)
 {
 	size_t entsize = gelf_fsize(elf, ELF_T_DYN, 1, EV_CURRENT);
@@ -94,7 +94,7 @@ static int read_entries(Elf *elf, size_t phnum, uint64_t size, Elf_Data *dyn, bp
 	}
 	if (!needed && !strtab_addr)
 		return 0; /* no strings to read */
-	int64_t off = bp_elf_address_to_offset(elf, phnum, strtab_addr);
+	int64_t off = pr_elf_address_to_offset(elf, phnum, strtab_addr);
 	if (off < 0 || !strsz || (uint64_t)off > size || strsz > size - (uint64_t)off) {
 		snprintf(err, errlen, "corrupt ELF: the dynamic string table is not within the file");
 		return -1;
@@ -128,11 +128,11 @@ static int read_entries(Elf *elf, size_t phnum, uint64_t size, Elf_Data *dyn, bp
 	return 0;
 }
 
-int bp_elf_read_dynamic(int fd, bp_elf_dynamic_t *out, char *err, size_t errlen)
+int pr_elf_read_dynamic(int fd, pr_elf_dynamic_t *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
 	struct stat st;
-	Elf *elf = bp_elf_begin_regular(fd, &st, err, errlen);
+	Elf *elf = pr_elf_begin_regular(fd, &st, err, errlen);
 	if (!elf)
 		return -1;
 	int rc = -1, none = 0, interp = 0;
@@ -159,7 +159,7 @@ int bp_elf_read_dynamic(int fd, bp_elf_dynamic_t *out, char *err, size_t errlen)
 	return rc;
 }
 
-void bp_elf_dynamic_free(bp_elf_dynamic_t *d)
+void pr_elf_dynamic_free(pr_elf_dynamic_t *d)
 {
 	for (size_t i = 0; i < d->needed_count; i++)
 		free(d->needed[i]);

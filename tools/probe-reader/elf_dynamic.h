@@ -3,12 +3,12 @@
  * libraries it needs, where to look for them, the name it answers to.
  * Private to the probe reader library.
  */
-#ifndef BP_ELF_DYNAMIC_H
-#define BP_ELF_DYNAMIC_H
+#ifndef PR_ELF_DYNAMIC_H
+#define PR_ELF_DYNAMIC_H
 
 #include <stddef.h>
 
-typedef struct bp_elf_dynamic {
+typedef struct pr_elf_dynamic {
 	int elf_class;   /* EI_CLASS: a library must share it */
 	int machine;     /* e_machine: likewise */
 	int type;        /* e_type: ET_EXEC, ET_DYN... */
@@ -21,13 +21,13 @@ typedef struct bp_elf_dynamic {
 	char *runpath; /* DT_RUNPATH, NULL for none */
 	int nodeflib;  /* DF_1_NODEFLIB: no ld.so.cache, no system directories */
 	int pie;       /* DF_1_PIE: a program, which the loader refuses as a library */
-} bp_elf_dynamic_t;
+} pr_elf_dynamic_t;
 
 /* Read the dynamic section of the ELF open on fd, as the loader does:
  * PT_DYNAMIC and the string table it names by address (no section
  * headers needed).  0, or -1 with a one-line reason in err (not an ELF
  * file, truncated or corrupt).  Free *out either way. */
-int bp_elf_read_dynamic(int fd, bp_elf_dynamic_t *out, char *err, size_t errlen);
-void bp_elf_dynamic_free(bp_elf_dynamic_t *d);
+int pr_elf_read_dynamic(int fd, pr_elf_dynamic_t *out, char *err, size_t errlen);
+void pr_elf_dynamic_free(pr_elf_dynamic_t *d);
 
-#endif /* BP_ELF_DYNAMIC_H */
+#endif /* PR_ELF_DYNAMIC_H */

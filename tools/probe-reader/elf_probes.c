@@ -18,7 +18,7 @@
 
 #include "probe_set.h"
 
-int64_t bp_elf_address_to_offset(Elf *elf, size_t phnum, uint64_t addr)
+int64_t pr_elf_address_to_offset(Elf *elf, size_t phnum, uint64_t addr)
 {
 	for (size_t i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
@@ -72,17 +72,17 @@ static int scan_sections(Elf *elf, off_t file_size, elf_layout_t *lay, char *err
 	return 0;
 }
 
-static int add_note(bp_probe_set_t *set, size_t module, Elf *elf, size_t phnum, const elf_layout_t *lay,
+static int add_note(pr_probe_set_t *set, size_t module, Elf *elf, size_t phnum, const elf_layout_t *lay,
                     const unsigned char *desc, size_t len, int is64, int big_endian, int machine,
                     char *err, size_t errlen)
 {
-	bp_sdt_note_t note;
+	pr_sdt_note_t note;
 	char why[200];
-	if (bp_sdt_note_parse(desc, len, is64, big_endian, &note, why, sizeof why) != 0) {
+	if (pr_sdt_note_parse(desc, len, is64, big_endian, &note, why, sizeof why) != 0) {
 		snprintf(err, errlen, "malformed stapsdt note: %s", why);
 		return -1;
 	}
-	bp_probe_t *p = bp_probe_set_add_probe(set);
+	pr_probe_t *p = pr_probe_set_add_probe(set);
 	if (!p) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -97,16 +97,16 @@ static int add_note(bp_probe_set_t *set, size_t module, Elf *elf, size_t phnum, 
 	}
 	/* An argument string past decoding (more than 12 specs) leaves the
 	 * probe listed with unknown arguments (nargs -1): it is still there. */
-	p->nargs = bp_sdt_args_parse_machine(note.args, machine, p->args, why, sizeof why);
-	p->address = bp_sdt_adjust_address(note.pc, note.base, lay->base_addr);
-	p->semaphore = bp_sdt_adjust_address(note.semaphore, note.base, lay->base_addr);
-	p->address_offset = bp_elf_address_to_offset(elf, phnum, p->address);
-	p->semaphore_offset = p->semaphore ? bp_elf_address_to_offset(elf, phnum, p->semaphore) : -1;
+	p->nargs = pr_sdt_args_parse_machine(note.args, machine, p->args, why, sizeof why);
+	p->address = pr_sdt_adjust_address(note.pc, note.base, lay->base_addr);
+	p->semaphore = pr_sdt_adjust_address(note.semaphore, note.base, lay->base_addr);
+	p->address_offset = pr_elf_address_to_offset(elf, phnum, p->address);
+	p->semaphore_offset = p->semaphore ? pr_elf_address_to_offset(elf, phnum, p->semaphore) : -1;
 	p->traced = -1;
 	return 0;
 }
 
-Elf *bp_elf_begin_regular(int fd, struct stat *st, char *err, size_t errlen)
+Elf *pr_elf_begin_regular(int fd, struct stat *st, char *err, size_t errlen)
 {
 	if (fstat(fd, st) != 0) {
 		snprintf(err, errlen, "%s", strerror(errno));
@@ -126,10 +126,10 @@ Elf *bp_elf_begin_regular(int fd, struct stat *st, char *err, size_t errlen)
 	return elf;
 }
 
-int bp_elf_read_probes(int fd, bp_probe_set_t *set, size_t module, char *err, size_t errlen)
+int pr_elf_read_probes(int fd, pr_probe_set_t *set, size_t module, char *err, size_t errlen)
 {
 	struct stat st;
-	Elf *elf = bp_elf_begin_regular(fd, &st, err, errlen);
+	Elf *elf = pr_elf_begin_regular(fd, &st, err, errlen);
 	if (!elf)
 		return -1;
 	int rc = -1;
@@ -186,10 +186,10 @@ int bp_elf_read_probes(int fd, bp_probe_set_t *set, size_t module, char *err, si
 		size_t next;
 		while (pos < data->d_size && (next = gelf_getnote(data, pos, &nh, &name_off, &desc_off)) > 0) {
 			const char *owner = (const char *)data->d_buf + name_off;
-			if (nh.n_type == BP_SDT_NOTE_TYPE && nh.n_namesz == sizeof BP_SDT_NOTE_OWNER &&
-			    memcmp(owner, BP_SDT_NOTE_OWNER, sizeof BP_SDT_NOTE_OWNER) == 0) {
+			if (nh.n_type == PR_SDT_NOTE_TYPE && nh.n_namesz == sizeof PR_SDT_NOTE_OWNER &&
+			    memcmp(owner, PR_SDT_NOTE_OWNER, sizeof PR_SDT_NOTE_OWNER) == 0) {
 				if (add_note(set, module, elf, phnum, &lay, (const unsigned char *)data->d_buf + desc_off,
-				             nh.n_descsz, is64, big_endian, bp_sdt_machine_of_elf(eh.e_machine), err, errlen) != 0)
+				             nh.n_descsz, is64, big_endian, pr_sdt_machine_of_elf(eh.e_machine), err, errlen) != 0)
 					goto out;
 			}
 			pos = next;

@@ -45,11 +45,11 @@ static uint64_t u64_at(const unsigned char *p)
 	return v;
 }
 
-void bp_ld_cache_open(bp_ld_cache_t *c, const char *path)
+void pr_ld_cache_open(pr_ld_cache_t *c, const char *path)
 {
 	memset(c, 0, sizeof *c);
 	size_t len = 0;
-	char *text = bp_read_text_file(path, 64u << 20, &len);
+	char *text = pr_read_text_file(path, 64u << 20, &len);
 	if (!text) {
 		c->problem = "cannot be read";
 		return;
@@ -73,14 +73,14 @@ void bp_ld_cache_open(bp_ld_cache_t *c, const char *path)
 }
 
 /* The string at offset off, or NULL when it does not end in the file. */
-static const char *string_at(const bp_ld_cache_t *c, uint32_t off)
+static const char *string_at(const pr_ld_cache_t *c, uint32_t off)
 {
 	if (off >= c->size || !memchr(c->data + off, '\0', c->size - off))
 		return NULL;
 	return (const char *)c->data + off;
 }
 
-const char *bp_ld_cache_next(const bp_ld_cache_t *c, const char *name, size_t *pos, size_t *cpu_specific)
+const char *pr_ld_cache_next(const pr_ld_cache_t *c, const char *name, size_t *pos, size_t *cpu_specific)
 {
 	for (; c->data && *pos < c->nlibs; (*pos)++) {
 		const unsigned char *e = c->data + HEADER_SIZE + *pos * ENTRY_SIZE;
@@ -98,7 +98,7 @@ const char *bp_ld_cache_next(const bp_ld_cache_t *c, const char *name, size_t *p
 	return NULL;
 }
 
-void bp_ld_cache_close(bp_ld_cache_t *c)
+void pr_ld_cache_close(pr_ld_cache_t *c)
 {
 	free(c->data);
 	memset(c, 0, sizeof *c);

@@ -39,7 +39,7 @@
 
 static const char system_dirs[] = BP_SYSTEM_LIB_DIRS;
 
-const char *bp_ld_system_dirs(void)
+const char *pr_ld_system_dirs(void)
 {
 	return system_dirs;
 }
@@ -124,10 +124,10 @@ static int open_regular(const char *path, int *other_kind)
 	return fd;
 }
 
-/* One candidate file.  BP_LD_FOUND (fd, dyn), BP_LD_NOT_FOUND (absent,
+/* One candidate file.  PR_LD_FOUND (fd, dyn), PR_LD_NOT_FOUND (absent,
  * unopenable, another class or machine: the loader goes on), or
- * BP_LD_REFUSED (why: the loader would stop at it). */
-static int try_file(const char *path, const bp_ld_request_t *req, int *fd, bp_elf_dynamic_t *dyn, char *why,
+ * PR_LD_REFUSED (why: the loader would stop at it). */
+static int try_file(const char *path, const pr_ld_request_t *req, int *fd, pr_elf_dynamic_t *dyn, char *why,
                     size_t whylen)
 {
 	int other_kind;
@@ -135,25 +135,25 @@ static int try_file(const char *path, const bp_ld_request_t *req, int *fd, bp_el
 	if (f < 0 && other_kind) {
 		/* the loader opens it, cannot read an ELF header from it, and stops */
 		snprintf(why, whylen, "%s: not a regular file, where the loader stops", path);
-		return BP_LD_REFUSED;
+		return PR_LD_REFUSED;
 	}
 	if (f < 0)
-		return BP_LD_NOT_FOUND;
+		return PR_LD_NOT_FOUND;
 	char err[256];
-	int rc = BP_LD_REFUSED;
-	if (bp_elf_read_dynamic(f, dyn, err, sizeof err) != 0)
+	int rc = PR_LD_REFUSED;
+	if (pr_elf_read_dynamic(f, dyn, err, sizeof err) != 0)
 		snprintf(why, whylen, "%s: %s, where the loader stops", path, err);
 	else if (dyn->elf_class != req->elf_class || dyn->machine != req->machine)
-		rc = BP_LD_NOT_FOUND;
+		rc = PR_LD_NOT_FOUND;
 	else if (dyn->type != ET_DYN || dyn->pie)
 		snprintf(why, whylen, "%s: not a shared library (%s), where the loader stops", path,
 		         dyn->pie ? "a position-independent program" : "ELF type not ET_DYN");
 	else
-		rc = BP_LD_FOUND;
-	if (rc == BP_LD_FOUND) {
+		rc = PR_LD_FOUND;
+	if (rc == PR_LD_FOUND) {
 		*fd = f;
 	} else {
-		bp_elf_dynamic_free(dyn);
+		pr_elf_dynamic_free(dyn);
 		close(f);
 	}
 	return rc;
@@ -202,8 +202,8 @@ static int cpu_specific_copy(const char *dir, const char *name, int depth, char 
 }
 
 /* Try each directory of list (':' or, for LD_LIBRARY_PATH, ';' too). */
-static int try_list(const char *list, const char *seps, const char *origin, const bp_ld_request_t *req, int *fd,
-                    bp_elf_dynamic_t *dyn, char *path, size_t pathlen, char *why, size_t whylen)
+static int try_list(const char *list, const char *seps, const char *origin, const pr_ld_request_t *req, int *fd,
+                    pr_elf_dynamic_t *dyn, char *path, size_t pathlen, char *why, size_t whylen)
 {
 	for (const char *p = list;; p++) {
 		size_t len = strcspn(p, seps);
@@ -215,17 +215,17 @@ static int try_list(const char *list, const char *seps, const char *origin, cons
 				snprintf(why, whylen, "%s: a copy for particular CPUs, which the loader prefers where the CPU has "
 				                      "them (not modelled here)",
 				         copy);
-				return BP_LD_REFUSED;
+				return PR_LD_REFUSED;
 			}
 			if (snprintf(path, pathlen, "%s/%s", dir, req->name) < (int)pathlen) {
 				int rc = try_file(path, req, fd, dyn, why, whylen);
-				if (rc != BP_LD_NOT_FOUND)
+				if (rc != PR_LD_NOT_FOUND)
 					return rc;
 			}
 		}
 		p += len;
 		if (!*p)
-			return BP_LD_NOT_FOUND;
+			return PR_LD_NOT_FOUND;
 	}
 }
 
@@ -239,7 +239,7 @@ static void searched(char *why, size_t whylen, const char *what, const char *lis
 		why[used] = '\0';
 }
 
-static void searched_path(char *why, size_t whylen, const bp_ld_path_t *p)
+static void searched_path(char *why, size_t whylen, const pr_ld_path_t *p)
 {
 	char what[PATH_MAX + 16], list[PATH_MAX * 2];
 	snprintf(what, sizeof what, "%s of %s", p->kind, p->file);
@@ -249,29 +249,29 @@ static void searched_path(char *why, size_t whylen, const bp_ld_path_t *p)
 		searched(why, whylen, what, p->list);
 }
 
-static int search_cache(const bp_ld_request_t *req, int *fd, bp_elf_dynamic_t *dyn, char *path, size_t pathlen,
+static int search_cache(const pr_ld_request_t *req, int *fd, pr_elf_dynamic_t *dyn, char *path, size_t pathlen,
                         char *why, size_t whylen)
 {
 	size_t pos = 0, cpu = 0;
-	while (bp_ld_cache_next(req->cache, req->name, &pos, &cpu))
+	while (pr_ld_cache_next(req->cache, req->name, &pos, &cpu))
 		;
 	if (cpu) {
 		snprintf(why, whylen, "/etc/ld.so.cache lists %zu cop%s for particular CPUs, which the loader prefers where "
 		                      "the CPU has them (not modelled here)",
 		         cpu, cpu == 1 ? "y" : "ies");
-		return BP_LD_REFUSED;
+		return PR_LD_REFUSED;
 	}
 	const char *p;
-	for (pos = 0; (p = bp_ld_cache_next(req->cache, req->name, &pos, &cpu)) != NULL;) {
+	for (pos = 0; (p = pr_ld_cache_next(req->cache, req->name, &pos, &cpu)) != NULL;) {
 		snprintf(path, pathlen, "%s", p);
 		int rc = try_file(path, req, fd, dyn, why, whylen);
-		if (rc != BP_LD_NOT_FOUND)
+		if (rc != PR_LD_NOT_FOUND)
 			return rc;
 	}
-	return BP_LD_NOT_FOUND;
+	return PR_LD_NOT_FOUND;
 }
 
-int bp_ld_search(const bp_ld_request_t *req, int *fd, bp_elf_dynamic_t *dyn, char *path, size_t pathlen, char *why,
+int pr_ld_search(const pr_ld_request_t *req, int *fd, pr_elf_dynamic_t *dyn, char *path, size_t pathlen, char *why,
                  size_t whylen)
 {
 	char places[2048] = "";
@@ -281,16 +281,16 @@ int bp_ld_search(const bp_ld_request_t *req, int *fd, bp_elf_dynamic_t *dyn, cha
 	if (strchr(req->name, '/')) {
 		if (expand(req->name, strlen(req->name), req->loader_origin, req->secure, path, pathlen) != 0) {
 			snprintf(why, whylen, "its $ORIGIN, $LIB or $PLATFORM cannot be expanded");
-			return BP_LD_NOT_FOUND;
+			return PR_LD_NOT_FOUND;
 		}
 		rc = try_file(path, req, fd, dyn, why, whylen);
-		if (rc == BP_LD_NOT_FOUND)
+		if (rc == PR_LD_NOT_FOUND)
 			snprintf(why, whylen, "%s: no such library", path);
 		return rc;
 	}
 	for (size_t i = 0; i < req->rpath_count; i++) {
 		rc = try_list(req->rpaths[i].list, ":", req->rpaths[i].origin, req, fd, dyn, path, pathlen, why, whylen);
-		if (rc != BP_LD_NOT_FOUND)
+		if (rc != PR_LD_NOT_FOUND)
 			return rc;
 		searched_path(places, sizeof places, &req->rpaths[i]);
 	}
@@ -298,7 +298,7 @@ int bp_ld_search(const bp_ld_request_t *req, int *fd, bp_elf_dynamic_t *dyn, cha
 		searched(places, sizeof places, "LD_LIBRARY_PATH ignored (a set-id program)", NULL);
 	} else if (req->library_path && req->library_path[0]) {
 		rc = try_list(req->library_path, ":;", req->program_origin, req, fd, dyn, path, pathlen, why, whylen);
-		if (rc != BP_LD_NOT_FOUND)
+		if (rc != PR_LD_NOT_FOUND)
 			return rc;
 		searched(places, sizeof places, "LD_LIBRARY_PATH", req->library_path);
 	} else {
@@ -306,21 +306,21 @@ int bp_ld_search(const bp_ld_request_t *req, int *fd, bp_elf_dynamic_t *dyn, cha
 	}
 	if (req->runpath.list) {
 		rc = try_list(req->runpath.list, ":", req->runpath.origin, req, fd, dyn, path, pathlen, why, whylen);
-		if (rc != BP_LD_NOT_FOUND)
+		if (rc != PR_LD_NOT_FOUND)
 			return rc;
 		searched_path(places, sizeof places, &req->runpath);
 	}
 	if (req->nodeflib) {
 		searched(places, sizeof places, "no ld.so.cache nor system directories (DF_1_NODEFLIB)", NULL);
 	} else {
-		if ((rc = search_cache(req, fd, dyn, path, pathlen, why, whylen)) != BP_LD_NOT_FOUND)
+		if ((rc = search_cache(req, fd, dyn, path, pathlen, why, whylen)) != PR_LD_NOT_FOUND)
 			return rc;
 		searched(places, sizeof places, "/etc/ld.so.cache", req->cache->problem);
 		rc = try_list(system_dirs, ":", NULL, req, fd, dyn, path, pathlen, why, whylen);
-		if (rc != BP_LD_NOT_FOUND)
+		if (rc != PR_LD_NOT_FOUND)
 			return rc;
 		searched(places, sizeof places, system_dirs, NULL);
 	}
 	snprintf(why, whylen, "not found (searched: %s)", places);
-	return BP_LD_NOT_FOUND;
+	return PR_LD_NOT_FOUND;
 }

@@ -35,7 +35,7 @@ enum { NO_LOADER = -1 };
 typedef struct object {
 	char *path;   /* as named or found */
 	char *origin; /* what $ORIGIN stands for in its paths, NULL unknown */
-	bp_elf_dynamic_t dyn;
+	pr_elf_dynamic_t dyn;
 	long loader;  /* the object whose DT_NEEDED loaded it, NO_LOADER for one named */
 	char **names; /* the DT_NEEDED names it was loaded for */
 	size_t name_count;
@@ -46,8 +46,8 @@ typedef struct object {
 typedef struct program {
 	object_t *objects;
 	size_t count;
-	bp_ld_cache_t cache;
-	bp_probe_set_t *out;
+	pr_ld_cache_t cache;
+	pr_probe_set_t *out;
 	char *err;
 	size_t errlen;
 } program_t;
@@ -133,7 +133,7 @@ static object_t *same_file(program_t *pg, unsigned long long dev, unsigned long 
 
 /* A module of the sets named: an object, its dynamic section read from
  * the very file whose probes were read. */
-static int add_named(program_t *pg, const bp_module_t *mod)
+static int add_named(program_t *pg, const pr_module_t *mod)
 {
 	const char *path = mod->attach_path ? mod->attach_path : mod->path;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -162,7 +162,7 @@ static int add_named(program_t *pg, const bp_module_t *mod)
 	o->ino = (unsigned long long)st.st_ino;
 	o->secure = (st.st_mode & (S_ISUID | S_ISGID)) != 0;
 	char why[300];
-	int rc = bp_elf_read_dynamic(fd, &o->dyn, why, sizeof why);
+	int rc = pr_elf_read_dynamic(fd, &o->dyn, why, sizeof why);
 	close(fd);
 	if (rc != 0) {
 		snprintf(pg->err, pg->errlen, "%.300s: %s", mod->path, why);
@@ -173,7 +173,7 @@ static int add_named(program_t *pg, const bp_module_t *mod)
 }
 
 /* A library found: an object, and a module of out with its probes. */
-static int add_found(program_t *pg, size_t loader, const char *name, const char *path, int fd, bp_elf_dynamic_t *dyn)
+static int add_found(program_t *pg, size_t loader, const char *name, const char *path, int fd, pr_elf_dynamic_t *dyn)
 {
 	struct stat st;
 	if (fstat(fd, &st) != 0) {
@@ -194,8 +194,8 @@ static int add_found(program_t *pg, size_t loader, const char *name, const char 
 	o->secure = pg->objects[loader].secure;
 	o->origin = origin_of(path, 0);
 
-	bp_probe_set_t *out = pg->out;
-	size_t m = bp_probe_set_add_module(out, path);
+	pr_probe_set_t *out = pg->out;
+	size_t m = pr_probe_set_add_module(out, path);
 	if (m == (size_t)-1)
 		return out_of_memory(pg);
 	out->modules[m].dev = o->dev;
@@ -207,9 +207,9 @@ static int add_found(program_t *pg, size_t loader, const char *name, const char 
 		return out_of_memory(pg);
 	size_t before = out->probe_count;
 	char why[256];
-	if (lseek(fd, 0, SEEK_SET) != 0 || bp_elf_read_probes(fd, out, m, why, sizeof why) != 0) {
-		bp_probe_set_truncate(out, before);
-		if (bp_probe_set_add_unreadable(out, path, why) != 0)
+	if (lseek(fd, 0, SEEK_SET) != 0 || pr_elf_read_probes(fd, out, m, why, sizeof why) != 0) {
+		pr_probe_set_truncate(out, before);
+		if (pr_probe_set_add_unreadable(out, path, why) != 0)
 			return out_of_memory(pg);
 	}
 	return 0;
@@ -217,12 +217,12 @@ static int add_found(program_t *pg, size_t loader, const char *name, const char 
 
 static int add_missing(program_t *pg, const char *name, const char *needed_by, const char *why)
 {
-	bp_probe_set_t *out = pg->out;
-	bp_missing_library_t *list = realloc(out->missing, (out->missing_count + 1) * sizeof *list);
+	pr_probe_set_t *out = pg->out;
+	pr_missing_library_t *list = realloc(out->missing, (out->missing_count + 1) * sizeof *list);
 	if (!list)
 		return out_of_memory(pg);
 	out->missing = list;
-	bp_missing_library_t *m = &list[out->missing_count++];
+	pr_missing_library_t *m = &list[out->missing_count++];
 	m->name = strdup(name);
 	m->needed_by = strdup(needed_by);
 	m->why = strdup(why);
@@ -241,7 +241,7 @@ static const object_t *program_of(const program_t *pg, const object_t *o)
 /* The DT_RPATH lists the loader tries for a name object i needs: its
  * own and those of the objects that loaded it, up to its program; none
  * when it has a DT_RUNPATH.  Into rpaths (pg->count slots); their count. */
-static size_t rpath_chain(const program_t *pg, size_t i, bp_ld_path_t *rpaths)
+static size_t rpath_chain(const program_t *pg, size_t i, pr_ld_path_t *rpaths)
 {
 	size_t n = 0;
 	const object_t *l = &pg->objects[i];
@@ -249,7 +249,7 @@ static size_t rpath_chain(const program_t *pg, size_t i, bp_ld_path_t *rpaths)
 		return 0;
 	for (;;) {
 		if (l->dyn.rpath)
-			rpaths[n++] = (bp_ld_path_t){ l->dyn.rpath, l->origin, "RPATH", l->path };
+			rpaths[n++] = (pr_ld_path_t){ l->dyn.rpath, l->origin, "RPATH", l->path };
 		if (l->loader == NO_LOADER)
 			return n;
 		l = &pg->objects[l->loader];
@@ -265,16 +265,16 @@ static int load_needed_of(program_t *pg, size_t i)
 		const char *name = o->dyn.needed[k];
 		if (answering(pg, name))
 			continue;
-		bp_ld_path_t *rpaths = calloc(pg->count, sizeof *rpaths);
+		pr_ld_path_t *rpaths = calloc(pg->count, sizeof *rpaths);
 		if (!rpaths)
 			return out_of_memory(pg);
-		bp_ld_request_t req;
+		pr_ld_request_t req;
 		memset(&req, 0, sizeof req);
 		req.name = name;
 		req.loader_origin = o->origin;
 		req.rpaths = rpaths;
 		req.rpath_count = rpath_chain(pg, i, rpaths);
-		req.runpath = (bp_ld_path_t){ o->dyn.runpath, o->origin, "RUNPATH", o->path };
+		req.runpath = (pr_ld_path_t){ o->dyn.runpath, o->origin, "RUNPATH", o->path };
 		req.program_origin = program_of(pg, o)->origin;
 		req.library_path = getenv("LD_LIBRARY_PATH");
 		req.secure = o->secure;
@@ -285,12 +285,12 @@ static int load_needed_of(program_t *pg, size_t i)
 
 		char path[PATH_MAX], why[4096];
 		int fd;
-		bp_elf_dynamic_t dyn;
-		int rc = bp_ld_search(&req, &fd, &dyn, path, sizeof path, why, sizeof why);
+		pr_elf_dynamic_t dyn;
+		int rc = pr_ld_search(&req, &fd, &dyn, path, sizeof path, why, sizeof why);
 		free(rpaths);
-		if (rc == BP_LD_FOUND) {
+		if (rc == PR_LD_FOUND) {
 			rc = add_found(pg, i, name, path, fd, &dyn);
-			bp_elf_dynamic_free(&dyn);
+			pr_elf_dynamic_free(&dyn);
 			close(fd);
 		} else {
 			rc = add_missing(pg, name, o->path, why);
@@ -301,7 +301,7 @@ static int load_needed_of(program_t *pg, size_t i)
 	return 0;
 }
 
-int bp_probe_set_load_needed(const bp_probe_set_t *sets, size_t nsets, bp_probe_set_t *out, char *err, size_t errlen)
+int pr_probe_set_load_needed(const pr_probe_set_t *sets, size_t nsets, pr_probe_set_t *out, char *err, size_t errlen)
 {
 	program_t pg;
 	memset(&pg, 0, sizeof pg);
@@ -314,36 +314,36 @@ int bp_probe_set_load_needed(const bp_probe_set_t *sets, size_t nsets, bp_probe_
 		for (size_t m = 0; !sets[s].is_process && m < sets[s].module_count && rc == 0; m++)
 			rc = add_named(&pg, &sets[s].modules[m]);
 	if (rc == 0 && pg.count)
-		bp_ld_cache_open(&pg.cache, "/etc/ld.so.cache");
+		pr_ld_cache_open(&pg.cache, "/etc/ld.so.cache");
 	for (size_t i = 0; rc == 0 && i < pg.count; i++)
 		rc = load_needed_of(&pg, i);
 	for (size_t i = 0; i < pg.count; i++) {
 		object_t *o = &pg.objects[i];
 		free(o->path);
 		free(o->origin);
-		bp_elf_dynamic_free(&o->dyn);
+		pr_elf_dynamic_free(&o->dyn);
 		for (size_t k = 0; k < o->name_count; k++)
 			free(o->names[k]);
 		free(o->names);
 	}
 	free(pg.objects);
-	bp_ld_cache_close(&pg.cache);
+	pr_ld_cache_close(&pg.cache);
 	return rc;
 }
 
-int bp_elf_is_program(const char *path, char *err, size_t errlen)
+int pr_elf_is_program(const char *path, char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		snprintf(err, errlen, "%s", errno == ENOENT ? "no such file" : strerror(errno));
 		return -1;
 	}
-	bp_elf_dynamic_t dyn;
+	pr_elf_dynamic_t dyn;
 	memset(&dyn, 0, sizeof dyn);
-	int rc = bp_elf_read_dynamic(fd, &dyn, err, errlen);
+	int rc = pr_elf_read_dynamic(fd, &dyn, err, errlen);
 	close(fd);
 	if (rc == 0)
 		rc = dyn.type == ET_EXEC || (dyn.type == ET_DYN && (dyn.pie || (dyn.has_interp && !dyn.soname)));
-	bp_elf_dynamic_free(&dyn);
+	pr_elf_dynamic_free(&dyn);
 	return rc;
 }

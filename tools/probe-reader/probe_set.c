@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t bp_probe_set_add_module(bp_probe_set_t *set, const char *path)
+size_t pr_probe_set_add_module(pr_probe_set_t *set, const char *path)
 {
-	bp_module_t *mods = realloc(set->modules, (set->module_count + 1) * sizeof *mods);
+	pr_module_t *mods = realloc(set->modules, (set->module_count + 1) * sizeof *mods);
 	if (!mods)
 		return (size_t)-1;
 	set->modules = mods;
@@ -23,23 +23,23 @@ size_t bp_probe_set_add_module(bp_probe_set_t *set, const char *path)
 	return set->module_count++;
 }
 
-bp_probe_t *bp_probe_set_add_probe(bp_probe_set_t *set)
+pr_probe_t *pr_probe_set_add_probe(pr_probe_set_t *set)
 {
 	if ((set->probe_count & (set->probe_count - 1)) == 0) {
 		/* grow at every power of two */
 		size_t cap = set->probe_count ? set->probe_count * 2 : 16;
-		bp_probe_t *probes = realloc(set->probes, cap * sizeof *probes);
+		pr_probe_t *probes = realloc(set->probes, cap * sizeof *probes);
 		if (!probes)
 			return NULL;
 		set->probes = probes;
 	}
-	bp_probe_t *p = &set->probes[set->probe_count++];
+	pr_probe_t *p = &set->probes[set->probe_count++];
 	memset(p, 0, sizeof *p);
 	p->traced = -1;
 	return p;
 }
 
-int bp_probe_set_add_unreadable(bp_probe_set_t *set, const char *path, const char *why)
+int pr_probe_set_add_unreadable(pr_probe_set_t *set, const char *path, const char *why)
 {
 	char **list = realloc(set->unreadable, (set->unreadable_count + 1) * sizeof *list);
 	if (!list)
@@ -67,17 +67,17 @@ static char *dup_or_null(const char *s, int *failed)
 	return d;
 }
 
-int bp_probe_set_merge(bp_probe_set_t *dst, const bp_probe_set_t *src)
+int pr_probe_set_merge(pr_probe_set_t *dst, const pr_probe_set_t *src)
 {
 	int failed = 0;
 	for (size_t m = 0; m < src->module_count && !failed; m++) {
-		const bp_module_t *sm = &src->modules[m];
+		const pr_module_t *sm = &src->modules[m];
 		int seen = 0;
 		for (size_t k = 0; k < dst->module_count && !seen; k++)
 			seen = sm->ino && dst->modules[k].dev == sm->dev && dst->modules[k].ino == sm->ino;
 		if (seen)
 			continue;
-		size_t dm = bp_probe_set_add_module(dst, sm->path);
+		size_t dm = pr_probe_set_add_module(dst, sm->path);
 		if (dm == (size_t)-1)
 			return -1;
 		dst->modules[dm].has_note_section = sm->has_note_section;
@@ -89,7 +89,7 @@ int bp_probe_set_merge(bp_probe_set_t *dst, const bp_probe_set_t *src)
 		for (size_t i = 0; i < src->probe_count && !failed; i++) {
 			if (src->probes[i].module != m)
 				continue;
-			bp_probe_t *p = bp_probe_set_add_probe(dst);
+			pr_probe_t *p = pr_probe_set_add_probe(dst);
 			if (!p)
 				return -1;
 			*p = src->probes[i];
@@ -102,7 +102,7 @@ int bp_probe_set_merge(bp_probe_set_t *dst, const bp_probe_set_t *src)
 	return failed ? -1 : 0;
 }
 
-void bp_probe_set_truncate(bp_probe_set_t *set, size_t count)
+void pr_probe_set_truncate(pr_probe_set_t *set, size_t count)
 {
 	for (size_t i = count; i < set->probe_count; i++) {
 		free(set->probes[i].provider);
@@ -113,9 +113,9 @@ void bp_probe_set_truncate(bp_probe_set_t *set, size_t count)
 		set->probe_count = count;
 }
 
-void bp_probe_set_free(bp_probe_set_t *set)
+void pr_probe_set_free(pr_probe_set_t *set)
 {
-	bp_probe_set_truncate(set, 0);
+	pr_probe_set_truncate(set, 0);
 	for (size_t i = 0; i < set->module_count; i++) {
 		free(set->modules[i].path);
 		free(set->modules[i].attach_path);

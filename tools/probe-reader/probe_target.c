@@ -32,7 +32,7 @@ static int looks_like_pid(const char *spec, long *pid)
 	return 1;
 }
 
-int bp_probe_set_add_file(bp_probe_set_t *set, const char *path, char *err, size_t errlen)
+int pr_probe_set_add_file(pr_probe_set_t *set, const char *path, char *err, size_t errlen)
 {
 	/* O_NONBLOCK: a FIFO named as target must not hang the open. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -45,7 +45,7 @@ int bp_probe_set_add_file(bp_probe_set_t *set, const char *path, char *err, size
 			snprintf(err, errlen, "%s", strerror(errno));
 		return -1;
 	}
-	size_t module = bp_probe_set_add_module(set, path);
+	size_t module = pr_probe_set_add_module(set, path);
 	int rc = -1;
 	struct stat st;
 	if (module == (size_t)-1) {
@@ -56,7 +56,7 @@ int bp_probe_set_add_file(bp_probe_set_t *set, const char *path, char *err, size
 			set->modules[module].ino = (unsigned long long)st.st_ino;
 		}
 		set->modules[module].attach_path = strdup(path);
-		rc = set->modules[module].attach_path ? bp_elf_read_probes(fd, set, module, err, errlen) : -1;
+		rc = set->modules[module].attach_path ? pr_elf_read_probes(fd, set, module, err, errlen) : -1;
 		if (!set->modules[module].attach_path)
 			snprintf(err, errlen, "out of memory");
 	}
@@ -64,7 +64,7 @@ int bp_probe_set_add_file(bp_probe_set_t *set, const char *path, char *err, size
 	return rc;
 }
 
-int bp_probe_set_load(const char *spec, bp_probe_set_t *set, char *err, size_t errlen)
+int pr_probe_set_load(const char *spec, pr_probe_set_t *set, char *err, size_t errlen)
 {
 	long pid;
 	memset(set, 0, sizeof *set);
@@ -74,12 +74,12 @@ int bp_probe_set_load(const char *spec, bp_probe_set_t *set, char *err, size_t e
 			snprintf(err, errlen, "no such process");
 			return -1;
 		}
-		return bp_probe_set_load_pid((pid_t)pid, set, err, errlen);
+		return pr_probe_set_load_pid((pid_t)pid, set, err, errlen);
 	}
-	return bp_probe_set_add_file(set, spec, err, errlen);
+	return pr_probe_set_add_file(set, spec, err, errlen);
 }
 
-char *bp_probe_name_to_elf(const char *name, char *out, size_t n)
+char *pr_probe_name_to_elf(const char *name, char *out, size_t n)
 {
 	size_t o = 0;
 	for (const char *c = name; *c; c++) {

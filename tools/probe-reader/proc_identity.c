@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-#include "probe_reader.h" /* bp_process_start_time */
+#include "probe_reader.h" /* pr_process_start_time */
 
 /* The effective uid and the innermost NSpid of /proc/PID/status; -1 when
  * it cannot be read. */
@@ -37,26 +37,26 @@ static int read_status(pid_t pid, uid_t *uid, pid_t *ns_pid)
 	return got ? 0 : -1;
 }
 
-int bx_proc_read(pid_t pid, bx_proc_t *out)
+int pr_proc_read(pid_t pid, pr_proc_t *out)
 {
 	memset(out, 0, sizeof *out);
 	out->pid = pid;
-	out->start_time = pid > 0 ? bp_process_start_time(pid) : 0;
+	out->start_time = pid > 0 ? pr_process_start_time(pid) : 0;
 	/* the status read is that process's only if the start time holds
 	 * across it: a PID reused in between has a later one */
 	if (!out->start_time || read_status(pid, &out->uid, &out->ns_pid) != 0 ||
-	    bp_process_start_time(pid) != out->start_time)
+	    pr_process_start_time(pid) != out->start_time)
 		return -1;
 	return 0;
 }
 
-int bx_proc_wrote(pid_t ns_pid, unsigned long long start_time, uid_t owner, bx_proc_t *out)
+int pr_proc_wrote(pid_t ns_pid, unsigned long long start_time, uid_t owner, pr_proc_t *out)
 {
-	return start_time && bx_proc_read(ns_pid, out) == 0 && out->start_time == start_time &&
+	return start_time && pr_proc_read(ns_pid, out) == 0 && out->start_time == start_time &&
 	       out->ns_pid == ns_pid && out->uid == owner;
 }
 
-int bx_proc_each_mapping(pid_t pid, bx_mapping_fn fn, void *ctx)
+int pr_proc_each_mapping(pid_t pid, pr_mapping_fn fn, void *ctx)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);

@@ -72,13 +72,13 @@ static int running_since(pid_t pid, unsigned long long *start)
 	return state != 'Z' && state != 'X';
 }
 
-int bp_process_gone(pid_t pid)
+int pr_process_gone(pid_t pid)
 {
 	unsigned long long start;
 	return !running_since(pid, &start);
 }
 
-unsigned long long bp_process_start_time(pid_t pid)
+unsigned long long pr_process_start_time(pid_t pid)
 {
 	unsigned long long start;
 	return running_since(pid, &start) ? start : 0;
@@ -154,7 +154,7 @@ static int read_maps(pid_t pid, maps_t *m, char *err, size_t errlen)
 		return -1;
 	}
 	if (rc == 0 && m->count == 0) {
-		if (bp_process_gone(pid))
+		if (pr_process_gone(pid))
 			snprintf(err, errlen, "process has exited (zombie or gone)");
 		else
 			snprintf(err, errlen, "maps no files (a kernel thread?)");
@@ -237,9 +237,9 @@ static int not_a_program_file(const char *path)
 }
 
 /* A mapped ELF file whose probes we cannot know: one line in the set. */
-static int note_unreadable(bp_probe_set_t *t, const mapping_t *mp, const char *why, char *err, size_t errlen)
+static int note_unreadable(pr_probe_set_t *t, const mapping_t *mp, const char *why, char *err, size_t errlen)
 {
-	if (bp_probe_set_add_unreadable(t, mp->path, why) == 0)
+	if (pr_probe_set_add_unreadable(t, mp->path, why) == 0)
 		return 0;
 	snprintf(err, errlen, "out of memory");
 	return -1;
@@ -259,7 +259,7 @@ static uint64_t runtime_address(const maps_t *m, size_t module, int64_t file_off
 	return 0;
 }
 
-int bp_proc_read_memory(pid_t pid, uint64_t addr, void *buf, size_t n)
+int pr_proc_read_memory(pid_t pid, uint64_t addr, void *buf, size_t n)
 {
 	struct iovec local = { buf, n };
 	struct iovec remote = { (void *)(uintptr_t)addr, n };
@@ -289,10 +289,10 @@ int bp_proc_read_memory(pid_t pid, uint64_t addr, void *buf, size_t n)
 /* Read the 16-bit semaphore (sys/sdt.h: unsigned short); 0 ok, -1 with errno. */
 static int read_semaphore(pid_t pid, uint64_t addr, unsigned short *value)
 {
-	return bp_proc_read_memory(pid, addr, value, sizeof *value);
+	return pr_proc_read_memory(pid, addr, value, sizeof *value);
 }
 
-static int load_modules(pid_t pid, maps_t *m, bp_probe_set_t *t, char *err, size_t errlen)
+static int load_modules(pid_t pid, maps_t *m, pr_probe_set_t *t, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < m->count; i++) {
 		mapping_t *mp = &m->items[i];
@@ -309,7 +309,7 @@ static int load_modules(pid_t pid, maps_t *m, bp_probe_set_t *t, char *err, size
 		int fd = open_mapped_file(pid, mp);
 		if (fd < 0) {
 			int open_errno = errno;
-			if (bp_process_gone(pid)) {
+			if (pr_process_gone(pid)) {
 				snprintf(err, errlen, "process exited while being read");
 				return -1;
 			}
@@ -333,7 +333,7 @@ static int load_modules(pid_t pid, maps_t *m, bp_probe_set_t *t, char *err, size
 			close(fd);
 			continue;
 		}
-		size_t module = bp_probe_set_add_module(t, mp->path);
+		size_t module = pr_probe_set_add_module(t, mp->path);
 		if (module == (size_t)-1) {
 			close(fd);
 			snprintf(err, errlen, "out of memory");
@@ -347,9 +347,9 @@ static int load_modules(pid_t pid, maps_t *m, bp_probe_set_t *t, char *err, size
 		t->modules[module].attach_path = attach_path(pid, mp, fd);
 		size_t before = t->probe_count;
 		char why[256];
-		if (bp_elf_read_probes(fd, t, module, why, sizeof why) != 0) {
+		if (pr_elf_read_probes(fd, t, module, why, sizeof why) != 0) {
 			/* Drop whatever the broken file yielded, and say so. */
-			bp_probe_set_truncate(t, before);
+			pr_probe_set_truncate(t, before);
 			if (note_unreadable(t, mp, why, err, errlen) != 0) {
 				close(fd);
 				return -1;
@@ -361,7 +361,7 @@ static int load_modules(pid_t pid, maps_t *m, bp_probe_set_t *t, char *err, size
 	return 0;
 }
 
-int bp_probe_set_load_pid(pid_t pid, bp_probe_set_t *t, char *err, size_t errlen)
+int pr_probe_set_load_pid(pid_t pid, pr_probe_set_t *t, char *err, size_t errlen)
 {
 	maps_t m = { NULL, 0, 0 };
 	t->is_process = 1;
@@ -374,7 +374,7 @@ int bp_probe_set_load_pid(pid_t pid, bp_probe_set_t *t, char *err, size_t errlen
 	if (rc == 0)
 		rc = load_modules(pid, &m, t, err, errlen);
 	for (size_t i = 0; rc == 0 && i < t->probe_count; i++) {
-		bp_probe_t *p = &t->probes[i];
+		pr_probe_t *p = &t->probes[i];
 		p->runtime_address = runtime_address(&m, p->module, p->address_offset);
 		p->traced = -1;
 		if (!p->semaphore)
@@ -384,7 +384,7 @@ int bp_probe_set_load_pid(pid_t pid, bp_probe_set_t *t, char *err, size_t errlen
 			continue;
 		unsigned short value;
 		if (read_semaphore(pid, p->runtime_semaphore, &value) != 0) {
-			if (errno == ESRCH || errno == ENOENT || bp_process_gone(pid))
+			if (errno == ESRCH || errno == ENOENT || pr_process_gone(pid))
 				snprintf(err, errlen, "process exited while being read");
 			else if (errno == EPERM || errno == EACCES)
 				snprintf(err, errlen, "permission denied reading its memory (need root, or the same user and ptrace access)");
@@ -398,7 +398,7 @@ int bp_probe_set_load_pid(pid_t pid, bp_probe_set_t *t, char *err, size_t errlen
 		p->traced = value > 0;
 	}
 	/* Exited after the last read: what we have may be half a process. */
-	if (rc == 0 && bp_process_gone(pid)) {
+	if (rc == 0 && pr_process_gone(pid)) {
 		snprintf(err, errlen, "process exited while being read");
 		rc = -1;
 	}

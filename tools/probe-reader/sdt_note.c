@@ -54,8 +54,8 @@ static int is_identifier(const char *s)
 	return 1;
 }
 
-int bp_sdt_note_parse(const unsigned char *desc, size_t len, int is64, int big_endian,
-                      bp_sdt_note_t *out, char *err, size_t errlen)
+int pr_sdt_note_parse(const unsigned char *desc, size_t len, int is64, int big_endian,
+                      pr_sdt_note_t *out, char *err, size_t errlen)
 {
 	size_t addr_size = is64 ? 8 : 4;
 	if (!desc || len < 3 * addr_size) {
@@ -86,7 +86,7 @@ int bp_sdt_note_parse(const unsigned char *desc, size_t len, int is64, int big_e
 	return 0;
 }
 
-uint64_t bp_sdt_adjust_address(uint64_t addr, uint64_t recorded_base, uint64_t base_section_addr)
+uint64_t pr_sdt_adjust_address(uint64_t addr, uint64_t recorded_base, uint64_t base_section_addr)
 {
 	if (addr == 0 || base_section_addr == 0)
 		return addr;
@@ -109,7 +109,7 @@ uint64_t bp_sdt_adjust_address(uint64_t addr, uint64_t recorded_base, uint64_t b
  *   POWER, s390    3 (register 3)  -12(31)  %r2  160(%r15)
  *
  * An operand that fits none of these, or a size that is not 1, 2, 4 or 8
- * bytes, makes that one argument BP_SDT_ARG_UNKNOWN: listed as written,
+ * bytes, makes that one argument PR_SDT_ARG_UNKNOWN: listed as written,
  * never read.  Only an argument string that cannot be split at all (more
  * than 12 arguments) fails as a whole.
  */
@@ -301,38 +301,38 @@ static int is_number(const char *s, size_t n)
 /* Returns 0 with the operand's kind, or -1 when it is no form we know.
  * The forms a bare word or "$N" take differ by architecture: with the
  * ELF machine known they are decided, else the x86 reading and "other". */
-static int classify_operand(const char *s, size_t n, int machine, bp_sdt_arg_kind_t *kind)
+static int classify_operand(const char *s, size_t n, int machine, pr_sdt_arg_kind_t *kind)
 {
 	if (n == 0)
 		return -1;
-	if (machine == BP_SDT_MACHINE_MIPS && is_mips_register(s, n)) {
-		*kind = BP_SDT_ARG_REGISTER; /* MIPS "$2", "$sp" */
+	if (machine == PR_SDT_MACHINE_MIPS && is_mips_register(s, n)) {
+		*kind = PR_SDT_ARG_REGISTER; /* MIPS "$2", "$sp" */
 		return 0;
 	}
-	if (is_number(s, n) && machine != BP_SDT_MACHINE_UNKNOWN) {
+	if (is_number(s, n) && machine != PR_SDT_MACHINE_UNKNOWN) {
 		/* POWER: register N; arm64, MIPS, RISC-V...: the constant N */
-		*kind = machine == BP_SDT_MACHINE_POWER ? BP_SDT_ARG_REGISTER : BP_SDT_ARG_IMMEDIATE;
+		*kind = machine == PR_SDT_MACHINE_POWER ? PR_SDT_ARG_REGISTER : PR_SDT_ARG_IMMEDIATE;
 		return 0;
 	}
 	if (s[0] == 'i' && is_number(s + 1, n - 1) &&
-	    (machine == BP_SDT_MACHINE_POWER || machine == BP_SDT_MACHINE_UNKNOWN)) {
-		*kind = BP_SDT_ARG_IMMEDIATE; /* POWER's constants: "i5" (no architecture names a register so) */
+	    (machine == PR_SDT_MACHINE_POWER || machine == PR_SDT_MACHINE_UNKNOWN)) {
+		*kind = PR_SDT_ARG_IMMEDIATE; /* POWER's constants: "i5" (no architecture names a register so) */
 		return 0;
 	}
 	if (is_x86_register(s, n))
-		*kind = BP_SDT_ARG_REGISTER;
+		*kind = PR_SDT_ARG_REGISTER;
 	else if ((s[0] == '$' || s[0] == '#') && is_expression(s + 1, n - 1))
-		*kind = BP_SDT_ARG_IMMEDIATE; /* "$5" (x86), "#5" (ARM) */
+		*kind = PR_SDT_ARG_IMMEDIATE; /* "$5" (x86), "#5" (ARM) */
 	else if (s[0] == '[' && is_bracket_memory(s, n))
-		*kind = BP_SDT_ARG_MEMORY;
+		*kind = PR_SDT_ARG_MEMORY;
 	else if (is_paren_memory(s, n))
-		*kind = BP_SDT_ARG_MEMORY;
+		*kind = PR_SDT_ARG_MEMORY;
 	else if (is_bare_register(s, n))
-		*kind = BP_SDT_ARG_REGISTER;
+		*kind = PR_SDT_ARG_REGISTER;
 	else if (number_len(s + (s[0] == '-'), n - (s[0] == '-')) == n - (s[0] == '-') && n > (size_t)(s[0] == '-'))
-		*kind = BP_SDT_ARG_OTHER; /* "5": an arm64 constant, POWER's register 5 */
+		*kind = PR_SDT_ARG_OTHER; /* "5": an arm64 constant, POWER's register 5 */
 	else if (is_expression(s, n) && s[0] != '-' && s[0] != '+')
-		*kind = BP_SDT_ARG_MEMORY; /* "counter", "counter+4": an absolute address */
+		*kind = PR_SDT_ARG_MEMORY; /* "counter", "counter+4": an absolute address */
 	else
 		return -1;
 	return 0;
@@ -340,9 +340,9 @@ static int classify_operand(const char *s, size_t n, int machine, bp_sdt_arg_kin
 
 /* The argument as written, for a listing: printable ASCII only (anything
  * else becomes '?'), cut with "..." when longer than the field. */
-static void keep_location(bp_sdt_arg_t *arg, const char *s, size_t n)
+static void keep_location(pr_sdt_arg_t *arg, const char *s, size_t n)
 {
-	size_t keep = n < BP_SDT_MAX_LOCATION ? n : BP_SDT_MAX_LOCATION - 4;
+	size_t keep = n < PR_SDT_MAX_LOCATION ? n : PR_SDT_MAX_LOCATION - 4;
 	for (size_t i = 0; i < keep; i++) {
 		unsigned char c = (unsigned char)s[i];
 		arg->location[i] = (c < 0x20 || c >= 0x7f) ? '?' : (char)c;
@@ -356,7 +356,7 @@ static void keep_location(bp_sdt_arg_t *arg, const char *s, size_t n)
 
 /* The size before '@': "[-]DIGITS[f]", 1, 2, 4 or 8 bytes ("f": floating
  * point, systemtap 4.x).  0, or -1 when it is none of these. */
-static int parse_size(const char *s, size_t n, bp_sdt_arg_t *arg)
+static int parse_size(const char *s, size_t n, pr_sdt_arg_t *arg)
 {
 	size_t i = 0;
 	if (i < n && s[i] == '-') {
@@ -382,9 +382,9 @@ static int parse_size(const char *s, size_t n, bp_sdt_arg_t *arg)
 }
 
 /* One spec "[-]SIZE[f]@OPERAND", or an old sdt.h's bare OPERAND, of
- * length n.  Never fails: what it cannot decode is BP_SDT_ARG_UNKNOWN,
+ * length n.  Never fails: what it cannot decode is PR_SDT_ARG_UNKNOWN,
  * with the whole spec as its location. */
-static void parse_one(const char *s, size_t n, int machine, bp_sdt_arg_t *arg)
+static void parse_one(const char *s, size_t n, int machine, pr_sdt_arg_t *arg)
 {
 	memset(arg, 0, sizeof *arg);
 	for (size_t i = 0; i < n; i++) {
@@ -405,7 +405,7 @@ static void parse_one(const char *s, size_t n, int machine, bp_sdt_arg_t *arg)
 		operand = at + 1;
 		operand_len = n - (size_t)(operand - s);
 	}
-	if (operand_len == 0 || operand_len >= BP_SDT_MAX_LOCATION ||
+	if (operand_len == 0 || operand_len >= PR_SDT_MAX_LOCATION ||
 	    classify_operand(operand, operand_len, machine, &arg->kind) != 0)
 		goto unknown;
 	memcpy(arg->location, operand, operand_len);
@@ -413,37 +413,37 @@ static void parse_one(const char *s, size_t n, int machine, bp_sdt_arg_t *arg)
 	return;
 unknown:
 	memset(arg, 0, sizeof *arg);
-	arg->kind = BP_SDT_ARG_UNKNOWN;
+	arg->kind = PR_SDT_ARG_UNKNOWN;
 	keep_location(arg, s, n);
 }
 
-int bp_sdt_args_parse(const char *args, bp_sdt_arg_t out[BP_SDT_MAX_ARGS], char *err, size_t errlen)
+int pr_sdt_args_parse(const char *args, pr_sdt_arg_t out[PR_SDT_MAX_ARGS], char *err, size_t errlen)
 {
-	return bp_sdt_args_parse_machine(args, BP_SDT_MACHINE_UNKNOWN, out, err, errlen);
+	return pr_sdt_args_parse_machine(args, PR_SDT_MACHINE_UNKNOWN, out, err, errlen);
 }
 
-int bp_sdt_machine_of_elf(unsigned elf_machine)
+int pr_sdt_machine_of_elf(unsigned elf_machine)
 {
 	switch (elf_machine) {
 	case 3:  /* EM_386 */
 	case 62: /* EM_X86_64 */
-		return BP_SDT_MACHINE_X86;
+		return PR_SDT_MACHINE_X86;
 	case 8: /* EM_MIPS */
-		return BP_SDT_MACHINE_MIPS;
+		return PR_SDT_MACHINE_MIPS;
 	case 20: /* EM_PPC */
 	case 21: /* EM_PPC64 */
-		return BP_SDT_MACHINE_POWER;
+		return PR_SDT_MACHINE_POWER;
 	case 183: /* EM_AARCH64 */
 	case 40:  /* EM_ARM */
 	case 243: /* EM_RISCV */
 	case 22:  /* EM_S390 */
-		return BP_SDT_MACHINE_OTHER;
+		return PR_SDT_MACHINE_OTHER;
 	default:
-		return BP_SDT_MACHINE_UNKNOWN;
+		return PR_SDT_MACHINE_UNKNOWN;
 	}
 }
 
-int bp_sdt_args_parse_machine(const char *args, int machine, bp_sdt_arg_t out[BP_SDT_MAX_ARGS], char *err,
+int pr_sdt_args_parse_machine(const char *args, int machine, pr_sdt_arg_t out[PR_SDT_MAX_ARGS], char *err,
                               size_t errlen)
 {
 	int count = 0;
@@ -464,7 +464,7 @@ int bp_sdt_args_parse_machine(const char *args, int machine, bp_sdt_arg_t out[BP
 			else if (*end == ']' && depth > 0)
 				depth--;
 		}
-		if (count == BP_SDT_MAX_ARGS) {
+		if (count == PR_SDT_MAX_ARGS) {
 			set_err(err, errlen, "more than 12 arguments in one probe");
 			return -1;
 		}
@@ -475,7 +475,7 @@ int bp_sdt_args_parse_machine(const char *args, int machine, bp_sdt_arg_t out[BP
 	return count;
 }
 
-const char *bp_sdt_arg_type_name(const bp_sdt_arg_t *arg)
+const char *pr_sdt_arg_type_name(const pr_sdt_arg_t *arg)
 {
 	if (arg->is_float)
 		return arg->size == 4 ? "float32" : arg->size == 8 ? "float64"
@@ -489,14 +489,14 @@ const char *bp_sdt_arg_type_name(const bp_sdt_arg_t *arg)
 	}
 }
 
-const char *bp_sdt_arg_kind_name(bp_sdt_arg_kind_t kind)
+const char *pr_sdt_arg_kind_name(pr_sdt_arg_kind_t kind)
 {
 	switch (kind) {
-	case BP_SDT_ARG_REGISTER: return "register";
-	case BP_SDT_ARG_IMMEDIATE: return "immediate";
-	case BP_SDT_ARG_MEMORY: return "memory";
-	case BP_SDT_ARG_OTHER: return "other";
-	case BP_SDT_ARG_UNKNOWN: return "unknown";
+	case PR_SDT_ARG_REGISTER: return "register";
+	case PR_SDT_ARG_IMMEDIATE: return "immediate";
+	case PR_SDT_ARG_MEMORY: return "memory";
+	case PR_SDT_ARG_OTHER: return "other";
+	case PR_SDT_ARG_UNKNOWN: return "unknown";
 	}
 	return "?";
 }

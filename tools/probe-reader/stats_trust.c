@@ -16,7 +16,7 @@
 
 #define DEFAULT_NAME "billing-stats-"
 
-const char *bx_user_text(uid_t uid, char *buf, size_t n)
+const char *pr_user_text(uid_t uid, char *buf, size_t n)
 {
 	struct passwd *pw = getpwuid(uid);
 	if (pw && pw->pw_name)
@@ -26,7 +26,7 @@ const char *bx_user_text(uid_t uid, char *buf, size_t n)
 	return buf;
 }
 
-long bx_stats_dir_user(const char *path, long only_uid)
+long pr_stats_dir_user(const char *path, long only_uid)
 {
 	if (only_uid >= 0)
 		return only_uid;
@@ -49,7 +49,7 @@ long bx_stats_dir_user(const char *path, long only_uid)
 	return uid <= 0xfffffffeL ? uid : -1;
 }
 
-int bx_stats_dir_open(const char *path, long expected, int how, int *fd, uid_t *user, char *err, size_t errlen)
+int pr_stats_dir_open(const char *path, long expected, int how, int *fd, uid_t *user, char *err, size_t errlen)
 {
 	struct stat st;
 	char owner[128], want[128];
@@ -59,21 +59,21 @@ int bx_stats_dir_open(const char *path, long expected, int how, int *fd, uid_t *
 		snprintf(err, errlen, "%s", errno == ELOOP ? "a symbolic link, not a directory" : strerror(errno));
 		goto fail;
 	}
-	bx_user_text(st.st_uid, owner, sizeof owner);
+	pr_user_text(st.st_uid, owner, sizeof owner);
 	if (expected < 0 && st.st_uid != 0 && st.st_uid != geteuid()) {
 		snprintf(err, errlen, "belongs to %s, neither root nor this exporter's user: name the user whose "
 		                      "segments it holds with --uid",
 		         owner);
 		goto fail;
 	}
-	if (expected >= 0 && st.st_uid != (uid_t)expected && (how == BX_OWNER_ONLY || st.st_uid != 0)) {
+	if (expected >= 0 && st.st_uid != (uid_t)expected && (how == PR_OWNER_ONLY || st.st_uid != 0)) {
 		snprintf(err, errlen, "belongs to %s, not to %s whose segments it should hold: made by another user?",
-		         owner, bx_user_text((uid_t)expected, want, sizeof want));
+		         owner, pr_user_text((uid_t)expected, want, sizeof want));
 		goto fail;
 	}
-	if ((st.st_mode & 022) && (how == BX_OWNER_ONLY || !(st.st_mode & S_ISVTX))) {
+	if ((st.st_mode & 022) && (how == PR_OWNER_ONLY || !(st.st_mode & S_ISVTX))) {
 		snprintf(err, errlen, "writable by others (mode %04o%s): anyone could put segments there",
-		         (unsigned)(st.st_mode & 07777), how == BX_OWNER_ONLY ? "" : ", not sticky");
+		         (unsigned)(st.st_mode & 07777), how == PR_OWNER_ONLY ? "" : ", not sticky");
 		goto fail;
 	}
 	*user = expected >= 0 ? (uid_t)expected : st.st_uid;
@@ -85,12 +85,12 @@ fail:
 	return -1;
 }
 
-int bx_stats_file_open(int dfd, const char *name, uid_t user, struct stat *st, int *why, char *err,
+int pr_stats_file_open(int dfd, const char *name, uid_t user, struct stat *st, int *why, char *err,
                        size_t errlen)
 {
 	char owner[128], want[128];
 	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	*why = BX_FILE_UNREADABLE;
+	*why = PR_FILE_UNREADABLE;
 	if (fd < 0 || fstat(fd, st) != 0) {
 		int e = errno;
 		snprintf(err, errlen, "%s", e == ELOOP ? "a symbolic link, not a segment" : strerror(e));
@@ -102,9 +102,9 @@ int bx_stats_file_open(int dfd, const char *name, uid_t user, struct stat *st, i
 	if (!S_ISREG(st->st_mode))
 		snprintf(err, errlen, "not a regular file");
 	else if (st->st_uid != user) {
-		*why = BX_FILE_OTHER_USER;
-		snprintf(err, errlen, "belongs to %s, not to %s", bx_user_text(st->st_uid, owner, sizeof owner),
-		         bx_user_text(user, want, sizeof want));
+		*why = PR_FILE_OTHER_USER;
+		snprintf(err, errlen, "belongs to %s, not to %s", pr_user_text(st->st_uid, owner, sizeof owner),
+		         pr_user_text(user, want, sizeof want));
 	} else if (st->st_mode & 022)
 		snprintf(err, errlen, "writable by others (mode %04o)", (unsigned)(st->st_mode & 07777));
 	else
@@ -114,7 +114,7 @@ int bx_stats_file_open(int dfd, const char *name, uid_t user, struct stat *st, i
 	return -1;
 }
 
-/* bx_proc_each_mapping's callback: the first "N.stats" file a process
+/* pr_proc_each_mapping's callback: the first "N.stats" file a process
  * maps, into a bx_mapped_segment_t. */
 typedef struct bx_mapped_segment {
 	char path[PATH_MAX];
@@ -133,12 +133,12 @@ static int stats_mapping(unsigned long long dev, unsigned long long ino, const c
 	return 1;
 }
 
-int bx_stats_segment_place(pid_t pid, pid_t ns_pid, uid_t user, bx_segment_place_t *p)
+int pr_stats_segment_place(pid_t pid, pid_t ns_pid, uid_t user, pr_segment_place_t *p)
 {
 	bx_mapped_segment_t m;
 	memset(&m, 0, sizeof m);
 	memset(p, 0, sizeof *p);
-	int r = bx_proc_each_mapping(pid, stats_mapping, &m);
+	int r = pr_proc_each_mapping(pid, stats_mapping, &m);
 	if (r > 0) {
 		char *slash = strrchr(m.path, '/');
 		*slash = '\0';

@@ -11,8 +11,8 @@
  * may add files but not replace the user's).  A segment file must be a
  * regular file of the expected user that nobody else may write.
  */
-#ifndef BX_STATS_TRUST_H
-#define BX_STATS_TRUST_H
+#ifndef PR_STATS_TRUST_H
+#define PR_STATS_TRUST_H
 
 #include <limits.h>
 #include <stddef.h>
@@ -20,34 +20,34 @@
 #include <sys/types.h>
 
 /* How a directory's owner is checked. */
-enum { BX_OWNER_OR_ROOT, /* a --stats-dir: the expected user or root */
-       BX_OWNER_ONLY,    /* where a --pid's segment is: that process's user, as the writer insists */
+enum { PR_OWNER_OR_ROOT, /* a --stats-dir: the expected user or root */
+       PR_OWNER_ONLY,    /* where a --pid's segment is: that process's user, as the writer insists */
 };
 
 /* The expected user of --stats-dir path: only_uid (--uid) when >= 0, else
  * the UID of a last component "billing-stats-UID", else -1. */
-long bx_stats_dir_user(const char *path, long only_uid);
+long pr_stats_dir_user(const char *path, long only_uid);
 
 /* Open directory path to read segments of user `expected` (-1: whoever
  * owns it, when that is root or this exporter's effective user).  0 with
  * *fd and the user in *user, or -1 with a one-line reason in err. */
-int bx_stats_dir_open(const char *path, long expected, int how, int *fd, uid_t *user, char *err, size_t errlen);
+int pr_stats_dir_open(const char *path, long expected, int how, int *fd, uid_t *user, char *err, size_t errlen);
 
-/* Why bx_stats_file_open() refused a file (the exporter's skip reasons
+/* Why pr_stats_file_open() refused a file (the exporter's skip reasons
  * use the same numbers). */
-enum { BX_FILE_UNREADABLE = 1, /* anything but the next */
-       BX_FILE_OTHER_USER = 2, /* another user's file */
+enum { PR_FILE_UNREADABLE = 1, /* anything but the next */
+       PR_FILE_OTHER_USER = 2, /* another user's file */
 };
 
 /* Open name in directory dfd as a segment of user `user`.  The fd, its
  * stat in *st, or -1 with a one-line reason in err and *why set to
- * BX_FILE_OTHER_USER or BX_FILE_UNREADABLE (errno says ENOENT for a file
+ * PR_FILE_OTHER_USER or PR_FILE_UNREADABLE (errno says ENOENT for a file
  * that is gone). */
-int bx_stats_file_open(int dfd, const char *name, uid_t user, struct stat *st, int *why, char *err,
+int pr_stats_file_open(int dfd, const char *name, uid_t user, struct stat *st, int *why, char *err,
                        size_t errlen);
 
 /* "uid 998 (billing)" or "uid 998", into buf. */
-const char *bx_user_text(uid_t uid, char *buf, size_t n);
+const char *pr_user_text(uid_t uid, char *buf, size_t n);
 
 /* Where process pid's segment is.  1: the "N.stats" file it maps, in
  * dir (through /proc/PID/root, so a container's path resolves) with its
@@ -55,12 +55,12 @@ const char *bx_user_text(uid_t uid, char *buf, size_t n);
  * process), so NSPID.stats in /dev/shm/billing-stats-UID of its user
  * (dev and ino 0), the writer's default place; -1: its maps say it maps
  * none. */
-typedef struct bx_segment_place {
+typedef struct pr_segment_place {
 	char dir[PATH_MAX + 64];
 	char name[NAME_MAX + 1];
 	unsigned long long dev, ino;
-} bx_segment_place_t;
+} pr_segment_place_t;
 
-int bx_stats_segment_place(pid_t pid, pid_t ns_pid, uid_t user, bx_segment_place_t *p);
+int pr_stats_segment_place(pid_t pid, pid_t ns_pid, uid_t user, pr_segment_place_t *p);
 
-#endif /* BX_STATS_TRUST_H */
+#endif /* PR_STATS_TRUST_H */

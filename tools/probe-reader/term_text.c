@@ -7,21 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-int bp_byte_needs_escape(unsigned char c)
+int pr_byte_needs_escape(unsigned char c)
 {
 	return c < 0x20 || c >= 0x7f;
 }
 
 static size_t byte_width(unsigned char c)
 {
-	if (bp_byte_needs_escape(c))
+	if (pr_byte_needs_escape(c))
 		return 4;
 	return c == '\\' ? 2 : 1;
 }
 
-void bp_put_escaped_byte(FILE *out, unsigned char c)
+void pr_put_escaped_byte(FILE *out, unsigned char c)
 {
-	if (bp_byte_needs_escape(c))
+	if (pr_byte_needs_escape(c))
 		fprintf(out, "\\x%02x", c);
 	else if (c == '\\')
 		fputs("\\\\", out);
@@ -29,13 +29,13 @@ void bp_put_escaped_byte(FILE *out, unsigned char c)
 		fputc(c, out);
 }
 
-void bp_put_escaped(FILE *out, const char *s)
+void pr_put_escaped(FILE *out, const char *s)
 {
 	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
-		bp_put_escaped_byte(out, *c);
+		pr_put_escaped_byte(out, *c);
 }
 
-size_t bp_escaped_width(const char *s)
+size_t pr_escaped_width(const char *s)
 {
 	size_t w = 0;
 	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
@@ -43,14 +43,14 @@ size_t bp_escaped_width(const char *s)
 	return w;
 }
 
-char *bp_escape_into(const char *s, char *buf, size_t n)
+char *pr_escape_into(const char *s, char *buf, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t k = 0;
 	if (n == 0)
 		return buf;
 	for (const unsigned char *c = (const unsigned char *)s; *c && k + byte_width(*c) < n; c++) {
-		if (bp_byte_needs_escape(*c)) {
+		if (pr_byte_needs_escape(*c)) {
 			buf[k++] = '\\';
 			buf[k++] = 'x';
 			buf[k++] = hex[*c >> 4];
@@ -65,7 +65,7 @@ char *bp_escape_into(const char *s, char *buf, size_t n)
 	return buf;
 }
 
-void bp_vprintf_escaped(FILE *out, const char *fmt, va_list ap)
+void pr_vprintf_escaped(FILE *out, const char *fmt, va_list ap)
 {
 	char small[1024];
 	va_list again;
@@ -73,26 +73,26 @@ void bp_vprintf_escaped(FILE *out, const char *fmt, va_list ap)
 	int n = vsnprintf(small, sizeof small, fmt, ap);
 	if (n < 0 || (size_t)n < sizeof small) {
 		if (n >= 0)
-			bp_put_escaped(out, small);
+			pr_put_escaped(out, small);
 		va_end(again);
 		return;
 	}
 	char *big = malloc((size_t)n + 1);
 	if (!big) {
-		bp_put_escaped(out, small); /* cut short rather than lost */
+		pr_put_escaped(out, small); /* cut short rather than lost */
 		va_end(again);
 		return;
 	}
 	vsnprintf(big, (size_t)n + 1, fmt, again);
 	va_end(again);
-	bp_put_escaped(out, big);
+	pr_put_escaped(out, big);
 	free(big);
 }
 
-void bp_printf_escaped(FILE *out, const char *fmt, ...)
+void pr_printf_escaped(FILE *out, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	bp_vprintf_escaped(out, fmt, ap);
+	pr_vprintf_escaped(out, fmt, ap);
 	va_end(ap);
 }

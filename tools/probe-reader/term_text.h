@@ -10,8 +10,8 @@
  * billing-exporter (bx_error): one escaper for both tools, in the probe
  * reader library.
  */
-#ifndef BP_TERM_TEXT_H
-#define BP_TERM_TEXT_H
+#ifndef PR_TERM_TEXT_H
+#define PR_TERM_TEXT_H
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,31 +20,31 @@
 /* s with every byte outside printable ASCII written as \xNN and each
  * backslash doubled, so the output is one line of plain ASCII that names
  * the bytes exactly. */
-void bp_put_escaped(FILE *out, const char *s);
+void pr_put_escaped(FILE *out, const char *s);
 
-/* printf, then bp_put_escaped on the result: for a line built of our
+/* printf, then pr_put_escaped on the result: for a line built of our
  * own words and foreign text.  A newline in fmt's result is escaped too,
  * so the caller writes the line end. */
-void bp_printf_escaped(FILE *out, const char *fmt, ...)
+void pr_printf_escaped(FILE *out, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
-/* bp_printf_escaped with a va_list. */
-void bp_vprintf_escaped(FILE *out, const char *fmt, va_list ap);
+/* pr_printf_escaped with a va_list. */
+void pr_vprintf_escaped(FILE *out, const char *fmt, va_list ap);
 
-/* How many columns bp_put_escaped(s) takes. */
-size_t bp_escaped_width(const char *s);
+/* How many columns pr_put_escaped(s) takes. */
+size_t pr_escaped_width(const char *s);
 
-/* bp_put_escaped into buf (n bytes), cut short when it does not fit.
+/* pr_put_escaped into buf (n bytes), cut short when it does not fit.
  * Returns buf. */
-char *bp_escape_into(const char *s, char *buf, size_t n);
+char *pr_escape_into(const char *s, char *buf, size_t n);
 
-/* One byte as bp_put_escaped writes it (for streams: see blank_trim.c). */
-void bp_put_escaped_byte(FILE *out, unsigned char c);
+/* One byte as pr_put_escaped writes it (for streams: see blank_trim.c). */
+void pr_put_escaped_byte(FILE *out, unsigned char c);
 
-/* Does bp_put_escaped write c as \xNN? */
-int bp_byte_needs_escape(unsigned char c);
+/* Does pr_put_escaped write c as \xNN? */
+int pr_byte_needs_escape(unsigned char c);
 
-#endif /* BP_TERM_TEXT_H */
+#endif /* PR_TERM_TEXT_H */

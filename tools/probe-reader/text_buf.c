@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* Room for n more bytes and a NUL; 0, or -1 (and b->failed) when out of memory. */
-static int reserve(bp_buf_t *b, size_t n)
+static int reserve(pr_buf_t *b, size_t n)
 {
 	if (b->failed)
 		return -1;
@@ -28,7 +28,7 @@ static int reserve(bp_buf_t *b, size_t n)
 	return 0;
 }
 
-void bp_buf_append(bp_buf_t *b, const char *s, size_t n)
+void pr_buf_append(pr_buf_t *b, const char *s, size_t n)
 {
 	if (reserve(b, n) != 0)
 		return;
@@ -37,12 +37,12 @@ void bp_buf_append(bp_buf_t *b, const char *s, size_t n)
 	b->data[b->len] = '\0';
 }
 
-void bp_buf_puts(bp_buf_t *b, const char *s)
+void pr_buf_puts(pr_buf_t *b, const char *s)
 {
-	bp_buf_append(b, s, strlen(s));
+	pr_buf_append(b, s, strlen(s));
 }
 
-void bp_buf_printf(bp_buf_t *b, const char *fmt, ...)
+void pr_buf_printf(pr_buf_t *b, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);

@@ -4,25 +4,25 @@
  * later appends do nothing and `failed` says the text is incomplete, so a
  * writer checks once, at the end.
  */
-#ifndef BP_TEXT_BUF_H
-#define BP_TEXT_BUF_H
+#ifndef PR_TEXT_BUF_H
+#define PR_TEXT_BUF_H
 
 #include <stddef.h>
 
-typedef struct bp_buf {
+typedef struct pr_buf {
 	char *data; /* NULL until something is appended */
 	size_t len, cap;
 	int failed; /* out of memory: data is incomplete */
-} bp_buf_t;
+} pr_buf_t;
 
 /* Append n bytes of s. */
-void bp_buf_append(bp_buf_t *b, const char *s, size_t n);
+void pr_buf_append(pr_buf_t *b, const char *s, size_t n);
 /* Append the string s. */
-void bp_buf_puts(bp_buf_t *b, const char *s);
-void bp_buf_printf(bp_buf_t *b, const char *fmt, ...)
+void pr_buf_puts(pr_buf_t *b, const char *s);
+void pr_buf_printf(pr_buf_t *b, const char *fmt, ...)
 #ifdef __GNUC__
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
-#endif /* BP_TEXT_BUF_H */
+#endif /* PR_TEXT_BUF_H */

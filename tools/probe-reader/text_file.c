@@ -13,13 +13,13 @@
 
 static char *read_stream(FILE *f, size_t max, size_t *len);
 
-char *bp_read_text_file(const char *path, size_t max, size_t *len)
+char *pr_read_text_file(const char *path, size_t max, size_t *len)
 {
 	FILE *f = fopen(path, "r");
 	return f ? read_stream(f, max, len) : NULL;
 }
 
-char *bp_read_text_fd(int fd, size_t max, size_t *len)
+char *pr_read_text_fd(int fd, size_t max, size_t *len)
 {
 	FILE *f = fdopen(fd, "r");
 	if (!f) {
@@ -31,7 +31,7 @@ char *bp_read_text_fd(int fd, size_t max, size_t *len)
 	return read_stream(f, max, len);
 }
 
-int bp_open_regular(const char *path, int flags, struct stat *st, char *why, size_t whylen)
+int pr_open_regular(const char *path, int flags, struct stat *st, char *why, size_t whylen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
 	const char *problem = NULL;

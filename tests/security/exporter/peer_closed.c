@@ -1,6 +1,6 @@
 /*
  * peer_closed.c -- who the exporter says a loopback client is
- * (tools/billing-exporter/peer.c) when the client sends and closes its
+ * (tools/billing-exporter/web/peer.c) when the client sends and closes its
  * socket before the exporter asks the kernel: the kernel then holds the
  * client's end as a timewait mini-socket and reports it with uid 0 and
  * inode 0.  Such a client is unknown (bx_peer_of() -1: the connection is

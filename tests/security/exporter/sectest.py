@@ -281,7 +281,8 @@ def check_documented(names):
     import glob
     import re
     root = os.path.join(HERE, "..", "..", "..")
-    headers = "".join(open(p).read() for p in glob.glob(os.path.join(root, "tools", "billing-exporter", "*.[ch]")))
+    exporter = os.path.join(root, "tools", "billing-exporter", "**", "*.[ch]")
+    headers = "".join(open(p).read() for p in glob.glob(exporter, recursive=True))
     with open(os.path.join(root, "docs", "security.md")) as f:
         doc = f.read()
     for name in names:

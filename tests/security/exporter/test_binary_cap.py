@@ -28,7 +28,7 @@ exe, fire = h.env_path("BX_EXPORTER"), h.env_path("BX_FIRE_STATIC")
 unshare = bt.require_program("unshare", "util-linux")
 # BX_FILES_PER_PATH, from the header that sets it
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools", "billing-exporter",
-                       "program_files.h")) as f:
+                       "targets", "program_files.h")) as f:
     HEADER = f.read()
 CAP = int(re.search(r"#define BX_FILES_PER_PATH (\d+)", HEADER).group(1))
 # --idle-detach: shorter than the default so the test does not wait it out,

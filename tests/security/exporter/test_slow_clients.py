@@ -13,7 +13,7 @@ On the code before (a select() loop, 1,024 open files, a timeout counted
 from the last byte) /healthz stopped answering.  The exporter's only
 target is an empty --stats-dir; root is needed only to act as the attacker
 (the prober is another local user: each is limited as one peer,
-conn_limits.h).  The connections over the attacker's limit are
+conn_limits.c).  The connections over the attacker's limit are
 closed at once, the others by their deadline."""
 import os
 import resource
