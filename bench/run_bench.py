@@ -396,6 +396,9 @@ PROGRAM_TITLES = {
 RESULTS = os.path.join("bench", "results")
 HEADER_FIELDS = ("commit", "date", "cpu", "kernel", "measures")
 CORE = ["provider", "include/billing", "lib", "meson.build", "meson_options.txt"]
+# What billing-exporter reads segments and processes with (its own folder's
+# neighbours since main's 8c867c7): a part measuring the exporter measures them.
+READERS = ["tools/stats-reader", "tools/probe-reader"]
 # What each part's figures measure; the bench program that measured them
 # is in its list too (a change of method makes them stale as well).
 MEASURES = {
@@ -403,20 +406,20 @@ MEASURES = {
     "traced": ["provider", "include/billing", "bench/fire_loop.c", "bench/firing.py", "bench/run_bench.py"],
     "alternatives": ["bench/alternatives.c", "bench/run_bench.py"],
     "billingd": CORE + ["examples/billingd", "examples/billing-load", "d-scripts/bpftrace", "bench/billingd_bench.py"],
-    "exporter": CORE + ["tools/billing-exporter", "examples/billingd", "bench/fire_loop.c", "bench/exporter_bench.py"],
-    "stats": CORE + ["bench/stats_loop.c", "bench/stats_bench.py", "tools/billing-exporter", "examples/billingd",
-                     "tests/stats/stats_workload.c"],
+    "exporter": CORE + READERS + ["tools/billing-exporter", "examples/billingd", "bench/fire_loop.c", "bench/exporter_bench.py"],
+    "stats": CORE + READERS + ["bench/stats_loop.c", "bench/stats_bench.py", "tools/billing-exporter", "examples/billingd",
+                               "tests/stats/stats_workload.c"],
     "stats-billingd-instructions": CORE + ["examples/billingd", "bench/billingd_bench.py", "bench/stats_bench.py"],
     "stats-trails": CORE + ["bench/stats_loop.c", "bench/stats_bench.py"],
     "stats-native": CORE + ["bench/stats_loop.c", "bench/stats_bench.py"],
-    "reading": CORE + ["tools/billing-exporter", "tests/stats/stats_workload.c", "bench/reader_bench.py"],
+    "reading": CORE + READERS + ["tools/billing-exporter", "tests/stats/stats_workload.c", "bench/reader_bench.py"],
     # Written by others and stamped here (stamp_file): the suite's times
     # measure the tests; the fleet test's figures the exporter and the
     # recipe; the distros suite's outcomes what it builds and runs in each
     # release's root (the kit, the scripts through trace, the exporter, the
     # rules and alerts) and how.
     "suite": ["tests", "meson.build", "meson_options.txt"],
-    "fleet": CORE + ["tools/billing-exporter", "examples/billingd", "deploy/fleet", "tests/fleet"],
+    "fleet": CORE + READERS + ["tools/billing-exporter", "examples/billingd", "deploy/fleet", "tests/fleet"],
     "distros": CORE + ["tools", "d-scripts/bpftrace", "monitoring", "tests/distros", "tests/install-deps.sh",
                        "tests/userpath", "tests/scripts"],
 }
