@@ -5,6 +5,7 @@ Run through meson (builds the programs first):
     meson compile -C BUILD bench          # or: meson test -C BUILD --benchmark
 or directly, once built:
     python3 bench/run_bench.py --build-dir BUILD --source-dir . [--publish]
+    python3 bench/run_bench.py --source-dir . --stamp FILE --as suite|fleet|distros
 
 Parts (all in one run, on one machine, one build: -O2 -g), named as in
 --parts and in the JSON:
@@ -21,12 +22,19 @@ Parts (all in one run, on one machine, one build: -O2 -g), named as in
   stats         bench/stats_bench.py: stats-fed probes per event, scaling, /metrics from stats, billingd
   reading       bench/reader_bench.py: /metrics time, instructions and RSS against stats segment count
 Prints a Markdown table and writes BUILD/bench/results.md and .json;
---publish also writes SOURCE/bench/results/latest.{md,json} and the figures
-section of SOURCE/bench/README.md.  Traced rows need what
+--publish also writes each part into SOURCE/bench/results/PART.json and
+PART.md, one run each, stamped with its commit, CPU model, kernel and date
+(refused while what a part measures has uncommitted changes), then the
+figures section of SOURCE/bench/README.md and the docs' figures
+(docs/figures.py).  --stamp gives a results file another program wrote
+(the fleet test's, a fresh clone's run-all-times.json, the distros suite's
+results.json) its run header.
+Traced rows need what
 tests/lib/billingtest.py's why_no_tracing() asks for (root, bpftrace,
 tracefs); without it they are reported as skipped, with the reason.
 """
 import argparse
+import copy
 import json
 import os
 import platform
@@ -274,27 +282,17 @@ def untraced_verdict(r):
     return f"<= {target} per site: {'met' if extra is not None and extra <= target + 1e-9 else 'MISSED'}"
 
 
-def by_site(res):
-    return {(r["site"], r["script"]): r for r in res["traced"]["rows"] if "ns_per_fire" in r}
+def by_site(traced):
+    return {(r["site"], r["script"]): r for r in traced["rows"] if "ns_per_fire" in r}
 
 
-def markdown(res, command):
-    """The whole result, every figure: bench/results/latest.md."""
-    m = res["machine"]
-    o = ["## Benchmark results", "",
-         f"Measured {res['date']} on Linux {m['kernel']}, {m['cpu']}, {m['cores']} cores "
-         f"(load average {m['load_average_at_start']:.2f} at start), {m['compiler']}, {m['bpftrace']}; "
-         f"build: -O2 -g (meson buildtype debugoptimized).", "",
-         f"Command: `{command}`", ""]
-    if res.get("quick"):
-        o += ["**Smoke run (--quick): few events and runs; these are not figures.**", ""]
-    p1 = res["untraced"]
-    o += ["### Untraced probe sites: instructions (callgrind, exact)", "",
-          f"{p1['iterations']:,} calls of a handler with {p1['sites_per_call']} probe sites; "
-          f"perf stat: {p1['perf_stat']}.", "",
-          "| build | instructions per call | extra per call | extra per site "
-          "| of which: per site (check + branch) / per function | target |",
-          "|---|---:|---:|---:|---:|---|"]
+def untraced_markdown(p1):
+    o = ["### Untraced probe sites: instructions (callgrind, exact)", "",
+         f"{p1['iterations']:,} calls of a handler with {p1['sites_per_call']} probe sites; "
+         f"perf stat: {p1['perf_stat']}.", "",
+         "| build | instructions per call | extra per call | extra per site "
+         "| of which: per site (check + branch) / per function | target |",
+         "|---|---:|---:|---:|---:|---|"]
     for r in p1["rows"]:
         if "skipped" in r:
             o.append(f"| {r['label']} | {r['skipped']} | | | | |")
@@ -304,11 +302,14 @@ def markdown(res, command):
             split = f"{2 * r['semaphore_checks_on_hot_path'] / SITES:.0f} / {r['extra_per_function']:.1f}"
         o.append(f"| {r['label']} | {fmt(r['ir_per_call'], 2)} | {fmt(r.get('extra_per_call'), 2)} | "
                  f"{fmt(r.get('extra_per_site'), 3)} | {split} | {untraced_verdict(r)} |")
-    p2 = res["traced"]
-    o += ["", "### Traced: ns per fire under bpftrace", "",
-          f"{p2['fires_per_run']:,} fires of payment-auth per run, {p2['repetitions']} runs; "
-          "traced loop time minus the untraced loop time.", "",
-          "| site | bpftrace program | min ns/fire | median ns/fire | max ns/fire |", "|---|---|---:|---:|---:|"]
+    return o
+
+
+def traced_markdown(p2):
+    o = ["### Traced: ns per fire under bpftrace", "",
+         f"{p2['fires_per_run']:,} fires of payment-auth per run, {p2['repetitions']} runs; "
+         "traced loop time minus the untraced loop time.", "",
+         "| site | bpftrace program | min ns/fire | median ns/fire | max ns/fire |", "|---|---|---:|---:|---:|"]
     for r in p2["rows"]:
         if "skipped" in r:
             o.append(f"| {r['site']} | {r['script']} | {r['skipped']} | | |")
@@ -327,15 +328,19 @@ def markdown(res, command):
             s = r["bpftrace_start_s"]
             o.append(f"\nbpftrace start ({r['site']} site, count()): launch to traced program running "
                      f"(probes attached): min {s['min']:.2f} s, median {s['median']:.2f} s.")
-    p3 = res["alternatives"]
-    o += ["", "### What services do instead, per event", "",
-          "| instead of a probe | events per run | min ns/event | median ns/event | vs fast-site count() fire (median) |",
-          "|---|---:|---:|---:|---:|"]
-    fired = by_site(res)
+    return o
+
+
+def alternatives_markdown(p3, traced):
+    """traced: the traced part of the same run (its fires are the yardstick), or None."""
+    o = ["### What services do instead, per event", "",
+         "| instead of a probe | events per run | min ns/event | median ns/event | vs fast-site count() fire (median) |",
+         "|---|---:|---:|---:|---:|"]
+    fired = by_site(traced) if traced else {}
     fast_count = fired.get(("fast", "count"), {}).get("ns_per_fire", {}).get("median")
     untraced = fired.get(("standard", "untraced"), {}).get("ns_per_fire", {}).get("median")
     if untraced is not None:
-        o.append(f"| a probe nobody traces (loop incl. guard) | {p2['fires_per_run']:,} | | {fmt(untraced, 2)} | |")
+        o.append(f"| a probe nobody traces (loop incl. guard) | {traced['fires_per_run']:,} | | {fmt(untraced, 2)} | |")
     for r in p3["rows"]:
         if "skipped" in r:
             o.append(f"| {r['label']} | {r['skipped']} | | | |")
@@ -343,68 +348,318 @@ def markdown(res, command):
         s = r["ns_per_event"]
         ratio = f"{s['median'] / fast_count:.2f}x" if fast_count else "-"
         o.append(f"| {r['label']} | {r['events_per_run']:,} | {fmt(s['min'], 2)} | {fmt(s['median'], 2)} | {ratio} |")
-    o += [""] + billingd_bench.markdown(res["billingd"])
-    ex = res.get("exporter")
-    if ex is not None:
-        o += ["### billing-exporter (bench/exporter_bench.py)", ""]
-        o += [ex["markdown"], ""] if "markdown" in ex else [f"Not measured: {ex.get('skipped') or ex.get('error')}.", ""]
-    st = res.get("stats")
-    if st is not None:
-        o += ["### stats: in-process counting, read without root (bench/stats_bench.py)", ""]
-        o += [st["markdown"], ""] if "markdown" in st else [f"Not measured: {st.get('skipped') or st.get('error')}.", ""]
-    rd = res.get("reading")
-    if rd is not None:
-        o += ["### Reading stats segments: /metrics against segment count (bench/reader_bench.py)", ""]
-        o += [rd["markdown"], ""] if "markdown" in rd else [f"Not measured: {rd.get('skipped') or rd.get('error')}.", ""]
+    return o
+
+
+def program_markdown(title, part):
+    """A part a program of its own measured (exporter_bench.py, reader_bench.py): its table as it printed it."""
+    return [title, ""] + ([part["markdown"]] if "markdown" in part
+                          else [f"Not measured: {part.get('skipped') or part.get('error')}."])
+
+
+def markdown(res, command):
+    """A whole run, every figure: BUILD/bench/results.md, and the run's output."""
+    m = res["machine"]
+    o = ["## Benchmark results", "",
+         f"Measured {res['date']} on Linux {m['kernel']}, {m['cpu']}, {m['cores']} cores "
+         f"(load average {m['load_average_at_start']:.2f} at start), {m['compiler']}, {m['bpftrace']}; "
+         f"build: -O2 -g (meson buildtype debugoptimized).", "", f"Command: `{command}`", ""]
+    if res.get("quick"):
+        o += ["**Smoke run (--quick): few events and runs; these are not figures.**", ""]
+    o += untraced_markdown(res["untraced"]) + [""] + traced_markdown(res["traced"]) + [""]
+    o += alternatives_markdown(res["alternatives"], res["traced"]) + [""] + billingd_bench.markdown(res["billingd"])
+    for part, title in PROGRAM_TITLES.items():
+        if res.get(part) is not None:
+            o += program_markdown(title, res[part]) + [""]
     return "\n".join(o) + "\n"
 
 
-def summary_rows(res):
-    """(what, result, target) for bench/README.md: the verdicts, one line each."""
+PROGRAM_TITLES = {
+    "exporter": "### billing-exporter (bench/exporter_bench.py)",
+    "stats": "### stats: in-process counting, read without root (bench/stats_bench.py)",
+    "reading": "### Reading stats segments: /metrics against segment count (bench/reader_bench.py)",
+}
+
+
+# --- results: each file in bench/results is one run -------------------------------
+#
+# A published part is bench/results/PART.json, {"run": HEADER, "data": DATA},
+# and its table bench/results/PART.md, rendered from it.  HEADER stamps the
+# run: the commit measured, the date, the CPU model, the kernel, the cores,
+# the command, and "measures": the paths whose code its figures measure.  A
+# commit to one of them after the run's makes every figure of the file stale:
+# docs/figures.py refuses a page that quotes it, and a file whose data holds
+# another run (a date or a machine of its own inside) or lacks a stamp.  A
+# full run writes every part it ran, each stamped with that run; a part
+# measured alone (publish_part) writes its own files only.
+
+RESULTS = os.path.join("bench", "results")
+HEADER_FIELDS = ("commit", "date", "cpu", "kernel", "measures")
+CORE = ["provider", "include/billing", "lib", "meson.build", "meson_options.txt"]
+# What billing-exporter reads segments and processes with (its own folder's
+# neighbours since main's 8c867c7): a part measuring the exporter measures them.
+READERS = ["tools/stats-reader", "tools/probe-reader"]
+# What each part's figures measure; the bench program that measured them
+# is in its list too (a change of method makes them stale as well).
+MEASURES = {
+    "untraced": ["provider", "include/billing", "bench/sites_loop.c", "bench/meson.build", "bench/run_bench.py"],
+    "traced": ["provider", "include/billing", "bench/fire_loop.c", "bench/firing.py", "bench/run_bench.py"],
+    "alternatives": ["bench/alternatives.c", "bench/run_bench.py"],
+    "billingd": CORE + ["examples/billingd", "examples/billing-load", "d-scripts/bpftrace", "bench/billingd_bench.py"],
+    "exporter": CORE + READERS + ["tools/billing-exporter", "examples/billingd", "bench/fire_loop.c", "bench/exporter_bench.py"],
+    "stats": CORE + READERS + ["bench/stats_loop.c", "bench/stats_bench.py", "tools/billing-exporter", "examples/billingd",
+                               "tests/stats/stats_workload.c"],
+    "stats-billingd-instructions": CORE + ["examples/billingd", "bench/billingd_bench.py", "bench/stats_bench.py"],
+    "stats-trails": CORE + ["bench/stats_loop.c", "bench/stats_bench.py"],
+    "stats-native": CORE + ["bench/stats_loop.c", "bench/stats_bench.py"],
+    "reading": CORE + READERS + ["tools/billing-exporter", "tests/stats/stats_workload.c", "bench/reader_bench.py"],
+    # Written by others and stamped here (stamp_file): the suite's times
+    # measure the tests; the fleet test's figures the exporter and the
+    # recipe; the distros suite's outcomes what it builds and runs in each
+    # release's root (the kit, the scripts through trace, the exporter, the
+    # rules and alerts) and how.
+    "suite": ["tests", "meson.build", "meson_options.txt"],
+    "fleet": CORE + READERS + ["tools/billing-exporter", "examples/billingd", "deploy/fleet", "tests/fleet"],
+    "distros": CORE + ["tools", "d-scripts/bpftrace", "monitoring", "tests/distros", "tests/install-deps.sh",
+                       "tests/userpath", "tests/scripts"],
+}
+# Parts of the stats part measured, and published, apart: their key in the
+# stats part's JSON.
+STATS_APART = {"stats-billingd-instructions": ("billingd", "instructions"), "stats-trails": ("trails",),
+               "stats-native": ("native",)}
+# The parts in the order of the tables.
+PUBLISHED = ("untraced", "traced", "alternatives", "billingd", "exporter", "stats") + tuple(STATS_APART) + ("reading",)
+MACHINE_KEYS = ("cpu", "kernel", "cores", "compiler", "bpftrace", "load_average_at_start")
+
+
+def git(source_dir, *args):
+    r = subprocess.run(["git", "-C", source_dir, *args], capture_output=True, text=True)
+    return r.stdout.rstrip() if r.returncode == 0 else None
+
+
+def stamp(source_dir, part, command, date=None, machine_info=None):
+    """The run header of a part measured now (or at date) on this
+    machine, at this commit.  Refuses when what the part measures has
+    uncommitted changes: the stamp would name code that was not measured."""
+    measures = MEASURES[part]
+    commit = git(source_dir, "rev-parse", "--short=12", "HEAD")
+    if commit is None:
+        raise RuntimeError(f"{source_dir} is not a git checkout: a published run is stamped with its commit")
+    dirty = git(source_dir, "status", "--porcelain", "--", *measures)
+    if dirty:
+        paths = sorted(set(line[3:] for line in dirty.splitlines()))
+        raise RuntimeError(f"{part}: uncommitted changes to what it measures ({', '.join(paths)}): "
+                           "commit them first, so the run's stamp names the code it measured")
+    m = machine_info or machine()
+    header = {"commit": commit, "date": date or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    header.update({k: m[k] for k in MACHINE_KEYS if k in m})
+    return dict(header, command=command, measures=measures)
+
+
+def run_line(run):
+    """One line naming a run, for the tables."""
+    def said(k):
+        return run.get(k) or f"{k} not recorded"
+    return (f"{run.get('date') or 'date not recorded'}, commit {said('commit')}, {said('cpu')}, "
+            f"Linux {said('kernel')}, " + (f"{run['cores']} cores" if run.get("cores") else "cores not recorded"))
+
+
+def results_path(source_dir, part, ext="json"):
+    return os.path.join(source_dir, RESULTS, f"{part}.{ext}")
+
+
+def lift_run(data):
+    """(data without its own date and machine, that date, that machine):
+    what a bench program wrote inside its part belongs in the run's header."""
+    if not isinstance(data, dict):
+        return data, None, None
+    inner = data.get("json") if isinstance(data.get("json"), dict) else data
+    date, mach = inner.get("date"), inner.get("machine")
+    if date is None and mach is None:
+        return data, None, None
+    data = copy.deepcopy(data)
+    inner = data.get("json") if isinstance(data.get("json"), dict) else data
+    inner.pop("date", None)
+    inner.pop("machine", None)
+    return data, date, mach
+
+
+def load_runs(source_dir):
+    """{part: {"run": header, "data": data}} of the published parts."""
+    runs = {}
+    for part in PUBLISHED:
+        path = results_path(source_dir, part)
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                runs[part] = json.load(f)
+    return runs
+
+
+def stats_view(runs):
+    """The stats part as stats_bench.py wrote it: its own run's JSON with
+    the parts measured apart put back; None without one."""
+    if "stats" not in runs:
+        return None
+    st = copy.deepcopy(runs["stats"]["data"])
+    if "json" not in st:
+        return st
+    st["json"]["date"] = runs["stats"]["run"]["date"]
+    for part, key in STATS_APART.items():
+        if part in runs:
+            at = st["json"]
+            for k in key[:-1]:
+                at = at.setdefault(k, {})
+            at[key[-1]] = dict(runs[part]["data"], date=runs[part]["run"]["date"])
+    return st
+
+
+def view(runs):
+    """The published parts as one result, in the shape a run has
+    (res[part]): what publish_part's update functions change."""
+    res = {part: copy.deepcopy(r["data"]) for part, r in runs.items()
+           if part in ("untraced", "traced", "alternatives", "billingd", "exporter")}
+    if "stats" in runs:
+        res["stats"] = stats_view(runs)
+    if "reading" in runs:
+        res["reading"] = copy.deepcopy(runs["reading"]["data"])
+        if "json" in res["reading"]:
+            run = runs["reading"]["run"]
+            res["reading"]["json"].update(date=run["date"], machine={k: run[k] for k in MACHINE_KEYS if k in run})
+    return res
+
+
+def split(res):
+    """{part: data} of a result in a run's shape, the stats part's pieces
+    measured apart in their own parts; derived text (the stats part's
+    table and summary, rendered again from the data) left out."""
+    parts = {p: res[p] for p in ("untraced", "traced", "alternatives", "billingd", "exporter", "reading")
+             if res.get(p) is not None}
+    st = res.get("stats")
+    if st is not None:
+        st = copy.deepcopy(st)
+        st.pop("markdown", None)
+        js = st.get("json")
+        if js is not None:
+            js.pop("summary", None)
+            for part, key in STATS_APART.items():
+                at = js
+                for k in key[:-1]:
+                    at = at.get(k, {})
+                if key[-1] in at:
+                    parts[part] = at.pop(key[-1])
+        parts["stats"] = st
+    return parts
+
+
+def write_run(source_dir, part, header, data):
+    data, date, mach = lift_run(data)
+    header = dict(header)
+    if date:  # when the part itself was measured, within its run
+        header["date"] = date
+    if mach:
+        header.update({k: mach[k] for k in MACHINE_KEYS if k in mach})
+    with open(results_path(source_dir, part), "w", encoding="utf-8") as f:
+        json.dump({"run": header, "data": data}, f, indent=1)
+        f.write("\n")
+
+
+# --- what is rendered from the results files ----------------------------------------
+
+def import_stats_bench():
+    import stats_bench
+    return stats_bench
+
+
+def part_body(part, runs):
+    """The table(s) of one published part, from its file."""
+    data = runs[part]["data"]
+    if part == "untraced":
+        return untraced_markdown(data)
+    if part == "traced":
+        return traced_markdown(data)
+    if part == "alternatives":  # the fire it is compared with, only from the same run
+        traced = runs.get("traced")
+        same = traced and traced["run"] == dict(runs[part]["run"], measures=traced["run"]["measures"])
+        return alternatives_markdown(data, traced["data"] if same else None)
+    if part == "billingd":
+        return billingd_bench.markdown(data)
+    if part in ("exporter", "reading"):
+        return program_markdown(PROGRAM_TITLES[part], data)
+    sb = import_stats_bench()
+    if part == "stats":
+        st = copy.deepcopy(data)
+        if "json" not in st:
+            return program_markdown(PROGRAM_TITLES["stats"], st)
+        js = dict(st["json"], date=runs[part]["run"]["date"])
+        js.setdefault("billingd", {}).setdefault("instructions", {"apart": "stats-billingd-instructions"})
+        return [PROGRAM_TITLES["stats"], "", sb.markdown(js)]
+    if part == "stats-billingd-instructions":
+        return ["### billingd's instructions per request (bench/stats_bench.py --billingd-instructions)", ""] + \
+            billingd_bench.instructions_markdown(dict(data, date=runs[part]["run"]["date"]))
+    if part == "stats-trails":
+        return ["### Slow-request trails (bench/stats_bench.py --trails)", ""] + sb.trails_markdown(data)
+    return ["### Native buckets (bench/stats_bench.py --native)", ""] + sb.native_markdown(data)
+
+
+def part_markdown(part, runs):
+    """bench/results/PART.md: the run, then its table(s)."""
+    run = runs[part]["run"]
+    return "\n".join([f"## {part}: one run", "",
+                      f"Run: {run_line(run)}.", "", f"Command: `{run.get('command') or 'not recorded'}`", "",
+                      "Measures (a later commit to any of these makes these figures stale): "
+                      + ", ".join(f"`{p}`" for p in run.get("measures") or ["not recorded"]) + ".", ""]
+                     + part_body(part, runs)).rstrip("\n") + "\n"
+
+
+def part_rows(part, runs):
+    """(what, result, target) rows of bench/README.md's summary from one part."""
+    data = runs[part]["data"]
     rows = []
-    for r in res["untraced"]["rows"]:
-        if "skipped" in r:
-            rows.append((r["label"], r["skipped"], ""))
-        else:
-            rows.append((r["label"], f"{fmt(r.get('extra_per_site'), 3)} extra instructions per site",
+    if part == "untraced":
+        for r in data["rows"]:
+            rows.append((r["label"], r["skipped"], "") if "skipped" in r else
+                        (r["label"], f"{fmt(r.get('extra_per_site'), 3)} extra instructions per site",
                          untraced_verdict(r)))
-    fired = by_site(res)
-    ratios = res["traced"].get("fast_vs_standard", {})
-    for prog in TRACED_PROGRAMS:
-        std, fast = fired.get(("standard", prog)), fired.get(("fast", prog))
-        if not std:
-            skipped = next((r["skipped"] for r in res["traced"]["rows"] if r["script"] == prog and "skipped" in r),
-                           "not run")
-            rows.append((f"Traced, {prog}", skipped, ""))
-            continue
-        result = f"{std['ns_per_fire']['median']:.0f} ns per fire, standard 1-byte site"
-        target = ""
-        if fast:
-            result += f"; {fast['ns_per_fire']['median']:.0f} ns fast 5-byte site ({ratios[prog]['median']:.2f}x)"
-            target = f"fast <= 0.55x: {'met' if ratios[prog]['median'] <= 0.55 else 'MISSED'}"
-        rows.append((f"Traced, {prog}", result, target))
-    start = fired.get(("standard", "count"), {}).get("bpftrace_start_s")
-    if start:
-        rows.append(("bpftrace start (launch to probes attached)", f"{start['median']:.2f} s", ""))
-    fast_count = fired.get(("fast", "count"), {}).get("ns_per_fire", {}).get("median")
-    for r in res["alternatives"]["rows"]:
-        if "skipped" in r:
-            rows.append((f"Instead: {r['label']}", "not measured: " + r["skipped"], ""))
+    elif part == "traced":
+        fired, ratios = by_site(data), data.get("fast_vs_standard", {})
+        for prog in TRACED_PROGRAMS:
+            std, fast = fired.get(("standard", prog)), fired.get(("fast", prog))
+            if not std:
+                skipped = next((r["skipped"] for r in data["rows"] if r["script"] == prog and "skipped" in r),
+                               "not run")
+                rows.append((f"Traced, {prog}", skipped, ""))
+                continue
+            result, target = f"{std['ns_per_fire']['median']:.0f} ns per fire, standard 1-byte site", ""
+            if fast:
+                result += f"; {fast['ns_per_fire']['median']:.0f} ns fast 5-byte site ({ratios[prog]['median']:.2f}x)"
+                target = f"fast <= 0.55x: {'met' if ratios[prog]['median'] <= 0.55 else 'MISSED'}"
+            rows.append((f"Traced, {prog}", result, target))
+        start = fired.get(("standard", "count"), {}).get("bpftrace_start_s")
+        if start:
+            rows.append(("bpftrace start (launch to probes attached)", f"{start['median']:.2f} s", ""))
+    elif part == "alternatives":
+        for r in data["rows"]:
+            rows.append((f"Instead: {r['label']}", "not measured: " + r["skipped"], "") if "skipped" in r else
+                        (f"Instead: {r['label']}", f"{r['ns_per_event']['median']:.1f} ns per event", ""))
+    elif part == "billingd":
+        rows += billingd_bench.summary_rows(data)
+    elif part in ("exporter", "reading"):
+        if "json" in data:
+            rows += [tuple(r) for r in data["json"].get("summary", [])]
         else:
-            med = r["ns_per_event"]["median"]
-            vs = f" ({med / fast_count:.2f}x a fast-site fire)" if fast_count else ""
-            rows.append((f"Instead: {r['label']}", f"{med:.1f} ns per event{vs}", ""))
-    rows += billingd_bench.summary_rows(res["billingd"])
-    for part, name in (("exporter", "billing-exporter"), ("stats", "stats")):
-        ex = res.get(part)
-        if ex is not None:
-            if "json" in ex:
-                rows += [tuple(r) for r in ex["json"].get("summary", [])]
-            else:
-                rows.append((name, "not measured: " + (ex.get("skipped") or ex.get("error")), ""))
-    rd = res.get("reading")
-    if rd is not None and "json" in rd:
-        rows += [tuple(r) for r in rd["json"].get("summary", [])]
+            rows.append((f"{part}", "not measured: " + (data.get("skipped") or data.get("error")), ""))
+    else:
+        sb = import_stats_bench()
+        if part == "stats" and "json" not in data:
+            return [("stats", "not measured: " + (data.get("skipped") or data.get("error")), "")]
+        js = {"per_event": []}
+        if part == "stats":
+            js = data["json"]
+        elif part == "stats-trails":
+            js["trails"] = data
+        elif part == "stats-billingd-instructions":
+            js["billingd"] = {"instructions": data}
+        rows += [tuple(r) for r in sb.summary(js)]
     return rows
 
 
@@ -412,61 +667,140 @@ FIGURES_BEGIN = "<!-- bench-figures: written by bench/run_bench.py --publish; do
 FIGURES_END = "<!-- /bench-figures -->"
 
 
-def readme_figures(res):
-    m = res["machine"]
+def readme_figures(runs):
+    """bench/README.md's summary: each row with the run it comes from."""
+    by_run = {}
+    for part in PUBLISHED:
+        if part in runs:
+            by_run.setdefault(run_line(runs[part]["run"]), []).append(part)
     o = [FIGURES_BEGIN, "", "## Figures", "",
-         f"Latest run, {res['date']}: Linux {m['kernel']}, {m['cpu']}, {m['cores']} cores "
-         f"(load average {m['load_average_at_start']:.2f} at start), {m['compiler']}, {m['bpftrace']}. "
-         "Every figure, with minima, maxima and runs: [results/latest.md](results/latest.md) "
-         "([JSON](results/latest.json)). Misses are reported as misses.", "",
-         "| What | Result | Target |", "|---|---|---|"]
-    o += [f"| {what} | {result} | {target} |" for what, result, target in summary_rows(res)]
+         "Each figure comes from one run, named beside it; every figure of a part, with minima, maxima and "
+         "runs, is in its file in [results/](results/) (PART.md, and PART.json that it is written from). "
+         "Misses are reported as misses. The runs:", ""]
+    o += [f"- {line}: " + ", ".join(f"[{p}](results/{p}.md)" for p in parts) for line, parts in by_run.items()]
+    o += ["", "| What | Result | Target | Run |", "|---|---|---|---|"]
+    for part in PUBLISHED:
+        if part in runs:
+            when = (runs[part]["run"].get("date") or "undated")[:10]
+            o += [f"| {what} | {result} | {target} | [{when}](results/{part}.md) |"
+                  for what, result, target in part_rows(part, runs)]
     return "\n".join(o + ["", FIGURES_END]) + "\n"
 
 
-def publish_readme(path, res):
-    """Replaces bench/README.md's figures section; the method text above
-    the marker is kept as written."""
-    text = open(path, encoding="utf-8").read()
+def replace_readme_figures(text, runs):
+    """bench/README.md's text with its figures section written anew; the
+    method text above the marker is kept as written."""
     if FIGURES_BEGIN not in text or FIGURES_END not in text:
-        raise RuntimeError(f"{path}: no figures markers ({FIGURES_BEGIN} ... {FIGURES_END})")
+        raise RuntimeError(f"bench/README.md: no figures markers ({FIGURES_BEGIN} ... {FIGURES_END})")
     head = text[:text.index(FIGURES_BEGIN)]
     tail = text[text.index(FIGURES_END) + len(FIGURES_END):].lstrip("\n")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(head + readme_figures(res) + (("\n" + tail) if tail else ""))
+    return head + readme_figures(runs) + (("\n" + tail) if tail else "")
 
 
-PARTS = ("untraced", "traced", "alternatives", "billingd", "exporter", "stats", "reading")
+def rendered(source_dir):
+    """{path relative to the source: text} of everything written from the
+    results files: each PART.md and bench/README.md's figures."""
+    runs = load_runs(source_dir)
+    out = {os.path.join(RESULTS, f"{part}.md"): part_markdown(part, runs) for part in runs}
+    with open(os.path.join(source_dir, "bench", "README.md"), encoding="utf-8") as f:
+        out[os.path.join("bench", "README.md")] = replace_readme_figures(f.read(), runs)
+    return out
+
+
+def write_rendered(source_dir):
+    for rel, text in rendered(source_dir).items():
+        with open(os.path.join(source_dir, rel), "w", encoding="utf-8") as f:
+            f.write(text)
+    # The docs' figures come from the same files (docs/figures.py).
+    subprocess.run([sys.executable, os.path.join(source_dir, "docs", "figures.py"), "--write"], check=False)
+
+
+def publish_run(source_dir, res, command):
+    """A full run: every part it measured into its own file, stamped with
+    the run (the date each part measured itself at, when it says)."""
+    m = res["machine"]
+    headers = {part: stamp(source_dir, part, command, res["date"], m) for part in PUBLISHED}
+    for part, data in split(res).items():
+        write_run(source_dir, part, headers[part], data)
+    write_rendered(source_dir)
 
 
 def publish_part(source_dir, update):
-    """A part measured alone into SOURCE/bench/results/latest.json: update
-    (a function) changes the loaded results in place; then latest.md,
-    bench/README.md's figures and the docs' figures are written anew from
-    them, as a full --publish run writes them."""
-    path = os.path.join(source_dir, "bench", "results", "latest.json")
-    with open(path) as f:
-        res = json.load(f)
+    """A part measured alone (stats_bench.py --billingd-instructions,
+    --trails, --native; reader_bench.py --publish): update(res) changes the
+    published results, in a run's shape, in place; each part it changed is
+    written anew as a run of its own, stamped now; then everything
+    rendered from them."""
+    runs = load_runs(source_dir)
+    res = view(runs)
+    before = split(copy.deepcopy(res))
     update(res)
-    with open(path, "w") as f:
-        json.dump(res, f, indent=2)
-    with open(os.path.join(source_dir, "bench", "results", "latest.md"), "w") as f:
-        f.write(markdown(res, res["command"]))
-    publish_readme(os.path.join(source_dir, "bench", "README.md"), res)
-    subprocess.run([sys.executable, os.path.join(source_dir, "docs", "figures.py"), "--write"], check=True)
+    after = split(res)
+    changed = [p for p in after if json.dumps(after[p], sort_keys=True) != json.dumps(before.get(p), sort_keys=True)]
+    command = "python3 " + " ".join([os.path.relpath(sys.argv[0], source_dir)] + sys.argv[1:])
+    for part in changed:
+        write_run(source_dir, part, stamp(source_dir, part, command), after[part])
+        print(f"wrote {results_path(source_dir, part)}")
+    write_rendered(source_dir)
+
+
+def stamp_file(source_dir, path, part):
+    """A results file another program wrote (tests/fleet's FLEET_RESULTS, a
+    copy of tests/run-all.sh's run-all-times.json or of tests/distros'
+    results.json), given its run header: its own date is kept, and its own
+    commit, kernel and cores where it recorded them (the run's, which may
+    be older than this checkout's HEAD); the rest (CPU model, measured
+    paths) is now's, so stamp it on the machine that ran it."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    if "run" in data:
+        raise RuntimeError(f"{path} is stamped already")
+    date, commit = data.pop("date", None), data.pop("commit", None)
+    own = {k: data.pop(k) for k in ("kernel", "cores") if k in data}
+    command = data.pop("command", None) or "not recorded"
+    if own.get("kernel") not in (None, platform.release()):
+        raise RuntimeError(f"{path}: run on Linux {own['kernel']}, this machine runs {platform.release()}: "
+                           "its CPU model cannot be told here; stamp it on the machine that ran it")
+    if commit:  # the run's commit, not HEAD's: the stamp names the code that ran
+        full = git(source_dir, "rev-parse", "--verify", "--quiet", "--short=12", commit + "^{commit}")
+        if full is None:
+            raise RuntimeError(f"{path}: its commit {commit} is not in {source_dir}: the run cannot be stamped")
+        m = machine()
+        header = {"commit": full, "date": date or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        header.update({k: m[k] for k in MACHINE_KEYS if k in m})
+        header = dict(header, command=command, measures=MEASURES[part])
+    else:
+        header = stamp(source_dir, part, command, date)
+    header.update(own)
+    header.pop("load_average_at_start", None)  # now's, not the run's
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"run": header, "data": data}, f, indent=1)
+        f.write("\n")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("--build-dir")
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--parts", default=",".join(PARTS),
                     help="comma-separated parts to run, of " + ", ".join(PARTS) + " (default all)")
     ap.add_argument("--reps", type=int, default=5, help="repetitions of timed runs (default 5)")
     ap.add_argument("--quick", action="store_true", help="fewer events and runs: a smoke run, not figures")
     ap.add_argument("--publish", action="store_true",
-                    help="also write SOURCE/bench/results/latest.{md,json} and SOURCE/bench/README.md's figures")
+                    help="also write each part into SOURCE/bench/results (PART.json, PART.md, stamped with this "
+                         "run) and the figures written from them")
+    ap.add_argument("--stamp", metavar="FILE",
+                    help="no run: give FILE, a results file another program wrote, its run header (with --as)")
+    ap.add_argument("--as", dest="as_part", choices=("suite", "fleet", "distros"), help="what the --stamp file measures")
     a = ap.parse_args()
+    source_dir = os.path.abspath(a.source_dir)
+    if a.stamp:
+        if not a.as_part:
+            ap.error("--stamp needs --as")
+        stamp_file(source_dir, a.stamp, a.as_part)
+        return 0
+    if not a.build_dir:
+        ap.error("--build-dir is required")
     parts = set(a.parts.split(","))
     if not parts <= set(PARTS):
         print(f"run_bench.py: unknown part(s) {', '.join(sorted(parts - set(PARTS)))}; "
@@ -475,13 +809,16 @@ def main():
     if a.publish and (a.quick or parts != set(PARTS)):
         print("run_bench.py: --publish needs a full run (no --quick, every part)", file=sys.stderr)
         return 2
-    build_dir, source_dir = os.path.abspath(a.build_dir), os.path.abspath(a.source_dir)
+    build_dir = os.path.abspath(a.build_dir)
     bench_dir = os.path.join(build_dir, "bench")
+    command = "python3 bench/run_bench.py " + " ".join(sys.argv[1:])
+    if a.publish:  # before the run, not after an hour of it
+        for part in PUBLISHED:
+            stamp(source_dir, part, command)
     reps = 2 if a.quick else a.reps
     n_sites = 20000 if a.quick else 200000
     n_fire = 100000 if a.quick else 1000000
     skip = can_trace()
-    command = "python3 bench/run_bench.py " + " ".join(sys.argv[1:])
     res = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
            "command": command, "trace": skip or "ok", "quick": a.quick}
     print(f"billing-probes benchmark on {res['machine']['kernel']}, {res['machine']['cpu']}; "
@@ -497,35 +834,25 @@ def main():
     res["billingd"] = billingd_bench.end_to_end(build_dir, source_dir, reps=1 if a.quick else 5,
                                                 duration=3 if a.quick else 8, skip=skip) \
         if "billingd" in parts else {"rows": [], "skipped": "not run"}
-    exporter = run_exporter(build_dir, source_dir, a.quick) if "exporter" in parts else None
-    if exporter is not None:
-        res["exporter"] = exporter
-    stats = run_exporter(build_dir, source_dir, a.quick, "stats_bench.py") if "stats" in parts else None
-    if stats is not None:
-        res["stats"] = stats
-    reading = run_exporter(build_dir, source_dir, a.quick, "reader_bench.py") if "reading" in parts else None
-    if reading is not None:
-        res["reading"] = reading
+    for part, name in (("exporter", "exporter_bench.py"), ("stats", "stats_bench.py"), ("reading", "reader_bench.py")):
+        got = run_exporter(build_dir, source_dir, a.quick, name) if part in parts else None
+        if got is not None:
+            res[part] = got
     md = markdown(res, command)
     print("\n" + md)
-    outs = [(bench_dir, "results")]
+    os.makedirs(bench_dir, exist_ok=True)
+    with open(os.path.join(bench_dir, "results.md"), "w") as f:
+        f.write(md)
+    with open(os.path.join(bench_dir, "results.json"), "w") as f:
+        json.dump(res, f, indent=2)
+    print(f"wrote {os.path.join(bench_dir, 'results')}.md and .json")
     if a.publish:
-        outs.append((os.path.join(source_dir, "bench", "results"), "latest"))
-    for d, name in outs:
-        os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, name + ".md"), "w") as f:
-            f.write(md)
-        with open(os.path.join(d, name + ".json"), "w") as f:
-            json.dump(res, f, indent=2)
-        print(f"wrote {os.path.join(d, name)}.md and .json")
-    if a.publish:
-        publish_readme(os.path.join(source_dir, "bench", "README.md"), res)
-        print("wrote the figures of " + os.path.join(source_dir, "bench", "README.md"))
-        # The docs' figures come from latest.json too (docs/figures.py).
-        subprocess.run([sys.executable, os.path.join(source_dir, "docs", "figures.py"), "--write"])
-    else:
-        print("\n" + readme_figures(res))
+        publish_run(source_dir, res, command)
+        print("wrote each part into " + os.path.join(source_dir, RESULTS) + ", and the figures written from them")
     return 0
+
+
+PARTS = ("untraced", "traced", "alternatives", "billingd", "exporter", "stats", "reading")
 
 
 if __name__ == "__main__":

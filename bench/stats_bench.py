@@ -30,9 +30,11 @@
 
 Prints a Markdown table, then one JSON object (run_bench.py reads both).
 --billingd-instructions measures 4's instructions alone (and another
-build's beside them, as "before"); --publish puts them in
-SOURCE/bench/results/latest.json's stats part and rewrites what is
-generated from it.
+build's beside them, as "before"); with --trails or --native those
+parts alone; --publish writes what it measured into its own results file
+(SOURCE/bench/results/stats-billingd-instructions.json, stats-trails.json,
+stats-native.json: one run each, stamped) and rewrites what is generated
+from them.
 """
 import argparse
 import json
@@ -395,8 +397,10 @@ def trails_off_row(build, base):
         for _ in range(2):
             a = billingd_bench.callgrind_run(exe, billingd_bench.SCHEDULE_FLOWS, workdir)
             b = billingd_bench.callgrind_run(exe, 2 * billingd_bench.SCHEDULE_FLOWS, workdir)
-            n = b[2] - a[2]
-            per.append({"instructions": (b[0] - a[0]) / n, "clock_reads": (b[1] - a[1]) / n, "requests": n})
+            n = b["requests"] - a["requests"]
+            per.append({"instructions": (b["instructions"] - a["instructions"]) / n,
+                        "clock_reads": (b["clock_calls"] - a["clock_calls"]) / n,
+                        "rdtsc": (b["rdtsc"] - a["rdtsc"]) / n, "requests": n})
     finally:
         for k, v in keep.items():
             if v is None:
@@ -406,7 +410,8 @@ def trails_off_row(build, base):
         subprocess.run(["rm", "-rf", workdir])
     row = {"config": "stats, trails off (BILLING_STATS_SLOW=off)", "runs": per,
            "instructions_per_request": statistics.median(p["instructions"] for p in per),
-           "clock_reads_per_request": statistics.median(p["clock_reads"] for p in per)}
+           "clock_reads_per_request": statistics.median(p["clock_reads"] for p in per),
+           "rdtsc_per_request": statistics.median(p["rdtsc"] for p in per)}
     if base:
         row["vs_compiled_out_pct"] = 100.0 * (row["instructions_per_request"] / base["instructions_per_request"] - 1)
     return row
@@ -520,7 +525,7 @@ def main():
                          "trails off")
     ap.add_argument("--publish", action="store_true",
                     help="with --billingd-instructions, --trails or --native: write the result into "
-                         "SOURCE/bench/results/latest.json")
+                         "its own file in SOURCE/bench/results (one run, stamped)")
     a = ap.parse_args()
     build, source = os.path.abspath(a.build_dir), os.path.abspath(a.source_dir)
     if a.instructions:

@@ -115,7 +115,8 @@ def billingd(build):
                     os.environ.pop("BILLING_STATS_SLOW", None)
                 a = billingd_bench.callgrind_run(exe, billingd_bench.SCHEDULE_FLOWS, workdir)
                 b = billingd_bench.callgrind_run(exe, 2 * billingd_bench.SCHEDULE_FLOWS, workdir)
-                per.append(((b[0] - a[0]) / (b[2] - a[2]), (b[1] - a[1]) / (b[2] - a[2])))
+                n = b["requests"] - a["requests"]
+                per.append(((b["instructions"] - a["instructions"]) / n, (b["clock_calls"] - a["clock_calls"]) / n))
             out[label] = {"instructions_per_request": statistics.median(p[0] for p in per),
                           "clock_reads_per_request": statistics.median(p[1] for p in per), "runs": per}
     finally:

@@ -67,19 +67,38 @@ static inline void bs_span_start_at_(uint64_t *at, int wanted)
 	bs_span_start_at_slow_(at);
 }
 
+/* 1 while spans are timed by the counter and the stats count (lib/stats.c
+ * says, bs_span_counting_): the stats build's timing helpers' one test
+ * (stats_gen.c). */
+BS_SPAN_HIDDEN extern int bs_span_fast_;
+BS_SPAN_HIDDEN void bs_span_counting_(int on);
+
+#if BS_SPAN_TSC
+/* The nanoseconds from start, a mark on the counter, to ticks, the
+ * counter read now, into *ns: 1, or 0 when the ratio must be read again
+ * (bs_span_ns_slow_).  For a caller that keeps the reading for more than
+ * the span (the stats build's timing helpers give it to the trail event). */
+static inline int bs_span_ns_fast_(uint64_t start, uint64_t ticks, uint64_t *ns)
+{
+	uint64_t now = ticks | BS_SPAN_MARK, d = now - start;
+	if (now < __atomic_load_n(&bs_span_until_, __ATOMIC_ACQUIRE) && (int64_t)d > 0) {
+		__extension__ typedef unsigned __int128 u128;
+		*ns = (uint64_t)(((u128)d * __atomic_load_n(&bs_span_ns_per_tick_, __ATOMIC_RELAXED)) >> 32);
+		*ns += !*ns;
+		return 1;
+	}
+	return 0;
+}
+#endif
+
 /* Nanoseconds since start (0: not clocked, so not measured; a real span
  * is at least 1 ns). */
 static inline uint64_t bs_span_ns_(uint64_t start)
 {
 #if BS_SPAN_TSC
-	if (start & BS_SPAN_MARK) {
-		uint64_t now = __builtin_ia32_rdtsc() | BS_SPAN_MARK, d = now - start;
-		if (now < __atomic_load_n(&bs_span_until_, __ATOMIC_ACQUIRE) && (int64_t)d > 0) {
-			__extension__ typedef unsigned __int128 u128;
-			uint64_t ns = (uint64_t)(((u128)d * __atomic_load_n(&bs_span_ns_per_tick_, __ATOMIC_RELAXED)) >> 32);
-			return ns ? ns : 1;
-		}
-	}
+	uint64_t ns;
+	if ((start & BS_SPAN_MARK) && bs_span_ns_fast_(start, __builtin_ia32_rdtsc(), &ns))
+		return ns;
 #endif
 	return start ? bs_span_ns_slow_(start) : 0;
 }

@@ -29,11 +29,13 @@
 #include <unistd.h>
 
 #include "billing/stats_gen.h"
+#include "span_clock.h"
 #include "stats_settings.h"
 #include "stats_trail_writer.h"
 #include "stats_writer.h"
 
 int billing_stats_off_;
+int bs_stats_on_ = 1;
 __thread bs_thread_t *bs_self_ BS_TLS_MODEL;
 bs_l1_entry_t bs_l1_empty_[BX_MAP_COUNT][BS_L1_ENTRIES];
 __thread bs_l1_entry_t (*bs_l1_)[BS_L1_ENTRIES] BS_TLS_MODEL = bs_l1_empty_;
@@ -104,10 +106,18 @@ static void mark_exited(void)
 
 static struct bs_trail_ring *trail_ring(void);
 
+/* The stats turned off (or on, by the settings): both flags at once. */
+static void set_off(int off)
+{
+	billing_stats_off_ = off;
+	bs_stats_on_ = !off;
+	bs_span_counting_(!off);
+}
+
 static void init_once(void)
 {
 	bs_settings_read(&settings);
-	billing_stats_off_ = settings.off;
+	set_off(settings.off);
 	bs_trail_prepare_(&settings, trail_ring);
 	if (!settings.off)
 		bs_immutable_start_();
@@ -145,7 +155,7 @@ __attribute__((constructor)) static void stats_start(void)
 	pthread_once(&once, init_once);
 	pthread_mutex_lock(&lock);
 	if (!seg && !billing_stats_off_ && create_segment() != 0)
-		billing_stats_off_ = 1;
+		set_off(1);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -488,7 +498,7 @@ void *bs_slow_(int m, const void *key, bs_cache_entry_t *e)
 	pthread_once(&once, init_once);
 	pthread_mutex_lock(&lock);
 	if (!seg && !billing_stats_off_ && create_segment() != 0)
-		billing_stats_off_ = 1;
+		set_off(1);
 	if (billing_stats_off_) {
 		pthread_mutex_unlock(&lock);
 		return NULL;
@@ -520,7 +530,7 @@ static struct bs_trail_ring *trail_ring(void)
 	pthread_once(&once, init_once);
 	pthread_mutex_lock(&lock);
 	if (!seg && !billing_stats_off_ && create_segment() != 0)
-		billing_stats_off_ = 1;
+		set_off(1);
 	struct bs_trail_ring *ring = billing_stats_off_ ? NULL : (struct bs_trail_ring *)(seg + hdr->trail_offset);
 	pthread_mutex_unlock(&lock);
 	return ring;

@@ -42,6 +42,7 @@ __thread bs_trail_thread_t bs_trail_me_ BS_TLS_MODEL;
 int bs_trail_tsc_;
 int bs_trails_on_;
 int bs_trail_fast_;
+int bs_trail_go_;
 uint64_t bs_trail_fast_ns_;
 
 /* The time-stamp counter where it ticks at one rate on every CPU, whatever
@@ -147,9 +148,9 @@ unsigned bs_trail_copy_bytes_(char *dst, const char *s, size_t bytes)
 	return s[i] != '\0';
 }
 
-void bs_trail_fill_fast_(bs_open_request_t *p, uint64_t id, const char *handler)
+void bs_trail_fill_fast_(bs_open_request_t *p, uint64_t id, const char *handler, uint64_t ticks)
 {
-	bs_trail_fill_(1, p, id, handler);
+	bs_trail_fill_(1, p, id, handler, ticks);
 }
 
 static void count_untracked(void)
@@ -212,7 +213,7 @@ void bs_trail_start_slow_(uint64_t id, const char *handler)
 	uint64_t free_id = 0;
 	if (__atomic_compare_exchange_n(&p->id, &free_id, BS_CLAIMED, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED) ||
 	    (p = bs_trail_claim_(id)) != NULL)
-		bs_trail_fill_(0, p, id, handler);
+		bs_trail_fill_(0, p, id, handler, 0);
 }
 
 /* Whether request id is open in a place other than p. */

@@ -84,6 +84,9 @@ BS_HIDDEN extern int bs_trail_tsc_;          /* events are timed by the time-sta
 BS_HIDDEN extern int bs_trails_on_;          /* BILLING_STATS_SLOW is not "off" (set once, before any event) */
 BS_HIDDEN extern int bs_trail_fast_;         /* the trails on and timed by the counter: the fast paths may run */
 BS_HIDDEN extern uint64_t bs_trail_fast_ns_; /* the lowest threshold: a request-done at or under it is let go */
+/* bs_trail_fast_, once a request kept a place (billing_trail_open_ then
+ * too): the stats build's timing helpers test this alone (stats_gen.c) */
+BS_HIDDEN extern int bs_trail_go_;
 
 /* --- fast and slow ----------------------------------------------------------
  *
@@ -208,31 +211,35 @@ static inline bs_open_request_t *bs_trail_find_(int fast, uint64_t id, int *furt
  * time now; then published.  Alone in a function of its own (the fast
  * one a tail call): no more values live than there are registers to
  * spare, so nothing is saved and restored. */
-static inline void bs_trail_fill_(int fast, bs_open_request_t *p, uint64_t id, const char *handler)
+static inline void bs_trail_fill_(int fast, bs_open_request_t *p, uint64_t id, const char *handler, uint64_t ticks)
 {
 	p->handler_cut = bs_trail_put_(fast, p->handler, handler, BS_TRAIL_HANDLER / 8);
 	uint32_t tag = __atomic_load_n(&p->tag, __ATOMIC_RELAXED) + 1;
 	tag += !tag; /* 0 is no claim's */
 	__atomic_store_n(&p->tag, tag, __ATOMIC_RELAXED);
-	__atomic_store_n(&p->start_ticks, bs_trail_ticks_(fast), __ATOMIC_RELAXED);
+	__atomic_store_n(&p->start_ticks, fast ? ticks : bs_trail_ticks_(0), __ATOMIC_RELAXED);
 	__atomic_store_n(&p->next, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->id, id, __ATOMIC_RELEASE);
 	bs_trail_me_.place = p;
 	bs_trail_me_.tag = tag;
-	if (tag == 1) /* the place's first request (set once: no line every request writes) */
+	if (tag == 1) { /* the place's first request (set once: no line every request writes) */
 		__atomic_store_n(&billing_trail_open_, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&bs_trail_go_, __atomic_load_n(&bs_trail_fast_, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+	}
 }
 
-/* Out of line: request-start as a whole, fast 0; and the fast fill. */
+/* Out of line: request-start as a whole, fast 0; and the fast fill
+ * (ticks: the counter, read now). */
 BS_HIDDEN void bs_trail_start_slow_(uint64_t id, const char *handler);
-BS_HIDDEN void bs_trail_fill_fast_(bs_open_request_t *p, uint64_t id, const char *handler);
+BS_HIDDEN void bs_trail_fill_fast_(bs_open_request_t *p, uint64_t id, const char *handler, uint64_t ticks);
 
 /* request-start: request id (0: none) is the thread's current one, and
- * opens a place, stamped, with the handler's bytes.  What the fast path
- * cannot do (the counter unused, a handler near a page's end, its home
- * taken) goes to bs_trail_start_slow_; both calls are the last thing
- * done (tail calls: no frame here). */
-static inline void bs_trail_start_(uint64_t id, const char *handler)
+ * opens a place, stamped with the time (given: ticks, the counter as its
+ * caller read it for a span, else read here), with the handler's bytes.
+ * What the fast path cannot do (the counter unused, a handler near a
+ * page's end, its home taken) goes to bs_trail_start_slow_; both calls
+ * are the last thing done (tail calls: no frame here). */
+static inline void bs_trail_start_at_(int given, uint64_t ticks, uint64_t id, const char *handler)
 {
 	if (!(BS_TRAIL_FAST_ && BS_TRAIL_FITS_(handler, BS_TRAIL_HANDLER / 8))) {
 		bs_trail_start_slow_(id, handler);
@@ -245,9 +252,14 @@ static inline void bs_trail_start_(uint64_t id, const char *handler)
 	bs_open_request_t *p = &bs_open_requests_[bs_trail_home_(id)];
 	uint64_t free_id = 0;
 	if (__atomic_compare_exchange_n(&p->id, &free_id, BS_CLAIMED, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-		bs_trail_fill_fast_(p, id, handler);
+		bs_trail_fill_fast_(p, id, handler, given ? ticks : bs_trail_ticks_(1));
 	else
 		bs_trail_start_slow_(id, handler);
+}
+
+static inline void bs_trail_start_(uint64_t id, const char *handler)
+{
+	bs_trail_start_at_(0, 0, id, handler);
 }
 
 /* request-done of request id, fast: a request at or under the lowest
@@ -281,13 +293,14 @@ BS_HIDDEN void bs_trail_done_slow_(uint64_t id, const char *handler, int32_t sta
                                    uint16_t kind);
 
 /* The next event of the request an event joins: request id (by_id), else
- * the one this thread started, its time and kind written (`cut` 0).  The
- * caller writes its arguments, then stores *tag into its `owner` with
- * release.  NULL: no such
+ * the one this thread started, its time (fast and given: ticks, the counter
+ * as its caller read it for a span; else read here) and kind written (`cut`
+ * 0).  The caller writes its
+ * arguments, then stores *tag into its `owner` with release.  NULL: no such
  * open request, or no room; or (fast, *further set) the request may sit
  * away from home: nothing done, run it again with fast 0. */
-static inline struct bs_trail_event *bs_trail_begin_(int fast, uint64_t id, int by_id, uint16_t kind, uint32_t *tag,
-                                                     int *further)
+static inline struct bs_trail_event *bs_trail_begin_(int fast, int given, uint64_t ticks, uint64_t id, int by_id,
+                                                     uint16_t kind, uint32_t *tag, int *further)
 {
 	uint64_t current = bs_trail_me_.current;
 	bs_open_request_t *p = bs_trail_me_.place;
@@ -316,9 +329,14 @@ static inline struct bs_trail_event *bs_trail_begin_(int fast, uint64_t id, int 
 	        : "+r"(e)); /* one register for the event from here: not worked out again from p and n */
 #endif
 	/* ticks until the commit (which takes one before request-start for 0) */
-	e->offset_ns = bs_trail_ticks_(fast) - __atomic_load_n(&p->start_ticks, __ATOMIC_RELAXED);
-	e->kind = kind;
-	e->cut = 0;
+	e->offset_ns = (fast && given ? ticks : bs_trail_ticks_(fast)) -
+	               __atomic_load_n(&p->start_ticks, __ATOMIC_RELAXED);
+	/* kind, and cut 0 beside it (stats_trail.h): one store of a constant,
+	 * a generated event's kind being one */
+	const struct {
+		uint16_t kind, cut;
+	} kind_cut = { kind, 0 };
+	memcpy(&e->kind, &kind_cut, sizeof kind_cut);
 	return e;
 }
 

@@ -93,16 +93,23 @@ typedef struct bs_cache_entry {
 
 /* The first level: a thread's cache from a fire's label arguments
  * themselves (a string's pointer, an int's value) to its cells, per map,
- * direct mapped.  A pointer is cached only when it points into read-only
- * memory of a loaded object that cannot be unloaded (bs_immutable_): a
- * string literal, whose bytes cannot change, so equal pointers mean equal
- * labels.  Any other pointer (a buffer the caller may reuse) takes the
+ * looked at first in one entry (BS_L1_WAYS below).  A pointer is cached
+ * only when it points into read-only memory of a loaded object that
+ * cannot be unloaded (bs_immutable_): a string literal, whose bytes
+ * cannot change, so equal pointers mean equal labels.  Any other pointer (a buffer the caller may reuse) takes the
  * key-bytes path every time.  A NULL string is not cached either: an
  * entry whose first string argument is 0 is empty, so a hit is the
  * compare of the arguments alone (a map without a string label tests
  * the cells). */
 #define BS_L1_ENTRIES 32 /* per map; a power of two */
 #define BS_L1_SHIFT 27   /* 32 - log2(BS_L1_ENTRIES) */
+/* A fire looks at its own entry; a miss looks at the others of its group
+ * of BS_L1_WAYS (slot ^ 1 .. slot ^ 3) before the key's bytes, and a new
+ * label set takes its own entry or the group's first free one: three
+ * label sets whose pointers share an entry (the loader places a
+ * process's literals anew each run) cost a look each, not each other's
+ * eviction and the key path every time. */
+#define BS_L1_WAYS 4
 typedef struct bs_l1_entry {
 	uintptr_t arg[BX_MAX_FIELDS]; /* per label field of the map, in order */
 	void *cells;                  /* NULL: empty */
@@ -137,6 +144,10 @@ static inline size_t bs_l1_slot_(uintptr_t x)
 #else
 #  define BS_TLS_MODEL
 #endif
+/* !billing_stats_off_, written with it (lib/stats.c): the library's own
+ * code reads this one directly, where the exported one is a load of its
+ * address first (the stats build's timing helpers, stats_gen.c). */
+BS_HIDDEN extern int bs_stats_on_;
 BS_HIDDEN extern __thread bs_thread_t *bs_self_ BS_TLS_MODEL;
 /* This thread's first level (bs_self_->l1), or before the thread has a
  * state, one that is always empty and never written: the hot path looks

@@ -41,6 +41,23 @@ uint64_t billing_clock_ns(void)
 
 int bs_span_tsc_;
 uint64_t bs_span_ns_per_tick_, bs_span_until_;
+int bs_span_fast_;
+static int counting = 1; /* the stats count (bs_span_counting_); a build without them never says */
+
+/* bs_span_fast_ from both: each of the (rare) writers of either reads
+ * both again after its own write, so the last of them sees both. */
+static void publish_fast(void)
+{
+	__atomic_store_n(&bs_span_fast_,
+	                 __atomic_load_n(&bs_span_tsc_, __ATOMIC_SEQ_CST) > 0 && __atomic_load_n(&counting, __ATOMIC_SEQ_CST),
+	                 __ATOMIC_SEQ_CST);
+}
+
+void bs_span_counting_(int on)
+{
+	__atomic_store_n(&counting, on, __ATOMIC_SEQ_CST);
+	publish_fast();
+}
 
 #if BS_SPAN_TSC
 #  define SETTLED_TICKS (1ull << 32) /* the ratio is read again at most this far apart, once settled */
@@ -93,7 +110,8 @@ static void decide(void)
 		base_ns = both_clocks(&base_ticks);
 		calibrated = base_ticks;
 	}
-	__atomic_store_n(&bs_span_tsc_, tsc ? 1 : -1, __ATOMIC_RELEASE);
+	__atomic_store_n(&bs_span_tsc_, tsc ? 1 : -1, __ATOMIC_SEQ_CST);
+	publish_fast();
 }
 
 /* A span on the counter ending at ticks now, whose ratio is out of date

@@ -228,8 +228,11 @@ def timing_gen_h(provider):
 
 
 def timing_gen_c(provider):
+    # A stats build has them in stats_gen.c (stats_emit.timing_helpers),
+    # where what their probes count and keep is inline.
     o = [BANNER, '#include "billing/probes.h"\n#include "billing/timing.h"\n'
          '#include "span_clock.h" /* the span clock, inline */\n\n'
+         "#if !BILLING_STATS_BUILD_ /* else: stats_gen.c */\n\n"
          "#if defined(__GNUC__)\n#  define BILLING_TIMING_COLD __attribute__((noinline, cold))\n"
          "#  define BILLING_TIMING_UNLIKELY(x) __builtin_expect(!!(x), 0)\n#else\n#  define BILLING_TIMING_COLD\n"
          "#  define BILLING_TIMING_UNLIKELY(x) (x)\n#endif\n\n"]
@@ -255,7 +258,7 @@ def timing_gen_c(provider):
                  f"\tduration_ns = bs_span_ns_(span->start_ns);\n"
                  f"\tBILLING_{done.macro}({done_args});\n"
                  f"\treturn duration_ns;\n}}\n\n")
-    return "".join(o)
+    return "".join(o) + "#endif\n"
 
 
 def c_string(s):

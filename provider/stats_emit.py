@@ -13,6 +13,7 @@
 
 import metrics
 import trail_emit
+from billing_d import spans
 
 BANNER = metrics.HEADER_BANNER
 CTYPE = metrics.CTYPE
@@ -305,8 +306,9 @@ def stats_gen_c(provider, ms):
         o.append(f"static BS_COLD void miss_{f.probe.func}({params(f)})\n{{\n"
                  f"\tstruct bx_key_{f.probe.func} k;\n\t{V} *v;\n"
                  f"\tsize_t slot = {slot};\n\tbs_l1_entry_t *e;\n\tint shared;\n\n"
-                 "\t/* Two label sets that share an entry: the second sits next to it. */\n"
-                 f"\tif (bs_self_) {{\n\t\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1];\n"
+                 "\t/* Label sets that share an entry: the others sit in the rest of its group. */\n"
+                 "\tfor (size_t w = 1; bs_self_ && w < BS_L1_WAYS; w++) {\n"
+                 f"\t\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ w];\n"
                  f"\t\tif ({match}) {{\n\t\t\tv = ({V} *)e->cells;\n"
                  + count_own(ms, f, "\t\t\t", "e->native" if width else "NULL") + "\t\t\treturn;\n\t\t}\n\t}\n"
                  "\tmemset(&k, 0, sizeof k);\n")
@@ -321,18 +323,96 @@ def stats_gen_c(provider, ms):
         if key_string is not None:
             cond.insert(0, f"!{f.fields[key_string]}")
         o.append(("\tif (" + " || ".join(cond) + ")\n\t\treturn;\n" if cond else "")
-                 + f"\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot];\n"
-                 f"\tif (e->cells && !bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1].cells)\n"
-                 f"\t\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ 1];\n"
+                 + "\t/* its own entry, else the first free one of its group, else its own again */\n"
+                 f"\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot];\n"
+                 "\tfor (size_t w = 1; e->cells && w < BS_L1_WAYS; w++)\n"
+                 f"\t\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot ^ w];\n"
+                 f"\tif (e->cells)\n\t\te = &bs_self_->l1[BX_MAP_{f.probe.macro}][slot];\n"
                  + "".join(f"\te->arg[{i}] = {l1_arg(f, a)};\n" for i, a in enumerate(f.fields))
                  + "\te->native = nat;\n\te->cells = v;\n}\n\n")
         args = ", ".join(n for n, _ in needed_args(f))
+        # stats_<probe>_: the same function by a name of this library's own,
+        # which the timing helpers below call directly (not through the PLT)
         o.append(f"void billing_stats_{f.probe.func}({params(f)})\n{{\n"
                  f"\tconst bs_l1_entry_t *e = &bs_l1_[BX_MAP_{f.probe.macro}][{slot}];\n\n"
                  f"\tif (BS_LIKELY({match})) {{\n" + hit_body(ms, f, "\t\t") + "\t\treturn;\n\t}\n"
-                 f"\tmiss_{f.probe.func}({args});\n}}\n\n")
+                 f"\tmiss_{f.probe.func}({args});\n}}\n"
+                 f"BS_HIDDEN extern __typeof__(billing_stats_{f.probe.func}) stats_{f.probe.func}_ "
+                 f"__attribute__((alias(\"billing_stats_{f.probe.func}\")));\n\n")
     o.append(trail_emit.gen_c(ms))
+    o.append(timing_helpers(provider, ms))
     return "".join(o)
+
+
+def timing_helpers(provider, ms):
+    """The timing helpers (billing/timing.h) of a stats build, here, where
+    what their probes keep is inline (timing_gen.c has them for a build
+    without stats).  While the stats count, neither probe of the pair is
+    traced and spans are timed by the time-stamp counter, begin reads the
+    counter once for the span and the start's trail event; end reads it
+    once for the duration and the done's event, then counts the done probe
+    (its one call: billing_stats_<probe>() by its hidden name).  What the trail cannot
+    do fast (or a ratio of the clocks to read again) goes out of line as
+    the last thing done, so nothing is saved and restored on the way.
+    Traced, or with the stats off, they do what timing_gen.c's do."""
+    o = ["/* --- the timing helpers of a stats build (billing/timing.h) --- */\n\n"
+         "#include \"billing/probes.h\"\n#include \"billing/timing.h\"\n"
+         "#include \"span_clock.h\" /* the span clock, inline */\n\n#if BILLING_STATS_BUILD_\n\n"]
+    for sp in spans(provider.probes):
+        start, done = sp.start, sp.done
+        kept = {n for n, _, _ in sp.kept}
+        start_args = ", ".join(n for n, _, _ in start.args)
+        end_args = ", ".join(["span"] + [n for n, _, _ in sp.extra])
+
+        def on_span(n):
+            return f"span->{n}" if n in kept else n
+        done_args = ", ".join(on_span(n) for n, _, _ in done.args)
+        counted = any(f.probe is done for f in ms.feeds)  # done's clock read while the stats are on
+        start_feed = next((f for f in ms.feeds if f.probe is start), None)
+        done_feed = next((f for f in ms.feeds if f.probe is done), None)
+        go = "BS_LIKELY(__atomic_load_n(&bs_trail_go_, __ATOMIC_RELAXED))"
+        o.append(f"static BS_COLD void begin_other_{sp.base}({sp.begin_params()})\n{{\n"
+                 f"\tif (BILLING_{start.macro}_ENABLED()) {{\n\t\tspan->start_ns = bs_span_start_(1);\n"
+                 f"\t\tBILLING_{start.macro}({start_args});\n\t\treturn;\n\t}}\n"
+                 f"\tbs_span_start_at_(&span->start_ns, BILLING_{done.macro}_ENABLED());\n}}\n\n")
+        o.append(f"void billing_{sp.base}_begin({sp.begin_params()})\n{{\n")
+        o += [f"\tspan->{n} = {n};\n" for n, _, _ in sp.kept]
+        if counted:
+            o.append(f"#if BS_SPAN_TSC\n\tif (BS_LIKELY(!BILLING_SDT_{start.macro}_ENABLED() && "
+                     "__atomic_load_n(&bs_span_fast_, __ATOMIC_RELAXED))) {\n"
+                     "\t\tuint64_t ticks = __builtin_ia32_rdtsc();\n\n\t\tspan->start_ns = ticks | BS_SPAN_MARK;\n")
+            if start_feed:
+                o.append(f"\t\tstats_{start.func}_({', '.join(n for n, _ in needed_args(start_feed))});\n")
+            if start.d_name == "request__start":
+                o.append(f"\t\ttrail_start_at_(ticks, {start_args});\n")
+            else:
+                o.append(f"\t\tif ({go}) {{\n\t\t\tif (!trail_try_{start.func}_(ticks, {start_args}))\n"
+                         f"\t\t\t\ttrail_slow_{start.func}_({start_args});\n"
+                         f"\t\t}} else if (BILLING_TRAIL_OPEN_()) {{\n\t\t\tbilling_trail_{start.func}({start_args});\n\t\t}}\n")
+            o.append("\t\treturn;\n\t}\n#endif\n")
+        o.append(f"\tbegin_other_{sp.base}(span, {start_args});\n}}\n\n")
+        o.append(f"static BS_COLD uint64_t end_other_{sp.base}({sp.end_params()})\n{{\n"
+                 f"\tuint64_t duration_ns;\n\n\tif (!BILLING_{done.macro}_ENABLED())\n\t\treturn 0;\n"
+                 f"\tduration_ns = bs_span_ns_(span->start_ns);\n"
+                 f"\tBILLING_{done.macro}({done_args});\n\treturn duration_ns;\n}}\n\n")
+        if counted:
+            count = f"stats_{done.func}_({', '.join(on_span(n) for n, _ in needed_args(done_feed))})"
+            o.append(f"/* the end of a span whose trail event goes the slow way, counted after it */\n"
+                     f"static BS_COLD uint64_t end_slow_{sp.base}({sp.end_params()}, uint64_t duration_ns)\n{{\n"
+                     f"\tif ({go})\n\t\ttrail_slow_{done.func}_({done_args});\n"
+                     f"\telse\n\t\tbilling_trail_{done.func}({done_args});\n"
+                     f"\t{count};\n\treturn duration_ns;\n}}\n\n")
+        o.append(f"uint64_t billing_{sp.base}_end({sp.end_params()})\n{{\n")
+        if counted:
+            o.append("#if BS_SPAN_TSC\n\tuint64_t start = span->start_ns, ticks, duration_ns;\n\n"
+                     f"\tif (BS_LIKELY(!BILLING_SDT_{done.macro}_ENABLED() && "
+                     "__atomic_load_n(&bs_span_fast_, __ATOMIC_RELAXED) && (start & BS_SPAN_MARK) &&\n"
+                     "\t              bs_span_ns_fast_(start, ticks = __builtin_ia32_rdtsc(), &duration_ns))) {\n"
+                     f"\t\tif ({go} ? !trail_try_{done.func}_(ticks, {done_args}) : BILLING_TRAIL_OPEN_())\n"
+                     f"\t\t\treturn end_slow_{sp.base}({end_args}, duration_ns);\n"
+                     f"\t\t{count};\n\t\treturn duration_ns;\n\t}}\n#endif\n")
+        o.append(f"\treturn end_other_{sp.base}({end_args});\n}}\n\n")
+    return "".join(o) + "#endif\n"
 
 
 def stats_desc_c(provider, ms):

@@ -8,7 +8,10 @@ other), from billing.d's probes and its "@@slow-threshold" line:
                  billing.d prints them by name
   gen_h()        billing_trail_<probe>(), declared in billing/stats_gen.h
                  (probe_macros.h calls them in a stats build)
-  gen_c()        their definitions, and the thresholds, in stats_gen.c
+  gen_c()        their definitions, and the thresholds, in stats_gen.c; and
+                 for the stats build's timing helpers there (stats_emit.py)
+                 trail_try_<probe>_(), the event inline, timed by their span's
+                 reading of the counter, and trail_slow_<probe>_()
 """
 
 import metrics
@@ -81,7 +84,7 @@ def event_body(k):
     """An event written in place: its words, then its strings' bytes, then
     its owner (lib/stats_trail_writer.h, bs_trail_begin_).  1 when done."""
     o = [f"\tuint32_t tag;\n\tint further = 0;\n"
-         f"\tstruct bs_trail_event *e = bs_trail_begin_(fast, {REQUEST_ID if k.joins_by_id else '0'}, "
+         f"\tstruct bs_trail_event *e = bs_trail_begin_(fast, given, ticks, {REQUEST_ID if k.joins_by_id else '0'}, "
          f"{int(k.joins_by_id)}, {k.index}, &tag, &further);\n\n"
          "\tif (!e)\n\t\treturn !further;\n"]
     # only the kind's own: the commit clears the rest (bs_trail_kind_ints_, _strs_)
@@ -95,17 +98,31 @@ def event_body(k):
     return "".join(o)
 
 
+def fire(k, body, try_body):
+    """billing_trail_<probe>() over body; and for the stats build's timing
+    helpers (stats_gen.c, stats_emit.timing_helpers), once the trails are
+    known fast (bs_trail_go_): trail_try_<probe>_(), inline over try_body,
+    the event timed by the counter as the helper read it for its span
+    (ticks), 1 when done, 0 when the slow path must run (nothing done
+    yet): trail_slow_<probe>_(), out of line."""
+    p = k.probe
+    return (f"void billing_trail_{p.func}({params(p)})\n{{\n{body}}}\n\n"
+            f"static inline int trail_try_{p.func}_(uint64_t ticks, {params(p)})\n{{\n{try_body}}}\n\n")
+
+
 def fast_and_slow(k, body, words):
     """billing_trail_<probe>() over a body written once as a function of
-    `fast` (lib/stats_trail_writer.h, "fast and slow")."""
+    `fast` (lib/stats_trail_writer.h, "fast and slow"), and of whether the
+    caller read the counter (given: ticks)."""
     p, args = k.probe, ", ".join(n for n, _, _ in k.probe.args)
     params_ = params(p)
-    return (f"static inline int trail_{p.func}_(int fast, {params_})\n{{\n{body}}}\n\n"
-            f"static BS_NOINLINE_ void trail_{p.func}_slow_({params_})\n{{\n"
-            f"\t(void)trail_{p.func}_(0, {args});\n}}\n\n"
-            f"void billing_trail_{p.func}({params_})\n{{\n"
-            f"\tif (!({fast_test(k, k.strs, words)} && trail_{p.func}_(1, {args})))\n"
-            f"\t\ttrail_{p.func}_slow_({args});\n}}\n\n")
+    fits = " && ".join(f"BS_TRAIL_FITS_({n}, {words})" for n in k.strs) or "1"
+    return (f"static inline int trail_{p.func}_(int fast, int given, uint64_t ticks, {params_})\n{{\n{body}}}\n\n"
+            f"static BS_NOINLINE_ void trail_slow_{p.func}_({params_})\n{{\n"
+            f"\t(void)trail_{p.func}_(0, 0, 0, {args});\n}}\n\n"
+            + fire(k, f"\tif (!({fast_test(k, k.strs, words)} && trail_{p.func}_(1, 0, 0, {args})))\n"
+                      f"\t\ttrail_slow_{p.func}_({args});\n",
+                   f"\treturn {fits} && trail_{p.func}_(1, 1, ticks, {args});\n"))
 
 
 def gen_c(ms):
@@ -125,12 +142,17 @@ def gen_c(ms):
          f"const uint8_t bs_trail_kind_strs_[BS_TRAIL_KINDS] = {{ {', '.join(str(len(k.strs)) for k in kinds(ms.probes))} }};\n\n"]
     for k in kinds(ms.probes):
         p = k.probe
-        if p.d_name == start.probe.d_name:
-            o.append(f"void billing_trail_{p.func}({params(p)})\n{{\n\tbs_trail_start_(request_id, handler);\n}}\n\n")
-        elif p.d_name == done.probe.d_name:
-            o.append(f"void billing_trail_{p.func}({params(p)})\n{{\n"
-                     "\tif (!bs_trail_done_fast_(request_id, duration_ns)) /* maybe slow */\n"
-                     f"\t\tbs_trail_done_slow_(request_id, handler, status, duration_ns, {k.index});\n}}\n\n")
+        if p.d_name == start.probe.d_name:  # what it cannot do fast, it does itself (a tail call)
+            o.append(f"void billing_trail_{p.func}({params(p)})\n{{\n\tbs_trail_start_(request_id, handler);\n}}\n\n"
+                     f"static inline void trail_start_at_(uint64_t ticks, {params(p)})\n{{\n"
+                     "\tbs_trail_start_at_(1, ticks, request_id, handler);\n}\n\n")
+        elif p.d_name == done.probe.d_name:  # a fast request-done reads no clock
+            slow = f"bs_trail_done_slow_(request_id, handler, status, duration_ns, {k.index})"
+            o.append(fire(k, "\tif (!bs_trail_done_fast_(request_id, duration_ns)) /* maybe slow */\n"
+                             f"\t\t{slow};\n",
+                          "\t(void)ticks;\n\t(void)handler;\n\t(void)status;\n"
+                          "\treturn bs_trail_done_fast_(request_id, duration_ns);\n")
+                     + f"static BS_NOINLINE_ void trail_slow_{p.func}_({params(p)})\n{{\n\t{slow};\n}}\n\n")
         else:
             o.append(fast_and_slow(k, event_body(k), "BS_TRAIL_STR / 8"))
     return "".join(o)

@@ -8,7 +8,10 @@ usage: python3 tests/time_suite.py [-C BUILD] [-j JOBS] [--out FILE]
 
   -C BUILD      a configured, built meson build directory (default build)
   -j JOBS       --num-processes for meson test (default 2, as tests/run-all.sh)
-  --out FILE    the JSON written (default: printed only)
+  --out FILE    the JSON written, one run stamped with its commit, CPU
+                model, kernel and date (bench/run_bench.py's stamp:
+                refused while the tests have uncommitted changes);
+                default: printed only
   --log TESTLOG no run: the figures of a finished one from its meson log
                 (BUILD/meson-logs/testlog.json, e.g. of tests/run-all.sh),
                 its wall time from the first test's start to the last's end
@@ -23,10 +26,13 @@ tests.  Exits with meson test's status, 2 on bad usage.
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
+
+SOURCE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(SOURCE, "bench"))
+import run_bench  # noqa: E402  (the results files' stamp)
 
 LOGBASE = "suite-timing"
 
@@ -65,15 +71,21 @@ def main():
         ap.error("--log summarises a finished run: no meson test arguments")
     alone = run_alone(opts.build)
     load = os.getloadavg()[0]
+    command = " ".join(["python3", "tests/time_suite.py", "-j", str(opts.jobs)]
+                       + (["--log", opts.log] if opts.log else meson_args))
+    if opts.out:  # refused now, not after the run
+        try:
+            run_bench.stamp(SOURCE, "suite", command)
+        except RuntimeError as e:
+            sys.exit(f"time_suite: {e}")
     if opts.log:
         rc = 0
         rows, wall, started = results(opts.log)
-        meson_args = ["--log", opts.log]
     else:
-        command = ["meson", "test", "-C", opts.build, "--no-rebuild", "--num-processes", str(opts.jobs),
-                   "--logbase", LOGBASE] + meson_args
+        meson_test = ["meson", "test", "-C", opts.build, "--no-rebuild", "--num-processes", str(opts.jobs),
+                      "--logbase", LOGBASE] + meson_args
         t0, started = time.monotonic(), time.time()
-        rc = subprocess.run(command).returncode
+        rc = subprocess.run(meson_test).returncode
         wall = time.monotonic() - t0
         rows, _, _ = results(os.path.join(opts.build, "meson-logs", LOGBASE + ".json"))
     serial = sum(d for n, _, d in rows if alone.get(n))
@@ -81,11 +93,9 @@ def main():
     counts = {}
     for _, result, _ in rows:
         counts[result] = counts.get(result, 0) + 1
+    machine = dict(run_bench.machine(), load_average_at_start=None if opts.log else round(load, 2))
+    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started))
     summary = {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
-        "command": " ".join(["python3", "tests/time_suite.py", "-j", str(opts.jobs)] + meson_args),
-        "machine": {"cores": os.cpu_count(), "kernel": platform.release(),
-                    "load_average_at_start": None if opts.log else round(load, 2)},
         "tests": len(rows),
         "results": counts,
         "wall_s": round(wall, 1),
@@ -95,11 +105,11 @@ def main():
         "longest": [{"name": n, "s": round(d, 1), "alone": bool(alone.get(n))}
                     for n, _, d in sorted(rows, key=lambda r: -r[2])[:15]],
     }
-    text = json.dumps(summary, indent=1, sort_keys=True) + "\n"
-    print(text, end="")
+    print(json.dumps(dict(summary, date=date, command=command), indent=1, sort_keys=True))
     if opts.out:
+        run = run_bench.stamp(SOURCE, "suite", command, date, machine)
         with open(opts.out, "w") as f:
-            f.write(text)
+            f.write(json.dumps({"run": run, "data": summary}, indent=1, sort_keys=True) + "\n")
     return rc
 
 

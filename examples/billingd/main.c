@@ -6,6 +6,7 @@
  * this file.  SIGINT/SIGTERM: in-flight requests finish, then the database
  * is checkpointed and closed.
  */
+#include <jansson.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -54,6 +55,9 @@ int main(int argc, char **argv)
 	rc = options_parse(&opts, argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;
+	/* before any JSON object: jansson takes its seed at its first */
+	if (opts.json_seed != 0)
+		json_object_seed(opts.json_seed);
 
 	db_path = opts.db_path;
 	if (db_path == NULL) {

@@ -42,6 +42,10 @@ int options_parse(billingd_options_t *opts, int argc, char **argv)
 		  .help = "fraction of authorisations declined, 0..1", .init = "0.1" },
 		{ "seed", "N", OPT_U64, &opts->seed, .imin = 0, .imax = UINT64_MAX,
 		  .help = "seed of the gateway simulation", .init = "1" },
+		{ "json-seed", "N", OPT_UINT, &opts->json_seed, .imin = 0, .imax = UINT32_MAX,
+		  .help = "seed of JSON objects' hashing; 0: a random one\n"
+		          "(a fixed one makes runs repeat exactly: the benches)",
+		  .init = "0" },
 	};
 
 	const opt_table_t table = { .prog = "billingd", .usage = "[options]", .options = options, .n = sizeof(options) / sizeof(options[0]) };

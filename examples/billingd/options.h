@@ -18,6 +18,7 @@ typedef struct billingd_options {
 	unsigned int request_timeout; /* seconds a client has to send a whole request */
 	gateway_config_t gateway;
 	uint64_t seed;
+	unsigned int json_seed; /* jansson's hashing; 0: a random one (its own default) */
 } billingd_options_t;
 
 /* Fills opts from argv.  Returns 0 to run, > 0 when --help or the option
