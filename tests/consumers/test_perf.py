@@ -13,8 +13,8 @@ an address, and the bytes at that address in PROGRAM are the sample string
 
 perf probe events are global: perf names each one (sdt_billing:NAME, or
 NAME_1, ... when another tracer holds NAME: -f); this test deletes exactly
-the events it added, also on failure.  PROGRAM's notes go into perf's
-build-id cache first (buildid-cache --add), as perf's docs ask.
+the events it added, also on failure.  perf keeps its build-id cache in
+the run's own directory (--buildid-dir), never another run's.
 """
 import os
 import re
@@ -57,17 +57,16 @@ def main():
              "the samples cover billing.d's probes (%d), in order" % len(probes))
     added = []
     tmp = tempfile.mkdtemp(prefix="consumers-perf-")
+    # perf probe reads %sdt_ events from PROGRAM's entry in perf's build-id
+    # cache when it has one: an entry without its probes, or with an empty
+    # probes file (another run's or test's perf record, or buildid-cache
+    # --add of a build id cached under another path, leave one), fails
+    # every add ("Failed to add events").  A cache of this run's own.
+    perf = ["perf", "--buildid-dir", os.path.join(tmp, "buildid")]
     try:
-        # perf probe reads %sdt_ events from PROGRAM's entry in perf's
-        # build-id cache (~/.debug): an entry without its probes file (a
-        # system-wide perf record of another test makes one when PROGRAM
-        # runs beside it) fails every add ("Failed to add events").
-        # buildid-cache --add writes the entry whole.
-        r = bt.run(["perf", "buildid-cache", "--add", program])
-        bt.check(r.returncode == 0, "perf buildid-cache takes PROGRAM's notes (%s)" % r.stderr.strip()[-200:])
         event_of = {}
         for p in probes:
-            r = bt.run(["perf", "probe", "-f", "-x", program, "--add", "%sdt_billing:" + p["d_name"]])
+            r = bt.run(perf + ["probe", "-f", "-x", program, "--add", "%sdt_billing:" + p["d_name"]])
             names = re.findall(r"^\s+(sdt_billing:\S+)\s+\(on ", r.stdout + r.stderr, re.M)
             added += names
             if bt.check(len(names) == 1, "perf probe adds %s (%s)" % (p["name"], names or r.stderr.strip()[-200:])):
@@ -75,20 +74,20 @@ def main():
         if len(event_of) != len(probes):
             bt.finish()
         data_file = os.path.join(tmp, "perf.data")
-        cmd = ["perf", "record", "-q", "-o", data_file]
+        cmd = perf + ["record", "-q", "-o", data_file]
         for p in probes:
             cmd += ["-e", event_of[p["d_name"]]]
         r = bt.run(cmd + ["--", program], timeout=120)
         bt.check(r.returncode == 0, "perf record runs the program (exit %d %s)" % (r.returncode, r.stderr.strip()[-300:]))
-        script = bt.run(["perf", "script", "-i", data_file], timeout=120)
+        script = bt.run(perf + ["script", "-i", data_file], timeout=120)
         bt.check(script.returncode == 0, "perf script reads the record")
     finally:
         # What this run added, and anything else on PROGRAM (this build
         # tree's own file: no other tracer's event) a parse may have missed.
-        listed = bt.run(["perf", "probe", "-l"]).stdout
+        listed = bt.run(perf + ["probe", "-l"]).stdout
         stray = re.findall(r"^\s*(\S+:\S+)\s+\(on .* in %s[ )]" % re.escape(program), listed, re.M)
         for name in sorted(set(added) | set(stray)):
-            bt.run(["perf", "probe", "-q", "-d", name])
+            bt.run(perf + ["probe", "-q", "-d", name])
         bt.run(["rm", "-rf", tmp])
 
     # COMM PID [CPU] TIME: sdt_billing:EVENT: (IP) arg1=V arg2=V ...
