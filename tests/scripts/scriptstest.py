@@ -145,9 +145,10 @@ class Tracer:
 TRACER = None  # set by main()
 
 
-def start_workload(mode, extra=(), cpu=None):
-    """The workload in MODE; cpu: pinned to that CPU (its threads too)."""
-    cmd = [TRACER.workload, mode, "--wait-stdin", "--linger-ms", "1600", *extra]
+def start_workload(mode, extra=(), cpu=None, hold=False):
+    """The workload in MODE; cpu: pinned to that CPU (its threads too);
+    hold: it lives on after its linger until its stdin is closed."""
+    cmd = [TRACER.workload, mode, "--wait-stdin", "--linger-ms", "1600", *(["--hold-stdin"] if hold else []), *extra]
     if cpu is not None:
         cmd = ["taskset", "-c", str(cpu)] + cmd
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -189,7 +190,7 @@ def run(mode, scripts, extra=(), stop_early=(), stall_s=0, after_go=None, cpu=No
     "wake" is written there).  cpu: the workload pinned to that CPU.
     A script is a name in d-scripts or a path to a .bt file.
     Returns {label: stdout text}."""
-    wl, wl_reader = start_workload(mode, extra, cpu)
+    wl, wl_reader = start_workload(mode, extra, cpu, hold=bool(stop_early))
     tracers, stopped_at, stalled = {}, set(), []
     try:
         for label, script, args, pid_as_arg in scripts:
@@ -216,7 +217,10 @@ def run(mode, scripts, extra=(), stop_early=(), stall_s=0, after_go=None, cpu=No
         if after_go:
             wl.stdin.flush()
             after_go(wl, wl_reader, {label: t[0] for label, t in tracers.items()})
-        wl.stdin.close()
+        if stop_early:
+            wl.stdin.flush()  # held open until the early ones have printed (below)
+        else:
+            wl.stdin.close()
         if stall_s:
             require(wl_reader.matched.wait(TIMEOUT), "the workload never fired")
             time.sleep(stall_s)
@@ -229,6 +233,10 @@ def run(mode, scripts, extra=(), stop_early=(), stall_s=0, after_go=None, cpu=No
             for label in stop_early:
                 tracers[label][0].send_signal(signal.SIGINT)
                 stopped_at.add(label)
+            # Their output printed (symbols read) while the workload lives.
+            for label in stop_early:
+                TRACER.interrupt(tracers[label][0], TIMEOUT, already_sent=True)
+            wl.stdin.close()
         require(wl.wait(TIMEOUT) == 0, "the workload failed")
         out = {}
         for label, (p, r, errs) in tracers.items():

@@ -2,7 +2,7 @@
  * workload.c -- fires a known, deterministic sequence of billing probes so
  * the tests can assert the exact figures the d-scripts print.
  *
- * usage: scripts-workload MODE [--delay-ms N | --wait-stdin] [--linger-ms N] [--keep-cpus-busy]
+ * usage: scripts-workload MODE [--delay-ms N | --wait-stdin] [--linger-ms N] [--hold-stdin] [--keep-cpus-busy]
  *                             [--path FILE]
  *
  *   business  1000 invoices (120 of them credit notes, a negative amount;
@@ -238,7 +238,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: scripts-workload business|requests|long|bounds|burst|overlap|simultaneous|"
 	                "race|tps|system|park|begun\n"
-	                "       [--delay-ms N | --wait-stdin] [--linger-ms N] [--path FILE] [--keep-cpus-busy]\n");
+	                "       [--delay-ms N | --wait-stdin] [--linger-ms N] [--hold-stdin] [--path FILE] [--keep-cpus-busy]\n");
 	return 2;
 }
 
@@ -259,12 +259,29 @@ int wait_for_go(void)
 	return 0;
 }
 
+/* --hold-stdin: after the linger, waits up to 60 s for stdin's end, which
+ * the harness gives once the tracers it stopped early have printed: a
+ * stack's symbols are read while the process lives, and a tracer slow to
+ * see its Ctrl-C on a loaded machine read none when the process had gone. */
+static void hold_until_stdin_ends(void)
+{
+	struct pollfd pfd = { STDIN_FILENO, POLLIN, 0 };
+	char buf[64];
+	for (;;) {
+		int n = poll(&pfd, 1, 60000);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || read(STDIN_FILENO, buf, sizeof buf) <= 0)
+			return;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	long delay_ms = 1200, linger_ms = 1500;
 	const char *path = NULL; /* run_system makes a private one */
 	const char *mode;
-	int i, rc = 0, wait_stdin = 0;
+	int i, rc = 0, wait_stdin = 0, hold_stdin = 0;
 
 	/* Every page resident, now and later: the pid provider raises no
 	 * semaphore, so nothing touches a string literal before a D script's
@@ -279,6 +296,10 @@ int main(int argc, char **argv)
 		char *end = NULL;
 		if (strcmp(argv[i], "--wait-stdin") == 0) {
 			wait_stdin = 1;
+			continue;
+		}
+		if (strcmp(argv[i], "--hold-stdin") == 0) {
+			hold_stdin = 1;
 			continue;
 		}
 		if (strcmp(argv[i], "--keep-cpus-busy") == 0) {
@@ -348,5 +369,7 @@ int main(int argc, char **argv)
 	printf("fired\n");
 	fflush(stdout);
 	sleep_ns((uint64_t)linger_ms * MS);
+	if (hold_stdin)
+		hold_until_stdin_ends();
 	return rc;
 }
