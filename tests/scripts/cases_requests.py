@@ -132,7 +132,16 @@ def case_request_latency_race():
     print("request_latency under contention: %s (of %d requests)" % (got, X.RACE_TOTAL))
     require(got == want, "TOTAL rows under contention %s, want %s" % (got, want))
     h = hist(out, "@usecs[race]")
-    require(sum(h.values()) == X.RACE_TOTAL, "histogram holds %d of %d" % (sum(h.values()), X.RACE_TOTAL))
+    held = sum(h.values())
+    if S.TRACER.version == (0, 23) and X.RACE_TOTAL - len(h) <= held < X.RACE_TOTAL:
+        # bpftrace 0.23 makes a hist() bucket with BPF_NOEXIST: when two CPUs
+        # first fill one bucket at once, one count is lost, silently (seen
+        # 2 times in about 30 runs here).  The table above is exact; the
+        # script's header says the histogram may be short on 0.23.
+        print("bpftrace 0.23: the histogram holds %d of %d (a bucket's first count lost, a known "
+              "limitation of 0.23; the table is exact)" % (held, X.RACE_TOTAL))
+    else:
+        require(held == X.RACE_TOTAL, "histogram holds %d of %d" % (held, X.RACE_TOTAL))
     no_stray_histograms(out, ["race"])
 
 

@@ -78,6 +78,9 @@ class Tracer:
         else:
             bt.require_tracing("bpftrace")
             self.exe = os.path.abspath(exe) if exe else bt.require_program("bpftrace", "bpftrace")
+        self.version = None if self.dtrace else re.search(
+            r"(\d+)\.(\d+)", subprocess.run([self.exe, "--version"], capture_output=True, text=True).stdout)
+        self.version = self.version and (int(self.version.group(1)), int(self.version.group(2)))
         if self.via_trace:
             os.environ["BPFTRACE"] = self.exe  # trace takes it from there (an absolute path)
             os.environ["BILLING_PROBES_SCRIPTS"] = BT_SCRIPTS  # a shipped script by its name, as users name it
