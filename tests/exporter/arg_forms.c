@@ -21,30 +21,11 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "hand_note.h"
+
 /* The note of the site at label 990 (just before), whose argument string
- * is ARGS: stapsdt's layout, as sys/sdt.h writes it. */
-#define NOTE(args) \
-  ".pushsection .note.stapsdt,\"\",\"note\"\n" \
-  ".balign 4\n" \
-  ".4byte 992f-991f, 994f-993f, 3\n" \
-  "991: .asciz \"stapsdt\"\n" \
-  "992: .balign 4\n" \
-  "993: .8byte 990b\n" \
-  ".8byte _.stapsdt.base\n" \
-  ".8byte 0\n" \
-  ".asciz \"billing\"\n" \
-  ".asciz \"payment__auth\"\n" \
-  ".asciz \"" args "\"\n" \
-  "994: .balign 4\n" \
-  ".popsection\n" \
-  ".ifndef _.stapsdt.base\n" \
-  ".pushsection .stapsdt.base,\"aG\",\"progbits\",.stapsdt.base,comdat\n" \
-  ".weak _.stapsdt.base\n" \
-  ".hidden _.stapsdt.base\n" \
-  "_.stapsdt.base: .space 1\n" \
-  ".size _.stapsdt.base, 1\n" \
-  ".popsection\n" \
-  ".endif\n"
+ * is ARGS: payment-auth's, no semaphore. */
+#define NOTE(args) HAND_NOTE(billing, payment__auth, 0, args)
 
 /* payment__auth(payment_id, amount_minor, currency, gateway, result, duration_ns) */
 static __attribute__((noinline)) void in_registers(uint64_t id, int64_t amount, const char *currency,

@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "hand_note.h"
+
 /* What the "semaphores" point at. */
 const unsigned short constant[4] = { 0x1234, 0x5678, 0x9abc, 0xdef0 };
 unsigned short variable[4] = { 0x4321, 0x8765, 0xcba9, 0x0fed };
@@ -31,37 +33,15 @@ __attribute__((noinline, used)) int code(int x)
 	return x * 3 + 1;
 }
 
-/* One stapsdt note (the layout of sys/sdt.h's), no arguments, with a
- * site of its own; SEM is an assembler expression, NAME a string. */
-#define LYING_NOTE(NAME, SEM) \
-  __asm__ __volatile__("990: nop\n" \
-	               ".ifndef _.stapsdt.base\n" \
-	               ".pushsection .stapsdt.base,\"aG\",\"progbits\",.stapsdt.base,comdat\n" \
-	               ".weak _.stapsdt.base\n" \
-	               ".hidden _.stapsdt.base\n" \
-	               "_.stapsdt.base: .space 1\n" \
-	               ".size _.stapsdt.base, 1\n" \
-	               ".popsection\n" \
-	               ".endif\n" \
-	               ".pushsection .note.stapsdt,\"?\",\"note\"\n" \
-	               ".balign 4\n" \
-	               ".4byte 992f-991f, 994f-993f, 3\n" \
-	               "991: .asciz \"stapsdt\"\n" \
-	               "992: .balign 4\n" \
-	               "993: .8byte 990b\n" \
-	               ".8byte _.stapsdt.base\n" \
-	               ".8byte " SEM "\n" \
-	               ".asciz \"billing\"\n" \
-	               ".asciz " NAME "\n" \
-	               ".asciz \"\"\n" \
-	               "994: .balign 4\n" \
-	               ".popsection\n")
+/* One stapsdt note with a site of its own and no arguments; SEM is an
+ * assembler expression, NAME a bare word. */
+#define LYING_NOTE(NAME, SEM) __asm__ __volatile__("990: nop\n" HAND_NOTE(billing, NAME, SEM, ""))
 
 static void sites(void)
 {
-	LYING_NOTE("\"evil__text\"", "code");
-	LYING_NOTE("\"evil__rodata\"", "constant");
-	LYING_NOTE("\"evil__data\"", "variable");
+	LYING_NOTE(evil__text, code);
+	LYING_NOTE(evil__rodata, constant);
+	LYING_NOTE(evil__data, variable);
 }
 
 int main(int argc, char **argv)
