@@ -31,7 +31,7 @@ segments <= 100 ms CPU and <= 300 MB resident; 30,000 junk names: the
 right figure within 3 s.  Prints a Markdown table, then one JSON object
 (run_bench.py's run_exporter reads both).  --publish also writes the
 result into SOURCE/bench/results/reading.json (one run, stamped) and
-rewrites what is generated from it (docs/figures.py).
+rewrites what is generated from it (docs/write.py).
 """
 import argparse
 import json

@@ -25,8 +25,8 @@ Prints a Markdown table and writes BUILD/bench/results.md and .json;
 --publish also writes each part into SOURCE/bench/results/PART.json and
 PART.md, one run each, stamped with its commit, CPU model, kernel and date
 (refused while what a part measures has uncommitted changes), then the
-figures section of SOURCE/bench/README.md and the docs' figures
-(docs/figures.py).  --stamp gives a results file another program wrote
+figures written from them: the summary in SOURCE/bench/README.md and the
+docs' figures (docs/write.py).  --stamp gives a results file another program wrote
 (the fleet test's, a fresh clone's run-all-times.json, the distros suite's
 results.json) its run header.
 Traced rows need what
@@ -388,7 +388,7 @@ PROGRAM_TITLES = {
 # run: the commit measured, the date, the CPU model, the kernel, the cores,
 # the command, and "measures": the paths whose code its figures measure.  A
 # commit to one of them after the run's makes every figure of the file stale:
-# docs/figures.py refuses a page that quotes it, and a file whose data holds
+# docs/write.py refuses a page that quotes it, and a file whose data holds
 # another run (a date or a machine of its own inside) or lacks a stamp.  A
 # full run writes every part it ran, each stamped with that run; a part
 # measured alone (publish_part) writes its own files only.
@@ -663,17 +663,14 @@ def part_rows(part, runs):
     return rows
 
 
-FIGURES_BEGIN = "<!-- bench-figures: written by bench/run_bench.py --publish; do not edit by hand -->"
-FIGURES_END = "<!-- /bench-figures -->"
-
-
 def readme_figures(runs):
-    """bench/README.md's summary: each row with the run it comes from."""
+    """bench/README.md's summary (its `gen:bench-figures` block, docs/write.py):
+    each row with the run it comes from."""
     by_run = {}
     for part in PUBLISHED:
         if part in runs:
             by_run.setdefault(run_line(runs[part]["run"]), []).append(part)
-    o = [FIGURES_BEGIN, "", "## Figures", "",
+    o = ["", "## Figures", "",
          "Each figure comes from one run, named beside it; every figure of a part, with minima, maxima and "
          "runs, is in its file in [results/](results/) (PART.md, and PART.json that it is written from). "
          "Misses are reported as misses. The runs:", ""]
@@ -684,35 +681,24 @@ def readme_figures(runs):
             when = (runs[part]["run"].get("date") or "undated")[:10]
             o += [f"| {what} | {result} | {target} | [{when}](results/{part}.md) |"
                   for what, result, target in part_rows(part, runs)]
-    return "\n".join(o + ["", FIGURES_END]) + "\n"
-
-
-def replace_readme_figures(text, runs):
-    """bench/README.md's text with its figures section written anew; the
-    method text above the marker is kept as written."""
-    if FIGURES_BEGIN not in text or FIGURES_END not in text:
-        raise RuntimeError(f"bench/README.md: no figures markers ({FIGURES_BEGIN} ... {FIGURES_END})")
-    head = text[:text.index(FIGURES_BEGIN)]
-    tail = text[text.index(FIGURES_END) + len(FIGURES_END):].lstrip("\n")
-    return head + readme_figures(runs) + (("\n" + tail) if tail else "")
+    return "\n".join(o + [""]) + "\n"
 
 
 def rendered(source_dir):
-    """{path relative to the source: text} of everything written from the
-    results files: each PART.md and bench/README.md's figures."""
+    """{path relative to the source: text} of each PART.md, written whole
+    from its results file."""
     runs = load_runs(source_dir)
-    out = {os.path.join(RESULTS, f"{part}.md"): part_markdown(part, runs) for part in runs}
-    with open(os.path.join(source_dir, "bench", "README.md"), encoding="utf-8") as f:
-        out[os.path.join("bench", "README.md")] = replace_readme_figures(f.read(), runs)
-    return out
+    return {os.path.join(RESULTS, f"{part}.md"): part_markdown(part, runs) for part in runs}
 
 
 def write_rendered(source_dir):
+    """Each PART.md, then every figure written from the results files
+    (docs/write.py: bench/README.md's summary, the docs' figures)."""
     for rel, text in rendered(source_dir).items():
         with open(os.path.join(source_dir, rel), "w", encoding="utf-8") as f:
             f.write(text)
-    # The docs' figures come from the same files (docs/figures.py).
-    subprocess.run([sys.executable, os.path.join(source_dir, "docs", "figures.py"), "--write"], check=False)
+    subprocess.run([sys.executable, os.path.join(source_dir, "docs", "write.py"), "--write",
+                    "--only", "fig,bench-figures"], check=False)
 
 
 def publish_run(source_dir, res, command):

@@ -22,14 +22,12 @@ writes probe_macros.h), so meson loops over the names:
   catalogue-data-c OUT         the C table behind billing_catalogue()
   probe-samples-h OUT          tests: every probe fired with sample arguments (samples_emit.py)
   probe-samples-json OUT       tests: the values consumers must see for those samples
-  probe-table OUT              the Markdown probe reference of docs/probes.md
+  probe-table OUT              the Markdown probe reference (docs/write.py puts it in docs/probes.md)
   billing-metrics-layout-h OUT the metrics' keys, values and observe functions (metrics.py)
   billing-exporter-programs-h OUT  billing-exporter's BPF maps and programs
   metric-table-gen-h OUT       billing-exporter's metric table
   stats-gen-h OUT              billing_stats_<probe>(): the stats writer's entry points
   stats-gen-c OUT              their definitions and the segment's self-description
-  check-probe-table DOC        exit 1 unless DOC holds the current probe reference
-  update-probe-table DOC       rewrite the probe reference between DOC's markers
 
 OUT may be "-" for stdout.  Usage: generate.py PROVIDER.d COMMAND [ARGS...]
 """
@@ -44,8 +42,6 @@ import samples_emit  # noqa: E402  the tests' samples: every probe fired with kn
 import stats_emit  # noqa: E402  the stats writer's generated half
 from billing_d import TYPES, ProviderError, c_decl, parse, spans  # noqa: E402  the reader of billing.d
 
-TABLE_BEGIN = "<!-- probe-table: generated from provider/billing.d by provider/generate.py -->"
-TABLE_END = "<!-- /probe-table -->"
 BANNER = "/* Generated from provider/billing.d by provider/generate.py: do not edit. */\n"
 
 
@@ -283,8 +279,7 @@ def catalogue_data_c(provider):
 
 
 def probe_table(provider):
-    o = [TABLE_BEGIN, "",
-         "| probe (D name) | arguments | fires when / meaning |",
+    o = ["| probe (D name) | arguments | fires when / meaning |",
          "|---|---|---|"]
     for p in provider.probes:
         args = ", ".join(f"`{TYPES[t][1]} {n}`" for n, t, _ in p.args)
@@ -292,34 +287,11 @@ def probe_table(provider):
         for i, (n, t, d) in enumerate(p.args):
             desc += f" arg{i} `{n}`: {d}."
         o.append(f"| `{provider.name}:::{p.name}` | {args} | {desc.replace('|', '/')} |")
-    o += ["", TABLE_END]
     return "\n".join(o) + "\n"
 
 
-def check_probe_table(provider, doc):
-    """None when DOC holds the current probe table, else what is wrong."""
-    if probe_table(provider) not in open(doc, encoding="utf-8").read():
-        return (f"{doc}: probe table is out of date with {provider.path}; rewrite it with: "
-                f"python3 provider/generate.py {provider.path} update-probe-table {doc}")
-    return None
-
-
-def update_probe_table(provider, doc):
-    """Rewrites the probe table between DOC's markers; None, or what is wrong."""
-    text = open(doc, encoding="utf-8").read()
-    begin, end = text.find(TABLE_BEGIN), text.find(TABLE_END)
-    if begin < 0 or end < begin:
-        return f"{doc}: no '{TABLE_BEGIN}' ... '{TABLE_END}' markers"
-    new = text[:begin] + probe_table(provider) + text[end + len(TABLE_END) + 1:]
-    if new != text:
-        with open(doc, "w", encoding="utf-8") as f:
-            f.write(new)
-    return None
-
-
-# command -> (emitter, its input arguments).  A COMMANDS emitter returns
-# the text main() writes to one more argument, OUT; a DOC_COMMANDS one works
-# on the document it is given and returns what is wrong (exit 1), or None.
+# command -> (emitter, its input arguments).  An emitter returns the text
+# main() writes to one more argument, OUT.
 COMMANDS = {
     "probes-sdt-h": (probes_sdt_h, ["DTRACE_H"]),
     "probes-off-h": (probes_off_h, []),
@@ -338,10 +310,6 @@ COMMANDS = {
 # The metrics' emitters take the parsed metric set too.
 COMMANDS.update({name: ((lambda f: lambda provider: f(provider, provider.metrics))(emit), [])
                  for name, emit in {**metrics.COMMANDS, **stats_emit.COMMANDS}.items()})
-DOC_COMMANDS = {
-    "check-probe-table": (check_probe_table, ["DOC"]),
-    "update-probe-table": (update_probe_table, ["DOC"]),
-}
 
 
 def main(argv):
@@ -349,18 +317,12 @@ def main(argv):
         sys.stderr.write(__doc__)
         return 2
     path, cmd, rest = argv[1], argv[2], argv[3:]
-    if cmd in COMMANDS:
-        emit, inputs = COMMANDS[cmd]
-        outputs = 1
-    elif cmd in DOC_COMMANDS:
-        emit, inputs = DOC_COMMANDS[cmd]
-        outputs = 0
-    else:
-        print(f"generate.py: unknown command {cmd!r}; one of: {', '.join([*COMMANDS, *DOC_COMMANDS])}", file=sys.stderr)
+    if cmd not in COMMANDS:
+        print(f"generate.py: unknown command {cmd!r}; one of: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
-    if len(rest) != len(inputs) + outputs:
-        print(f"generate.py: usage: generate.py PROVIDER.d {cmd} {' '.join(inputs + ['OUT'] * outputs)}",
-              file=sys.stderr)
+    emit, inputs = COMMANDS[cmd]
+    if len(rest) != len(inputs) + 1:
+        print(f"generate.py: usage: generate.py PROVIDER.d {cmd} {' '.join(inputs + ['OUT'])}", file=sys.stderr)
         return 2
     try:
         provider = parse(path)
@@ -368,11 +330,6 @@ def main(argv):
     except (OSError, ProviderError) as e:
         print(f"generate.py: {e}", file=sys.stderr)
         return 2
-    if not outputs:
-        if result:
-            print(f"generate.py: {result}", file=sys.stderr)
-            return 1
-        return 0
     if rest[-1] == "-":
         sys.stdout.write(result)
         return 0

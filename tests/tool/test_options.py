@@ -1,6 +1,7 @@
 """billing-probes' one option table (tools/options): for each command the
-tool has, docs/tool.md's option table is what COMMAND --print-option-table
-prints and COMMAND --help lists exactly its options; an unknown option, a
+tool has, COMMAND --help lists exactly the options COMMAND
+--print-option-table prints (docs/tool.md carries that table:
+docs/write.py); an unknown option, a
 missing value, a single-valued option given twice, a malformed value, an
 option of another command: one line naming it, exit 2.  No privilege
 needed."""
@@ -20,7 +21,7 @@ for command in commands:
     p = subprocess.run([TOOL, command, "--help"], capture_output=True, text=True, timeout=30)
     bt.check(p.returncode == 0 and p.stderr == "" and p.stdout.startswith("usage: billing-probes " + command),
              "%s --help: its usage on stdout, exit 0 (%d, %r)" % (command, p.returncode, p.stderr))
-    bt.check_option_table([TOOL, command, "--print-option-table"], "docs/tool.md", p.stdout)
+    bt.check_option_table([TOOL, command, "--print-option-table"], p.stdout)
 
 me = "billing-probes: "
 for what, args, want in [

@@ -109,20 +109,6 @@ def main():
             bt.check(r.returncode == 2 and len(lines) == 1 and message in lines[0] and broken in lines[0],
                      f"{name}: exit {r.returncode}, stderr {r.stderr.strip()!r}; want exit 2 and '{message}'")
             bt.check(not os.path.exists(out), f"{name}: no output file written")
-        # The docs table: a stale row is found, then rewritten in place.
-        doc = os.path.join(tmp, "probes.md")
-        text = open(os.path.join(bt.SOURCE_ROOT, "docs", "probes.md")).read()
-        open(doc, "w").write(text.replace("| `", "| `stale", 1))
-        table = [sys.executable, generate, provider]
-        stale = subprocess.run(table + ["check-probe-table", doc], capture_output=True, text=True)
-        bt.check(stale.returncode == 1 and "update-probe-table" in stale.stderr,
-                 f"check-probe-table finds a stale row (exit {stale.returncode}) and names the fix")
-        subprocess.run(table + ["update-probe-table", doc], check=True)
-        bt.check(open(doc).read() == text, "update-probe-table rewrites exactly the table")
-        open(doc, "w").write("no table here\n")
-        r = subprocess.run(table + ["update-probe-table", doc], capture_output=True, text=True)
-        bt.check(r.returncode == 1 and "markers" in r.stderr and open(doc).read() == "no table here\n",
-                 f"update-probe-table on a document without markers: exit {r.returncode}, document untouched")
         r = subprocess.run([sys.executable, generate, provider, "no-such-command", "-"], capture_output=True, text=True)
         bt.check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
                  f"an unknown command: exit {r.returncode} with one line ({r.stderr.strip()!r})")
