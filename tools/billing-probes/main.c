@@ -1,7 +1,8 @@
 /*
  * main.c -- billing-probes: list, check, doctor and trace the USDT probes
- * of a program, a library or a process.  The Linux counterpart of
- * `dtrace -l`, plus the checks a service's CI and an SRE need.
+ * of a program, a library or a process, and show a service's stats
+ * segments (top, slow).  The Linux counterpart of `dtrace -l`, plus the
+ * checks a service's CI and an SRE need.
  *
  * Exit status: 0 yes / ok, 1 no (check found problems, doctor a FAIL, list
  * matched nothing), 2 the question could not be answered (bad target, bad

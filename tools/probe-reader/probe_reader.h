@@ -2,7 +2,7 @@
  * probe_reader.h -- the USDT probes of an ELF file or of a live process,
  * and the catalogue they are checked against.  The one public header of
  * the probe reader library (meson: probe_reader_dep), shared by
- * billing-probes (list / check / doctor / trace) and billing-exporter, so
+ * billing-probes (every command) and billing-exporter, so
  * every tool agrees on what a program or a process carries.
  *
  * Reading:
