@@ -19,6 +19,7 @@ opening marker ends its line):
   meson-options                  meson_options.txt's options
   option-table   PROGRAM [CMD]   `PROGRAM [CMD] --print-option-table`, run from BUILD
   metric-table                   `billing-exporter --print-metric-table`, run from BUILD
+  files          DIR             DIR's C files, each with the first sentence of its header
   fig            NAME            docs/figures.py's FIGURES[NAME]: keys of results files, billing.d
   bench-figures                  bench/README.md's summary of the bench's results files
 
@@ -46,7 +47,8 @@ PROGRAMS = {
     "billing-load": "examples/billing-load/billing-load",
 }
 # A marker quoted in inline code (a backtick before it) is text, not a marker.
-MARKER = re.compile(r"(?<!`)<!-- gen:(?P<kind>[\w-]+)(?P<args>(?: [\w.-]+)*) -->(?P<body>.*?)<!-- /gen -->", re.S)
+MARKER = re.compile(r"(?<!`)<!-- gen:(?P<kind>[\w-]+)(?P<args>(?: [\w./-]+)*) -->(?P<body>.*?)<!-- /gen -->", re.S)
+OPENING = re.compile(r"(?<!`)<!-- gen:")
 
 
 class Refused(Exception):
@@ -74,6 +76,26 @@ def meson_options(_args, _ctx):
         if kind == "combo":
             kind += ": " + ", ".join(re.findall(r"'(\w+)'", field("choices")))
         o.append(f"| `-D{name}` | {kind} | {field('value')} | {field('description').replace('|', '/').replace('<', '&lt;')} |")
+    return "\n".join(o) + "\n"
+
+
+def file_headers(args, _ctx):
+    """The C files of a folder, each with the first sentence of its header
+    comment (" * NAME.c -- what it is.  ..."): a folder's map that cannot
+    fall behind its files."""
+    if len(args) != 1 or not os.path.isdir(os.path.join(ROOT, args[0])):
+        raise Refused("names no folder of the tree")
+    o = ["| file | what it is (its header) |", "|---|---|"]
+    for path in sorted(glob.glob(os.path.join(ROOT, args[0], "*.c"))):
+        name = os.path.basename(path)
+        head = re.match(r"/\*\s*\n((?: \*[^\n]*\n)+?) \*(?:/|\s*\n)", figures.read(os.path.relpath(path, ROOT)) + "\n")
+        said = head and re.match(re.escape(name) + r" -- (.*)", "\n".join(ln[3:] for ln in head.group(1).splitlines()), re.S)
+        if not said:
+            raise Refused(f"{args[0]}/{name} has no header \"{name} -- what it is.\"")
+        # a sentence ends at a period before two spaces or a line's end
+        sentence = " ".join(re.match(r"(.*?\.)(?:  |\n|$)|(.*)", said.group(1).split("\n\n")[0] + "\n", re.S)
+                            .group(0).split())
+        o.append(f"| `{name}` | " + sentence.replace("|", "\\|") + " |")
     return "\n".join(o) + "\n"
 
 
@@ -117,6 +139,7 @@ KINDS = {
     "meson-options": meson_options,
     "option-table": option_table,
     "metric-table": metric_table,
+    "files": file_headers,
     "fig": figure,
     "bench-figures": bench_summary,
 }
@@ -163,6 +186,8 @@ def generated(ctx, only=None, texts=None):
     for rel in sorted(set(pages()) | set(rendered)):
         now = texts.get(rel) or (figures.read(rel) if os.path.exists(os.path.join(ROOT, rel)) else "")
         new, bad = regenerate(rendered.get(rel, now), ctx, only)
+        if len(OPENING.findall(now)) != len(MARKER.findall(now)):
+            bad.append(("<!-- gen:", "a marker without its <!-- /gen --> or with arguments it cannot read"))
         out[rel] = (now, new)
         refused += [(rel, head, why) for head, why in bad]
     return out, refused

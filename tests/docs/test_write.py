@@ -73,4 +73,7 @@ for rel in write.pages():
 bt.check(set(edited) == set(write.KINDS), "every kind has a block in the pages (%s)" % ", ".join(sorted(edited)))
 unknown = write.regenerate("<!-- gen:nonesuch -->x<!-- /gen -->", ctx)[1]
 bt.check(len(unknown) == 1 and "unknown kind" in unknown[0][1], "a marker of an unknown kind is refused")
+page = write.pages()[0]
+broken = write.problems(ctx, texts={page: figures.read(page) + "\n<!-- gen:fig label-bytes -->31\n"})
+bt.check(any(p.startswith(page + ": <!-- gen:") for p in broken), "a marker without its end is refused, not skipped")
 bt.finish()
