@@ -124,6 +124,8 @@ def figure(args, ctx):
         raise Refused("names no figure of docs/figures.py's FIGURES")
     try:
         return figures.FIGURES[args[0]][1](ctx["results"])
+    except ValueError as e:  # a constant its source no longer names, a results file that is not JSON
+        raise Refused(str(e))
     except OSError as e:  # no results file: no figure (and the check refuses it)
         return f"not measured: {os.path.relpath(e.filename, ROOT) if e.filename else e} is missing"
     except (KeyError, StopIteration):  # a part the published run skipped: no figure, and says so

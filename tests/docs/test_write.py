@@ -73,6 +73,15 @@ for rel in write.pages():
 bt.check(set(edited) == set(write.KINDS), "every kind has a block in the pages (%s)" % ", ".join(sorted(edited)))
 unknown = write.regenerate("<!-- gen:nonesuch -->x<!-- /gen -->", ctx)[1]
 bt.check(len(unknown) == 1 and "unknown kind" in unknown[0][1], "a marker of an unknown kind is refused")
+keep = figures.constant("lib/stats_settings.h", "BS_DEFAULT_SLOW_KEEP_SECONDS")
+bt.check(write.regenerate("<!-- gen:fig slow-keep -->16 minutes<!-- /gen -->", ctx)[0]
+         == "<!-- gen:fig slow-keep -->%d minutes<!-- /gen -->" % (keep // 60),
+         "a figure tied to a named constant is written from its value (%d s)" % keep)
+try:
+    figures.constant("lib/stats_settings.h", "BS_NO_SUCH_CONSTANT")
+    bt.check(False, "a constant its source does not define is refused")
+except ValueError as e:
+    bt.check("BS_NO_SUCH_CONSTANT" in str(e), "a constant its source does not define is refused (%s)" % e)
 page = write.pages()[0]
 broken = write.problems(ctx, texts={page: figures.read(page) + "\n<!-- gen:fig label-bytes -->31\n"})
 bt.check(any(p.startswith(page + ": <!-- gen:") for p in broken), "a marker without its end is refused, not skipped")
