@@ -2,9 +2,9 @@
  * cli.c -- options shared by every command, error lines, and the
  * catalogue a command compares against.
  *
- * TARGET means the same everywhere: an ELF file or a PID, positionally,
- * or -p PID / --target FILE.  --provider FILE.d means the same
- * everywhere: the catalogue, replacing the one compiled in.
+ * TARGET means the same to all but trace: an ELF file or a PID, positionally,
+ * or -p PID / --target FILE.  --provider FILE.d means the same to
+ * list, check and doctor: the catalogue, replacing the one compiled in.
  */
 #include "cli.h"
 
