@@ -8,7 +8,15 @@
 
 #include "cli.h"
 
-enum { URL, RATE, DURATION, CONCURRENCY, INVALID_RATE, REFUND_RATE, SEED, JSON, N_OPTIONS };
+enum { URL,
+       RATE,
+       DURATION,
+       CONCURRENCY,
+       INVALID_RATE,
+       REFUND_RATE,
+       SEED,
+       JSON,
+       N_OPTIONS };
 
 static const cli_option_t options[N_OPTIONS] = {
 	[URL] = { "url", "URL", "billingd's base URL", "http://127.0.0.1:8080" },

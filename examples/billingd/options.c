@@ -8,8 +8,18 @@
 
 #include "cli.h"
 
-enum { PORT, LISTEN, DB, THREADS, MAX_CONNECTIONS, REQUEST_TIMEOUT, GATEWAY_LATENCY_MS,
-       GATEWAY_LATENCY_DIST, DECLINE_RATE, SEED, JSON_SEED, N_OPTIONS };
+enum { PORT,
+       LISTEN,
+       DB,
+       THREADS,
+       MAX_CONNECTIONS,
+       REQUEST_TIMEOUT,
+       GATEWAY_LATENCY_MS,
+       GATEWAY_LATENCY_DIST,
+       DECLINE_RATE,
+       SEED,
+       JSON_SEED,
+       N_OPTIONS };
 
 static const cli_option_t options[N_OPTIONS] = {
 	[PORT] = { "port", "N", "TCP port on 127.0.0.1; 0: an ephemeral one", "8080" },
