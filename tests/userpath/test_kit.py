@@ -45,7 +45,7 @@ def check_kit(variant, kit):
     ldd = bt.run(["ldd", kit.service]).stdout
     loaded = [l.split("=>")[1].split()[0] for l in ldd.splitlines() if "libbillingprobes" in l and "=>" in l]
     bt.check(len(loaded) == 1 and os.path.realpath(loaded[0]) == kit.lib,
-             "%s: the service loads the installed libbillingprobes.so through its rpath (%s)" % (what, loaded))
+             "%s: the service loads the installed %s through its rpath (%s)" % (what, kit.soname, loaded))
     in_exe = {n.replace("__", "-") for n in bt.sdt_notes(kit.service)}
     in_lib = {n.replace("__", "-") for n in bt.sdt_notes(kit.lib)}
     bt.check(in_exe == ALL_PROBES - SPAN_PROBES and SPAN_PROBES <= in_lib,
