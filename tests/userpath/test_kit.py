@@ -16,6 +16,12 @@ billing-probes loads libbillingprobes.so and writes none.  (On the code
 before, a kit had one library, chosen by -Dstats when it was built: the
 stats service needed a second kit.)
 
+The examples build as a user's programs do: billingd (against each
+module) and billing-load compiled out of tree from their own files, with
+pkg-config naming the kit and their third-party libraries and nothing else
+of this tree, and their --help runs.  (On the code before, they needed
+tools/options, which the kit does not install.)
+
 Checks what the rest of the suite stands on: pkg-config from the installed
 .pc; the service loads the installed libbillingprobes.so, not another
 copy; its probes sit where the README says (its own macros in the
@@ -104,6 +110,45 @@ def check_one_kit(kits):
              "both libraries installed side by side in %s" % plain.libdir)
 
 
+# each example: its folder, the pkg-config modules of its libraries, the
+# kit's variants it is built against (billing-load fires no probe: none)
+EXAMPLES = {"billingd": ("billingd", ["libmicrohttpd", "jansson", "sqlite3"], ["plain", "stats"]),
+            "billing-load": ("billing-load", ["libcurl", "jansson"], [None])}
+
+
+def check_examples(kits):
+    work = tempfile.mkdtemp(prefix="userpath-examples-")
+    examples = os.path.join(up.SOURCE_ROOT, "examples")
+    try:
+        for name, (folder, libs, variants) in EXAMPLES.items():
+            sources = sorted(glob.glob(os.path.join(examples, folder, "*.c")))
+            sources.append(os.path.join(examples, "common", "cli.c"))
+            for variant in variants:
+                kit = kits[variant or "plain"]
+                module, soname = (kit.module, kit.soname) if variant else (None, None)
+                what = "%s out of tree, against %s" % (name, " ".join(filter(None, [module] + libs)))
+                r = bt.run(["pkg-config", "--cflags", "--libs"] + list(filter(None, [module] + libs)),
+                           env=kit.pkg_env)
+                if r.returncode != 0:
+                    bt.check(False, "%s: pkg-config: %s" % (what, r.stderr.strip()))
+                    continue
+                exe = os.path.join(work, "%s-%s" % (name, variant or "alone"))
+                r = bt.run(["cc", "-std=gnu11", "-O0", "-Wall", "-Wextra", "-Werror", "-pthread",
+                            "-I" + os.path.join(examples, "common")] + sources + r.stdout.split() +
+                           ["-lm", "-o", exe, "-Wl,-rpath," + kit.libdir], timeout=600)
+                if r.returncode != 0:
+                    bt.check(False, "%s: builds (%s)" % (what, (r.stdout + r.stderr).strip()[-600:]))
+                    continue
+                h = bt.run([exe, "--help"])
+                ldd = bt.run(["ldd", exe]).stdout
+                bt.check(h.returncode == 0 and h.stdout.startswith("usage: %s " % name) and
+                         (soname is None or soname in ldd),
+                         "%s: builds, %s, --help runs (exit %d)"
+                         % (what, "loads " + soname if soname else "no kit library", h.returncode))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def check_segments(variant, kit):
     """The stats service's processes each write a segment, the plain one's none."""
     what = "%s kit" % variant
@@ -131,4 +176,5 @@ def check_segments(variant, kit):
 
 
 check_one_kit(up.kits())
+check_examples(up.kits())
 up.check_each_kit(check_kit)
