@@ -57,7 +57,7 @@ INSTRUCTION_COUNTS = (64, 1000)
 
 
 def workload(build):
-    return os.path.join(build, "tests", "stats", "stats_workload")
+    return os.path.join(build, "bench", "stats_workload")
 
 
 def make_copies(build, workdir, counts):
@@ -390,7 +390,7 @@ def main():
     build, source = os.path.abspath(a.build_dir), os.path.abspath(a.source_dir)
     exe = os.path.join(build, "tools", "billing-exporter", "billing-exporter")
     if not os.path.exists(workload(build)) or not os.path.exists(exe):
-        print("tests/stats/stats_workload or billing-exporter not built (-Dexporter, a Linux build with the stats writer)")
+        print("bench/stats_workload or billing-exporter not built (-Dexporter, a Linux build with the stats writer)")
         return bt.SKIP
     if a.instructions:
         return instructions_only(build, exe)

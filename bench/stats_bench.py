@@ -241,10 +241,10 @@ def scaling(build, reps, n, workdir):
 
 def scrape(build, workdir):
     d = os.path.join(workdir, "scrape")
-    wl = os.path.join(build, "tests", "stats", "stats_workload")
+    wl = os.path.join(build, "bench", "stats_workload")
     exe = os.path.join(build, "tools", "billing-exporter", "billing-exporter")
     if not os.path.exists(wl) or not os.path.exists(exe):
-        return {"skipped": "needs tests/stats/stats_workload and billing-exporter in the build"}
+        return {"skipped": "needs bench/stats_workload and billing-exporter in the build"}
     r = subprocess.run([wl, "labels", "64"], capture_output=True, text=True, env=dict(os.environ, BILLING_STATS_DIR=d))
     if r.returncode != 0:
         raise RuntimeError("stats_workload labels: " + r.stderr)

@@ -54,20 +54,21 @@ json.dump({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit":
 PY
 }
 
-setup() {  # setup DIR [meson options...]
+setup() {  # setup DIR [meson options...]: the suites in any meson (-Dtests)
   local dir=$1
   shift
   if [ -d "$dir" ]; then
-    meson setup --reconfigure "$dir" -Dprobes=enabled "$@"
+    meson setup --reconfigure "$dir" -Dprobes=enabled -Dtests=enabled "$@"
   else
-    meson setup "$dir" -Dprobes=enabled "$@"
+    meson setup "$dir" -Dprobes=enabled -Dtests=enabled "$@"
   fi
 }
 
 plain() {
   # Every optional part enabled: a missing dependency fails the setup
   # instead of silently dropping a suite.
-  setup "$build" -Dtool=enabled -Dexamples=enabled -Dexporter=enabled && ninja -C "$build" &&
+  setup "$build" -Dtool=enabled -Dexamples=enabled -Dexporter=enabled -Dstats=enabled &&
+    ninja -C "$build" all meson-test-prereq &&
     meson test -C "$build" --print-errorlogs --num-processes 2 --no-suite distros
 }
 

@@ -1,53 +1,87 @@
 /*
- * options.c -- billing-load's command line, strictly (tools/options).
+ * options.c -- billing-load's command line, strictly (examples/common/cli.h).
  */
 #include "options.h"
 
-#include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
-#include "option_table.h"
+#include "cli.h"
+
+enum { URL,
+       RATE,
+       DURATION,
+       CONCURRENCY,
+       INVALID_RATE,
+       REFUND_RATE,
+       SEED,
+       JSON,
+       N_OPTIONS };
+
+static const cli_option_t options[N_OPTIONS] = {
+	[URL] = { "url", "URL", "billingd's base URL", "http://127.0.0.1:8080" },
+	[RATE] = { "rate", "N", "requests per second; 0: as fast as possible", "0" },
+	[DURATION] = { "duration", "S", "seconds to keep starting requests", "10" },
+	[CONCURRENCY] = { "concurrency", "N", "connections, each with one request in flight", "8" },
+	[INVALID_RATE] = { "invalid-rate", "R", "fraction of flows that send one bad request", "0.05" },
+	[REFUND_RATE] = { "refund-rate", "R", "fraction of approved payments refunded", "0.3" },
+	[SEED] = { "seed", "N", "random seed of the request mix", "1" },
+	[JSON] = { "json", NULL, "print the summary as one JSON object", NULL },
+};
 
 static char url_buf[256];
 
 /* http://HOST:PORT; paths are appended to it, so trailing slashes go. */
-static int parse_url(const char *text, void *out, char *why, size_t whylen)
+static int take_url(const cli_t *cli, size_t i, const char *text, const char **out)
 {
-	size_t len = strlen(text);
-	(void)why;
-	(void)whylen;
-	if (strncmp(text, "http://", 7) != 0 || len >= sizeof(url_buf))
-		return -1;
+	size_t len = text != NULL ? strlen(text) : 0;
+	if (text == NULL || strncmp(text, "http://", 7) != 0 || len >= sizeof(url_buf))
+		return cli_wrong(cli, i, "http://HOST:PORT", text);
 	while (len > 7 && text[len - 1] == '/')
 		len--;
 	memcpy(url_buf, text, len);
 	url_buf[len] = '\0';
-	*(const char **)out = url_buf;
+	*out = url_buf;
 	return 0;
+}
+
+static int take(void *ctx, const cli_t *cli, size_t i, const char *text)
+{
+	load_options_t *opts = ctx;
+	unsigned long long v;
+
+	switch (i) {
+	case URL:
+		return take_url(cli, i, text, &opts->url);
+	case RATE:
+		return cli_number(cli, i, text, 0, 1e6, &opts->rate);
+	case DURATION:
+		return cli_number(cli, i, text, 0.1, 86400, &opts->duration_s);
+	case CONCURRENCY:
+		if (cli_uint(cli, i, text, 1, 1000, &v) != 0)
+			return -1;
+		opts->concurrency = (unsigned int)v;
+		return 0;
+	case INVALID_RATE:
+		return cli_number(cli, i, text, 0, 1, &opts->invalid_rate);
+	case REFUND_RATE:
+		return cli_number(cli, i, text, 0, 1, &opts->refund_rate);
+	case SEED:
+		if (cli_uint(cli, i, text, 0, UINT64_MAX, &v) != 0)
+			return -1;
+		opts->seed = (uint64_t)v;
+		return 0;
+	case JSON:
+		opts->json = 1;
+		return 0;
+	}
+	return -1;
 }
 
 int load_options_parse(load_options_t *opts, int argc, char **argv)
 {
-	const opt_option_t options[] = {
-		{ "url", "URL", OPT_PARSED, &opts->url, .parse = parse_url, .wants = "http://HOST:PORT",
-		  .help = "billingd's base URL", .init = "http://127.0.0.1:8080" },
-		{ "rate", "N", OPT_NUMBER, &opts->rate, .min = 0, .max = 1e6,
-		  .help = "requests per second; 0: as fast as possible", .init = "0" },
-		{ "duration", "S", OPT_NUMBER, &opts->duration_s, .min = 0.1, .max = 86400,
-		  .help = "seconds to keep starting requests", .init = "10" },
-		{ "concurrency", "N", OPT_UINT, &opts->concurrency, .imin = 1, .imax = 1000,
-		  .help = "connections, each with one request in flight", .init = "8" },
-		{ "invalid-rate", "R", OPT_NUMBER, &opts->invalid_rate, .min = 0, .max = 1,
-		  .help = "fraction of flows that send one bad request", .init = "0.05" },
-		{ "refund-rate", "R", OPT_NUMBER, &opts->refund_rate, .min = 0, .max = 1,
-		  .help = "fraction of approved payments refunded", .init = "0.3" },
-		{ "seed", "N", OPT_U64, &opts->seed, .imin = 0, .imax = UINT64_MAX,
-		  .help = "random seed of the request mix", .init = "1" },
-		{ "json", NULL, OPT_FLAG, &opts->json, .help = "print the summary as one JSON object" },
-	};
-
-	const opt_table_t table = { .prog = "billing-load", .usage = "[options]", .options = options, .n = sizeof(options) / sizeof(options[0]) };
+	const cli_t cli = { "billing-load", options, N_OPTIONS };
 
 	memset(opts, 0, sizeof(*opts));
-	return opt_parse(&table, argc, argv);
+	return cli_parse(&cli, take, opts, argc, argv);
 }

@@ -1,55 +1,100 @@
 /*
- * options.c -- billingd's command line, strictly (tools/options).
+ * options.c -- billingd's command line, strictly (examples/common/cli.h).
  */
 #include "options.h"
 
+#include <stdint.h>
 #include <string.h>
 
-#include "option_table.h"
+#include "cli.h"
 
-static int parse_distribution(const char *text, void *out, char *why, size_t whylen)
+enum { PORT,
+       LISTEN,
+       DB,
+       THREADS,
+       MAX_CONNECTIONS,
+       REQUEST_TIMEOUT,
+       GATEWAY_LATENCY_MS,
+       GATEWAY_LATENCY_DIST,
+       DECLINE_RATE,
+       SEED,
+       JSON_SEED,
+       N_OPTIONS };
+
+static const cli_option_t options[N_OPTIONS] = {
+	[PORT] = { "port", "N", "TCP port on 127.0.0.1; 0: an ephemeral one", "8080" },
+	[LISTEN] = { "listen", "ADDR", "IPv4 address to listen on", "127.0.0.1" },
+	[DB] = { "db", "PATH", "SQLite database file (default: new file in a temp dir)", NULL },
+	[THREADS] = { "threads", "N", "worker threads", "8" },
+	[MAX_CONNECTIONS] = { "max-connections", "N", "open connections at most; needs N+64 open files", "4096" },
+	[REQUEST_TIMEOUT] = { "request-timeout", "S",
+	                      "seconds a client has to send a whole request;\n"
+	                      "1 once 3/4 of the connections are open",
+	                      "10" },
+	[GATEWAY_LATENCY_MS] = { "gateway-latency-ms", "MS", "mean simulated card-gateway latency; 0: none", "1" },
+	[GATEWAY_LATENCY_DIST] = { "gateway-latency-dist", "D", "fixed | uniform | exponential", "exponential" },
+	[DECLINE_RATE] = { "decline-rate", "R", "fraction of authorisations declined, 0..1", "0.1" },
+	[SEED] = { "seed", "N", "seed of the gateway simulation", "1" },
+	[JSON_SEED] = { "json-seed", "N",
+	                "seed of JSON objects' hashing; 0: a random one\n"
+	                "(a fixed one makes runs repeat exactly: the benches)",
+	                "0" },
+};
+
+/* An unsigned int option min..max into *out. */
+static int take_uint(const cli_t *cli, size_t i, const char *text, unsigned int min, unsigned int max,
+                     unsigned int *out)
 {
-	(void)why;
-	(void)whylen;
-	return gateway_distribution_parse(text, out);
+	unsigned long long v;
+	if (cli_uint(cli, i, text, min, max, &v) != 0)
+		return -1;
+	*out = (unsigned int)v;
+	return 0;
+}
+
+static int take(void *ctx, const cli_t *cli, size_t i, const char *text)
+{
+	billingd_options_t *opts = ctx;
+	unsigned long long seed;
+
+	switch (i) {
+	case PORT:
+		return take_uint(cli, i, text, 0, 65535, &opts->port);
+	case LISTEN:
+		return cli_text(cli, i, text, "an IPv4 address", &opts->listen_address);
+	case DB:
+		return cli_text(cli, i, text, "a file path", &opts->db_path);
+	case THREADS:
+		return take_uint(cli, i, text, 1, 256, &opts->threads);
+	case MAX_CONNECTIONS:
+		/* given on the command line, it must fit, not shrink (server.c) */
+		opts->max_connections_given = text != options[i].init;
+		return take_uint(cli, i, text, 16, 1000000, &opts->max_connections);
+	case REQUEST_TIMEOUT:
+		return take_uint(cli, i, text, 1, 3600, &opts->request_timeout);
+	case GATEWAY_LATENCY_MS:
+		return cli_number(cli, i, text, 0.0, 10000.0, &opts->gateway.latency_ms);
+	case GATEWAY_LATENCY_DIST:
+		if (text == NULL || gateway_distribution_parse(text, &opts->gateway.distribution) != 0)
+			return cli_wrong(cli, i, "fixed, uniform or exponential", text);
+		return 0;
+	case DECLINE_RATE:
+		return cli_number(cli, i, text, 0.0, 1.0, &opts->gateway.decline_rate);
+	case SEED:
+		if (cli_uint(cli, i, text, 0, UINT64_MAX, &seed) != 0)
+			return -1;
+		opts->seed = (uint64_t)seed;
+		return 0;
+	case JSON_SEED:
+		return take_uint(cli, i, text, 0, UINT32_MAX, &opts->json_seed);
+	}
+	return -1;
 }
 
 int options_parse(billingd_options_t *opts, int argc, char **argv)
 {
-	const opt_option_t options[] = {
-		{ "port", "N", OPT_UINT, &opts->port, .imin = 0, .imax = 65535,
-		  .help = "TCP port on 127.0.0.1; 0: an ephemeral one", .init = "8080" },
-		{ "listen", "ADDR", OPT_TEXT, &opts->listen_address, .wants = "an IPv4 address",
-		  .help = "IPv4 address to listen on", .init = "127.0.0.1" },
-		{ "db", "PATH", OPT_TEXT, &opts->db_path, .wants = "a file path",
-		  .help = "SQLite database file (default: new file in a temp dir)" },
-		{ "threads", "N", OPT_UINT, &opts->threads, .imin = 1, .imax = 256,
-		  .help = "worker threads", .init = "8" },
-		{ "max-connections", "N", OPT_UINT, &opts->max_connections, .imin = 16, .imax = 1000000,
-		  .given = &opts->max_connections_given,
-		  .help = "open connections at most; needs N+64 open files", .init = "4096" },
-		{ "request-timeout", "S", OPT_UINT, &opts->request_timeout, .imin = 1, .imax = 3600,
-		  .help = "seconds a client has to send a whole request;\n"
-		          "1 once 3/4 of the connections are open",
-		  .init = "10" },
-		{ "gateway-latency-ms", "MS", OPT_NUMBER, &opts->gateway.latency_ms, .min = 0.0,
-		  .max = 10000.0,
-		  .help = "mean simulated card-gateway latency; 0: none", .init = "1" },
-		{ "gateway-latency-dist", "D", OPT_PARSED, &opts->gateway.distribution,
-		  .parse = parse_distribution, .wants = "fixed, uniform or exponential",
-		  .help = "fixed | uniform | exponential", .init = "exponential" },
-		{ "decline-rate", "R", OPT_NUMBER, &opts->gateway.decline_rate, .min = 0.0, .max = 1.0,
-		  .help = "fraction of authorisations declined, 0..1", .init = "0.1" },
-		{ "seed", "N", OPT_U64, &opts->seed, .imin = 0, .imax = UINT64_MAX,
-		  .help = "seed of the gateway simulation", .init = "1" },
-		{ "json-seed", "N", OPT_UINT, &opts->json_seed, .imin = 0, .imax = UINT32_MAX,
-		  .help = "seed of JSON objects' hashing; 0: a random one\n"
-		          "(a fixed one makes runs repeat exactly: the benches)",
-		  .init = "0" },
-	};
-
-	const opt_table_t table = { .prog = "billingd", .usage = "[options]", .options = options, .n = sizeof(options) / sizeof(options[0]) };
+	const cli_t cli = { "billingd", options, N_OPTIONS };
 
 	memset(opts, 0, sizeof(*opts));
-	return opt_parse(&table, argc, argv);
+	return cli_parse(&cli, take, opts, argc, argv);
 }

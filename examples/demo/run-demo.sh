@@ -13,7 +13,7 @@
 # totals Prometheus holds are shown beside the books; native histograms and
 # exemplars on, as docs/exporter.md recommends: the latency p99 from the
 # native buckets beside the classic one).  billingd runs as
-# billingd-stats, built with the stats writer (docs/stats.md), and the
+# billingd-stats, linked with the stats library (docs/stats.md), and the
 # exporter reads its stats segment without root: as nobody, through the
 # segment's group.  Its card gateway is slow at times, so a few payments
 # run past their handler's slow threshold: the demo shows the latest one's
@@ -120,9 +120,9 @@ if [ ! -f "$build_dir/build.ninja" ]; then
 	meson setup "$build_dir" "$repo" -Dexamples=enabled >"$work/meson-setup.log" 2>&1 ||
 		{ cat "$work/meson-setup.log"; die "meson setup failed"; }
 fi
-# The stats path: billingd-stats is billingd linked with the stats build
-# of libbillingprobes.so, built in every Linux build, so the build's own
-# configuration is left as it is.
+# The stats path: billingd-stats is billingd linked with the kit's stats
+# library, libbillingprobes-stats.so, which every Linux build has (but
+# -Dstats=disabled), so the build's own configuration is left as it is.
 ninja -C "$build_dir" examples/billingd/billingd-stats examples/billing-load/billing-load >"$work/ninja.log" 2>&1 ||
 	{ tail -n 40 "$work/ninja.log"; die "build failed"; }
 billingd="$build_dir/examples/billingd/billingd-stats"

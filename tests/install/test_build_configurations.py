@@ -61,7 +61,10 @@ def setup(source, build, *options):
 
 def disabled_build(source, work):
     build = os.path.join(work, "build-disabled")
-    ok = setup(source, build, "-Dprobes=disabled")
+    # the unit suite too: -Dtests (meson before 1.7 leaves it out by default),
+    # its programs built ahead for --no-rebuild
+    ok = setup(source, build, "-Dprobes=disabled", "-Dtests=enabled") and \
+        run(["ninja", "-C", build, "meson-test-prereq"]).returncode == 0
     check(ok, "-Dprobes=disabled configures and builds")
     if not ok:
         return
@@ -96,7 +99,7 @@ def installed_build(source, work):
         return
     check(True, "-Dprobes=enabled configures, builds and installs (the userpath kit, %s)" % kit.prefix)
     with kit.turn():
-        installed_checks(source, work, os.path.join(kit.root, "build"), kit.prefix)
+        installed_checks(source, work, kit.build, kit.prefix)
 
 
 def installed_checks(source, work, build, prefix):

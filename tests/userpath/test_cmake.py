@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""The CMake way of docs/building.md, as written, against each installed
-kit: the page's CMakeLists.txt block and the independent service
+"""The CMake way of docs/building.md, as written, against each module of
+the installed kit (the stats one named billing-probes-stats where the
+page names billing-probes): the page's CMakeLists.txt block and the independent service
 (service.c, as your-service.c) configured with cmake (the kit found
 through pkg-config), built, `cmake --install`ed into a prefix of its own,
 and the installed program run without LD_LIBRARY_PATH:
 
 - the same file without its INSTALL_RPATH line: the installed program
-  does not start, the loader naming libbillingprobes.so.0 (what the page
+  does not start, the loader naming libbillingprobes.so.0 (or
+  libbillingprobes-stats.so.0; what the page
   warns of: `cmake --install` drops the build tree's rpath);
 - as written: it starts and loads the kit's libbillingprobes.so.0;
   `billing-probes list` of the installed file shows every probe of
@@ -37,6 +39,11 @@ def page_block():
     bt.check(len(blocks) == 1 and RPATH_LINE.search(blocks[0] if blocks else ""),
              "docs/building.md shows one CMakeLists.txt, with an INSTALL_RPATH (%d blocks)" % len(blocks))
     return blocks[0] if blocks else None
+
+
+def for_module(block, kit):
+    """The page's block for KIT's module: billing-probes is the plain one."""
+    return re.sub(r"\bbilling-probes\b(?![-.\w])", kit.module, block)
 
 
 def cmake_install(kit, cmakelists, work):
@@ -97,7 +104,7 @@ def counted(variant, kit, program, work):
         r = bt.run(["grep", "-h", "libbillingprobes", "/proc/%d/maps" % svc.parent])
         mapped = {l.split()[-1] for l in r.stdout.splitlines()}
         bt.check(mapped and all(os.path.realpath(m) == kit.lib for m in mapped),
-                 "%s: starts and maps the kit's libbillingprobes.so.0 (%s)" % (what, sorted(mapped)))
+                 "%s: starts and maps the kit's %s (%s)" % (what, kit.soname, sorted(mapped)))
         ex = up.start_exporter(kit, "%s: billing-exporter %s" % (what, " ".join(args)), args)
         if ex:
             svc.batch()
@@ -116,13 +123,14 @@ def check_kit(variant, kit):
     block = page_block()
     if block is None:
         return
+    block = for_module(block, kit)
     work = tempfile.mkdtemp(prefix="userpath-cmake-")
     try:
         bare = cmake_install(kit, RPATH_LINE.sub("", block), os.path.join(work, "without"))
         if bare:
             r = subprocess.run([bare], capture_output=True, text=True, env=plain_env(), timeout=60,
                                stdin=subprocess.DEVNULL)
-            bt.check(r.returncode != 0 and "libbillingprobes.so.0" in r.stderr,
+            bt.check(r.returncode != 0 and kit.soname in r.stderr,
                      "%s kit: installed without INSTALL_RPATH, the program does not start (exit %d: %s)"
                      % (variant, r.returncode, r.stderr.strip()[-200:]))
         program = cmake_install(kit, block, os.path.join(work, "as-written"))

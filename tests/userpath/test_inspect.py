@@ -37,8 +37,8 @@ def check_kit(variant, kit):
     bt.check(r.returncode == 0 and "missing" not in r.stdout + r.stderr,
              "%s: `billing-probes check ./service`: exit 0, every probe found (exit %d: %s)"
              % (what, r.returncode, " | ".join((r.stdout + r.stderr).strip().splitlines()[-3:])))
-    bt.check(os.path.basename(kit.lib) in r.stdout or "libbillingprobes.so" in r.stdout,
-             "%s: check ./service names the library that carries the helpers' probes" % what)
+    bt.check(kit.soname in r.stdout,
+             "%s: check ./service names the library that carries the helpers' probes (%s)" % (what, kit.soname))
     r = tool(kit, "check", kit.service, kit.lib)
     bt.check(r.returncode == 0, "%s: check SERVICE LIB: exit 0 (%s)" % (what, r.stdout.strip().splitlines()[-1:]))
 

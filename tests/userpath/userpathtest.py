@@ -4,12 +4,14 @@ its books, and the metrics its books say billing-exporter must serve
 (trace_figures.py: what they say each shipped script must print).
 
 The kit (one fixture for the suite): this source tree configured with
-`meson setup --prefix`, built, and `meson install`ed, twice -- "plain"
-(-Dprobes=enabled, the default stats=disabled) and "stats"
-(-Dstats=enabled) -- then tests/userpath/service.c compiled out of tree
-against each with `cc service.c $(pkg-config --cflags --libs
-billing-probes)`, finding libbillingprobes.so at run time through an
-rpath to `pkg-config --variable=libdir billing-probes`.  The kits live in
+`meson setup --prefix`, built, and `meson install`ed once; it holds both
+libraries, and tests/userpath/service.c is compiled out of tree against
+each module of it -- "plain" with `cc service.c $(pkg-config --cflags
+--libs billing-probes)` (USDT only, libbillingprobes.so) and "stats" with
+the same line naming billing-probes-stats (libbillingprobes-stats.so: the
+probes that feed metrics also count into the segment) -- each finding its
+library at run time through an rpath to `pkg-config --variable=libdir`.
+Kit(variant) is one of the two services with the installed kit.  The kits live in
 a directory of the build tree named after a hash of every file they are
 built from (UP_WORK/KEY), made once under a lock: the first test of the
 suite to ask builds them (userpath-kit, started first by its priority),
@@ -50,12 +52,11 @@ DEADLINE = 120  # seconds for any one condition: ten times what a slow machine n
 # What the kit is built from: a change in any of these files is a new kit.
 KIT_INPUTS = ("meson.build", "meson_options.txt", "provider", "include", "lib", "tools", "d-scripts",
               "monitoring")
-KIT_OPTIONS = {
-    "plain": ["-Dprobes=enabled"],
-    "stats": ["-Dprobes=enabled", "-Dstats=enabled"],
-}
-COMMON_OPTIONS = ["-Dtool=enabled", "-Dexporter=enabled", "-Dexamples=disabled", "-Db_sanitize=none",
-                  "--buildtype=debugoptimized"]
+# the pkg-config module and library of each variant: one kit, two services
+MODULES = {"plain": ("billing-probes", "libbillingprobes.so"),
+           "stats": ("billing-probes-stats", "libbillingprobes-stats.so")}
+KIT_OPTIONS = ["-Dprobes=enabled", "-Dstats=enabled", "-Dtool=enabled", "-Dexporter=enabled",
+               "-Dexamples=disabled", "-Db_sanitize=none", "--buildtype=debugoptimized"]
 
 
 def require_work():
@@ -76,7 +77,7 @@ def _kit_key():
             with open(f, "rb") as fh:
                 h.update(hashlib.sha256(fh.read()).digest())
     h.update(open(SERVICE_C, "rb").read())
-    h.update(repr((KIT_OPTIONS, COMMON_OPTIONS)).encode())
+    h.update(repr((KIT_OPTIONS, MODULES)).encode())
     return h.hexdigest()[:16]
 
 
@@ -92,20 +93,24 @@ def _step(cmd, log, **kw):
 
 
 class Kit:
-    """One installed kit and the service built against it."""
+    """The installed kit (under KIT_ROOT) and the service built against its
+    VARIANT's module (in KIT_ROOT/VARIANT)."""
 
-    def __init__(self, root, variant):
+    def __init__(self, kit_root, variant):
         self.variant = variant
-        self.root = root
-        self.prefix = os.path.join(root, "prefix")
-        pcs = glob.glob(os.path.join(self.prefix, "**", "pkgconfig", "billing-probes.pc"), recursive=True)
+        self.module, libname = MODULES[variant]
+        self.root = os.path.join(kit_root, variant)
+        self.prefix = os.path.join(kit_root, "prefix")
+        self.build = os.path.join(kit_root, "build")  # removed once installed; its path is what a tool must not carry
+        pcs = glob.glob(os.path.join(self.prefix, "**", "pkgconfig", self.module + ".pc"), recursive=True)
         self.pkg_env = dict(os.environ, PKG_CONFIG_PATH=os.path.dirname(pcs[0])) if pcs else None
         self.tool = os.path.join(self.prefix, "bin", "billing-probes")
         self.exporter = os.path.join(self.prefix, "bin", "billing-exporter")
-        self.service = os.path.join(root, "service")
+        self.service = os.path.join(self.root, "service")
         self.libdir = self.pkg_config("--variable=libdir") if pcs else ""
+        self.soname = libname + ".0"
         # the file the dynamic loader maps (the .so.0 link resolved)
-        self.lib = os.path.realpath(os.path.join(self.libdir, "libbillingprobes.so"))
+        self.lib = os.path.realpath(os.path.join(self.libdir, libname))
 
     @contextlib.contextmanager
     def turn(self):
@@ -118,16 +123,17 @@ class Kit:
             yield self
 
     def pkg_config(self, *args):
-        r = bt.run(["pkg-config", *args, "billing-probes"], env=self.pkg_env)
+        r = bt.run(["pkg-config", *args, self.module], env=self.pkg_env)
         if r.returncode != 0:
             raise RuntimeError("pkg-config %s: %s" % (" ".join(args), r.stderr.strip()))
         return r.stdout.strip()
 
 
-def _build_kit(root, variant, source=SOURCE_ROOT):
+def _build_kit(root, source=SOURCE_ROOT):
+    """The kit installed under ROOT/prefix, and the service built against
+    each of its modules (ROOT/VARIANT/service)."""
     build, prefix, log = (os.path.join(root, n) for n in ("build", "prefix", "build.log"))
-    _step(["meson", "setup", build, source, "--prefix", prefix] + KIT_OPTIONS[variant] + COMMON_OPTIONS,
-          log)
+    _step(["meson", "setup", build, source, "--prefix", prefix] + KIT_OPTIONS, log)
     # only the targets meson install copies (the tests and benchmarks of the
     # nested tree are not the kit)
     targets = json.loads(subprocess.run(["meson", "introspect", build, "--targets"], capture_output=True,
@@ -135,16 +141,21 @@ def _build_kit(root, variant, source=SOURCE_ROOT):
     outputs = sorted(os.path.relpath(f, build) for t in targets if t["installed"] for f in t["filename"])
     _step(["ninja", "-C", build] + outputs, log)
     _step(["meson", "install", "-C", build, "--no-rebuild", "--quiet"], log)
-    kit = Kit(root, variant)
-    # the README's build line, with the library found at run time by an rpath
-    flags = kit.pkg_config("--cflags", "--libs").split()
-    _step(["cc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread", SERVICE_C] + flags +
-          ["-o", kit.service, "-Wl,-rpath," + kit.libdir], log)
+    for variant in MODULES:
+        kit = Kit(root, variant)
+        os.makedirs(kit.root, exist_ok=True)
+        if kit.pkg_env is None:
+            raise RuntimeError("the installed kit has no %s.pc (under %s)" % (kit.module, prefix))
+        # the README's build line, with the library found at run time by an rpath
+        flags = kit.pkg_config("--cflags", "--libs").split()
+        _step(["cc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread", SERVICE_C] + flags +
+              ["-o", kit.service, "-Wl,-rpath," + kit.libdir], log)
     shutil.rmtree(build)  # the kit is what was installed; 100+ MB of objects are not
 
 
 def kits():
-    """{"plain": Kit, "stats": Kit}, built unless this source state's are."""
+    """{"plain": Kit, "stats": Kit}: one kit, built unless this source
+    state's is, and its two services."""
     require_work()
     os.makedirs(WORK, exist_ok=True)
     key = _kit_key()
@@ -154,15 +165,14 @@ def kits():
         if not os.path.exists(os.path.join(here, "ready")):
             for old in glob.glob(os.path.join(WORK, "*")):
                 shutil.rmtree(old, ignore_errors=True)
-            for variant in KIT_OPTIONS:
-                root = os.path.join(here, variant)
-                os.makedirs(root)
-                t0 = time.monotonic()
-                _build_kit(root, variant)
-                print("kit %s built and installed in %.0f s: %s" % (variant, time.monotonic() - t0, root),
-                      flush=True)
+            root = os.path.join(here, "kit")
+            os.makedirs(root)
+            t0 = time.monotonic()
+            _build_kit(root)
+            print("kit built and installed in %.0f s, a service against each module: %s"
+                  % (time.monotonic() - t0, root), flush=True)
             open(os.path.join(here, "ready"), "w").close()
-    return {v: Kit(os.path.join(here, v), v) for v in KIT_OPTIONS}
+    return {v: Kit(os.path.join(here, "kit"), v) for v in MODULES}
 
 
 def other_kit():
@@ -171,8 +181,8 @@ def other_kit():
     amount_minor bucket (tests/stats/statstest.variant_provider): "a
     service built from another billing.d".  Made once per state of the
     stock kits, beside them, under their lock; (Kit, its metric set)."""
-    here = os.path.dirname(kits()["stats"].root)
-    root = os.path.join(here, "other-stats")
+    here = os.path.dirname(os.path.dirname(kits()["stats"].root))
+    root = os.path.join(here, "other")
     with open(os.path.join(WORK, ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not os.path.exists(os.path.join(root, "ready")):
@@ -183,7 +193,7 @@ def other_kit():
                                                      (n.startswith("build") or n == ".git")])
             statstest.variant_provider(os.path.join(source, "provider"))
             t0 = time.monotonic()
-            _build_kit(root, "stats", source)
+            _build_kit(root, source)
             shutil.copytree(os.path.join(source, "provider"), os.path.join(root, "provider"))
             shutil.rmtree(source)
             print("kit other-stats built and installed in %.0f s: %s" % (time.monotonic() - t0, root), flush=True)
