@@ -76,8 +76,8 @@
 #  include "billing/probes_off.h"
 #endif
 
-/* Stats (-Dstats=enabled, or BILLING_STATS_FORCE for one translation
- * unit): a probe that feeds a metric (billing.d's "@@" lines) also counts
+/* Stats (libbillingprobes-stats, whose pkg-config Cflags carry
+ * BILLING_STATS_FORCE): a probe that feeds a metric (billing.d's "@@" lines) also counts
  * every fire into this thread's slot of the process's stats segment.  Its
  * BILLING_<PROBE>_ENABLED() is true while the stats are on, traced or not,
  * so its arguments are evaluated on every fire and a duration guarded by
@@ -86,7 +86,7 @@
  * BILLING_STATS=off in the environment turns the counting off at run time
  * (docs/stats.md), and _ENABLED() is then the semaphore alone again.
  * BILLING_STATS_DISABLE leaves one translation unit without stats. */
-#if (BILLING_STATS || defined(BILLING_STATS_FORCE)) && !defined(BILLING_PROBES_DISABLE) && \
+#if defined(BILLING_STATS_FORCE) && !defined(BILLING_PROBES_DISABLE) && \
     !defined(BILLING_STATS_DISABLE) && !defined(__clang_analyzer__) && !defined(__COVERITY__)
 #  define BILLING_STATS_BUILD_ 1
 #  include "billing/stats_gen.h"
