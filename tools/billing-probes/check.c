@@ -46,19 +46,11 @@ static bp_finding_t *add(bp_check_report_t *r, bp_finding_kind_t kind, const cha
 	return f;
 }
 
-static int is_catalogue_provider(const pr_catalogue_t *cat, const char *provider)
-{
-	for (size_t i = 0; i < cat->count; i++)
-		if (strcmp(cat->probes[i].provider, provider) == 0)
-			return 1;
-	return 0;
-}
-
 /* Faults of one site, whatever is expected. */
 static int judge_site(bp_check_report_t *r, const pr_catalogue_t *cat, const pr_probe_set_t *set,
                       const pr_probe_t *p)
 {
-	if (!is_catalogue_provider(cat, p->provider))
+	if (!pr_catalogue_find(cat, p->provider, NULL))
 		return 0; /* libc:setjmp, rtld:init_start ...: not ours to judge */
 	const pr_catalogue_probe_t *want = pr_catalogue_find(cat, p->provider, p->name);
 	bp_finding_t *f;
