@@ -32,6 +32,13 @@ enum { BX_EXIT_OK = 0,
        BX_EXIT_FAIL = 1,
        BX_EXIT_USAGE = 2 };
 
+/* err on stderr; returns rc. */
+static int said(const char *err, int rc)
+{
+	bx_error("%s", err);
+	return rc;
+}
+
 /* One row of the metric table (docs/exporter.md between its markers). */
 static void print_row(const bx_metric_t *m)
 {
@@ -60,10 +67,8 @@ static int print_table(const bx_opts_t *o)
 			print_row(&bx_self_metrics[i].metric);
 		return fflush(stdout) == 0 && !ferror(stdout) ? BX_EXIT_OK : BX_EXIT_FAIL;
 	}
-	if (bx_metric_table_check(err, sizeof err) != 0) {
-		bx_error("%s", err);
-		return BX_EXIT_FAIL;
-	}
+	if (bx_metric_table_check(err, sizeof err) != 0)
+		return said(err, BX_EXIT_FAIL);
 	printf("metric table agrees with billing.d (%zu maps, %zu metric entries)\n", bx_map_count,
 	       bx_metric_count + bx_self_metric_count);
 	return BX_EXIT_OK;
@@ -90,10 +95,8 @@ static int check_web(bx_opts_t *o, int serve, bx_web_config_t *web)
 		return BX_EXIT_USAGE;
 	}
 	if (o->web_config) {
-		if (bx_web_config_read(o->web_config, web, err, sizeof err) != 0) {
-			bx_error("%s", err);
-			return BX_EXIT_USAGE;
-		}
+		if (bx_web_config_read(o->web_config, web, err, sizeof err) != 0)
+			return said(err, BX_EXIT_USAGE);
 		o->limits.web = web;
 	}
 	if (serve && !web->cert_pem && !o->listen_insecure && bx_http_is_loopback(o->listen.addr) == 0) {
@@ -128,8 +131,6 @@ static int wait_signal(const sigset_t *set, int seconds)
 		int s = sigtimedwait(set, NULL, &ts);
 		if (s > 0)
 			return 1;
-		if (errno == EAGAIN)
-			return 0;
 		if (errno != EINTR)
 			return 0;
 	}
@@ -160,23 +161,20 @@ int main(int argc, char **argv)
 	raise_open_files();
 	if (o.cgroup) {
 		if (bx_cgroup_open(o.cgroup, &cgroup, err, sizeof err) != 0) {
-			bx_error("%s", err);
-			rc = BX_EXIT_USAGE;
+			rc = said(err, BX_EXIT_USAGE);
 			goto out;
 		}
 		ex.usdt.cgroup = &cgroup;
 	}
 	if (bx_metric_table_check(err, sizeof err) != 0) {
-		bx_error("%s", err);
-		rc = BX_EXIT_FAIL;
+		rc = said(err, BX_EXIT_FAIL);
 		goto out;
 	}
 	/* Stats targets first: a --pid served from its segment needs no BPF. */
 	bx_stats_scope_t scope = { o.only_uid, ex.usdt.cgroup, &ex.targets };
 	if (bx_stats_setup(&ex.stats, &scope, o.source, o.pids, &o.pid_count, o.stats_dirs, o.stats_dir_count, err,
 	                   sizeof err) != 0) {
-		bx_error("%s", err);
-		rc = BX_EXIT_USAGE;
+		rc = said(err, BX_EXIT_USAGE);
 		goto out;
 	}
 	ex.exemplars = bx_stats_exemplars(ex.stats);
@@ -186,8 +184,7 @@ int main(int argc, char **argv)
 	}
 	if (bx_targets_check_overlap(&ex.targets, err, sizeof err) != 0 ||
 	    bx_stats_check_overlap(ex.stats, err, sizeof err) != 0) {
-		bx_error("%s", err);
-		rc = BX_EXIT_USAGE;
+		rc = said(err, BX_EXIT_USAGE);
 		goto out;
 	}
 	bx_stats_start(ex.stats);
@@ -203,21 +200,18 @@ int main(int argc, char **argv)
 	int port = 0;
 	unsigned max_connections = 0;
 	if (serve && !(http = bx_http_bind(o.listen.addr, o.listen.port, &port, err, sizeof err))) {
-		bx_error("%s", err);
-		rc = BX_EXIT_USAGE;
+		rc = said(err, BX_EXIT_USAGE);
 		goto out;
 	}
 	if (ex.targets.count > 0 && (bx_bpf_load(&ex.usdt, o.bpf_stats, err, sizeof err) != 0 ||
 	                             bx_attach_all(&ex.usdt, bx_stats_target_count(ex.stats) > 0, err, sizeof err) != 0)) {
-		bx_error("%s", err);
-		rc = BX_EXIT_USAGE;
+		rc = said(err, BX_EXIT_USAGE);
 		goto out;
 	}
 	/* Only now: an answer from /healthz or /metrics means every attachment
 	 * above is live (http.c). */
 	if (http && bx_http_serve(http, &ex, &o.limits, &max_connections, err, sizeof err) != 0) {
-		bx_error("%s", err);
-		rc = BX_EXIT_USAGE;
+		rc = said(err, BX_EXIT_USAGE);
 		goto out;
 	}
 	char groups[128];

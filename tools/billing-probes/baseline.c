@@ -83,14 +83,6 @@ void bp_baseline_free(bp_baseline_t *b)
 
 /* --- from a build --------------------------------------------------------------- */
 
-static int is_catalogue_provider(const pr_catalogue_t *cat, const char *provider)
-{
-	for (size_t i = 0; i < cat->count; i++)
-		if (strcmp(cat->probes[i].provider, provider) == 0)
-			return 1;
-	return 0;
-}
-
 /* "NARGS TYPE..." of site p into sig, or -1 with why. */
 static int site_signature(const pr_probe_t *p, const char *module, char *sig, size_t n, char *err, size_t errlen)
 {
@@ -135,7 +127,7 @@ int bp_baseline_from_sets(const pr_catalogue_t *cat, const pr_probe_set_t *sets,
 		for (size_t i = 0; i < sets[k].probe_count; i++) {
 			const pr_probe_t *p = &sets[k].probes[i];
 			const char *module = sets[k].modules[p->module].path;
-			if (!is_catalogue_provider(cat, p->provider))
+			if (!pr_catalogue_find(cat, p->provider, NULL))
 				continue;
 			if (!is_identifier(p->name, strlen(p->name)) || !is_identifier(p->provider, strlen(p->provider))) {
 				snprintf(err, errlen, "%s:%s in %s: not a C identifier of at most %d bytes: it cannot be written in a baseline",

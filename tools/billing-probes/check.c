@@ -26,7 +26,9 @@ const char *bp_finding_word(bp_finding_kind_t kind)
 	return "?";
 }
 
-static bp_finding_t *add(bp_check_report_t *r, bp_finding_kind_t kind, const char *provider, const char *name)
+/* A finding about provider:name, at site p of set when there is one. */
+static bp_finding_t *add(bp_check_report_t *r, bp_finding_kind_t kind, const char *provider, const char *name,
+                         const pr_probe_set_t *set, const pr_probe_t *p)
 {
 	bp_finding_t *items = realloc(r->items, (r->count + 1) * sizeof *items);
 	if (!items)
@@ -37,39 +39,26 @@ static bp_finding_t *add(bp_check_report_t *r, bp_finding_kind_t kind, const cha
 	f->kind = kind;
 	f->provider = provider;
 	f->name = name;
+	f->set = set;
+	f->site = p;
 	if (kind != BP_UNEXPECTED)
 		r->problems++;
 	return f;
-}
-
-static int is_catalogue_provider(const pr_catalogue_t *cat, const char *provider)
-{
-	for (size_t i = 0; i < cat->count; i++)
-		if (strcmp(cat->probes[i].provider, provider) == 0)
-			return 1;
-	return 0;
 }
 
 /* Faults of one site, whatever is expected. */
 static int judge_site(bp_check_report_t *r, const pr_catalogue_t *cat, const pr_probe_set_t *set,
                       const pr_probe_t *p)
 {
-	if (!is_catalogue_provider(cat, p->provider))
+	if (!pr_catalogue_find(cat, p->provider, NULL))
 		return 0; /* libc:setjmp, rtld:init_start ...: not ours to judge */
 	const pr_catalogue_probe_t *want = pr_catalogue_find(cat, p->provider, p->name);
 	bp_finding_t *f;
-	if (!want) {
-		if (!(f = add(r, BP_UNKNOWN, p->provider, p->name)))
-			return -1;
-		f->set = set;
-		f->site = p;
-		return 0;
-	}
+	if (!want)
+		return add(r, BP_UNKNOWN, p->provider, p->name, set, p) ? 0 : -1;
 	if (p->nargs != want->nargs) {
-		if (!(f = add(r, BP_ARG_COUNT, want->provider, want->name)))
+		if (!(f = add(r, BP_ARG_COUNT, want->provider, want->name, set, p)))
 			return -1;
-		f->set = set;
-		f->site = p;
 		f->want = want->nargs;
 		f->got = p->nargs;
 	} else {
@@ -79,22 +68,14 @@ static int judge_site(bp_check_report_t *r, const pr_catalogue_t *cat, const pr_
 			if (p->args[a].kind != PR_SDT_ARG_UNKNOWN &&
 			    (!want->arg_size[a] || !p->args[a].size || want->arg_size[a] == p->args[a].size))
 				continue;
-			if (!(f = add(r, BP_ARG_WIDTH, want->provider, want->name)))
+			if (!(f = add(r, BP_ARG_WIDTH, want->provider, want->name, set, p)))
 				return -1;
-			f->set = set;
-			f->site = p;
 			f->arg = a + 1;
 			f->want = want->arg_size[a];
 			f->got = p->args[a].size;
 		}
 	}
-	if (!p->semaphore) {
-		if (!(f = add(r, BP_UNGUARDED, want->provider, want->name)))
-			return -1;
-		f->set = set;
-		f->site = p;
-	}
-	return 0;
+	return p->semaphore || add(r, BP_UNGUARDED, want->provider, want->name, set, p) ? 0 : -1;
 }
 
 int bp_check_run(const pr_catalogue_t *cat, const bp_expect_t *expect, const pr_probe_set_t *sets, size_t nsets,
@@ -120,9 +101,9 @@ int bp_check_run(const pr_catalogue_t *cat, const bp_expect_t *expect, const pr_
 		out->expected_found += expected && sites;
 		bp_finding_t *f = NULL;
 		if (expected && !sites)
-			f = add(out, BP_MISSING, want->provider, want->name);
+			f = add(out, BP_MISSING, want->provider, want->name, NULL, NULL);
 		else if (!expected && sites)
-			f = add(out, BP_UNEXPECTED, want->provider, want->name);
+			f = add(out, BP_UNEXPECTED, want->provider, want->name, NULL, NULL);
 		else
 			continue;
 		if (!f)

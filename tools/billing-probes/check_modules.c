@@ -75,22 +75,11 @@ void bp_print_probe_modules(FILE *out, const pr_catalogue_t *cat, const pr_probe
 static void json_row(FILE *out, const pr_catalogue_probe_t *want, const pr_module_t *mod, void *ctx)
 {
 	int *first = ctx;
-	fputs(*first ? "\n  {\"provider\": " : ",\n  {\"provider\": ", out);
+	bp_json_string(out, *first ? "\n  {\"provider\": " : ",\n  {\"provider\": ", want->provider);
 	*first = 0;
-	bp_json_string(out, want->provider);
-	fputs(", \"name\": ", out);
-	bp_json_string(out, want->name);
-	fputs(", \"module\": ", out);
-	bp_json_string(out, mod->path);
+	bp_json_string(out, ", \"name\": ", want->name);
+	bp_json_string(out, ", \"module\": ", mod->path);
 	fputc('}', out);
-}
-
-static void json_string_or_null(FILE *out, const char *s)
-{
-	if (s)
-		bp_json_string(out, s);
-	else
-		fputs("null", out);
 }
 
 void bp_json_probe_modules(FILE *out, const pr_catalogue_t *cat, const pr_probe_set_t *sets, size_t nsets)
@@ -106,13 +95,10 @@ void bp_json_probe_modules(FILE *out, const pr_catalogue_t *cat, const pr_probe_
 			size_t probes = 0;
 			for (size_t i = 0; i < sets[s].probe_count; i++)
 				probes += sets[s].probes[i].module == m;
-			fputs(first ? "\n  {\"path\": " : ",\n  {\"path\": ", out);
+			bp_json_string(out, first ? "\n  {\"path\": " : ",\n  {\"path\": ", mod->path);
 			first = 0;
-			bp_json_string(out, mod->path);
-			fputs(", \"needed\": ", out);
-			json_string_or_null(out, mod->needed_name);
-			fputs(", \"needed_by\": ", out);
-			json_string_or_null(out, mod->needed_by);
+			bp_json_string(out, ", \"needed\": ", mod->needed_name);
+			bp_json_string(out, ", \"needed_by\": ", mod->needed_by);
 			fprintf(out, ", \"probes\": %zu}", probes);
 		}
 	}

@@ -78,29 +78,22 @@ static void print_json(FILE *out, const bp_options_t *opt, const char *source, c
                        int any_notes, const pr_catalogue_t *cat, const pr_probe_set_t *sets, size_t nsets)
 {
 	fputs("{\"targets\": [", out);
-	for (int k = 0; k < opt->target_count; k++) {
-		fputs(k ? ", " : "", out);
-		bp_json_string(out, opt->targets[k]);
-	}
-	fputs("], \"catalogue\": ", out);
-	bp_json_string(out, source);
+	for (int k = 0; k < opt->target_count; k++)
+		bp_json_string(out, k ? ", " : "", opt->targets[k]);
+	bp_json_string(out, "], \"catalogue\": ", source);
 	fprintf(out, ", \"ok\": %s, \"problems\": %zu, \"expected\": %zu, \"expected_found\": %zu, "
 	             "\"stapsdt_notes\": %s, \"findings\": [",
 	        r->problems ? "false" : "true", r->problems, r->expected, r->expected_found, any_notes ? "true" : "false");
 	for (size_t i = 0; i < r->count; i++) {
 		const bp_finding_t *f = &r->items[i];
-		fputs(i ? ",\n  {" : "\n  {", out);
-		fputs("\"kind\": ", out);
 		static const char *const kinds[BP_FINDING_KINDS] = { "missing", "argument-count", "argument-width",
 			                                             "unknown", "unguarded", "unexpected" };
-		bp_json_string(out, kinds[f->kind]);
-		fprintf(out, ", \"problem\": %s, \"provider\": ", f->kind == BP_UNEXPECTED ? "false" : "true");
-		bp_json_string(out, f->provider);
-		fputs(", \"name\": ", out);
-		bp_json_string(out, f->name);
+		bp_json_string(out, i ? ",\n  {\"kind\": " : "\n  {\"kind\": ", kinds[f->kind]);
+		fprintf(out, ", \"problem\": %s", f->kind == BP_UNEXPECTED ? "false" : "true");
+		bp_json_string(out, ", \"provider\": ", f->provider);
+		bp_json_string(out, ", \"name\": ", f->name);
 		if (f->site) {
-			fputs(", \"module\": ", out);
-			bp_json_string(out, f->set->modules[f->site->module].path);
+			bp_json_string(out, ", \"module\": ", f->set->modules[f->site->module].path);
 			fprintf(out, ", \"address\": \"0x%" PRIx64 "\"", f->site->address);
 		}
 		if (f->kind == BP_ARG_WIDTH)

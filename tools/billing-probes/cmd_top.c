@@ -371,7 +371,7 @@ static int run_live(const top_target_t *t, double interval)
 	static top_sample_t prev, cur;
 	static top_delta_t x;
 	char err[1024], name[4200], state[1200];
-	int paused = 0, have = 0, rc = BP_EXIT_OK, gone = 0;
+	int paused = 0, have = 0, gone = 0;
 	target_name(t, name, sizeof name);
 	if (tcgetattr(STDIN_FILENO, &saved_tty) != 0) {
 		bp_error("top", "standard input is not a terminal: use --once for scripts");
@@ -421,12 +421,10 @@ static int run_live(const top_target_t *t, double interval)
 			 * watched until a writer is back */
 			have = 0;
 			snprintf(state, sizeof state, "NO WRITER: %s; waiting for one", err);
-		} else if (r != 0 || base != 0) {
+		} else if (r != 0 || base != 0 || delta(&prev, &cur, &x.d, err, sizeof err) != 0) {
 			have = 0;
-			snprintf(state, sizeof state, "no figures: %s; interval restarted", r != 0 ? err : "no first reading");
-		} else if (delta(&prev, &cur, &x.d, err, sizeof err) != 0) {
-			have = 0;
-			snprintf(state, sizeof state, "no figures: %s; interval restarted", err);
+			snprintf(state, sizeof state, "no figures: %s; interval restarted",
+			         r == 0 && base != 0 ? "no first reading" : err);
 		} else {
 			have = 1;
 			snprintf(state, sizeof state, "live");
@@ -442,7 +440,7 @@ static int run_live(const top_target_t *t, double interval)
 	top_sample_free(&prev);
 	top_sample_free(&cur);
 	top_sample_free(&x.d);
-	return rc;
+	return BP_EXIT_OK;
 }
 
 int bp_cmd_top(const bp_options_t *opt)

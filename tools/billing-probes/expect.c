@@ -75,19 +75,12 @@ static int add_file(bp_expect_t *e, const char *path, const pr_catalogue_t *cat,
 	int lineno = 0, rc = 0;
 	while (rc == 0 && fgets(line, sizeof line, f)) {
 		lineno++;
-		char *hash = strchr(line, '#');
-		if (hash)
-			*hash = '\0';
-		char *start = line;
-		while (*start == ' ' || *start == '\t' || *start == '\r' || *start == '\n')
-			start++;
-		size_t len = strlen(start);
-		while (len && (start[len - 1] == ' ' || start[len - 1] == '\t' || start[len - 1] == '\r' ||
-		               start[len - 1] == '\n'))
-			len--;
+		line[strcspn(line, "#")] = '\0';
+		char *start = line + strspn(line, " \t\r\n");
+		size_t len = strcspn(start, " \t\r\n");
 		if (len == 0)
 			continue;
-		if (memchr(start, ' ', len) || memchr(start, '\t', len)) {
+		if (start[len + strspn(start + len, " \t\r\n")] != '\0') {
 			snprintf(err, errlen, "%.200s:%d: one probe name or glob per line", path, lineno);
 			rc = -1;
 			break;

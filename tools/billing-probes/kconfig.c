@@ -14,6 +14,7 @@
 #  include <zlib.h>
 #endif
 
+#include "text_buf.h"
 #include "text_file.h"
 
 static int read_plain(const char *path, kconfig_t *k)
@@ -32,29 +33,17 @@ static int read_gzip(const char *path, kconfig_t *k)
 	gzFile g = gzopen(path, "rb");
 	if (!g)
 		return -1;
-	size_t cap = 1 << 18, len = 0;
-	char *buf = malloc(cap);
+	pr_buf_t b = { 0 };
+	char chunk[1 << 16];
 	int n;
-	while (buf && (n = gzread(g, buf + len, (unsigned)(cap - 1 - len))) > 0) {
-		len += (size_t)n;
-		if (len == cap - 1) {
-			char *grown = realloc(buf, cap * 2);
-			if (!grown) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = grown;
-			cap *= 2;
-		}
-	}
+	while ((n = gzread(g, chunk, sizeof chunk)) > 0)
+		pr_buf_append(&b, chunk, (size_t)n);
 	gzclose(g);
-	if (!buf || len == 0) {
-		free(buf);
+	if (b.failed || b.len == 0) {
+		free(b.data);
 		return -1;
 	}
-	buf[len] = '\0';
-	k->text = buf;
+	k->text = b.data;
 	snprintf(k->source, sizeof k->source, "%s", path);
 	return 0;
 }

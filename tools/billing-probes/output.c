@@ -17,11 +17,6 @@
 
 #include "term_text.h"
 
-static void format_hex(char *buf, size_t n, uint64_t v)
-{
-	snprintf(buf, n, "0x%" PRIx64, v);
-}
-
 static void format_args(char *buf, size_t n, const pr_probe_t *p)
 {
 	size_t used = 0;
@@ -102,12 +97,10 @@ void bp_print_table(FILE *out, const pr_probe_set_t *t, const unsigned char *sel
 		if (!selected[i])
 			continue;
 		const pr_probe_t *p = &t->probes[i];
-		char addr[24], sem[24], args[PR_SDT_MAX_ARGS * (PR_SDT_MAX_LOCATION + 10)];
-		format_hex(addr, sizeof addr, p->address);
+		char addr[24], sem[24] = "-", args[PR_SDT_MAX_ARGS * (PR_SDT_MAX_LOCATION + 10)];
+		snprintf(addr, sizeof addr, "0x%" PRIx64, p->address);
 		if (p->semaphore)
-			format_hex(sem, sizeof sem, p->semaphore);
-		else
-			snprintf(sem, sizeof sem, "-");
+			snprintf(sem, sizeof sem, "0x%" PRIx64, p->semaphore);
 		format_args(args, sizeof args, p);
 		if (modules)
 			put_column(out, module_name(t, p), wmod);
@@ -121,8 +114,13 @@ void bp_print_table(FILE *out, const pr_probe_set_t *t, const unsigned char *sel
 	}
 }
 
-void bp_json_string(FILE *out, const char *s)
+void bp_json_string(FILE *out, const char *before, const char *s)
 {
+	fputs(before, out);
+	if (!s) {
+		fputs("null", out);
+		return;
+	}
 	fputc('"', out);
 	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
 		if (*c == '"' || *c == '\\')
@@ -135,8 +133,9 @@ void bp_json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static void json_hex_or_null(FILE *out, uint64_t v)
+static void json_hex_or_null(FILE *out, const char *before, uint64_t v)
 {
+	fputs(before, out);
 	if (v)
 		fprintf(out, "\"0x%" PRIx64 "\"", v);
 	else
@@ -145,8 +144,7 @@ static void json_hex_or_null(FILE *out, uint64_t v)
 
 void bp_print_json(FILE *out, const pr_probe_set_t *t, const unsigned char *selected)
 {
-	fputs("{\"target\": ", out);
-	bp_json_string(out, t->spec);
+	bp_json_string(out, "{\"target\": ", t->spec);
 	if (t->is_process)
 		fprintf(out, ", \"pid\": %d", t->pid);
 	else
@@ -157,31 +155,22 @@ void bp_print_json(FILE *out, const pr_probe_set_t *t, const unsigned char *sele
 		if (!selected[i])
 			continue;
 		const pr_probe_t *p = &t->probes[i];
-		fputs(first ? "\n  {" : ",\n  {", out);
+		bp_json_string(out, first ? "\n  {\"module\": " : ",\n  {\"module\": ", module_name(t, p));
 		first = 0;
-		fputs("\"module\": ", out);
-		bp_json_string(out, module_name(t, p));
-		fputs(", \"provider\": ", out);
-		bp_json_string(out, p->provider);
-		fputs(", \"name\": ", out);
-		bp_json_string(out, p->name);
-		fputs(", \"address\": ", out);
-		json_hex_or_null(out, p->address);
-		fputs(", \"semaphore\": ", out);
-		json_hex_or_null(out, p->semaphore);
+		bp_json_string(out, ", \"provider\": ", p->provider);
+		bp_json_string(out, ", \"name\": ", p->name);
+		json_hex_or_null(out, ", \"address\": ", p->address);
+		json_hex_or_null(out, ", \"semaphore\": ", p->semaphore);
 		if (t->is_process) {
-			fputs(", \"runtime_address\": ", out);
-			json_hex_or_null(out, p->runtime_address);
-			fputs(", \"runtime_semaphore\": ", out);
-			json_hex_or_null(out, p->runtime_semaphore);
+			json_hex_or_null(out, ", \"runtime_address\": ", p->runtime_address);
+			json_hex_or_null(out, ", \"runtime_semaphore\": ", p->runtime_semaphore);
 			if (p->semaphore && p->traced >= 0)
 				fprintf(out, ", \"semaphore_value\": %u, \"traced\": %s", p->semaphore_value,
 				        p->traced ? "true" : "false");
 			else
 				fputs(", \"semaphore_value\": null, \"traced\": null", out);
 		}
-		fputs(", \"args\": ", out);
-		bp_json_string(out, p->arg_string);
+		bp_json_string(out, ", \"args\": ", p->arg_string);
 		if (p->nargs < 0) {
 			fputs(", \"arguments\": null}", out);
 			continue;
@@ -189,13 +178,10 @@ void bp_print_json(FILE *out, const pr_probe_set_t *t, const unsigned char *sele
 		fputs(", \"arguments\": [", out);
 		for (int a = 0; a < p->nargs; a++) {
 			const pr_sdt_arg_t *arg = &p->args[a];
-			fprintf(out, "%s{\"size\": %d, \"signed\": %s, \"type\": ", a ? ", " : "", arg->size,
-			        arg->is_signed ? "true" : "false");
-			bp_json_string(out, pr_sdt_arg_type_name(arg));
-			fputs(", \"kind\": ", out);
-			bp_json_string(out, pr_sdt_arg_kind_name(arg->kind));
-			fputs(", \"location\": ", out);
-			bp_json_string(out, arg->location);
+			fprintf(out, "%s{\"size\": %d, \"signed\": %s", a ? ", " : "", arg->size, arg->is_signed ? "true" : "false");
+			bp_json_string(out, ", \"type\": ", pr_sdt_arg_type_name(arg));
+			bp_json_string(out, ", \"kind\": ", pr_sdt_arg_kind_name(arg->kind));
+			bp_json_string(out, ", \"location\": ", arg->location);
 			fputc('}', out);
 		}
 		fputs("]}", out);

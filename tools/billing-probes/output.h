@@ -13,8 +13,9 @@
 void bp_print_table(FILE *out, const pr_probe_set_t *t, const unsigned char *selected);
 void bp_print_json(FILE *out, const pr_probe_set_t *t, const unsigned char *selected);
 
-/* A JSON string literal, quotes included; control bytes and non-ASCII
- * bytes escaped so the output is valid whatever the ELF held. */
-void bp_json_string(FILE *out, const char *s);
+/* before, then s as a JSON string literal, quotes included (NULL: null);
+ * control bytes and non-ASCII bytes escaped so the output is valid
+ * whatever the ELF held. */
+void bp_json_string(FILE *out, const char *before, const char *s);
 
 #endif /* BP_OUTPUT_H */

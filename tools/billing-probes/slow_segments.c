@@ -14,7 +14,8 @@
 
 #define READ_TRIES 3 /* a record being written is read again this often */
 
-const char *slow_segment_dir(const slow_target_t *st)
+/* The directory the target's segments are in. */
+static const char *slow_segment_dir(const slow_target_t *st)
 {
 	return st->t.pid >= 0 ? st->t.place.dir : st->t.dir;
 }

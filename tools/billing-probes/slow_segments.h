@@ -57,7 +57,4 @@ int slow_target_empty(slow_target_t *st, char *why, size_t n);
 int slow_read_segment(slow_target_t *st, slow_segment_t *s, int lane, uint64_t since, bs_trails_t *out, char *err,
                       size_t errlen);
 
-/* The directory the target's segments are in. */
-const char *slow_segment_dir(const slow_target_t *st);
-
 #endif /* BP_SLOW_SEGMENTS_H */

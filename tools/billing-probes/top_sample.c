@@ -213,6 +213,21 @@ static int add_slow(const bs_segment_t *seg, int sm, int f, const bs_read_row_t 
 	return 0;
 }
 
+/* items, grown to hold need items of size bytes (the capacity *cap,
+ * doubled from first); NULL when out of memory, items left as they were. */
+static void *grown(void *items, size_t *cap, size_t need, size_t size, size_t first)
+{
+	size_t c = *cap ? *cap : first;
+	while (c < need)
+		c *= 2;
+	if (c == *cap)
+		return items;
+	void *more = realloc(items, c * size);
+	if (more)
+		*cap = c;
+	return more;
+}
+
 /* The handler named name in s, added (at zero) when new; NULL when out of
  * memory. */
 static top_handler_t *handler(top_sample_t *s, const char *name)
@@ -220,14 +235,10 @@ static top_handler_t *handler(top_sample_t *s, const char *name)
 	for (size_t h = 0; h < s->nhandlers; h++)
 		if (strcmp(s->handlers[h].name, name) == 0)
 			return &s->handlers[h];
-	if (s->nhandlers == s->handlers_cap) {
-		size_t cap = s->handlers_cap ? 2 * s->handlers_cap : BS_LABEL_VALUES + 1;
-		top_handler_t *more = realloc(s->handlers, cap * sizeof *more);
-		if (!more)
-			return NULL;
-		s->handlers = more;
-		s->handlers_cap = cap;
-	}
+	top_handler_t *more = grown(s->handlers, &s->handlers_cap, s->nhandlers + 1, sizeof *more, BS_LABEL_VALUES + 1);
+	if (!more)
+		return NULL;
+	s->handlers = more;
 	top_handler_t *h = &s->handlers[s->nhandlers++];
 	memset(h, 0, sizeof *h);
 	snprintf(h->name, sizeof h->name, "%s", name);
@@ -311,14 +322,10 @@ static top_metric_t *metric(top_sample_t *s, const char *name, int *added)
 	for (size_t m = 0; m < s->nmetrics; m++)
 		if (strcmp(s->metrics[m].name, name) == 0)
 			return &s->metrics[m];
-	if (s->nmetrics == s->metrics_cap) {
-		size_t cap = s->metrics_cap ? 2 * s->metrics_cap : 16;
-		top_metric_t *more = realloc(s->metrics, cap * sizeof *more);
-		if (!more)
-			return NULL;
-		s->metrics = more;
-		s->metrics_cap = cap;
-	}
+	top_metric_t *more = grown(s->metrics, &s->metrics_cap, s->nmetrics + 1, sizeof *more, 16);
+	if (!more)
+		return NULL;
+	s->metrics = more;
 	top_metric_t *m = &s->metrics[s->nmetrics++];
 	memset(m, 0, sizeof *m);
 	snprintf(m->name, sizeof m->name, "%s", name);
@@ -517,23 +524,15 @@ int top_sample_read(const top_target_t *t, top_sample_t *s, char *err, size_t er
 
 int top_sample_copy(top_sample_t *dst, const top_sample_t *src)
 {
-	top_handler_t *handlers = dst->handlers;
-	top_metric_t *metrics = dst->metrics;
+	top_handler_t *handlers = grown(dst->handlers, &dst->handlers_cap, src->nhandlers, sizeof *handlers, 1);
+	if (handlers)
+		dst->handlers = handlers;
+	top_metric_t *metrics = grown(dst->metrics, &dst->metrics_cap, src->nmetrics, sizeof *metrics, 1);
+	if (metrics)
+		dst->metrics = metrics;
+	if (!handlers || !metrics)
+		return -1;
 	size_t cap = dst->handlers_cap, mcap = dst->metrics_cap;
-	if (cap < src->nhandlers) {
-		top_handler_t *more = realloc(handlers, src->nhandlers * sizeof *more);
-		if (!more)
-			return -1;
-		dst->handlers = handlers = more;
-		dst->handlers_cap = cap = src->nhandlers;
-	}
-	if (mcap < src->nmetrics) {
-		top_metric_t *more = realloc(metrics, src->nmetrics * sizeof *more);
-		if (!more)
-			return -1;
-		dst->metrics = metrics = more;
-		dst->metrics_cap = mcap = src->nmetrics;
-	}
 	*dst = *src;
 	dst->handlers = handlers;
 	dst->handlers_cap = cap;

@@ -65,15 +65,14 @@ void bp_doctor_bpftrace(bp_check_result_t *r, int *usable)
 		bp_result_set(r, BP_WARN, msg, "trace still checks how many probes it attaches");
 		return;
 	}
-	snprintf(msg, sizeof msg, "%s", line);
-	bp_result_set(r, BP_OK, msg, NULL);
+	bp_result_set(r, BP_OK, line, NULL);
 }
 
 void bp_doctor_dtrace(bp_check_result_t *r, int *usable)
 {
 	char path[PATH_MAX] = "";
 	char *const argv[] = { path, (char *)"-V", NULL };
-	char out[1024], line[160], msg[512];
+	char out[1024], line[160];
 	r->name = "dtrace";
 	*usable = 0;
 	if (find_tracer(r, "dtrace", NULL, path, sizeof path) != 0)
@@ -88,9 +87,8 @@ void bp_doctor_dtrace(bp_check_result_t *r, int *usable)
 	/* A real DTrace answers -V with "dtrace: Sun D 1.x" (illumos, FreeBSD,
 	 * macOS, Oracle's Linux port); systemtap's wrapper rejects -V. */
 	if (rc == 0 && strstr(out, "Sun D") != NULL) {
-		snprintf(msg, sizeof msg, "%s", line);
 		*usable = 1;
-		bp_result_set(r, BP_OK, msg, NULL);
+		bp_result_set(r, BP_OK, line, NULL);
 	} else {
 		bp_result_set(r, BP_OK, "systemtap's dtrace wrapper: builds probes (-h, -G), cannot trace (trace with bpftrace)", NULL);
 	}

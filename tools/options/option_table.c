@@ -40,7 +40,8 @@ static void refuse(const opt_table_t *t, const char *fmt, ...)
 	fprintf(stderr, "%s: %s\n", t->prog, line);
 }
 
-int opt_for_command(const opt_option_t *o, unsigned int command)
+/* Whether option o belongs to command (a bit; 0: every command). */
+static int opt_for_command(const opt_option_t *o, unsigned int command)
 {
 	return o->commands == 0 || command == 0 || (o->commands & command) != 0;
 }
@@ -135,22 +136,16 @@ static int take_value(const opt_table_t *t, const opt_option_t *o, const char *t
 	switch (o->kind) {
 	case OPT_UINT:
 	case OPT_U64:
-		if (parse_integer(o, text, &u) != 0) {
-			refuse(t, "%s needs %s, got '%s'", spelling(o, name, sizeof name),
-			       wants(o, value, sizeof value), text);
-			return -1;
-		}
+		if (parse_integer(o, text, &u) != 0)
+			break;
 		if (o->kind == OPT_UINT)
 			*(unsigned int *)o->out = (unsigned int)u;
 		else
 			*(uint64_t *)o->out = (uint64_t)u;
 		return 0;
 	case OPT_NUMBER:
-		if (parse_number(o, text, &d) != 0) {
-			refuse(t, "%s needs %s, got '%s'", spelling(o, name, sizeof name),
-			       wants(o, value, sizeof value), text);
-			return -1;
-		}
+		if (parse_number(o, text, &d) != 0)
+			break;
 		*(double *)o->out = d;
 		return 0;
 	case OPT_TEXT:
@@ -168,6 +163,7 @@ static int take_value(const opt_table_t *t, const opt_option_t *o, const char *t
 	case OPT_LIST:
 		return take_list(t, o, text);
 	}
+	refuse(t, "%s needs %s, got '%s'", spelling(o, name, sizeof name), wants(o, value, sizeof value), text);
 	return -1;
 }
 

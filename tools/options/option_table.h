@@ -83,9 +83,6 @@ enum { OPT_RUN = 0,
  * printing the markdown table on stdout; OPT_REFUSED after one error line. */
 int opt_parse(const opt_table_t *t, int argc, char **argv);
 
-/* Whether option o belongs to command (a bit; 0: every command). */
-int opt_for_command(const opt_option_t *o, unsigned int command);
-
 /* The options' --help lines (t->command's), "  -p, --name ARG  help". */
 void opt_print_help(FILE *out, const opt_table_t *t);
 

@@ -423,7 +423,7 @@ void pr_catalogue_free(pr_catalogue_t *c)
 const pr_catalogue_probe_t *pr_catalogue_find(const pr_catalogue_t *cat, const char *provider, const char *name)
 {
 	for (size_t i = 0; i < cat->count; i++)
-		if (strcmp(cat->probes[i].provider, provider) == 0 && strcmp(cat->probes[i].name, name) == 0)
+		if (strcmp(cat->probes[i].provider, provider) == 0 && (!name || strcmp(cat->probes[i].name, name) == 0))
 			return &cat->probes[i];
 	return NULL;
 }

@@ -39,7 +39,8 @@ int pr_catalogue_parse(const char *text, size_t len, pr_catalogue_t *out, char *
 /* Read and parse a file.  Returns 0, or -1 with a reason (no path) in err. */
 int pr_catalogue_load(const char *path, pr_catalogue_t *out, char *err, size_t errlen);
 void pr_catalogue_free(pr_catalogue_t *c);
-/* The probe named provider:name (ELF spelling), or NULL. */
+/* The probe named provider:name (ELF spelling; name NULL: the first of
+ * provider), or NULL. */
 const pr_catalogue_probe_t *pr_catalogue_find(const pr_catalogue_t *cat, const char *provider, const char *name);
 
 #ifdef __cplusplus

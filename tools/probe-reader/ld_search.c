@@ -39,11 +39,6 @@
 
 static const char system_dirs[] = BP_SYSTEM_LIB_DIRS;
 
-const char *pr_ld_system_dirs(void)
-{
-	return system_dirs;
-}
-
 /* What the loader's $PLATFORM is: the kernel's AT_PLATFORM ("x86_64",
  * "haswell"...), NULL when it gives none. */
 static const char *platform(void)

@@ -41,8 +41,4 @@ enum { PR_LD_FOUND = 1,
 int pr_ld_search(const pr_ld_request_t *req, int *fd, pr_elf_dynamic_t *dyn, char *path, size_t pathlen, char *why,
                  size_t whylen);
 
-/* The system directories (built in: the multiarch ones where the build
- * host has them), ':'-separated. */
-const char *pr_ld_system_dirs(void);
-
 #endif /* PR_LD_SEARCH_H */

@@ -204,9 +204,6 @@ void pr_binary_seen_free(pr_binary_seen_t *seen);
 long pr_binary_scan_seen(const char *path, pr_binary_seen_t *seen, pr_binary_known_fn known,
                          pr_binary_found_fn found, void *ctx);
 
-/* 1 when PID has exited or is a zombie (its /proc/PID/stat says Z or X). */
-int pr_process_gone(pid_t pid);
-
 /* When PID started (clock ticks after boot, /proc/PID/stat field 22); 0
  * when it is gone.  A PID reused by a later process has a later start. */
 unsigned long long pr_process_start_time(pid_t pid);

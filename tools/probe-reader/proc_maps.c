@@ -72,7 +72,8 @@ static int running_since(pid_t pid, unsigned long long *start)
 	return state != 'Z' && state != 'X';
 }
 
-int pr_process_gone(pid_t pid)
+/* 1 when PID has exited or is a zombie (its /proc/PID/stat says Z or X). */
+static int pr_process_gone(pid_t pid)
 {
 	unsigned long long start;
 	return !running_since(pid, &start);

@@ -127,15 +127,21 @@ static int is_hex(char c)
 	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-/* "%rax", "%r12d", "%xmm0", "%st": a percent sign, a letter, letters/digits. */
-static int is_x86_register(const char *s, size_t n)
+/* sigil, then letters and digits (a letter first when letter_first). */
+static int is_register(const char *s, size_t n, char sigil, int letter_first)
 {
-	if (n < 2 || s[0] != '%' || !is_alpha(s[1]))
+	if (n < 2 || s[0] != sigil || (letter_first && !is_alpha(s[1])))
 		return 0;
-	for (size_t i = 2; i < n; i++)
+	for (size_t i = 1; i < n; i++)
 		if (!is_alpha(s[i]) && !is_digit(s[i]))
 			return 0;
 	return 1;
+}
+
+/* "%rax", "%r12d", "%xmm0", "%st": a percent sign, a letter, letters/digits. */
+static int is_x86_register(const char *s, size_t n)
+{
+	return is_register(s, n, '%', 1);
 }
 
 /* Length of a number at s (decimal, or 0x hexadecimal), 0 when none. */
@@ -192,21 +198,11 @@ static int is_expression(const char *s, size_t n)
 	}
 }
 
-/* MIPS: "$fp", "$sp", "$29": a dollar sign, then letters and digits. */
-static int is_mips_register(const char *s, size_t n)
-{
-	if (n < 2 || s[0] != '$')
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if (!is_alpha(s[i]) && !is_digit(s[i]))
-			return 0;
-	return 1;
-}
-
-/* A base register in parentheses: x86 "%rbp", POWER's bare "31", MIPS "$fp". */
+/* A base register in parentheses: x86 "%rbp", POWER's bare "31", MIPS
+ * "$fp", "$sp", "$29". */
 static int is_base_register(const char *s, size_t n)
 {
-	return is_x86_register(s, n) || is_mips_register(s, n) || (n > 0 && n <= 2 && number_len(s, n) == n);
+	return is_x86_register(s, n) || is_register(s, n, '$', 0) || (n > 0 && n <= 2 && number_len(s, n) == n);
 }
 
 /* "disp(%base)", "disp(%base,%index,scale)", "(%base)", "disp(,%index,scale)",
@@ -305,7 +301,7 @@ static int classify_operand(const char *s, size_t n, int machine, pr_sdt_arg_kin
 {
 	if (n == 0)
 		return -1;
-	if (machine == PR_SDT_MACHINE_MIPS && is_mips_register(s, n)) {
+	if (machine == PR_SDT_MACHINE_MIPS && is_register(s, n, '$', 0)) {
 		*kind = PR_SDT_ARG_REGISTER; /* MIPS "$2", "$sp" */
 		return 0;
 	}

@@ -65,34 +65,19 @@ char *pr_escape_into(const char *s, char *buf, size_t n)
 	return buf;
 }
 
-void pr_vprintf_escaped(FILE *out, const char *fmt, va_list ap)
-{
-	char small[1024];
-	va_list again;
-	va_copy(again, ap);
-	int n = vsnprintf(small, sizeof small, fmt, ap);
-	if (n < 0 || (size_t)n < sizeof small) {
-		if (n >= 0)
-			pr_put_escaped(out, small);
-		va_end(again);
-		return;
-	}
-	char *big = malloc((size_t)n + 1);
-	if (!big) {
-		pr_put_escaped(out, small); /* cut short rather than lost */
-		va_end(again);
-		return;
-	}
-	vsnprintf(big, (size_t)n + 1, fmt, again);
-	va_end(again);
-	pr_put_escaped(out, big);
-	free(big);
-}
-
 void pr_printf_escaped(FILE *out, const char *fmt, ...)
 {
+	char small[1024], *big = NULL;
 	va_list ap;
 	va_start(ap, fmt);
-	pr_vprintf_escaped(out, fmt, ap);
+	int n = vsnprintf(small, sizeof small, fmt, ap);
 	va_end(ap);
+	if (n >= (int)sizeof small && (big = malloc((size_t)n + 1)) != NULL) {
+		va_start(ap, fmt);
+		vsnprintf(big, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
+	if (n >= 0)
+		pr_put_escaped(out, big ? big : small); /* without memory: cut short rather than lost */
+	free(big);
 }

@@ -13,7 +13,6 @@
 #ifndef PR_TERM_TEXT_H
 #define PR_TERM_TEXT_H
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -30,9 +29,6 @@ void pr_printf_escaped(FILE *out, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-
-/* pr_printf_escaped with a va_list. */
-void pr_vprintf_escaped(FILE *out, const char *fmt, va_list ap);
 
 /* How many columns pr_put_escaped(s) takes. */
 size_t pr_escaped_width(const char *s);

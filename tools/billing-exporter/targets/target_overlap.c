@@ -8,6 +8,18 @@
 #include "proc_identity.h" /* pr_proc_each_mapping */
 #include "targets.h"
 
+/* Does target b (a --binary) have a module with probes for the file
+ * (dev, ino)? */
+static int bx_target_has_file(const bx_target_t *b, unsigned long long dev, unsigned long long ino)
+{
+	for (size_t i = 0; i < b->module_count; i++) {
+		const bx_module_t *m = &b->modules[i];
+		if (m->probe_count && ((m->dev == dev && m->ino == ino) || (m->path_dev == dev && m->path_ino == ino)))
+			return 1;
+	}
+	return 0;
+}
+
 /* A module of a with probes that b has too, or NULL. */
 static const bx_module_t *shared_module(const bx_target_t *a, const bx_target_t *b)
 {
@@ -64,18 +76,6 @@ static int pid_overlaps(const bx_target_t *a, const bx_target_t *b, char *err, s
 		snprintf(err, errlen, "--pid %d maps %s, which --binary %s attaches to: it would count twice (name it once)",
 		         a->pid, m ? m->path : b->binary, b->binary);
 		return 1;
-	}
-	return 0;
-}
-
-/* Does target b (a --binary) have a module with probes for the file
- * (dev, ino)? */
-int bx_target_has_file(const bx_target_t *b, unsigned long long dev, unsigned long long ino)
-{
-	for (size_t i = 0; i < b->module_count; i++) {
-		const bx_module_t *m = &b->modules[i];
-		if (m->probe_count && ((m->dev == dev && m->ino == ino) || (m->path_dev == dev && m->path_ino == ino)))
-			return 1;
 	}
 	return 0;
 }

@@ -73,7 +73,14 @@ int bx_target_discover(bx_target_t *t)
 	return t->discovered;
 }
 
-int bx_target_read(bx_target_t *t, int pid, const char *binary, long only_uid, char *err, size_t errlen)
+static void bx_target_free(bx_target_t *t);
+
+/* Read the billing probes of process pid (binary NULL) or of the ELF file
+ * binary (pid -1: the file at PATH here, and at PATH in the root of every
+ * running process that maps it).  0, or -1 with a one-line reason in err:
+ * no such process, not an ELF file, no billing probes...; then t holds
+ * nothing. */
+static int bx_target_read(bx_target_t *t, int pid, const char *binary, long only_uid, char *err, size_t errlen)
 {
 	pr_probe_set_t bp;
 
@@ -195,7 +202,7 @@ int bx_target_alive(const bx_target_t *t)
 	return t->start_time && pr_process_start_time((pid_t)t->pid) == t->start_time;
 }
 
-void bx_target_free(bx_target_t *t)
+static void bx_target_free(bx_target_t *t)
 {
 	for (size_t i = 0; i < t->module_count; i++)
 		bx_module_free(&t->modules[i]);

@@ -92,13 +92,6 @@ typedef struct bx_target {
 	struct pr_binary_seen *seen; /* a --binary library's (probe_reader.h) */
 } bx_target_t;
 
-/* Read the billing probes of process pid (binary NULL) or of the ELF file
- * binary (pid -1: the file at PATH here, and at PATH in the root of every
- * running process that maps it).  0, or -1 with a one-line reason in err:
- * no such process, not an ELF file, no billing probes...; then t holds
- * nothing. */
-int bx_target_read(bx_target_t *t, int pid, const char *binary, long only_uid, char *err, size_t errlen);
-
 /* --binary targets: look through /proc for processes running PATH inside
  * their root from a file not yet among t's modules (and, for a program,
  * libraries its processes map that are not), and add those files
@@ -111,8 +104,6 @@ int bx_target_discover(bx_target_t *t);
  * process ran it at the last discovery; 0 for a skipped target. */
 int bx_target_alive(const bx_target_t *t);
 
-void bx_target_free(bx_target_t *t);
-
 /* The --pid and --binary targets served through USDT. */
 typedef struct bx_targets {
 	bx_target_t *items;
@@ -122,7 +113,7 @@ typedef struct bx_targets {
 /* A --pid's process ID, or -1 when text is none. */
 int bx_pid_parse(const char *text);
 
-/* Read every target (bx_target_read): 0, or -1 after one line on stderr
+/* Read every target: 0, or -1 after one line on stderr
  * ("--pid PID: ..."); those read so far stay in ts. */
 int bx_targets_read(bx_targets_t *ts, const char *const *pids, size_t npids, const char *const *binaries,
                     size_t nbinaries, long only_uid);
@@ -135,8 +126,6 @@ void bx_targets_free(bx_targets_t *ts);
  * none, -2 when its executable or memory maps cannot be read. */
 size_t bx_binary_target_count(const bx_targets_t *ts);
 int bx_binary_target_of(const bx_targets_t *ts, pid_t pid);
-/* 1 when binary target b has a module with probes for the file (dev, ino). */
-int bx_target_has_file(const bx_target_t *b, unsigned long long dev, unsigned long long ino);
 
 /* Targets that would count a process twice, refused: two --binary of one
  * file, a --binary of a library that a --binary program loads, a --pid

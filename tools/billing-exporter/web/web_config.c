@@ -8,6 +8,7 @@
 #include <crypt.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include <yaml.h>
 
 #include "peer.h"
+#include "ticker.h"
 
 #define PEM_MAX (1024 * 1024)
 #define DIGEST_LEN 32        /* HMAC-SHA-256 */
@@ -48,16 +50,16 @@ typedef struct reader {
 	size_t errlen;
 } reader_t;
 
-static int fail(reader_t *r, const yaml_node_t *n, const char *fmt, const char *what)
+static int __attribute__((format(printf, 3, 4))) fail(reader_t *r, const yaml_node_t *n, const char *fmt, ...)
 {
-	int len = snprintf(r->err, r->errlen, "--web-config %s", r->path);
-	if (n && len >= 0 && (size_t)len < r->errlen)
-		len += snprintf(r->err + len, r->errlen - (size_t)len, " line %lu", (unsigned long)n->start_mark.line + 1);
-	if (len >= 0 && (size_t)len < r->errlen) {
-		len += snprintf(r->err + len, r->errlen - (size_t)len, ": ");
-		if ((size_t)len < r->errlen)
-			snprintf(r->err + len, r->errlen - (size_t)len, fmt, what);
-	}
+	char what[8400], line[32] = "";
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	if (n)
+		snprintf(line, sizeof line, " line %lu", (unsigned long)n->start_mark.line + 1);
+	snprintf(r->err, r->errlen, "--web-config %s%s: %s", r->path, line, what);
 	return -1;
 }
 
@@ -125,19 +127,14 @@ static int read_pem(reader_t *r, const yaml_node_t *n, const char *key, char **o
 	char path[8192];
 	snprintf(path, sizeof path, "%s%s", name[0] == '/' ? "" : r->dir, name);
 	FILE *f = fopen(path, "re");
-	if (!f) {
-		char what[8300];
-		snprintf(what, sizeof what, "%s %s: %s", key, path, strerror(errno));
-		return fail(r, n, "%s", what);
-	}
+	if (!f)
+		return fail(r, n, "%s %s: %s", key, path, strerror(errno));
 	char *buf = malloc(PEM_MAX + 1);
 	size_t len = buf ? fread(buf, 1, PEM_MAX + 1, f) : 0;
 	fclose(f);
 	if (!buf || len == 0 || len > PEM_MAX || memchr(buf, 0, len)) {
 		free(buf);
-		char what[8300];
-		snprintf(what, sizeof what, "%s %s: empty, over 1 MiB or not PEM text", key, path);
-		return fail(r, n, "%s", what);
+		return fail(r, n, "%s %s: empty, over 1 MiB or not PEM text", key, path);
 	}
 	buf[len] = 0;
 	*out = buf;
@@ -160,12 +157,9 @@ static int read_tls(reader_t *r, const yaml_node_t *tls, bx_web_config_t *c)
 		/* what a client CA means here; the other exporter-toolkit
 		 * policies would accept a client the CA never signed */
 		const char *want = ca ? "RequireAndVerifyClientCert" : "NoClientCert";
-		if (strcmp(a, want) != 0) {
-			char what[200];
-			snprintf(what, sizeof what, "client_auth_type %.60s: %s %s client_ca_file is the only policy read", a,
-			         want, ca ? "with a" : "without");
-			return fail(r, auth, "%s", what);
-		}
+		if (strcmp(a, want) != 0)
+			return fail(r, auth, "client_auth_type %.60s: %s %s client_ca_file is the only policy read", a, want,
+			            ca ? "with a" : "without");
 	}
 	if (read_pem(r, cert, "cert_file", &c->cert_pem) != 0 || read_pem(r, key, "key_file", &c->key_pem) != 0 ||
 	    (ca && read_pem(r, ca, "client_ca_file", &c->client_ca_pem) != 0))
@@ -349,13 +343,6 @@ static int same_bytes(const void *a, const void *b, size_t n)
 	return d == 0;
 }
 
-static double monotonic_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* The keyed digest of user NUL password into digest: 0, or -1. */
 static int pair_digest(const struct bx_auth_cache *a, const char *user, const char *password,
                        unsigned char *digest)
@@ -412,7 +399,7 @@ int bx_web_auth(bx_web_config_t *c, const bx_peer_t *peer, const char *user, con
 	unsigned char digest[DIGEST_LEN];
 	if (pair_digest(a, user, password, digest) != 0)
 		return BX_AUTH_DENIED;
-	double now = monotonic_seconds();
+	double now = bx_seconds(CLOCK_MONOTONIC);
 	if (u < c->user_count) {
 		pthread_mutex_lock(&a->lock);
 		int hit = a->expires[u] > now && same_bytes(a->digest[u], digest, DIGEST_LEN);
