@@ -104,10 +104,11 @@ def fire(k, body, try_body):
     known fast (bs_trail_go_): trail_try_<probe>_(), inline over try_body,
     the event timed by the counter as the helper read it for its span
     (ticks), 1 when done, 0 when the slow path must run (nothing done
-    yet): trail_slow_<probe>_(), out of line."""
+    yet): trail_slow_<probe>_(), out of line.  Marked unused: only the
+    probes a span times call it, and clang warns of the others."""
     p = k.probe
     return (f"void billing_trail_{p.func}({params(p)})\n{{\n{body}}}\n\n"
-            f"static inline int trail_try_{p.func}_(uint64_t ticks, {params(p)})\n{{\n{try_body}}}\n\n")
+            f"static inline __attribute__((unused)) int trail_try_{p.func}_(uint64_t ticks, {params(p)})\n{{\n{try_body}}}\n\n")
 
 
 def fast_and_slow(k, body, words):
