@@ -36,8 +36,15 @@ for what, args, want in [
         ("malformed", ["list", "-p", "12x"], "list: -p needs a numeric PID, got '12x'"),
         ("a value to a flag", ["check", PROGRAM, "--json=yes"], "check: --json takes no value"),
         ("a second TARGET", ["list", PROGRAM, PROGRAM], "list: one TARGET only"),
-        ("a second SCRIPT", ["trace", "tps", "tps", "-p", "1"], "trace: unexpected argument 'tps'")]:
+        ("a second SCRIPT", ["trace", "tps", "tps", "-p", "1"], "trace: unexpected argument 'tps'"),
+        # --provider is list's, check's and doctor's: another command would ignore it
+        ("--provider to trace", ["trace", "tps", "-p", "1", "--provider", "a.d"],
+         "trace: unknown option '--provider'")]:
     bt.check_refused(what, [TOOL] + args, want, me)
+for command in ("top", "slow"):
+    if command in commands:
+        bt.check_refused("--provider to " + command, [TOOL, command, "1", "--provider", "a.d"],
+                         command + ": unknown option '--provider'", me)
 if "top" in commands:
     bt.check_refused("out of range", [TOOL, "top", "1", "--interval", "0.01"],
                      "top: --interval needs a number 0.1..3600, got '0.01'", me)

@@ -107,7 +107,8 @@ static const opt_option_t options[] = {
 	{ NULL, "TARGET", OPT_LIST, parsed.targets, .commands = NOT_TRACE, .most = BP_MAX_TARGETS,
 	  .count = &target_n },
 	{ NULL, "SCRIPT", OPT_TEXT, &parsed.script, .commands = BP_TRACE, .wants = "a script" },
-	{ "provider", "FILE.d", OPT_TEXT, &parsed.provider_file, .wants = "a .d file",
+	{ "provider", "FILE.d", OPT_TEXT, &parsed.provider_file, .commands = BP_LIST | BP_CHECK | BP_DOCTOR,
+	  .wants = "a .d file",
 	  .help = "the catalogue, replacing the billing.d built in",
 	  .doc = "the catalogue, replacing the billing.d built in: `check` and `doctor` compare against "
 	         "it, `list` shows only the probes it declares" },
