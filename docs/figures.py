@@ -365,6 +365,7 @@ def fresh_clone_suite_time(R):
 # stamped, alone in its file, and not older than the code it measures
 # (run_problems).
 UNTRACED, TRACED, BILLING_D = (part("untraced"),), (part("traced"),), ("provider/billing.d",)
+DTRACE_TEST = "tests/function_sites/test_billingd_dtrace.py"
 SLOW_TRAILS, SLOW_CLIENTS = "tests/stats/test_slow_trails.py", "tests/security/exporter/test_slow_clients.py"
 FIGURES = {
     "untraced-site-instructions": (UNTRACED, lambda R: "%d instructions" % (
@@ -405,6 +406,20 @@ FIGURES = {
     "read-budget": named("tools/stats-reader/stats_read.h", "BS_READ_BUDGET", lambda n: f"{n >> 20} MiB"),
     "segment-settle": named("tools/billing-exporter/stats/stats_targets.c", "BX_SETTLE_S", lambda n: f"{n} s"),
     "idle-detach": named("tools/billing-exporter/targets/program_files.h", "BX_IDLE_DETACH_S", lambda n: f"{n} s"),
+    "slow-interval": named("tools/billing-probes/cmd_slow.c", "BP_SLOW_INTERVAL_S", lambda n: f"{n} s"),
+    "top-interval": named("tools/billing-probes/cmd_top.c", "BP_TOP_INTERVAL_S", lambda n: f"{n} s"),
+    "stale-pause": named("tools/billing-probes/stale_semaphores.c", "BP_STALE_PAUSE_MS", lambda n: f"{n} ms"),
+    "slow-clients-answer": named("tests/security/exporter/test_slow_clients.py", "ANSWER_S", lambda n: f"{n:g} s"),
+    "native-error-test": named("tests/exporter/test_native_histograms.py", "NATIVE_ERR_MAX",
+                               lambda n: f"{100 * n:g} %"),
+    "watch-window": named("tests/security/exporter/test_binary_watch_cost.py", "WINDOW", lambda n: f"{n} s"),
+    "watch-share": (("tests/security/exporter/test_binary_watch_cost.py",), lambda _: "%g%%" % (
+        100 * constant("tests/security/exporter/test_binary_watch_cost.py", "CEILING")
+        / (100 * constant("tests/security/exporter/test_binary_watch_cost.py", "WINDOW")))),
+    "dtrace-load-time": named(DTRACE_TEST, "LOAD_S", lambda n: f"{n} s"),
+    "dtrace-invalid": named(DTRACE_TEST, "INVALID_RATE", lambda n: f"{100 * n:g}%"),
+    "dtrace-refunds": named(DTRACE_TEST, "REFUND_RATE", lambda n: f"{100 * n:g}%"),
+    "dtrace-declines": named(DTRACE_TEST, "DECLINE_RATE", lambda n: f"{100 * n:g}%"),
     "native-error-duration": (BILLING_D, lambda _: native_error("duration_ns")),
     "native-error-amount": (BILLING_D, lambda _: native_error("amount_minor")),
 }
@@ -426,27 +441,11 @@ FROM_SOURCE = [
      r"every request is slow for its first 8 minutes"),
     ("docs/slow-requests.md", "40 minutes", "monitoring/tests/billing.rules.test.yml",
      r"firing after `for: 15m` at 40 \(41\) min"),
-    ("docs/tool.md", "1 s", "tools/billing-probes/cmd_slow.c", r"opt->interval > 0 \? opt->interval : 1;"),
-    ("docs/exporter.md", "2 s", "tests/security/exporter/test_slow_clients.py", r"must answer within 2 s each time"),
-    ("docs/security.md", "2 s", "tests/security/exporter/test_slow_clients.py", r"must answer within 2 s each time"),
-    ("docs/function-sites.md", "5 s", "tests/function_sites/test_billingd_dtrace.py", r"\"--duration\", \"5\", \"--concurrency\", \"8\""),
-    ("docs/function-sites.md", "8%", "tests/function_sites/test_billingd_dtrace.py", r"\"--invalid-rate\", \"0\.08\""),
-    ("docs/function-sites.md", "40%", "tests/function_sites/test_billingd_dtrace.py", r"\"--refund-rate\", \"0\.4\""),
-    ("docs/function-sites.md", "15%", "tests/function_sites/test_billingd_dtrace.py", r"\"--decline-rate\", \"0\.15\""),
     ("docs/function-sites.md", "5 minutes", "windows/enable-dtrace.ps1", r"return \$now\.AddMinutes\(5\)"),
     ("docs/function-sites.md", "5 minutes", "windows/enable-dtrace-task.xml", r"<Delay>PT5M</Delay>"),
-    ("docs/tool.md", "300 ms", "tools/billing-probes/stale_semaphores.c", r"\{ 0, 300 \* 1000 \* 1000 \}"),
     ("docs/tool.md", "5 s", "tools/billing-probes/trace_run.c",
      r"i - ready_at >= 250\)\)[\s\S]{0,80}bp_trace_output_pass\(&run->out, 20\)"),
     ("docs/tool.md", "15 s", "tests/fuzz/meson.build", r"corpus, '15'\]"),
-    ("docs/tool.md", "1 s", "tools/billing-probes/cmd_top.c", r"opt->interval > 0 \? opt->interval : 1\.0;"),
-    ("docs/exporter.md", "10 s", "tests/security/exporter/test_binary_watch_cost.py",
-     r"CEILING = 30  # ticks per 10 s: 3% of one CPU"),
-    ("docs/exporter.md", "3%", "tests/security/exporter/test_binary_watch_cost.py",
-     r"CEILING = 30  # ticks per 10 s: 3% of one CPU"),
-    ("docs/security.md", "10 s", "tests/security/exporter/test_binary_watch_cost.py",
-     r"CEILING = 30  # ticks per 10 s: 3% of one CPU"),
-    ("docs/exporter.md", "2 %", "tests/exporter/test_native_histograms.py", r"native_err <= 0\.02"),
 ]
 
 # --- which run each figure comes from, and whether it is current ----------------

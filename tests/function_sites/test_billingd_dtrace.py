@@ -27,6 +27,10 @@ import sqlite3
 import sys
 import tempfile
 
+# The load each script sees (docs/function-sites.md says it)
+LOAD_S, CONNECTIONS = 5, 8
+INVALID_RATE, REFUND_RATE, DECLINE_RATE = 0.08, 0.4, 0.15
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, HERE)
@@ -138,7 +142,7 @@ def traced_run(dtrace, billingd, load_exe, name, script):
     """A fresh billingd under billing-load, traced by SCRIPT for the whole
     run: (dtrace's output, billing-load's summary, row counts, biz rows)."""
     opts, args = SCRIPTS[name]
-    svc = Billingd(billingd, "--gateway-latency-ms", "0.5", "--decline-rate", "0.15", "--threads", "4")
+    svc = Billingd(billingd, "--gateway-latency-ms", "0.5", "--decline-rate", str(DECLINE_RATE), "--threads", "4")
     tracer, out, load = None, "", None
     try:
         status, _, _ = svc.request("GET", "/healthz")  # before tracing: not counted
@@ -147,8 +151,9 @@ def traced_run(dtrace, billingd, load_exe, name, script):
         # BEGIN's first line: the table's "Hit Ctrl-C", JSON's start object
         ready = "Hit Ctrl-C"
         if bt.check(tracer.wait_for(ready, 90), "%s: attached (BEGIN ran)" % name):
-            rc, load, err = run_load(load_exe, svc.url, "--duration", "5", "--concurrency", "8",
-                                     "--invalid-rate", "0.08", "--refund-rate", "0.4", "--seed", "7")
+            rc, load, err = run_load(load_exe, svc.url, "--duration", str(LOAD_S), "--concurrency", str(CONNECTIONS),
+                                     "--invalid-rate", str(INVALID_RATE), "--refund-rate", str(REFUND_RATE),
+                                     "--seed", "7")
             bt.check(rc == 0, "%s: billing-load exits 0 (%s)" % (name, err.strip()[-300:]))
         code, out = tracer.stop()
         tracer = None

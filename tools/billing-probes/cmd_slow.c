@@ -29,6 +29,9 @@
 #include "slow_segments.h"
 #include "term_text.h"
 
+/* seconds between two looks at the segments without --interval */
+#define BP_SLOW_INTERVAL_S 1
+
 static volatile sig_atomic_t stop;
 
 static void on_signal(int sig)
@@ -179,7 +182,7 @@ static int follow_trails(slow_target_t *st, const bp_options_t *opt, long *left_
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	double interval = opt->interval > 0 ? opt->interval : 1;
+	double interval = opt->interval > 0 ? opt->interval : BP_SLOW_INTERVAL_S;
 	/* said once the first reading is printed: what follows is new */
 	pr_printf_escaped(stdout, "# %s: the trails held printed; new ones every %g s",
 	                  opt->target_count ? opt->targets[0] : opt->stats_dir, interval);

@@ -44,6 +44,9 @@
 #include "term_text.h"
 #include "top_sample.h"
 
+/* seconds between two screens without --interval */
+#define BP_TOP_INTERVAL_S 1
+
 typedef struct top_delta {
 	double seconds;
 	top_sample_t d; /* counts in the interval */
@@ -447,7 +450,7 @@ int bp_cmd_top(const bp_options_t *opt)
 {
 	top_target_t t;
 	char err[1024];
-	double interval = opt->interval > 0 ? opt->interval : 1.0;
+	double interval = opt->interval > 0 ? opt->interval : BP_TOP_INTERVAL_S;
 	if ((opt->target_count > 0) == (opt->stats_dir != NULL))
 		return bp_usage_error("top: give a PID or --stats-dir DIR (one of them)");
 	if (top_target_open(&t, opt->target_count ? opt->targets[0] : NULL, opt->stats_dir, err, sizeof err) != 0) {

@@ -33,6 +33,9 @@
 #include "probe_sites.h"
 #include "semaphore_guard.h"
 
+/* between the two surveys: a semaphore stale in both is reported */
+#define BP_STALE_PAUSE_MS 300
+
 int bp_semaphore_is_stale(const bp_semaphore_t *s)
 {
 	return s->value > 0 && s->attached == 0 && s->plain == s->sites;
@@ -91,7 +94,7 @@ int bp_semaphores_survey(const pr_probe_set_t *set, bp_semaphore_survey_t *out)
 		*out = first;
 		return 0;
 	}
-	struct timespec pause = { 0, 300 * 1000 * 1000 };
+	struct timespec pause = { 0, BP_STALE_PAUSE_MS * 1000 * 1000 };
 	nanosleep(&pause, NULL);
 	if (survey_once(set, out) != 0) {
 		bp_semaphores_free(&first);
