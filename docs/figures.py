@@ -37,6 +37,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 RESULTS = "bench/results"
 DEMO_SLOW_REQUEST = "examples/demo/results/slow-request.txt"
 QUICK = RESULTS + "/suite-quick.json"  # tests/time_suite.py --suite quick
+BUILD_TIME = RESULTS + "/build-time.json"  # bench/build_time.py --publish
 FLEET = RESULTS + "/fleet.json"  # tests/fleet/test_fleet.py's FLEET_RESULTS, stamped (run_bench.py --stamp)
 FRESH_CLONES = RESULTS + "/suite-fresh-clone-*.json"  # tests/run-all.sh's run-all-times.json of a fresh clone, each
 DISTROS = RESULTS + "/distros.json"  # tests/distros' results.json, stamped (run_bench.py --stamp --as distros)
@@ -340,6 +341,12 @@ def quick_suite_time(R):
     return f"{q['wall_s']:.0f} s for {q['tests']} tests on {run.get('cores')} cores ({run.get('date')})"
 
 
+def build_time(R):
+    b, run = R.data(BUILD_TIME), R.run(BUILD_TIME)
+    return (f"{b['total_s']:.0f} s on {run.get('cores')} cores ({b['setup_s']:.0f} s setup, "
+            f"{b['build_s']:.0f} s ninja, {b['install_s']:.0f} s install; {run.get('date')})")
+
+
 def fresh_clone_suite_time(R):
     runs = [(R.run(rel), R.data(rel)) for rel in expand([FRESH_CLONES])]  # none: OSError, "not measured"
 
@@ -383,6 +390,7 @@ FIGURES = {
     "label-sets": (BILLING_D, lambda _: f"{int(billing_d_directive('label-sets')[0]):,}"),
     "quick-suite-time": ((QUICK,), quick_suite_time),
     "fresh-clone-suite-time": ((FRESH_CLONES,), fresh_clone_suite_time),
+    "build-time": ((BUILD_TIME,), build_time),
     "exporter-cost": ((part("exporter"), part("traced")), exporter_cost),
     "stats-cost": (tuple(part(name) for name in STATS_RUNS), stats_cost),
     "stats-reading": ((part("reading"),), stats_reading),
