@@ -21,8 +21,7 @@
  *   @amount_minor  power-of-two histogram (quantize) of amounts, minor
  *                  units (cents; JPY has none); negative amounts fall in
  *                  the negative rows; every 64-bit value has its row (the
- *                  bpftrace twin counts amounts from 2^32 up apart, in
- *                  @amount_minor_unbinned: bpftrace 0.17's hist() stops there)
+ *                  bpftrace twin's too, one line per bucket)
  *
  * OVERHEAD: four in-kernel aggregations (per-CPU, exact) per transaction-start.
  * STABILITY: Evolving (probe transaction-start).

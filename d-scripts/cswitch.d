@@ -20,8 +20,7 @@
  *   time (microseconds) from off-cpu to on-cpu.  Long "sleep" times are
  *   waits (locks, I/O, timers); many "preempted" ones mean CPU contention.
  *   Every time has its row (quantize() places every 64-bit value; the
- *   bpftrace twin counts times of 2^32 us, 71.6 min, or more apart, in
- *   @offcpu_us_unbinned: bpftrace 0.17's hist() stops there).
+ *   bpftrace twin too, one line per bucket).
  *
  * OVERHEAD: sched:::off-cpu and on-cpu fire on every context switch of
  * the machine; the predicate on pid keeps the work to the target's.

@@ -25,9 +25,8 @@
  *   at exit: @usecs[HANDLER], a power-of-two histogram (quantize) of
  *   latency, us: a percentile lies in the bucket where the running count
  *   passes that share of COUNT.  Every duration has its row (quantize()
- *   places every 64-bit value; the bpftrace twin counts requests of 2^32
- *   us, 71.6 min, or more apart, in @usecs_unbinned: bpftrace 0.17's
- *   hist() stops there).
+ *   places every 64-bit value; the bpftrace twin too, one line per
+ *   bucket).
  *
  * EXACTNESS: every figure is an aggregation (per-CPU, summed by dtrace
  * when printed): the TOTAL and the histograms, printed once at exit, are

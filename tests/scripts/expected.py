@@ -147,9 +147,7 @@ LONG_REQUESTS = {
     "batch.settle": [(1000000, 40), (1500000000, 20), (3000000000, 35), (7200000000, 5)],
     "ledger.close": [(864000000000, 1), (18446744073709550, 1)],
 }
-# request_latency's @usecs rows, non-zero only, as D's quantize() prints
-# them; the bpftrace twin prints those below 2^32 us and counts the rest
-# apart (@usecs_unbinned)
+# request_latency's @usecs rows, non-zero only, as both twins print them
 LONG_HIST = {
     "batch.settle": {"[512K, 1M)": 40, "[1G, 2G)": 20, "[2G, 4G)": 35, "[4G, 8G)": 5},
     "ledger.close": {"[512G, 1T)": 1, "[16P, 32P)": 1},
@@ -158,11 +156,10 @@ LONG_HIST = {
 # --- park mode: cswitch's off-CPU times, stretched in the script's state --------
 
 # Microseconds added to the off-CPU time of each of the two parked threads:
-# 3,000,000,000 (in [2G, 4G) with the real seconds it sleeps) and 2^33 (from
-# 2^32 up: counted apart by the bpftrace twin)
+# 3,000,000,000 (in [2G, 4G) with the real seconds it sleeps) and 2^33 (in
+# [8G, 16G): bpftrace 0.17's hist() filed it in [2G, 4G))
 PARK_STRETCH_US = [3000000000, 1 << 33]
-PARK_SLEEP_ROWS = {"[2G, 4G)": 1}   # @offcpu_us[sleep]'s rows from 2^31 us up
-PARK_UNBINNED = {"sleep": 1}        # @offcpu_us_unbinned
+PARK_SLEEP_ROWS = {"[2G, 4G)": 1, "[8G, 16G)": 1}   # @offcpu_us[sleep]'s rows from 2^31 us up
 
 # --- bounds mode (slow_requests' bounded memory) -------------------------------
 

@@ -322,21 +322,39 @@ def size_label(v):
     return str(v)
 
 
+def bucket_label(low):
+    """bpftrace's label of the power-of-two bucket from LOW: "[2K, 4K)",
+    "[0]", "[1]", and "(..., 0)" for the negative values (LOW -1)."""
+    if low < 0:
+        return "(..., 0)"
+    return "[%d]" % low if low < 2 else "[%s, %s)" % (size_label(low), size_label(2 * low))
+
+
 def hist(text, name):
-    """The non-zero rows of a power-of-two histogram printed under the line
-    "NAME:", as bpftrace labels them: {"[2K, 4K)": 85}.  Reads bpftrace's
-    hist() and D's quantize() layouts; D's negative rows are added up into
-    bpftrace's one row of negative values, "(..., 0)"."""
+    """The non-zero rows of a power-of-two histogram, as bpftrace labels
+    them: {"[2K, 4K)": 85}.  Reads the bpftrace twins' buckets, one line
+    per bucket "@MAP[KEYS, FROM]: N" for NAME "@MAP[KEYS]" (FROM the
+    bucket's lower bound, -1 for the negative values; a bucket printed
+    twice fails), and D's quantize() printed under the line "NAME:", whose
+    negative rows are added up into one row, "(..., 0)"."""
+    if not TRACER.dtrace:
+        rows = {}
+        pattern = r"^%s, (-?\d+)\]: (\d+)$" % re.escape(name[:-1])
+        for m in re.finditer(pattern, text, re.M):
+            label = bucket_label(int(m.group(1)))
+            require(label not in rows, "%s %s printed twice" % (name, label))
+            if int(m.group(2)):
+                rows[label] = int(m.group(2))
+        if rows:
+            return rows
+        raise Failure("no histogram %s" % name)
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if line.strip() == name + ":":
             rows = {}
             for line2 in lines[i + 1:]:
-                m = re.match(r"^((?:\[|\(\.\.\., )[^\]]*[\])])\s+(\d+)\s+\|", line2)  # bpftrace
                 d = re.match(r"^\s*(-?\d+) \|[@ ]*\s+(\d+)\s*$", line2)  # D quantize
-                if m:
-                    label, n = m.group(1), int(m.group(2))
-                elif d:
+                if d:
                     v, n = int(d.group(1)), int(d.group(2))
                     label = "(..., 0)" if v < 0 else "[%s, %s)" % (size_label(v), size_label(2 * v))
                     n += rows.get(label, 0) if v < 0 else 0
@@ -348,24 +366,6 @@ def hist(text, name):
                     rows[label] = n
             return rows
     raise Failure("no histogram %s" % name)
-
-
-HIST_LIMIT = 1 << 32  # bpftrace 0.17's hist() files every value from 2^31 up in [2G, 4G)
-
-
-def bpftrace_rows(rows):
-    """ROWS of a histogram as the bpftrace twins print them: (the rows below
-    2^32, how many values lie in the rows from 2^32 up), those values
-    being counted apart (amount_dist.bt's header).  D's quantize() prints
-    every row: (ROWS, 0)."""
-    if TRACER.dtrace:
-        return rows, 0
-
-    def low(label):  # "[4G, 8G)" -> 2^32
-        m = re.match(r"\[(\d+)([KMGTPE]?), ", label)
-        return int(m.group(1)) * dict(UNITS).get(m.group(2), 1) if m else -1
-    return ({r: n for r, n in rows.items() if low(r) < HIST_LIMIT},
-            sum(n for r, n in rows.items() if low(r) >= HIST_LIMIT))
 
 
 def scalar_map(text, name):

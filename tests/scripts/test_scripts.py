@@ -55,7 +55,7 @@ CASES = {n[5:]: f for m in CASE_MODULES for n, f in vars(m).items() if n.startsw
 # twins' per-CPU sums)
 ONLY = {"parse": ("bpftrace",), "cswitch_long": ("bpftrace",), "past_max_cpu": ("bpftrace",),
         "request_latency_past_max_cpu": ("bpftrace",),
-        "request_latency_lost_increments": ("bpftrace",),
+        "request_latency_lost_increments": ("bpftrace",), "request_latency_copied_bucket": ("bpftrace",),
         # slow_requests.d counts untracked requests at their start: the D
         # twin's (another change's) business
         "slow_requests_begun": ("bpftrace",)}

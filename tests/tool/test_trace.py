@@ -272,7 +272,7 @@ rc, out, err = trace_c("amount_dist", TWO)
 # stats(): "count N, average A, total S" (bpftrace 0.17, 0.23), "{ .count = N, ... }" (0.27)
 stats = re.search(r"@stats_minor\[EUR, payment\]: (?:count |\{ \.count = )(\d+), \.?average =? ?\d+, "
                   r"\.?total =? ?(\d+)", out)
-bucket = re.search(r"\[512, 1K\)\s+(\d+) \|", out)
+bucket = re.search(r"^@amount_minor\[EUR, payment, 512\]: (\d+)$", out, re.M)  # the bucket [512, 1K)
 check(rc == 0 and stats and int(stats.group(1)) == ROUNDS and int(stats.group(2)) == ROUNDS * 700
       and bucket and int(bucket.group(1)) == ROUNDS,
       "amount_dist -c: %d payments of 700 EUR in the [512, 1K) bucket, sum exact (%d)" % (ROUNDS, rc))

@@ -92,30 +92,22 @@ def wait_traced(kit, pids, probes, timeout=DEADLINE):
 # what each script shows, from its output (None: no TOTAL) and from the books
 
 def pow2_bucket(v):
-    """The lower bound of bpftrace's hist() bucket of v ("neg" below 0)."""
+    """The lower bound of the power-of-two bucket of v ("neg" below 0)."""
     return "neg" if v < 0 else 0 if v == 0 else 1 << (v.bit_length() - 1)
 
 
-_SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}
-_HIST_ROW = re.compile(r"^(?:\[(\d+)([KMGTPE]?)(?:, [^)\]]+)?[\])]|\(\.\.\., 0\))\s+(\d+) \|")
-
-
 def hists(text, name):
-    """bpftrace's printed hist() maps @NAME[KEYS]: {(keys): {bucket lower bound: count}},
-    buckets with a count only."""
-    out, cur = {}, None
-    for line in text.splitlines():
-        m = re.match(r"^@%s\[(.*)\]:\s*$" % name, line)
-        if m:
-            cur = tuple(m.group(1).split(", "))
-            out[cur] = {}
-            continue
-        m = _HIST_ROW.match(line) if cur is not None else None
-        if m and int(m.group(3)):
-            low = "neg" if m.group(1) is None else int(m.group(1)) * _SUFFIX[m.group(2)]
-            out[cur][low] = int(m.group(3))
-        elif not m:
-            cur = None
+    """The twins' histograms, one line per bucket @NAME[KEYS, FROM]: N, as
+    {(keys): {bucket lower bound ("neg" for FROM -1): count}}, buckets with
+    a count only; a bucket printed twice counts as a wrong figure (None)."""
+    out = {}
+    for m in re.finditer(r"^@%s\[(.*), (-?\d+)\]: (\d+)$" % name, text, re.M):
+        low = "neg" if int(m.group(2)) < 0 else int(m.group(2))
+        row = out.setdefault(tuple(m.group(1).split(", ")), {})
+        if low in row:
+            return None
+        if int(m.group(3)):
+            row[low] = int(m.group(3))
     return out
 
 
@@ -146,9 +138,7 @@ def shown(script, text):
         return {"stats": {(c, k): (int(n), int(a), int(t)) for c, k, n, a, t in re.findall(
                     r"^@stats_minor\[(.*), (.*)\]: (?:count |\{ \.count = )(\d+), \.?average =? ?(-?\d+), "
                     r"\.?total =? ?(-?\d+)(?: \})?$", text, re.M)},
-                "hist": hists(text, "amount_minor"),
-                "unbinned": {(c, k): int(n) for c, k, n in re.findall(
-                    r"^@amount_minor_unbinned\[(.*), (.*)\]: (\d+)$", text, re.M)}}
+                "hist": hists(text, "amount_minor")}
     if script == "slow_requests":
         trails, cur = {}, None
         for line in text.splitlines():
@@ -185,7 +175,7 @@ def shown(script, text):
         table = tot.split("\nUNMEASURED", 1)[0]
         un = re.search(r"^UNMEASURED \(duration 0, skipped\): (\d+)$", tot, re.M)
         return {"rows": {h: (int(n), int(s)) for h, n, s in re.findall(
-                    r"^(\S+)\s+(\d+)\s+(\d+)\s+\d+\.\d\d\s+\d+\s+\d+\s+\d+$", table, re.M)},
+                    r"^(\S+)\s+(\d+)\s+(\d+)\s+\d+\.\d\d(?:\s+(?:\d+|-)){3}$", table, re.M)},
                 "unmeasured": int(un.group(1)) if un else None,
                 "hist": hists(tot, "usecs")}
     raise ValueError(script)
@@ -212,16 +202,9 @@ def trail_line(probe, a):
     return probe + " " + detail()
 
 
-# amount_dist under bpftrace 0.17, whose hist() files every value from 2^31
-# up in [2G, 4G): amounts from 2^32 on are counted beside the histogram
-# (@amount_minor_unbinned), never in a wrong bucket
-UNBINNED_FROM = 1 << 32
-
-
-def want(script, books, unbinned_from=None):
-    """What SCRIPT must show for the events of BOOKS (amount_dist: amounts
-    from UNBINNED_FROM on counted beside the histogram when the script
-    does so, else every amount in its own bucket)."""
+def want(script, books):
+    """What SCRIPT must show for the events of BOOKS (every amount and
+    duration in its own power-of-two bucket)."""
     if script == "tps":
         done = books.fires("transaction-done")
         return {"transactions": len(done), "failed": sum(1 for f in done if f[2] != 0)}
@@ -238,19 +221,16 @@ def want(script, books, unbinned_from=None):
                                     [((_dash(f[3]), "refunds"), f[2]) for f in ref]),
                 "reasons": _counter((_dash(f[4]), 1) for f in ref)}
     if script == "amount_dist":
-        stats, hist, unbinned = {}, {}, {}
+        stats, hist = {}, {}
         for tx, kind, amount, cur in books.fires("transaction-start"):
             key = (_dash(cur), _dash(kind))
             n, total = stats.get(key, (0, 0))
             stats[key] = (n + 1, total + amount)
-            if unbinned_from is not None and amount >= unbinned_from:
-                unbinned[key] = unbinned.get(key, 0) + 1
-                continue
             b = hist.setdefault(key, {})
             b[pow2_bucket(amount)] = b.get(pow2_bucket(amount), 0) + 1
         # bpftrace's average: 64-bit integer division, truncated toward 0
         return {"stats": {k: (n, (abs(t) // n) * (1 if t >= 0 else -1), t) for k, (n, t) in stats.items()},
-                "hist": hist, "unbinned": unbinned}
+                "hist": hist}
     if script == "request_latency":
         done = books.fires("request-done")
         measured = [f for f in done if f[3] != 0]
