@@ -2,7 +2,9 @@
  * stats_segments.c -- a stats segment's life in the exporter (the stages
  * in stats_state.h): read while its writer runs, each reading's changes
  * added to its target's sums; final, and not read again, once its writer
- * is gone; forgotten when its file is, what it counted kept.
+ * is gone; forgotten when its file is, what it counted kept.  The
+ * targets' first refresh (bx_stats_start) and their end (bx_stats_free)
+ * are here too, beside the segments they read and drop.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -351,4 +353,33 @@ void bx_stats_refresh(bx_stats_t *stats)
 			t->nsegs = 0;
 		}
 	}
+}
+
+void bx_stats_start(bx_stats_t *stats)
+{
+	bx_stats_refresh(stats);
+	stats->started = 1;
+}
+
+void bx_stats_free(bx_stats_t *stats)
+{
+	if (!stats)
+		return;
+	for (size_t i = 0; i < stats->count; i++) {
+		stats_target_t *t = &stats->targets[i];
+		for (size_t k = 0; k < t->nsegs; k++)
+			bx_stats_seg_drop(t, t->segs[k], 0);
+		free(t->segs);
+		for (size_t k = 0; k < t->nkept; k++) {
+			bs_segment_free(t->kept[k]);
+			free(t->kept[k]);
+		}
+		free(t->kept);
+		bx_sums_free(&t->sums);
+	}
+	bs_segment_free(&stats->first);
+	bx_trail_exemplars_free(stats->exemplars);
+	free(stats->targets);
+	free(stats->named);
+	free(stats);
 }
