@@ -46,6 +46,7 @@ import tempfile
 import time
 
 import billingd_bench
+import stats_tables
 from firing import TRACED_PROGRAMS, fire_once, optimized_fires, run, summary
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib"))
@@ -565,11 +566,6 @@ def write_run(source_dir, part, header, data):
 
 # --- what is rendered from the results files ----------------------------------------
 
-def import_stats_bench():
-    import stats_bench
-    return stats_bench
-
-
 def part_body(part, runs):
     """The table(s) of one published part, from its file."""
     data = runs[part]["data"]
@@ -585,20 +581,19 @@ def part_body(part, runs):
         return billingd_bench.markdown(data)
     if part in ("exporter", "reading"):
         return program_markdown(PROGRAM_TITLES[part], data)
-    sb = import_stats_bench()
     if part == "stats":
         st = copy.deepcopy(data)
         if "json" not in st:
             return program_markdown(PROGRAM_TITLES["stats"], st)
         js = dict(st["json"], date=runs[part]["run"]["date"])
         js.setdefault("billingd", {}).setdefault("instructions", {"apart": "stats-billingd-instructions"})
-        return [PROGRAM_TITLES["stats"], "", sb.markdown(js)]
+        return [PROGRAM_TITLES["stats"], "", stats_tables.markdown(js)]
     if part == "stats-billingd-instructions":
         return ["### billingd's instructions per request (bench/stats_bench.py --billingd-instructions)", ""] + \
             billingd_bench.instructions_markdown(dict(data, date=runs[part]["run"]["date"]))
     if part == "stats-trails":
-        return ["### Slow-request trails (bench/stats_bench.py --trails)", ""] + sb.trails_markdown(data)
-    return ["### Native buckets (bench/stats_bench.py --native)", ""] + sb.native_markdown(data)
+        return ["### Slow-request trails (bench/stats_bench.py --trails)", ""] + stats_tables.trails_markdown(data)
+    return ["### Native buckets (bench/stats_bench.py --native)", ""] + stats_tables.native_markdown(data)
 
 
 def part_markdown(part, runs):
@@ -649,7 +644,6 @@ def part_rows(part, runs):
         else:
             rows.append((f"{part}", "not measured: " + (data.get("skipped") or data.get("error")), ""))
     else:
-        sb = import_stats_bench()
         if part == "stats" and "json" not in data:
             return [("stats", "not measured: " + (data.get("skipped") or data.get("error")), "")]
         js = {"per_event": []}
@@ -659,7 +653,7 @@ def part_rows(part, runs):
             js["trails"] = data
         elif part == "stats-billingd-instructions":
             js["billingd"] = {"instructions": data}
-        rows += [tuple(r) for r in sb.summary(js)]
+        rows += [tuple(r) for r in stats_tables.summary(js)]
     return rows
 
 
