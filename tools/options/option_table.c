@@ -97,7 +97,8 @@ static int parse_number(const opt_option_t *o, const char *text, double *v)
 static int take_parsed(const opt_table_t *t, const opt_option_t *o, const char *text, void *out)
 {
 	char why[256] = "", name[64], value[128];
-	if (o->parse(text, out, why, sizeof why) == 0)
+	int (*parse_value)(const char *, void *, char *, size_t) = o->parse;
+	if (parse_value(text, out, why, sizeof why) == 0)
 		return 0;
 	if (why[0] != '\0')
 		opt_refuse(t, "%s: %s", spelling(o, name, sizeof name), why);
