@@ -321,14 +321,14 @@ def billingd_instructions(a, build, source):
         res["before"] = billingd_bench.instructions(os.path.abspath(a.before_build_dir), before_source)
         res["before"]["source"] = a.before_label or before_source
     if a.publish:
-        import run_bench
+        import published
 
         def update(latest):
             stats = latest["stats"]["json"]
             stats["billingd"]["instructions"] = res
             stats["summary"] = summary(stats)
             latest["stats"]["markdown"] = markdown(stats)
-        run_bench.publish_part(source, update)
+        published.publish_part(source, update)
     print("\n".join(billingd_bench.instructions_markdown(res)))
     print(json.dumps(res, indent=1))
     return 0
@@ -380,14 +380,14 @@ def part_only(a, build, source, key, measure, lines):
         subprocess.run(["rm", "-rf", workdir])
     res["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     if a.publish:
-        import run_bench
+        import published
 
         def update(latest):
             stats = latest["stats"]["json"]
             stats[key] = res
             stats["summary"] = summary(stats)
             latest["stats"]["markdown"] = markdown(stats)
-        run_bench.publish_part(source, update)
+        published.publish_part(source, update)
     print("\n".join(lines(res)))
     print(json.dumps(res, indent=1))
     return 0
