@@ -2,7 +2,7 @@
  * span_clock.h -- the clock spans are timed by (billing_clock_if and
  * billing_elapsed_ns, the generated begin/end pairs): the time-stamp
  * counter where the kernel keeps the monotonic clock by it, else the
- * monotonic clock.  lib/timing.c says how ticks become nanoseconds; this
+ * monotonic clock.  lib/span_clock.c says how ticks become nanoseconds; this
  * header is the fast path the library's helpers inline.
  */
 #ifndef BILLING_SPAN_CLOCK_H
@@ -32,7 +32,7 @@ BS_SPAN_HIDDEN extern int bs_span_tsc_;
 BS_SPAN_HIDDEN extern uint64_t bs_span_ns_per_tick_;
 BS_SPAN_HIDDEN extern uint64_t bs_span_until_;
 
-/* The slow paths (lib/timing.c): the first start (which decides the
+/* The slow paths (lib/span_clock.c): the first start (which decides the
  * clock), a monotonic start, and a span whose ratio is read again. */
 BS_SPAN_HIDDEN uint64_t bs_span_start_slow_(void);
 BS_SPAN_HIDDEN void bs_span_start_at_slow_(uint64_t *at);

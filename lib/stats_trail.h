@@ -1,6 +1,6 @@
 /*
  * stats_trail.h -- the slow-request trails of a stats segment: the ring
- * that lib/stats_trail.c commits to and readers (billing-probes slow,
+ * that lib/stats_trail_writer.c commits to and readers (billing-probes slow,
  * billing-exporter's exemplars) read without privilege.  docs/stats.md,
  * "Slow-request trails".
  *
@@ -21,7 +21,7 @@
  * so an exemplar a person clicks within that time still resolves with
  * `billing-probes slow --id`.  The writer keeps one only when the record
  * it overwrites is older than that, and spaces each (handler, duration
- * bucket)'s picks so that every bucket gets its share (stats_trail.c).
+ * bucket)'s picks so that every bucket gets its share (stats_trail_writer.c).
  *
  * A record is written under a sequence number: odd while it is written,
  * 2 * (n + 1) once trail n of its lane (counting from 0) is whole.  A

@@ -1,6 +1,6 @@
 /*
  * stats_trail_writer.h -- what the generated billing_trail_<probe>()
- * (stats_gen.c, provider/trail_emit.py) need from lib/stats_trail.c, and
+ * (stats_gen.c, provider/trail_emit.py) need from lib/stats_trail_writer.c, and
  * the thresholds they define for it.
  *
  * The hot path of every request is request-start and a request-done
@@ -11,7 +11,7 @@
  * place's own.  An event inside a request is a bounded copy of its words
  * and string bytes into the request's place.  What a trail needs past
  * that (thresholds by handler, nanoseconds, the checks a reader relies
- * on) waits for a request-done over the lowest threshold: stats_trail.c.
+ * on) waits for a request-done over the lowest threshold: stats_trail_writer.c.
  */
 #ifndef BILLING_STATS_TRAIL_WRITER_H
 #define BILLING_STATS_TRAIL_WRITER_H
@@ -55,7 +55,7 @@ BS_HIDDEN extern const uint8_t bs_trail_kind_strs_[BS_TRAIL_KINDS];
 #define BS_OPEN_PLACES 256    /* requests open at once that keep a trail */
 #define BS_CLAIMED UINT64_MAX /* a place's ID while it is filled */
 
-/* An open request's place (stats_trail.c says how places are taken).
+/* An open request's place (stats_trail_writer.c says how places are taken).
  * events[0] is request-start's, made from `handler` when the trail is
  * committed; the others are written where they fire. */
 typedef struct bs_open_request {
@@ -80,7 +80,7 @@ typedef struct bs_trail_thread {
 	uint32_t tag; /* the place's tag when this thread took it */
 } bs_trail_thread_t;
 BS_HIDDEN extern __thread bs_trail_thread_t bs_trail_me_ BS_TLS_MODEL;
-BS_HIDDEN extern int bs_trail_tsc_;          /* events are timed by the time-stamp counter (stats_trail.c) */
+BS_HIDDEN extern int bs_trail_tsc_;          /* events are timed by the time-stamp counter (stats_trail_writer.c) */
 BS_HIDDEN extern int bs_trails_on_;          /* BILLING_STATS_SLOW is not "off" (set once, before any event) */
 BS_HIDDEN extern int bs_trail_fast_;         /* the trails on and timed by the counter: the fast paths may run */
 BS_HIDDEN extern uint64_t bs_trail_fast_ns_; /* the lowest threshold: a request-done at or under it is let go */

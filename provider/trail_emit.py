@@ -1,4 +1,4 @@
-"""The slow-request trails' generated half (lib/stats_trail.c is the
+"""The slow-request trails' generated half (lib/stats_trail_writer.c is the
 other), from billing.d's probes and its "@@slow-threshold" line:
 
   kinds()        one event kind per probe, with the arguments an event keeps:
@@ -49,7 +49,7 @@ def params(probe):
 
 
 def gen_h(probes):
-    o = ["/* 1 once a request kept a trail's place in this process (lib/stats_trail.c):\n"
+    o = ["/* 1 once a request kept a trail's place in this process (lib/stats_trail_writer.c):\n"
          " * until then a probe that is not request-start keeps no trail event and\n"
          " * costs one load; after, a probe outside any request costs a look at\n"
          " * its thread's request, or at its request ID's home place.  Set once:\n"
@@ -61,7 +61,7 @@ def gen_h(probes):
     return "".join(o) + "\n"
 
 
-# request-start and request-done as lib/stats_trail.c takes them: the
+# request-start and request-done as lib/stats_trail_writer.c takes them: the
 # request's handler, and request-done's status and duration.
 REQUEST_SHAPES = {"request__start": ([], ["handler"]), "request__done": (["status", "duration_ns"], ["handler"])}
 
@@ -129,7 +129,7 @@ def fast_and_slow(k, body, words):
 def gen_c(ms):
     default, handlers = metrics.slow_thresholds_ns(ms)
     start, done = request_kind(ms, "request__start"), request_kind(ms, "request__done")
-    o = ["/* --- slow-request trails (lib/stats_trail.c) --- */\n\n"
+    o = ["/* --- slow-request trails (lib/stats_trail_writer.c) --- */\n\n"
          '#include "stats_trail_writer.h"\n\n'
          "/* @@slow-threshold: nanoseconds, the default and per handler. */\n"
          f"const uint64_t bs_slow_default_ns_ = {default}u;\n"

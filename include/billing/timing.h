@@ -14,7 +14,7 @@
  * was enabled reports duration_ns 0 ("not measured").  Spans are timed by
  * the time-stamp counter where the kernel keeps the monotonic clock by it
  * (an instruction at each end, no clock_gettime), else by the monotonic
- * clock (lib/timing.c says how the two agree).
+ * clock (lib/span_clock.c says how the two agree).
  * The begin/end pair may run on different threads (a hand-off between
  * workers is timed right): the start time lives in the struct, not in
  * thread-local storage.  The probes fire from libbillingprobes itself.

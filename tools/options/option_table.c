@@ -25,15 +25,16 @@ typedef struct parse {
 	unsigned char *seen;
 } parse_t;
 
-static void refuse(const opt_table_t *t, const char *fmt, ...)
+static void opt_refuse(const opt_table_t *t, const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
-	if (t->report != NULL) {
-		t->report(t, line);
+	void (*say_refusal)(const opt_table_t *, const char *) = t->report;
+	if (say_refusal != NULL) {
+		say_refusal(t, line);
 		return;
 	}
 	fflush(stdout);
@@ -96,12 +97,13 @@ static int parse_number(const opt_option_t *o, const char *text, double *v)
 static int take_parsed(const opt_table_t *t, const opt_option_t *o, const char *text, void *out)
 {
 	char why[256] = "", name[64], value[128];
-	if (o->parse(text, out, why, sizeof why) == 0)
+	int (*parse_value)(const char *, void *, char *, size_t) = o->parse;
+	if (parse_value(text, out, why, sizeof why) == 0)
 		return 0;
 	if (why[0] != '\0')
-		refuse(t, "%s: %s", spelling(o, name, sizeof name), why);
+		opt_refuse(t, "%s: %s", spelling(o, name, sizeof name), why);
 	else
-		refuse(t, "%s needs %s, got '%s'", spelling(o, name, sizeof name), wants(o, value, sizeof value), text);
+		opt_refuse(t, "%s needs %s, got '%s'", spelling(o, name, sizeof name), wants(o, value, sizeof value), text);
 	return -1;
 }
 
@@ -110,14 +112,14 @@ static int take_list(const opt_table_t *t, const opt_option_t *o, const char *te
 	char name[64], value[128];
 	const char **list = (const char **)o->out;
 	if (*o->count >= o->most) {
-		refuse(t, "%s: at most %zu", spelling(o, name, sizeof name), o->most);
+		opt_refuse(t, "%s: at most %zu", spelling(o, name, sizeof name), o->most);
 		return -1;
 	}
 	if (o->parse != NULL) {
 		if (take_parsed(t, o, text, &list[*o->count]) != 0)
 			return -1;
 	} else if (text[0] == '\0') {
-		refuse(t, "%s needs %s", spelling(o, name, sizeof name), wants(o, value, sizeof value));
+		opt_refuse(t, "%s needs %s", spelling(o, name, sizeof name), wants(o, value, sizeof value));
 		return -1;
 	} else {
 		list[*o->count] = text;
@@ -150,7 +152,7 @@ static int take_value(const opt_table_t *t, const opt_option_t *o, const char *t
 		return 0;
 	case OPT_TEXT:
 		if (text[0] == '\0') {
-			refuse(t, "%s needs %s", spelling(o, name, sizeof name), wants(o, value, sizeof value));
+			opt_refuse(t, "%s needs %s", spelling(o, name, sizeof name), wants(o, value, sizeof value));
 			return -1;
 		}
 		*(const char **)o->out = text;
@@ -163,7 +165,7 @@ static int take_value(const opt_table_t *t, const opt_option_t *o, const char *t
 	case OPT_LIST:
 		return take_list(t, o, text);
 	}
-	refuse(t, "%s needs %s, got '%s'", spelling(o, name, sizeof name), wants(o, value, sizeof value), text);
+	opt_refuse(t, "%s needs %s, got '%s'", spelling(o, name, sizeof name), wants(o, value, sizeof value), text);
 	return -1;
 }
 
@@ -175,9 +177,9 @@ static int take_given(parse_t *p, size_t i, const char *text)
 	char name[64];
 	if (o->kind != OPT_LIST && p->seen[i]) {
 		if (o->name == NULL)
-			refuse(p->t, "unexpected argument '%s'", text);
+			opt_refuse(p->t, "unexpected argument '%s'", text);
 		else
-			refuse(p->t, "%s given twice (it takes one value)", spelling(o, name, sizeof name));
+			opt_refuse(p->t, "%s given twice (it takes one value)", spelling(o, name, sizeof name));
 		return -1;
 	}
 	p->seen[i] = 1;
@@ -199,7 +201,7 @@ static int take_operand(parse_t *p, const char *text)
 		if (o->kind == OPT_LIST || !p->seen[i])
 			return take_given(p, i, text);
 	}
-	refuse(t, "unexpected argument '%s'", text);
+	opt_refuse(t, "unexpected argument '%s'", text);
 	return -1;
 }
 
@@ -212,24 +214,24 @@ static void refuse_option(const opt_table_t *t, int c, char **argv)
 	if (optopt >= FIRST_VAL && (size_t)(optopt - FIRST_VAL) < t->n) {
 		const opt_option_t *o = &t->options[optopt - FIRST_VAL];
 		if (c == ':')
-			refuse(t, "%s needs %s", spelling(o, name, sizeof name), wants(o, value, sizeof value));
+			opt_refuse(t, "%s needs %s", spelling(o, name, sizeof name), wants(o, value, sizeof value));
 		else
-			refuse(t, "%s takes no value", spelling(o, name, sizeof name));
+			opt_refuse(t, "%s takes no value", spelling(o, name, sizeof name));
 		return;
 	}
 	for (size_t i = 0; optopt != 0 && i < t->n; i++) {
 		const opt_option_t *o = &t->options[i];
 		if (o->letter == optopt && c == ':') {
-			refuse(t, "-%c needs %s", o->letter, wants(o, value, sizeof value));
+			opt_refuse(t, "-%c needs %s", o->letter, wants(o, value, sizeof value));
 			return;
 		}
 	}
 	if (optopt != 0 && strncmp(arg, "--", 2) == 0) /* --help=, --print-option-table= */
-		refuse(t, "%.*s takes no value", (int)strcspn(arg, "="), arg);
+		opt_refuse(t, "%.*s takes no value", (int)strcspn(arg, "="), arg);
 	else if (optopt != 0)
-		refuse(t, "unknown option '-%c'", optopt);
+		opt_refuse(t, "unknown option '-%c'", optopt);
 	else
-		refuse(t, "unknown option '%s'", arg);
+		opt_refuse(t, "unknown option '%s'", arg);
 }
 
 /* getopt_long's tables for t->command: longopts (n + 2 entries) and the
@@ -334,7 +336,7 @@ int opt_parse(const opt_table_t *t, int argc, char **argv)
 	int rc = OPT_RUN;
 
 	if (longopts == NULL || letters == NULL || p.seen == NULL) {
-		refuse(t, "out of memory");
+		opt_refuse(t, "out of memory");
 		rc = OPT_REFUSED;
 	}
 	for (size_t i = 0; i < t->n && rc == OPT_RUN; i++) {

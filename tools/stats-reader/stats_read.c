@@ -5,13 +5,14 @@
  * source that reads a range or fails (stats_read_src.h).  Native cells:
  * stats_read_native.c; trails: stats_read_trails.c.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "stats_read_src.h"
-
-#define FAIL BS_FAIL
 
 /* A label's text: at most BS_VALUE_BYTES bytes of s, terminated. */
 static void set_text(char *dst, const char *s)
@@ -85,13 +86,13 @@ static int plan(const bs_src_t *s, const struct bs_header *h, const bs_layout_t 
 	for (size_t m = 0; m < l->nmaps; m++) {
 		uint32_t nrows = h->row_count[m];
 		if (nrows > pr->rows[m])
-			FAIL("map %s claims %u rows (at most %llu)", l->maps[m].name, nrows, (unsigned long long)pr->rows[m]);
+			BS_FAIL("map %s claims %u rows (at most %llu)", l->maps[m].name, nrows, (unsigned long long)pr->rows[m]);
 		if (nrows < rd->had[m])
-			FAIL("map %s claims %u rows, fewer than the %zu it had", l->maps[m].name, nrows, rd->had[m]);
+			BS_FAIL("map %s claims %u rows, fewer than the %zu it had", l->maps[m].name, nrows, rd->had[m]);
 		for (int f = 0; f < BS_MAX_FIELDS; f++) {
 			if (h->dict_count[m][f] > h->label_values)
-				FAIL("map %s label %d claims %u values (at most %u)", l->maps[m].name, f, h->dict_count[m][f],
-				     h->label_values);
+				BS_FAIL("map %s label %d claims %u values (at most %u)", l->maps[m].name, f, h->dict_count[m][f],
+				        h->label_values);
 			values += h->dict_count[m][f];
 		}
 		rd->rows_of[m] = nrows;
@@ -108,15 +109,15 @@ static int plan(const bs_src_t *s, const struct bs_header *h, const bs_layout_t 
 	if (backed && slots > backed / 4096 && s->fd >= 0 && fstat(s->fd, &st) == 0)
 		backed = (uint64_t)st.st_blocks * 512;
 	if (backed && slots > backed / 4096)
-		FAIL("claims %llu threads' slots, but the file holds only %llu kB", (unsigned long long)slots,
-		     (unsigned long long)(backed >> 10));
+		BS_FAIL("claims %llu threads' slots, but the file holds only %llu kB", (unsigned long long)slots,
+		        (unsigned long long)(backed >> 10));
 	uint64_t bytes = values * BS_VALUE_BYTES + rd->total * sizeof(struct bs_row) + slots * cells * 8 + native * 8;
 	if (bytes > BS_READ_BUDGET)
-		FAIL("its counts ask for %llu bytes of reading (%llu slots, %zu rows), over the reader's budget of %llu MiB",
-		     (unsigned long long)bytes, (unsigned long long)slots, rd->total,
-		     (unsigned long long)(BS_READ_BUDGET >> 20));
+		BS_FAIL("its counts ask for %llu bytes of reading (%llu slots, %zu rows), over the reader's budget of %llu MiB",
+		        (unsigned long long)bytes, (unsigned long long)slots, rd->total,
+		        (unsigned long long)(BS_READ_BUDGET >> 20));
 	if (!(rd->sums = scratch(&sums_scratch, cells)))
-		FAIL("out of memory");
+		BS_FAIL("out of memory");
 	return 0;
 }
 
@@ -138,14 +139,14 @@ static int decode_field(const bs_lmap_t *mi, int f, unsigned idx, uint32_t count
 	const bs_lknown_t *known = f < (int)mi->nfields ? mi->fields[f].known : NULL;
 	if (idx >= BS_IDX_KNOWN && known && known->n) {
 		if (idx - BS_IDX_KNOWN >= known->n)
-			FAIL("map %s names known value %u of %zu", mi->name, idx - BS_IDX_KNOWN, known->n);
+			BS_FAIL("map %s names known value %u of %zu", mi->name, idx - BS_IDX_KNOWN, known->n);
 		set_text(row->text[f], known->values[idx - BS_IDX_KNOWN]);
 		return 0;
 	}
 	if (idx >= count) {
 		if (idx == 0)
 			return 0; /* an unused field of this map */
-		FAIL("map %s names label value %u of %u", mi->name, idx, count);
+		BS_FAIL("map %s names label value %u of %u", mi->name, idx, count);
 	}
 	if (f < (int)mi->nfields && !mi->fields[f].is_string) {
 		int32_t iv;
@@ -227,7 +228,7 @@ static int sum_slots(const bs_src_t *s, const struct bs_header *h, const bs_layo
 	}
 	uint64_t *buf = scratch(&slot_scratch, span / 8);
 	if (!buf)
-		FAIL("out of memory");
+		BS_FAIL("out of memory");
 	unsigned char *bytes = (unsigned char *)buf;
 	uint32_t n = h->slots_used + (h->overflow_used && h->slots_used < h->nslots);
 	if (n == 0)
@@ -238,7 +239,7 @@ static int sum_slots(const bs_src_t *s, const struct bs_header *h, const bs_layo
 		s->work->slots++;
 		for (size_t j = 0; j < nspans; j++)
 			if (bs_src_get_(s, base + from[j], bytes + (from[j] - from[0]), to[j] - from[j]) != 0)
-				FAIL("truncated in slot %u", i);
+				BS_FAIL("truncated in slot %u", i);
 		for (size_t m = 0; m < l->nmaps; m++) {
 			uint64_t cells = rd->rows_of[m] * h->map_cells[m], *sum = rd->sums + rd->sums_at[m];
 			const uint64_t *got = (const uint64_t *)(bytes + (h->map_cells_offset[m] - from[0]));
@@ -273,7 +274,7 @@ static int place_rows(const bs_segment_t *out, const bs_layout_t *l, reading_t *
 	rd->natives = calloc(n * BS_LAYOUT_VALUES, sizeof *rd->natives);
 	rd->recheck = calloc(n, 1);
 	if (!rd->rows || !rd->natives || !rd->recheck)
-		FAIL("out of memory");
+		BS_FAIL("out of memory");
 	for (size_t m = 0; m < l->nmaps && !rd->fresh; m++) {
 		size_t from = out->map_first[m], to = rd->first[m], k = rd->had[m];
 		if (k == 0)
@@ -334,14 +335,14 @@ static int find_changes(const bs_src_t *s, const struct bs_header *h, const bs_l
 				continue;
 			bs_row_change_t *x = add_change(ch, (uint32_t)m, (uint32_t)r);
 			if (!x)
-				FAIL("out of memory");
+				BS_FAIL("out of memory");
 			for (size_t k = 0; k < c; k++)
 				x->cells[k] = now[k] - (was ? was[k] : 0);
 			if (ch->nrows * BS_LAYOUT_VALUES > rd->pending_cap) {
 				size_t cap = 2 * ch->nrows * BS_LAYOUT_VALUES;
 				bs_native_cells_t *more = realloc(rd->pending, cap * sizeof *more);
 				if (!more)
-					FAIL("out of memory");
+					BS_FAIL("out of memory");
 				memset(more + rd->pending_cap, 0, (cap - rd->pending_cap) * sizeof *more);
 				rd->pending = more;
 				rd->pending_cap = cap;
@@ -525,6 +526,16 @@ int bs_read_fd_if(int fd, const struct stat *st, bs_segment_t *out, bs_accept_fn
 int bs_read_fd(int fd, bs_segment_t *out, char *err, size_t errlen)
 {
 	return bs_read_fd_if(fd, NULL, out, NULL, NULL, err, errlen);
+}
+
+int bs_read_path(const char *path, bs_segment_t *out, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		BS_FAIL("%s: %s", path, strerror(errno));
+	int rc = bs_read_fd(fd, out, err, errlen);
+	close(fd);
+	return rc;
 }
 
 int bs_read_mem(const unsigned char *data, size_t size, bs_segment_t *out, char *err, size_t errlen)

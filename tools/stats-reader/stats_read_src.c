@@ -13,8 +13,6 @@
 
 #include "stats_read_src.h"
 
-#define FAIL BS_FAIL
-
 int bs_src_get_(const bs_src_t *s, uint64_t off, void *dst, uint64_t n)
 {
 	if (off > s->size || n > s->size - off)
@@ -45,9 +43,9 @@ int bs_src_fd_(int fd, bs_src_t *s, bs_read_work_t *work, char *err, size_t errl
 	struct stat st;
 	memset(work, 0, sizeof *work);
 	if (fstat(fd, &st) != 0)
-		FAIL("%s", strerror(errno));
+		BS_FAIL("%s", strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		FAIL("not a regular file");
+		BS_FAIL("not a regular file");
 	*s = (bs_src_t){ fd, NULL, (uint64_t)st.st_size, (uint64_t)st.st_blocks * 512, work };
 	return 0;
 }
@@ -76,24 +74,14 @@ bs_layout_t *bs_read_layout_(const bs_src_t *s, const struct bs_header *h, char 
 int bs_read_header_(const bs_src_t *s, struct bs_header *h, char *err, size_t errlen)
 {
 	if (bs_src_get_(s, 0, h, sizeof *h) != 0)
-		FAIL("too short for a stats segment header (%llu bytes)", (unsigned long long)s->size);
+		BS_FAIL("too short for a stats segment header (%llu bytes)", (unsigned long long)s->size);
 	if (memcmp(h->magic.text, BS_MAGIC, 8) != 0)
-		FAIL("not a stats segment (no BILLSTAT magic), or not yet initialised");
+		BS_FAIL("not a stats segment (no BILLSTAT magic), or not yet initialised");
 	if (h->layout_version != BS_LAYOUT_VERSION)
-		FAIL("segment layout version %u; this reader reads %u", h->layout_version, BS_LAYOUT_VERSION);
+		BS_FAIL("segment layout version %u; this reader reads %u", h->layout_version, BS_LAYOUT_VERSION);
 	if (h->endian != BS_ENDIAN)
-		FAIL("segment written with another byte order");
+		BS_FAIL("segment written with another byte order");
 	return 0;
-}
-
-int bs_read_path(const char *path, bs_segment_t *out, char *err, size_t errlen)
-{
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		FAIL("%s: %s", path, strerror(errno));
-	int rc = bs_read_fd(fd, out, err, errlen);
-	close(fd);
-	return rc;
 }
 
 /* The header against the segment's own layout and the file's size: its
@@ -105,13 +93,13 @@ int bs_check_layout_(const struct bs_header *h, const bs_layout_t *l, uint64_t s
 
 	if (h->nmaps != l->nmaps || h->rows_per_map == 0 || h->rows_per_map > 4096 || h->label_values == 0 ||
 	    h->label_values > BS_IDX_KNOWN)
-		FAIL("layout differs: %u maps, %u rows, %u values per label (its description: %zu maps; this reader: "
-		     "1..4096 rows, 1..%d values)",
-		     h->nmaps, h->rows_per_map, h->label_values, l->nmaps, BS_IDX_KNOWN);
+		BS_FAIL("layout differs: %u maps, %u rows, %u values per label (its description: %zu maps; this reader: "
+		        "1..4096 rows, 1..%d values)",
+		        h->nmaps, h->rows_per_map, h->label_values, l->nmaps, BS_IDX_KNOWN);
 	pr->total = 0;
 	for (size_t m = 0; m < l->nmaps; m++) {
 		if (h->map_cells_offset[m] != cells * 8 || h->map_cells[m] != l->maps[m].cells)
-			FAIL("map %s's cells are not where its description puts them", l->maps[m].name);
+			BS_FAIL("map %s's cells are not where its description puts them", l->maps[m].name);
 		pr->rows[m] = (uint64_t)h->rows_per_map + l->maps[m].folds + 1;
 		pr->base[m] = pr->total;
 		pr->total += pr->rows[m];
@@ -120,20 +108,20 @@ int bs_check_layout_(const struct bs_header *h, const bs_layout_t *l, uint64_t s
 	uint64_t dicts = BS_DICTS_SIZE(l->nmaps, h->label_values), rows = pr->total * sizeof(struct bs_row);
 	if (h->nslots < 1 || h->nslots > 65537 || h->slot_size < BS_SLOT_HEADER + cells * 8 ||
 	    h->slot_size > (1u << 30) || h->slots_used > h->nslots)
-		FAIL("slot table is corrupt (%u slots of %llu bytes)", h->nslots, (unsigned long long)h->slot_size);
+		BS_FAIL("slot table is corrupt (%u slots of %llu bytes)", h->nslots, (unsigned long long)h->slot_size);
 	if (h->dicts_offset < BS_HEADER_SIZE || h->dicts_offset > size || dicts > size - h->dicts_offset ||
 	    h->rows_offset < h->dicts_offset + dicts || h->rows_offset > size || rows > size - h->rows_offset ||
 	    h->slots_offset < h->rows_offset + rows || h->slots_offset > size ||
 	    (size - h->slots_offset) / h->slot_size < h->nslots)
-		FAIL("truncated or corrupt: its tables do not fit its %llu bytes", (unsigned long long)size);
+		BS_FAIL("truncated or corrupt: its tables do not fit its %llu bytes", (unsigned long long)size);
 	if (size < h->size)
-		FAIL("truncated: %llu bytes of the %llu its header says", (unsigned long long)size,
-		     (unsigned long long)h->size);
+		BS_FAIL("truncated: %llu bytes of the %llu its header says", (unsigned long long)size,
+		        (unsigned long long)h->size);
 	/* the trails' ring, if any, after the slots and inside the file */
 	uint64_t slots_end = h->slots_offset + (uint64_t)h->nslots * h->slot_size;
 	if (h->trail_offset &&
 	    (h->trail_offset < slots_end || h->trail_offset > size || size - h->trail_offset < BS_TRAIL_RING_SIZE))
-		FAIL("truncated or corrupt: its trails do not fit its %llu bytes", (unsigned long long)size);
+		BS_FAIL("truncated or corrupt: its trails do not fit its %llu bytes", (unsigned long long)size);
 	/* the native buckets, map after map as described, after the rest */
 	uint64_t native = 0, native_from = h->trail_offset ? h->trail_offset + BS_TRAIL_RING_SIZE : slots_end;
 	for (size_t m = 0; m < l->nmaps; m++) {
@@ -145,6 +133,6 @@ int bs_check_layout_(const struct bs_header *h, const bs_layout_t *l, uint64_t s
 	if ((pr->native && native * 8 != h->native_size) ||
 	    (native && pr->native &&
 	     (h->native_offset < native_from || h->native_offset > size || size - h->native_offset < h->native_size)))
-		FAIL("truncated or corrupt: its native buckets do not fit its %llu bytes", (unsigned long long)size);
+		BS_FAIL("truncated or corrupt: its native buckets do not fit its %llu bytes", (unsigned long long)size);
 	return 0;
 }

@@ -35,7 +35,7 @@ void bx_format_openmetrics(const bx_snapshot_t *s, const bx_exemplar_source_t *s
  * classic buckets, counters and native series. */
 void bx_format_protobuf(const bx_snapshot_t *s, const bx_exemplar_source_t *src, pr_buf_t *b);
 
-/* For the writers: 1 and *out when src has an exemplar for x, a bucket
+/* exemplar.c, for the writers: 1 and *out when src has an exemplar for x, a bucket
  * (prev the sample before it: the bucket below when of the same series)
  * or a counter, that may be shown: its value in the bucket, finite, with
  * a time.  0 otherwise (src NULL, any other sample). */

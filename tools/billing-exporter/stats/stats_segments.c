@@ -2,7 +2,9 @@
  * stats_segments.c -- a stats segment's life in the exporter (the stages
  * in stats_state.h): read while its writer runs, each reading's changes
  * added to its target's sums; final, and not read again, once its writer
- * is gone; forgotten when its file is, what it counted kept.
+ * is gone; forgotten when its file is, what it counted kept.  The
+ * targets' first refresh (bx_stats_start) and their end (bx_stats_free)
+ * are here too, beside the segments they read and drop.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -72,7 +74,7 @@ void bx_stats_seg_drop(stats_target_t *t, seg_t *s, int keep)
 
 /* A later file at s's path: the entry starts over, what the old file
  * counted stays in the sums.  A reading under way into s->reading (a new
- * generation, seen by accept) keeps its memory, afresh: its old rows kept
+ * generation, seen by accept_header) keeps its memory, afresh: its old rows kept
  * whole first when only they serve some families. */
 static void renew(const bx_stats_t *stats, stats_target_t *t, seg_t *s)
 {
@@ -135,7 +137,7 @@ typedef struct accept_ctx {
  * target's own process; not counted by another target; inside --cgroup.
  * A header of another generation than the reading's is a new file at the
  * path: the entry starts over first. */
-static int accept(void *arg, const struct bs_header *h, char *err, size_t errlen)
+static int accept_header(void *arg, const struct bs_header *h, char *err, size_t errlen)
 {
 	accept_ctx_t *c = arg;
 	stats_target_t *t = c->t;
@@ -231,7 +233,7 @@ int bx_stats_seg_read(bx_stats_t *stats, stats_target_t *t, seg_t *s, int dfd)
 		why = BX_SKIP_UID;
 	} else if (fd >= 0) {
 		s->owner = st.st_uid;
-		rc = bs_read_fd_if(fd, &st, s->reading ? s->reading : first, accept, &c, err, sizeof err);
+		rc = bs_read_fd_if(fd, &st, s->reading ? s->reading : first, accept_header, &c, err, sizeof err);
 	}
 	if (rc == 0 && !s->reading && !(s->reading = malloc(sizeof *s->reading))) {
 		snprintf(err, sizeof err, "out of memory"); /* read afresh next time */
@@ -351,4 +353,33 @@ void bx_stats_refresh(bx_stats_t *stats)
 			t->nsegs = 0;
 		}
 	}
+}
+
+void bx_stats_start(bx_stats_t *stats)
+{
+	bx_stats_refresh(stats);
+	stats->started = 1;
+}
+
+void bx_stats_free(bx_stats_t *stats)
+{
+	if (!stats)
+		return;
+	for (size_t i = 0; i < stats->count; i++) {
+		stats_target_t *t = &stats->targets[i];
+		for (size_t k = 0; k < t->nsegs; k++)
+			bx_stats_seg_drop(t, t->segs[k], 0);
+		free(t->segs);
+		for (size_t k = 0; k < t->nkept; k++) {
+			bs_segment_free(t->kept[k]);
+			free(t->kept[k]);
+		}
+		free(t->kept);
+		bx_sums_free(&t->sums);
+	}
+	bs_segment_free(&stats->first);
+	bx_trail_exemplars_free(stats->exemplars);
+	free(stats->targets);
+	free(stats->named);
+	free(stats);
 }

@@ -2,7 +2,8 @@
  * stats_targets.c -- the stats targets found and trusted (stats_state.h):
  * --stats-dir directories and --pid segments, a directory's names, whose
  * a file is and who wrote a segment, as the kernel says.  Reading what
- * is found: stats_segments.c.
+ * is found, and the targets started and freed with their segments:
+ * stats_segments.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -247,12 +248,6 @@ int bx_stats_check_overlap(const bx_stats_t *stats, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
-}
-
-void bx_stats_start(bx_stats_t *stats)
-{
-	bx_stats_refresh(stats);
-	stats->started = 1;
 }
 
 /* --- a segment's file ---------------------------------------------------------- */
@@ -534,29 +529,6 @@ size_t bx_stats_target_probe_sets(const bx_stats_t *stats, size_t i, uint64_t *h
 		n++;
 	}
 	return n;
-}
-
-void bx_stats_free(bx_stats_t *stats)
-{
-	if (!stats)
-		return;
-	for (size_t i = 0; i < stats->count; i++) {
-		stats_target_t *t = &stats->targets[i];
-		for (size_t k = 0; k < t->nsegs; k++)
-			bx_stats_seg_drop(t, t->segs[k], 0);
-		free(t->segs);
-		for (size_t k = 0; k < t->nkept; k++) {
-			bs_segment_free(t->kept[k]);
-			free(t->kept[k]);
-		}
-		free(t->kept);
-		bx_sums_free(&t->sums);
-	}
-	bs_segment_free(&stats->first);
-	bx_trail_exemplars_free(stats->exemplars);
-	free(stats->targets);
-	free(stats->named);
-	free(stats);
 }
 
 const bx_exemplar_source_t *bx_stats_exemplars(const bx_stats_t *stats)

@@ -311,3 +311,9 @@ void bx_detach_all(bx_usdt_t *u)
 	u->links = NULL;
 	bx_usdt_specs_free(&u->specs);
 }
+
+void bx_bpf_close(bx_usdt_t *u)
+{
+	bx_detach_all(u);
+	bx_bpf_unload(u);
+}

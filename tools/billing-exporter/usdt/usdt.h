@@ -110,9 +110,13 @@ int bx_bpf_load(bx_usdt_t *u, int bpf_stats, char *err, size_t errlen);
  * others served.  0, or -1 with a one-line reason in err: every target
  * refused while no other source serves one (others 0). */
 int bx_attach_all(bx_usdt_t *u, int others, char *err, size_t errlen);
-/* Every link detached (the watcher stopped first), the object closed. */
+/* attach.c: every link detached (the watcher stopped first), then the
+ * object closed (bx_bpf_unload). */
 void bx_bpf_close(bx_usdt_t *u);
 void bx_detach_all(bx_usdt_t *u);
+/* usdt_maps.c: the object closed, with the run-time statistics' fd; the
+ * links are detached first (bx_bpf_close), so this file needs none of attach.c. */
+void bx_bpf_unload(bx_usdt_t *u);
 /* The fd of BPF map `name`, -1 if absent; probe's program when loaded,
  * else NULL. */
 int bx_map_fd(const bx_usdt_t *u, const char *name);

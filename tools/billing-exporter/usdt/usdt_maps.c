@@ -182,9 +182,8 @@ int bx_bpf_load(bx_usdt_t *u, int bpf_stats, char *err, size_t errlen)
 	return 0;
 }
 
-void bx_bpf_close(bx_usdt_t *u)
+void bx_bpf_unload(bx_usdt_t *u)
 {
-	bx_detach_all(u);
 	if (u->skel)
 		billing_exporter_bpf__destroy(u->skel);
 	u->skel = NULL;

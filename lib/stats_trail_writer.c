@@ -1,5 +1,5 @@
 /*
- * stats_trail.c -- the slow-request trails' writer (stats_trail.h says
+ * stats_trail_writer.c -- the slow-request trails' writer (stats_trail.h says
  * what a trail is; the generated billing_trail_<probe>() call in here and
  * into stats_trail_writer.h, which holds every request's hot path).
  *
