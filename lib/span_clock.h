@@ -67,7 +67,7 @@ static inline void bs_span_start_at_(uint64_t *at, int wanted)
 	bs_span_start_at_slow_(at);
 }
 
-/* 1 while spans are timed by the counter and the stats count (lib/stats.c
+/* 1 while spans are timed by the counter and the stats count (lib/stats_writer.c
  * says, bs_span_counting_): the stats build's timing helpers' one test
  * (stats_gen.c). */
 BS_SPAN_HIDDEN extern int bs_span_fast_;

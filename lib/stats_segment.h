@@ -1,6 +1,6 @@
 /*
  * stats_segment.h -- the layout of a stats segment: the file a stats
- * build of a service maps (lib/stats.c writes it) and billing-exporter
+ * build of a service maps (lib/stats_writer.c writes it) and billing-exporter
  * reads without privilege (tools/stats-reader/stats_read.c).  docs/stats.md.
  *
  *   header     one page: magic, layout version, generation, where the rest is

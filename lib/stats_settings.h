@@ -59,7 +59,7 @@ typedef struct bs_settings {
 
 /* The settings from the environment, each problem said in one line. */
 BS_SETTINGS_HIDDEN void bs_settings_read(bs_settings_t *s);
-/* The writer's settings, read once (lib/stats.c). */
+/* The writer's settings, read once (lib/stats_writer.c). */
 BS_SETTINGS_HIDDEN const bs_settings_t *bs_settings_(void);
 
 #endif /* BILLING_STATS_SETTINGS_H */

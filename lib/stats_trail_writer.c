@@ -104,7 +104,7 @@ static double tsc_ns_per_tick(uint64_t now_ns)
 	return tk ? (double)ns / (double)tk : 1;
 }
 
-/* The segment's ring, as lib/stats.c gives it (bs_trail_prepare_). */
+/* The segment's ring, as lib/stats_writer.c gives it (bs_trail_prepare_). */
 static struct bs_trail_ring *(*ring_of)(void);
 
 static struct bs_trail_ring *the_ring(void)

@@ -340,17 +340,17 @@ static inline struct bs_trail_event *bs_trail_begin_(int fast, int given, uint64
 	return e;
 }
 
-/* Once, before the first event (lib/stats.c, with its settings): whether
+/* Once, before the first event (lib/stats_writer.c, with its settings): whether
  * the trails are on, how events are timed, how long kept trails stay,
  * and ring(), which gives the segment's ring when a trail is committed
  * (made with the segment; NULL with the stats off).  The ring comes
- * through ring() so that this module never calls back into lib/stats.c,
+ * through ring() so that this module never calls back into lib/stats_writer.c,
  * which calls it. */
 struct bs_settings;
 BS_HIDDEN void bs_trail_prepare_(const struct bs_settings *s, struct bs_trail_ring *(*ring)(void));
 
 /* A new segment's ring header: empty, with the thresholds requests are
- * judged by (lib/stats.c, before the segment's magic). */
+ * judged by (lib/stats_writer.c, before the segment's magic). */
 BS_HIDDEN void bs_trail_ring_init_(struct bs_trail_ring *ring);
 
 /* A forked child's: the parent's open requests are not its own. */

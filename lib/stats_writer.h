@@ -1,6 +1,6 @@
 /*
  * stats_writer.h -- what the generated half of the stats writer
- * (stats_gen.c, provider/stats_emit.py) needs from lib/stats.c.
+ * (stats_gen.c, provider/stats_emit.py) needs from lib/stats_writer.c.
  *
  * The hot-path rule: a thread stores only to its own slot, with a relaxed
  * load and a relaxed store, or on x86-64 one add instruction without a
@@ -119,7 +119,7 @@ typedef struct bs_l1_entry {
 	char pad_[64 - (BX_MAX_FIELDS + 2) * sizeof(uintptr_t)];
 } bs_l1_entry_t;
 
-/* A thread's state: its slot and its caches (lib/stats.c claims and frees). */
+/* A thread's state: its slot and its caches (lib/stats_writer.c claims and frees). */
 typedef struct bs_thread {
 	struct bs_slot *slot;
 	unsigned char *cells; /* the slot's cells */
@@ -144,7 +144,7 @@ static inline size_t bs_l1_slot_(uintptr_t x)
 #else
 #  define BS_TLS_MODEL
 #endif
-/* !billing_stats_off_, written with it (lib/stats.c): the library's own
+/* !billing_stats_off_, written with it (lib/stats_writer.c): the library's own
  * code reads this one directly, where the exported one is a load of its
  * address first (the stats build's timing helpers, stats_gen.c). */
 BS_HIDDEN extern int bs_stats_on_;

@@ -1,5 +1,5 @@
 """The stats writer's generated half, from billing.d's metric declarations
-(metrics.py parses them; lib/stats.c is the hand-written half):
+(metrics.py parses them; lib/stats_writer.c is the hand-written half):
 
   billing-stats-gen-h  billing/stats_gen.h: billing_stats_<probe>() for each
                        probe that feeds metrics, with only the arguments its
@@ -7,7 +7,7 @@
   billing-stats-gen-c  their definitions: build the probe's key (the label
                        arguments, cut to fit) and count into this thread's
                        cells with the observe functions the exporter's BPF
-                       programs use; the map table lib/stats.c interns
+                       programs use; the map table lib/stats_writer.c interns
                        labels with; and the segment's self-description
 """
 
@@ -277,7 +277,7 @@ def first_string(feed):
 
 def stats_gen_c(provider, ms):
     o = [BANNER,
-         "/* The stats writer's generated half: lib/stats.c is the other.  Each\n"
+         "/* The stats writer's generated half: lib/stats_writer.c is the other.  Each\n"
          " * billing_stats_<probe>() looks its label arguments up in this thread's\n"
          " * first-level cache (stats_writer.h): a hit counts at once; a miss\n"
          " * (miss_<probe>) builds the key from the labels' bytes, counts through\n"

@@ -1,7 +1,7 @@
 /*
  * counter_clock.h -- whether this machine's kernel trusts the time-stamp
  * counter (constant_tsc and nonstop_tsc in /proc/cpuinfo, clocksource
- * tsc), read apart from lib/timing.c: where it does, the timing helpers'
+ * tsc), read apart from lib/span_clock.c: where it does, the timing helpers'
  * spans must be timed by it (their start marks have the top bit set).
  */
 #ifndef BILLING_TEST_COUNTER_CLOCK_H

@@ -188,7 +188,7 @@ def sample_rows(ms, seed):
 
 def write_segment(path, ms, rows):
     """A segment of one thread slot, as a writer built from metric set ms
-    lays it out (lib/stats.c), holding rows ({probe: [(labels, cells)]});
+    lays it out (lib/stats_writer.c), holding rows ({probe: [(labels, cells)]});
     the description is the generator's own (stats_emit.description)."""
     import stats_emit  # the generator's half: provider/ is on the path
     desc = stats_emit.description(ms).encode()

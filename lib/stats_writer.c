@@ -1,5 +1,5 @@
 /*
- * stats.c -- the stats writer: the segment, thread slots, fork, and the
+ * stats_writer.c -- the stats writer: the segment, thread slots, fork, and the
  * label rows.  The per-probe entry points billing_stats_<probe>() are
  * generated from billing.d (stats_gen.c); they build a key and count into
  * what bs_cells_() returns.  docs/stats.md is the manual.
