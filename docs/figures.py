@@ -359,11 +359,12 @@ def fresh_clone_suite_time(R):
         return minutes([p["s"] for _, r in runs for p in r["phases"] if p["phase"].startswith(prefix)])
     days = sorted({run["date"][:10] for run, _ in runs})
     # the distros suite's phase (tests/run-all.sh), in the runs made since it is one
-    roots = any(p["phase"].startswith("Debian 13") for _, r in runs for p in r["phases"])
+    roots = any(p["phase"].startswith("Debian 13 and sid in") for _, r in runs for p in r["phases"])
     return (f"the build and every test {phase('build and test')}, then ASan+UBSan "
             f"{phase('AddressSanitizer')}" + (", " if roots else " and ") + f"TSan {phase('ThreadSanitizer')}"
-            + (f" and Debian 13 and sid in their roots {phase('Debian 13')}" if roots else "") +
-            f": {minutes(r['total_s'] for _, r in runs)} in all ({len(runs)} runs, {', '.join(days)})")
+            + (f" and Debian 13 and sid in their roots {phase('Debian 13 and sid in')}" if roots else "") +
+            f": {minutes(r['total_s'] for _, r in runs)} in all ({len(runs)} run{'s' if len(runs) > 1 else ''}, "
+            f"{', '.join(days)})")
 
 
 # name: (the files it comes from, what writes it from them), inline (a
