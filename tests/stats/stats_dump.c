@@ -11,15 +11,25 @@
  *                        end, into one reading (each reads what changed
  *                        since the one before), every reading's changes
  *                        summed; then read it afresh, compare, and print
- *                        {"follow": {"readings", "changed_rows",
+ *                        {"follow": {"readings", "mapped" (those read in
+ *                        place: a running writer's), "changed_rows",
  *                        "changed_natives", "differences", "first"}}: the
  *                        differences between the sums of the changes and the
  *                        fresh reading, between the followed reading and it
  *                        (cells and native cells), and between its native
  *                        cells and each row's whole native block as the file
  *                        holds it; and the first of them.
+ *   stats_dump --shrink FILE
+ *                        read FILE (a running writer's: its state says so),
+ *                        then read it again while it is emptied under the
+ *                        reading (after its header), and print {"shrink":
+ *                        {"error", "rows_kept"}}: the second reading's
+ *                        refusal and the rows the first left; then touch a
+ *                        mapping of the emptied file outside any reading,
+ *                        a fault the reader must not take for its own.
  */
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +168,7 @@ static int follow(const char *path)
 	bs_segment_t seg, fresh;
 	shadow_t sh;
 	char err[256], line[64], first[256] = "";
-	size_t readings = 0, rows = 0, natives = 0, diff = 0;
+	size_t readings = 0, rows = 0, natives = 0, diff = 0, mapped = 0;
 	static uint64_t dense[BS_LAYOUT_VALUES * (BS_NATIVE_BUCKETS_MAX + 2)];
 	memset(&seg, 0, sizeof seg);
 	memset(&fresh, 0, sizeof fresh);
@@ -172,6 +182,7 @@ static int follow(const char *path)
 			return 1;
 		}
 		readings++;
+		mapped += seg.map.at != NULL;
 		rows += seg.changes.nrows;
 		natives += seg.changes.nnatives;
 		printf("read %zu\n", readings);
@@ -238,9 +249,9 @@ static int follow(const char *path)
 		}
 	}
 	close(fd);
-	printf("{\"follow\":{\"readings\":%zu,\"changed_rows\":%zu,\"changed_natives\":%zu,\"differences\":%zu,"
-	       "\"first\":",
-	       readings, rows, natives, diff);
+	printf("{\"follow\":{\"readings\":%zu,\"mapped\":%zu,\"changed_rows\":%zu,\"changed_natives\":%zu,"
+	       "\"differences\":%zu,\"first\":",
+	       readings, mapped, rows, natives, diff);
 	put_string(first);
 	printf("}}\n");
 	for (size_t m = 0; m < BS_MAX_MAPS; m++) {
@@ -252,12 +263,54 @@ static int follow(const char *path)
 	return diff != 0;
 }
 
+/* accept_fn: the file emptied once its header is read */
+static int empty_it(void *path, const struct bs_header *h, char *err, size_t errlen)
+{
+	(void)h;
+	if (truncate(path, 0) == 0)
+		return 0;
+	snprintf(err, errlen, "truncate failed");
+	return -1;
+}
+
+static int shrink(const char *path)
+{
+	bs_segment_t seg;
+	char err[256] = "";
+	memset(&seg, 0, sizeof seg);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0 || bs_read_fd(fd, &seg, err, sizeof err) != 0) {
+		printf("{\"shrink\":{\"first\":");
+		put_string(err);
+		printf("}}\n");
+		return 1;
+	}
+	int rc = bs_read_fd_if(fd, NULL, &seg, empty_it, (void *)path, err, sizeof err);
+	size_t rows = 0;
+	for (size_t m = 0; m < BS_MAX_MAPS; m++)
+		rows += seg.map_rows[m];
+	printf("{\"shrink\":{\"rc\":%d,\"error\":", rc);
+	put_string(rc ? err : "");
+	printf(",\"rows_kept\":%zu}}\n", rows);
+	fflush(stdout);
+	bs_segment_free(&seg);
+	volatile const char *page = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	if (page != MAP_FAILED)
+		rc = page[0]; /* past the end: SIGBUS, not the reader's */
+	close(fd);
+	return 3;
+}
+
 int main(int argc, char **argv)
 {
 	int rc = 0;
 	bs_segment_t *seg = calloc(1, sizeof *seg);
 	char err[256];
 
+	if (argc == 3 && strcmp(argv[1], "--shrink") == 0) {
+		free(seg);
+		return shrink(argv[2]);
+	}
 	if (argc == 3 && strcmp(argv[1], "--follow") == 0) {
 		free(seg);
 		return follow(argv[2]);

@@ -52,6 +52,7 @@ def check_follow(what, f, want_changes=True):
     if want_changes:
         bt.check(r.get("changed_rows", 0) > r.get("readings", 0) and r.get("changed_natives", 0) > 0,
                  f"{what}: the readings saw the writer's changes as it counted ({r})")
+        bt.check(r.get("mapped", 0) > 0, f"{what}: readings of the running writer read its cells in place ({r})")
 
 
 with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:

@@ -226,19 +226,22 @@ static int sum_slots(const bs_src_t *s, const struct bs_header *h, const bs_layo
 		}
 		span = to[nspans - 1] - from[0] > span ? to[nspans - 1] - from[0] : span;
 	}
-	uint64_t *buf = scratch(&slot_scratch, span / 8);
-	if (!buf)
+	int in_place = bs_src_in_place_(s);
+	uint64_t *buf = in_place ? NULL : scratch(&slot_scratch, span / 8);
+	if (!in_place && !buf)
 		BS_FAIL("out of memory");
-	unsigned char *bytes = (unsigned char *)buf;
 	uint32_t n = h->slots_used + (h->overflow_used && h->slots_used < h->nslots);
 	if (n == 0)
 		memset(rd->sums, 0, total * sizeof *rd->sums);
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t i = k < h->slots_used ? k : h->nslots - 1;
 		uint64_t base = h->slots_offset + (uint64_t)i * h->slot_size + BS_SLOT_HEADER;
+		const unsigned char *bytes = (const unsigned char *)buf;
 		s->work->slots++;
-		for (size_t j = 0; j < nspans; j++)
-			if (bs_src_get_(s, base + from[j], bytes + (from[j] - from[0]), to[j] - from[j]) != 0)
+		if (in_place && nspans && !(bytes = bs_src_view_(s, base + from[0], to[nspans - 1] - from[0])))
+			BS_FAIL("truncated in slot %u", i);
+		for (size_t j = 0; !in_place && j < nspans; j++)
+			if (bs_src_get_(s, base + from[j], buf + (from[j] - from[0]) / 8, to[j] - from[j]) != 0)
 				BS_FAIL("truncated in slot %u", i);
 		for (size_t m = 0; m < l->nmaps; m++) {
 			uint64_t cells = rd->rows_of[m] * h->map_cells[m], *sum = rd->sums + rd->sums_at[m];
@@ -360,6 +363,24 @@ static int find_changes(const bs_src_t *s, const struct bs_header *h, const bs_l
 	return 0;
 }
 
+/* The slots summed and the changes found, the parts that read cells: a
+ * mapping's reading guarded, a SIGBUS (its writer shrank the file) ends
+ * it as truncated.  The reading's state lives in the caller's frame. */
+static int read_cells(const bs_src_t *s, const struct bs_header *h, const bs_layout_t *l, const plan_rows_t *pr,
+                      bs_segment_t *out, reading_t *rd, char *err, size_t errlen)
+{
+	if (s->map) {
+		bs_guard_.lo = s->map;
+		bs_guard_.hi = s->map + s->size;
+		if (sigsetjmp(bs_guard_.jb, 0) != 0)
+			BS_FAIL("truncated while read (its file shrank)");
+		bs_guard_.on = 1;
+	}
+	int rc = sum_slots(s, h, l, rd, err, errlen) != 0 || find_changes(s, h, l, pr, out, rd, err, errlen) != 0;
+	bs_guard_.on = 0;
+	return rc ? -1 : 0;
+}
+
 /* This build's maps among the segment's: those it holds in this build's shape. */
 static void build_view(bs_segment_t *out)
 {
@@ -418,6 +439,10 @@ static void commit(const struct bs_header *h, bs_layout_t *l, const plan_rows_t 
 			bs_native_cells_t *next = &rd->pending[i * BS_LAYOUT_VALUES + v], *had = &out->natives[at * BS_LAYOUT_VALUES + v];
 			if (next->n == BS_NATIVE_UNCHANGED)
 				continue;
+			if (next->n == BS_NATIVE_DELTAS) {
+				bs_native_apply_(had, &out->changes.natives[x->native_first], x->native_count, (uint32_t)v);
+				continue;
+			}
 			bs_native_cells_t old = *had;
 			*had = *next;
 			*next = old; /* freed with the reading */
@@ -468,11 +493,13 @@ static void reading_free(const bs_segment_t *out, reading_t *rd)
 	free(rd->pending);
 }
 
-static int read_src(const bs_src_t *s, bs_segment_t *out, bs_accept_fn accept, void *ctx, char *err, size_t errlen)
+static int read_src(const bs_src_t *src, bs_segment_t *out, bs_accept_fn accept, void *ctx, char *err,
+                    size_t errlen)
 {
 	struct bs_header h;
 	plan_rows_t pr;
 	reading_t rd;
+	bs_src_t own = *src, *s = &own;
 
 	memset(&rd, 0, sizeof rd);
 	out->changes.nrows = out->changes.nnatives = 0;
@@ -487,9 +514,14 @@ static int read_src(const bs_src_t *s, bs_segment_t *out, bs_accept_fn accept, v
 		return -1;
 	for (size_t m = 0; !rd.fresh && m < l->nmaps; m++)
 		rd.had[m] = out->map_rows[m];
+	/* a running writer's cells change between readings: read in place */
+	if (s->fd >= 0 && h.state == BS_RUNNING && !rd.fresh)
+		s->map = bs_map_(&out->map, s->fd, s->dev, s->ino, s->size);
+	else if (s->fd >= 0)
+		bs_unmap_(&out->map);
 	int rc = bs_check_layout_(&h, l, s->size, &pr, err, errlen) != 0 || plan(s, &h, l, &pr, &rd, err, errlen) != 0 ||
 	         place_rows(out, l, &rd, err, errlen) != 0 || read_new_rows(s, &h, l, &pr, &rd, err, errlen) != 0 ||
-	         sum_slots(s, &h, l, &rd, err, errlen) != 0 || find_changes(s, &h, l, &pr, out, &rd, err, errlen) != 0;
+	         read_cells(s, &h, l, &pr, out, &rd, err, errlen) != 0;
 	if (rc == 0)
 		commit(&h, l, &pr, out, &rd);
 	reading_free(out, &rd);
@@ -513,13 +545,17 @@ int bs_map_by_probe(const bs_segment_t *s, const char *probe)
 int bs_read_fd_if(int fd, const struct stat *st, bs_segment_t *out, bs_accept_fn accept, void *ctx, char *err,
                   size_t errlen)
 {
-	bs_src_t s;
-	if (st && S_ISREG(st->st_mode)) {
-		memset(&out->work, 0, sizeof out->work);
-		s = (bs_src_t){ fd, NULL, (uint64_t)st->st_size, (uint64_t)st->st_blocks * 512, &out->work };
-	} else if (bs_src_fd_(fd, &s, &out->work, err, errlen) != 0) {
-		return -1;
+	struct stat own;
+	if (!st) {
+		if (fstat(fd, &own) != 0)
+			BS_FAIL("%s", strerror(errno));
+		st = &own;
 	}
+	if (!S_ISREG(st->st_mode))
+		BS_FAIL("not a regular file");
+	memset(&out->work, 0, sizeof out->work);
+	bs_src_t s = { .fd = fd, .size = (uint64_t)st->st_size, .backed = (uint64_t)st->st_blocks * 512,
+		       .work = &out->work, .dev = (uint64_t)st->st_dev, .ino = (uint64_t)st->st_ino };
 	return read_src(&s, out, accept, ctx, err, errlen);
 }
 
@@ -540,13 +576,14 @@ int bs_read_path(const char *path, bs_segment_t *out, char *err, size_t errlen)
 
 int bs_read_mem(const unsigned char *data, size_t size, bs_segment_t *out, char *err, size_t errlen)
 {
-	bs_src_t s = { -1, data, size, 0, &out->work };
+	bs_src_t s = { .fd = -1, .mem = data, .size = size, .work = &out->work };
 	memset(&out->work, 0, sizeof out->work);
 	return read_src(&s, out, NULL, NULL, err, errlen);
 }
 
 void bs_segment_forget(bs_segment_t *s)
 {
+	bs_unmap_(&s->map);
 	free_natives(s->natives, rows_in(s));
 	bs_layout_release((bs_layout_t *)s->layout);
 	s->layout = NULL;

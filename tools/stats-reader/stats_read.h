@@ -7,9 +7,11 @@
  * The file belongs to another process, maybe another user: nothing in it
  * is trusted.  Every offset, count and index is checked against the file
  * and the segment's own description (stats_layout.h, parsed within a
- * small budget) before it is used; the reader uses pread(),
- * never a mapping (a writer that shrinks its file would SIGBUS a mapping
- * reader).  A segment that fails a check is refused with a one-line
+ * small budget) before it is used.  A running writer's file is mapped
+ * read-only and kept mapped between readings (its changed cells are read
+ * where they are); others are read with pread().  A writer that shrinks
+ * its file under a reading ends that reading (SIGBUS, caught:
+ * stats_read_map.c), nothing more.  A segment that fails a check is refused with a one-line
  * reason; no partial result is returned.  The reader's memory and work
  * follow what the segment uses: the rows its writer published and the
  * slots its threads claimed (docs/stats.md, "Reading").  Parsed
@@ -98,6 +100,12 @@ typedef struct bs_changes {
 	size_t nnatives, natives_cap;
 } bs_changes_t;
 
+/* A file mapped read-only, known by its device, inode and size. */
+typedef struct bs_file_map {
+	const unsigned char *at; /* NULL: none */
+	uint64_t size, dev, ino;
+} bs_file_map_t;
+
 typedef struct bs_segment {
 	uint32_t pid, state; /* BS_RUNNING, BS_EXITED */
 	uint64_t generation, start_time;
@@ -128,6 +136,7 @@ typedef struct bs_segment {
 	                             * block did not change has no row that did (owned) */
 	size_t sums_cap, map_first_cell[BS_MAX_MAPS];
 	int build_sm[BX_MAP_COUNT]; /* this build's map m is the segment's map build_sm[m]; -1: none */
+	bs_file_map_t map;          /* its file while its writer runs (owned) */
 	bs_read_work_t work;        /* of the last reading, refused or not */
 	bs_changes_t changes;       /* of the last reading: valid until the next reading of any segment
 	                             * (the reader's memory, not the segment's) */
@@ -180,7 +189,8 @@ int bs_trails_new_fd(int fd, const bs_segment_t *seg, int lane, uint64_t since);
 int bs_read_mem(const unsigned char *data, size_t size, bs_segment_t *out, char *err, size_t errlen);
 /* Open path (O_NOFOLLOW) and read it. */
 int bs_read_path(const char *path, bs_segment_t *out, char *err, size_t errlen);
-/* Forget out's reading (its memory kept): the next reading is fresh. */
+/* Forget out's reading (its memory kept) and its file: the next reading
+ * is fresh. */
 void bs_segment_forget(bs_segment_t *out);
 
 #endif /* BILLING_STATS_READ_H */

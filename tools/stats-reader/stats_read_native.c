@@ -68,6 +68,8 @@ static int room(bs_native_cells_t *c, size_t n)
 {
 	if (n <= c->cap)
 		return 0;
+	if (n < 2 * (size_t)c->cap)
+		n = 2 * (size_t)c->cap;
 	bs_native_cell_t *more = realloc(c->c, n * sizeof *more);
 	if (!more)
 		return -1;
@@ -90,32 +92,76 @@ static int change(bs_changes_t *ch, uint32_t value, uint32_t cell, uint64_t delt
 	return 0;
 }
 
-/* Value v's cells: those of had outside the ranges kept, those inside
- * replaced by what was read (dense[cell]), each difference a change. */
+/* One load of a cell another process may be adding to. */
+static inline uint64_t load(const uint64_t *cell)
+{
+	return *(const volatile uint64_t *)cell;
+}
+
+/* The first of c's cells at or after cell. */
+static uint32_t lower(const bs_native_cells_t *c, uint32_t cell)
+{
+	uint32_t lo = 0, hi = c->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (c->c[mid].cell < cell)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Value v's cells in the ranges (dense[cell]: a running writer's mapping,
+ * each cell loaded once) against had: each difference a change.  When
+ * only counts changed, next says so (BS_NATIVE_DELTAS: the commit adds
+ * them to had); when a cell was added or emptied, next is had with the
+ * changes, built here (no cell is read twice). */
 static int merge(const bs_native_cells_t *had, const range_t *r, size_t nr, const uint64_t *dense, uint32_t v,
                  bs_native_cells_t *next, bs_changes_t *ch)
 {
-	size_t counted = 0, i = 0;
-	for (size_t k = 0; k < nr; k++)
-		for (uint32_t c = r[k].from; c <= r[k].to; c++)
-			counted += dense[c] != 0;
-	if (room(next, had->n + counted) != 0) /* at most: memory for what is counted, not for what was read */
-		return -1;
-	next->n = 0;
+	size_t first = ch->nnatives;
+	int reshaped = 0;
 	for (size_t k = 0; k < nr; k++) {
-		while (i < had->n && had->c[i].cell < r[k].from)
-			next->c[next->n++] = had->c[i++];
+		uint32_t i = lower(had, r[k].from);
 		for (uint32_t c = r[k].from; c <= r[k].to; c++) {
-			uint64_t was = i < had->n && had->c[i].cell == c ? had->c[i++].count : 0, now = dense[c];
-			if (now != was && change(ch, v, c, now - was) != 0)
+			uint64_t was = i < had->n && had->c[i].cell == c ? had->c[i++].count : 0, now = load(&dense[c]);
+			if (now == was)
+				continue;
+			if (change(ch, v, c, now - was) != 0)
 				return -1;
-			if (now)
-				next->c[next->n++] = (bs_native_cell_t){ c, now };
+			reshaped |= was == 0 || now == 0;
 		}
 	}
-	while (i < had->n)
-		next->c[next->n++] = had->c[i++];
+	size_t n = ch->nnatives - first, i = 0, j = 0;
+	if (n == 0)
+		return 0;
+	if (!reshaped) {
+		next->n = BS_NATIVE_DELTAS;
+		return 0;
+	}
+	const bs_native_change_t *x = ch->natives + first;
+	if (room(next, (size_t)had->n + n) != 0)
+		return -1;
+	next->n = 0;
+	while (i < had->n || j < n) {
+		if (j == n || (i < had->n && had->c[i].cell < x[j].cell)) {
+			next->c[next->n++] = had->c[i++];
+			continue;
+		}
+		uint64_t was = i < had->n && had->c[i].cell == x[j].cell ? had->c[i++].count : 0, now = was + x[j].delta;
+		if (now)
+			next->c[next->n++] = (bs_native_cell_t){ x[j].cell, now };
+		j++;
+	}
 	return 0;
+}
+
+void bs_native_apply_(bs_native_cells_t *had, const bs_native_change_t *x, size_t n, uint32_t v)
+{
+	for (size_t k = 0; k < n; k++)
+		if (x[k].value == v)
+			had->c[lower(had, x[k].cell)].count += x[k].delta;
 }
 
 int bs_native_row_(const bs_src_t *s, const bs_lmap_t *m, const bs_layout_t *l, uint64_t base,
@@ -137,14 +183,22 @@ int bs_native_row_(const bs_src_t *s, const bs_lmap_t *m, const bs_layout_t *l, 
 	}
 	if (nreads == 0)
 		return 0;
-	if (m->native_cells > dense_cap) {
+	int in_place = bs_src_in_place_(s);
+	if (!in_place && m->native_cells > dense_cap) {
 		uint64_t *more = realloc(dense, m->native_cells * sizeof *more);
 		if (!more)
 			BS_FAIL("out of memory");
 		dense = more;
 		dense_cap = m->native_cells;
 	}
-	nreads = join(reads, nreads, READ_NEAR);
+	const uint64_t *row = in_place ? bs_src_view_(s, base, m->native_cells * 8) : dense;
+	if (!row)
+		BS_FAIL("truncated in map %s's native buckets", m->name);
+	/* in place: the ranges' lines asked for at once, not one miss after another */
+	for (size_t k = 0; in_place && k < nreads; k++)
+		for (uint32_t c = reads[k].from & ~7u; c <= reads[k].to; c += 8)
+			__builtin_prefetch(row + c);
+	nreads = in_place ? 0 : join(reads, nreads, READ_NEAR);
 	for (size_t k = 0; k < nreads; k++) {
 		/* every thread adds to these atomically: each cell is read whole */
 		uint64_t n = (uint64_t)(reads[k].to - reads[k].from + 1);
@@ -152,7 +206,7 @@ int bs_native_row_(const bs_src_t *s, const bs_lmap_t *m, const bs_layout_t *l, 
 			BS_FAIL("truncated in map %s's native buckets", m->name);
 	}
 	for (size_t v = 0; v < m->nvalues; v++)
-		if (nr[v] && merge(&had[v], r[v], nr[v], dense + m->values[v].native, (uint32_t)v, &next[v], ch) != 0)
+		if (nr[v] && merge(&had[v], r[v], nr[v], row + m->values[v].native, (uint32_t)v, &next[v], ch) != 0)
 			BS_FAIL("out of memory");
 	return 0;
 }

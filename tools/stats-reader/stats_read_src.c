@@ -38,6 +38,15 @@ int bs_src_get_(const bs_src_t *s, uint64_t off, void *dst, uint64_t n)
 	return 0;
 }
 
+const void *bs_src_view_(const bs_src_t *s, uint64_t off, uint64_t n)
+{
+	const unsigned char *at = s->fd < 0 ? s->mem : s->map;
+	if (!at || off > s->size || n > s->size - off)
+		return NULL;
+	s->work->bytes += n;
+	return at + off;
+}
+
 int bs_src_fd_(int fd, bs_src_t *s, bs_read_work_t *work, char *err, size_t errlen)
 {
 	struct stat st;
@@ -46,7 +55,8 @@ int bs_src_fd_(int fd, bs_src_t *s, bs_read_work_t *work, char *err, size_t errl
 		BS_FAIL("%s", strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		BS_FAIL("not a regular file");
-	*s = (bs_src_t){ fd, NULL, (uint64_t)st.st_size, (uint64_t)st.st_blocks * 512, work };
+	*s = (bs_src_t){ .fd = fd, .size = (uint64_t)st.st_size, .backed = (uint64_t)st.st_blocks * 512, .work = work,
+			 .dev = (uint64_t)st.st_dev, .ino = (uint64_t)st.st_ino };
 	return 0;
 }
 

@@ -8,6 +8,8 @@
 #ifndef BILLING_STATS_READ_SRC_H
 #define BILLING_STATS_READ_SRC_H
 
+#include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -16,10 +18,18 @@
 typedef struct bs_src {
 	int fd; /* or -1: mem */
 	const unsigned char *mem;
+	const unsigned char *map; /* the file's bytes, mapped (a running writer's): cells are read there */
 	uint64_t size;
 	uint64_t backed;      /* bytes the file holds in memory or on disk (st_blocks), 0: unknown */
 	bs_read_work_t *work; /* what the reading costs, counted as it goes */
+	uint64_t dev, ino;    /* the file's (a mapping is kept for this file) */
 } bs_src_t;
+
+/* Whether cells are read where they are (bs_src_view_), not copied. */
+static inline int bs_src_in_place_(const bs_src_t *s)
+{
+	return (s->fd < 0 ? s->mem : s->map) != NULL;
+}
 
 #define BS_FAIL(...) \
   do { \
@@ -43,6 +53,25 @@ int bs_check_layout_(const struct bs_header *h, const bs_layout_t *l, uint64_t s
 
 /* n bytes at off into dst; -1 when the range is not wholly in the file. */
 int bs_src_get_(const bs_src_t *s, uint64_t off, void *dst, uint64_t n);
+/* The n bytes at off where they are (a mapping or memory), counted, or
+ * NULL: not in the source, or a file read with pread() (bs_src_get_). */
+const void *bs_src_view_(const bs_src_t *s, uint64_t off, uint64_t n);
+
+/* A reading of a mapping, guarded (stats_read_map.c): armed around the
+ * parts that read it, a SIGBUS inside [lo, hi) returns to sigsetjmp(jb)
+ * non-zero.  Per thread; the reading's own state must not be an
+ * automatic variable changed after sigsetjmp. */
+typedef struct bs_guard {
+	sigjmp_buf jb;
+	const unsigned char *lo, *hi;
+	volatile sig_atomic_t on;
+} bs_guard_t;
+extern __thread bs_guard_t bs_guard_;
+/* fd's file mapped in m (the mapping m holds when it is this file at
+ * this size), or NULL: read it with pread() */
+const unsigned char *bs_map_(bs_file_map_t *m, int fd, uint64_t dev, uint64_t ino, uint64_t size);
+void bs_unmap_(bs_file_map_t *m);
+
 /* A file descriptor as a source: a regular file (work zeroed). */
 int bs_src_fd_(int fd, bs_src_t *s, bs_read_work_t *work, char *err, size_t errlen);
 /* The header, as a segment of this layout and byte order has it. */
@@ -58,9 +87,12 @@ bs_layout_t *bs_read_layout_(const bs_src_t *s, const struct bs_header *h, char 
  * read) into next[] (their memory reused; n BS_NATIVE_UNCHANGED: nothing
  * read, had[] stands), each change appended to ch.  0, or -1 with err. */
 #define BS_NATIVE_UNCHANGED UINT32_MAX
+#define BS_NATIVE_DELTAS (UINT32_MAX - 1) /* only counts changed: bs_native_apply_ adds ch's deltas to had */
 int bs_native_row_(const bs_src_t *s, const bs_lmap_t *m, const bs_layout_t *l, uint64_t base,
                    const uint64_t *old, const uint64_t *cells, int all, const bs_native_cells_t *had,
                    bs_native_cells_t *next, bs_changes_t *ch, char *err, size_t errlen);
 void bs_native_cells_free_(bs_native_cells_t *c);
+/* The n changes x of value v added to had, whose cells they all name. */
+void bs_native_apply_(bs_native_cells_t *had, const bs_native_change_t *x, size_t n, uint32_t v);
 
 #endif /* BILLING_STATS_READ_SRC_H */
