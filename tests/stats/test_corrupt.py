@@ -142,7 +142,6 @@ with tempfile.TemporaryDirectory() as tmp:
     out = [l for l in p.stdout.splitlines()]
     bt.check(p.returncode == 1 and len(out) == len(cases) and "ERROR: AddressSanitizer" not in p.stderr
              and "runtime error" not in p.stderr, f"the reader survives every named case (exit {p.returncode})")
-    import json
     by_file = {json.loads(l)["file"]: json.loads(l) for l in out}
     for name, path in cases.items():
         r = by_file.get(path, {})

@@ -554,8 +554,7 @@ int bs_read_fd_if(int fd, const struct stat *st, bs_segment_t *out, bs_accept_fn
 	if (!S_ISREG(st->st_mode))
 		BS_FAIL("not a regular file");
 	memset(&out->work, 0, sizeof out->work);
-	bs_src_t s = { .fd = fd, .size = (uint64_t)st->st_size, .backed = (uint64_t)st->st_blocks * 512,
-		       .work = &out->work, .dev = (uint64_t)st->st_dev, .ino = (uint64_t)st->st_ino };
+	bs_src_t s = { .fd = fd, .size = (uint64_t)st->st_size, .backed = (uint64_t)st->st_blocks * 512, .work = &out->work, .dev = (uint64_t)st->st_dev, .ino = (uint64_t)st->st_ino };
 	return read_src(&s, out, accept, ctx, err, errlen);
 }
 

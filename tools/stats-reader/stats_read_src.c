@@ -55,8 +55,7 @@ int bs_src_fd_(int fd, bs_src_t *s, bs_read_work_t *work, char *err, size_t errl
 		BS_FAIL("%s", strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		BS_FAIL("not a regular file");
-	*s = (bs_src_t){ .fd = fd, .size = (uint64_t)st.st_size, .backed = (uint64_t)st.st_blocks * 512, .work = work,
-			 .dev = (uint64_t)st.st_dev, .ino = (uint64_t)st.st_ino };
+	*s = (bs_src_t){ .fd = fd, .size = (uint64_t)st.st_size, .backed = (uint64_t)st.st_blocks * 512, .work = work, .dev = (uint64_t)st.st_dev, .ino = (uint64_t)st.st_ino };
 	return 0;
 }
 
