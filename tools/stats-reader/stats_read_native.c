@@ -123,14 +123,28 @@ static int merge(const bs_native_cells_t *had, const range_t *r, size_t nr, cons
 	size_t first = ch->nnatives;
 	int reshaped = 0;
 	for (size_t k = 0; k < nr; k++) {
-		uint32_t i = lower(had, r[k].from);
-		for (uint32_t c = r[k].from; c <= r[k].to; c++) {
-			uint64_t was = i < had->n && had->c[i].cell == c ? had->c[i++].count : 0, now = load(&dense[c]);
-			if (now == was)
-				continue;
-			if (change(ch, v, c, now - was) != 0)
+		uint32_t i = lower(had, r[k].from), c = r[k].from;
+		while (c <= r[k].to) {
+			/* up to had's next cell every cell was zero: four at a time
+			 * while they still are */
+			uint32_t stop = i < had->n && had->c[i].cell <= r[k].to ? had->c[i].cell : r[k].to + 1;
+			for (; c < stop; c++) {
+				if (stop - c >= 4 && (load(&dense[c]) | load(&dense[c + 1]) | load(&dense[c + 2]) | load(&dense[c + 3])) == 0) {
+					c += 3;
+					continue;
+				}
+				uint64_t now = load(&dense[c]);
+				if (now && change(ch, v, c, now) != 0)
+					return -1;
+				reshaped |= now != 0;
+			}
+			if (c > r[k].to)
+				break;
+			uint64_t was = had->c[i++].count, now = load(&dense[c]);
+			if (now != was && change(ch, v, c, now - was) != 0)
 				return -1;
-			reshaped |= was == 0 || now == 0;
+			reshaped |= now == 0;
+			c++;
 		}
 	}
 	size_t n = ch->nnatives - first, i = 0, j = 0;
