@@ -13,7 +13,8 @@ turn, so a busy moment of the shared machine lands on all:
    stats_workload labels 64: 1,345 series; their writer has exited) at 0,
    1, 64 and 1,000 segments: the exporter's CPU time per scrape (every
    thread's, /proc/PID/task/*/schedstat: what other processes add to the
-   wall time is not in it), the wall time, and its resident memory.
+   wall time is not in it), the wall time, and its resident memory (VmRSS; and RssAnon: its
+   own, without the running writers' pages it maps).
 2. Live: N running processes (64; --live sets it), each with full label
    sets and values spread over their buckets (stats_workload full 20
    hold, then idle): CPU per scrape and memory.  Then the same processes
@@ -162,6 +163,7 @@ def scrape_time(exes, d, scrapes, before=None):
                     times[label][1].append(cpu)
         return {label: {"ms": stats_of(t), "cpu_ms": stats_of(c), "first_cpu_ms": first[label],
                         "series": series[label], "rss_kb": vm_kb(exporters[label].proc.pid, "VmRSS"),
+                        "anon_kb": vm_kb(exporters[label].proc.pid, "RssAnon"),
                         "hwm_kb": vm_kb(exporters[label].proc.pid, "VmHWM")}
                 for label, (t, c) in times.items()}
     finally:
@@ -278,7 +280,7 @@ def row_line(what, e):
     ms, cpu = e["ms"], e["cpu_ms"]
     return (f"| {what} | {e['series']:,} | {ms['median']:.2f} ({ms['min']:.2f}..{ms['max']:.2f}) | "
             f"{cpu['median']:.2f} ({cpu['min']:.2f}..{cpu['max']:.2f}) | {e['first_cpu_ms']:.1f} | "
-            f"{e['rss_kb'] / 1024:.1f} |")
+            f"{e['rss_kb'] / 1024:.1f} | {e['anon_kb'] / 1024:.1f} |")
 
 
 def markdown(res):
@@ -289,8 +291,10 @@ def markdown(res):
          "exporter's own).  `python3 bench/reader_bench.py --build-dir build --source-dir .`", "",
          f"One --stats-dir, `--metrics all`; {res['scrapes']} scrapes over HTTP after the first, median (min..max)"
          + ("; the exporters scraped in turn." if len(labels) > 1 else "."), "",
-         "| segments | series | /metrics ms | CPU ms per scrape | CPU ms, first scrape | RSS MB |",
-         "|---|---:|---:|---:|---:|---:|"]
+         "RSS counts the pages of running writers' segments the exporter has read (mapped, shared with "
+         "and charged to their writers); RssAnon is the exporter's own memory.", "",
+         "| segments | series | /metrics ms | CPU ms per scrape | CPU ms, first scrape | RSS MB | RssAnon MB |",
+         "|---|---:|---:|---:|---:|---:|---:|"]
     c = res["copies"]
     for r in c["rows"]:
         for label in labels:
@@ -328,6 +332,9 @@ def summary(res):
         rows.append((f"/metrics from {live['processes']} live processes, full label sets ({e['series']:,} series), "
                      f"{how}", f"{e['cpu_ms']['median']:.2f} ms of the exporter's CPU per scrape",
                      f"<= {TARGETS['live_cpu_ms']:g} ms: {verdict(e['cpu_ms']['median'], TARGETS['live_cpu_ms'])}"))
+        rows.append((f"resident memory beside {live['processes']} live processes, {how}",
+                     f"{e['rss_kb'] / 1024:.0f} MB, {e['anon_kb'] / 1024:.0f} MB of it the exporter's own (RssAnon)",
+                     "the rest: their segments' pages, mapped"))
     by = {r["segments"]: r["exporters"]["this build"] for r in res["copies"]["rows"]}
     if 1000 in by:
         e = by[1000]
