@@ -49,9 +49,15 @@ typedef struct reading {
 	unsigned char *recheck;
 	uint64_t *sums; /* each row's cells summed over the slots, map after map (scratch memory) */
 	size_t sums_at[BS_MAX_MAPS];
-	bs_native_cells_t *pending; /* per change, BS_LAYOUT_VALUES: its native cells as now read */
-	size_t pending_cap;
 } reading_t;
+
+/* Per change of a reading, BS_LAYOUT_VALUES: its native cells as now read
+ * (a list rebuilt) or what else became of them (BS_NATIVE_UNCHANGED,
+ * BS_NATIVE_DELTAS).  Kept from one reading to the next, lists and all
+ * (one thread reads at a time): a commit swaps a rebuilt list for the
+ * one it replaces, whose memory the next reading reuses. */
+static bs_native_cells_t *pending;
+static size_t pending_cap;
 
 /* Memory reused from one reading to the next (one thread reads at a
  * time): n cells, not cleared. */
@@ -341,16 +347,16 @@ static int find_changes(const bs_src_t *s, const struct bs_header *h, const bs_l
 				BS_FAIL("out of memory");
 			for (size_t k = 0; k < c; k++)
 				x->cells[k] = now[k] - (was ? was[k] : 0);
-			if (ch->nrows * BS_LAYOUT_VALUES > rd->pending_cap) {
+			if (ch->nrows * BS_LAYOUT_VALUES > pending_cap) {
 				size_t cap = 2 * ch->nrows * BS_LAYOUT_VALUES;
-				bs_native_cells_t *more = realloc(rd->pending, cap * sizeof *more);
+				bs_native_cells_t *more = realloc(pending, cap * sizeof *more);
 				if (!more)
 					BS_FAIL("out of memory");
-				memset(more + rd->pending_cap, 0, (cap - rd->pending_cap) * sizeof *more);
-				rd->pending = more;
-				rd->pending_cap = cap;
+				memset(more + pending_cap, 0, (cap - pending_cap) * sizeof *more);
+				pending = more;
+				pending_cap = cap;
 			}
-			bs_native_cells_t *next = &rd->pending[(ch->nrows - 1) * BS_LAYOUT_VALUES];
+			bs_native_cells_t *next = &pending[(ch->nrows - 1) * BS_LAYOUT_VALUES];
 			for (size_t v = 0; v < BS_LAYOUT_VALUES; v++)
 				next[v].n = BS_NATIVE_UNCHANGED;
 			if (natives &&
@@ -436,7 +442,7 @@ static void commit(const struct bs_header *h, bs_layout_t *l, const plan_rows_t 
 		out->recheck[at] = !(h->flags & BS_FLAG_NATIVE_FIRST) && memcmp(out->rows[at].cells, now, c * 8) != 0;
 		memcpy(out->rows[at].cells, now, c * 8);
 		for (size_t v = 0; v < BS_LAYOUT_VALUES; v++) {
-			bs_native_cells_t *next = &rd->pending[i * BS_LAYOUT_VALUES + v], *had = &out->natives[at * BS_LAYOUT_VALUES + v];
+			bs_native_cells_t *next = &pending[i * BS_LAYOUT_VALUES + v], *had = &out->natives[at * BS_LAYOUT_VALUES + v];
 			if (next->n == BS_NATIVE_UNCHANGED)
 				continue;
 			if (next->n == BS_NATIVE_DELTAS) {
@@ -489,8 +495,6 @@ static void reading_free(const bs_segment_t *out, reading_t *rd)
 		free(rd->natives);
 		free(rd->recheck);
 	}
-	free_natives(rd->pending, rd->pending_cap / BS_LAYOUT_VALUES);
-	free(rd->pending);
 }
 
 static int read_src(const bs_src_t *src, bs_segment_t *out, bs_accept_fn accept, void *ctx, char *err,
