@@ -103,7 +103,7 @@ static int parse_format(const char *text, void *out, char *why, size_t whylen)
 }
 
 /* Each line through bx_error: its text is escaped for the terminal. */
-static void report(const opt_table_t *t, const char *line)
+static void say_escaped(const opt_table_t *t, const char *line)
 {
 	(void)t;
 	bx_error("%s", line);
@@ -122,7 +122,7 @@ static void describe_groups(void)
 	bx_group_names(BX_GROUPS_DEFAULT, ",", groups_default, sizeof groups_default);
 }
 
-static const opt_option_t options[] = {
+static const opt_option_t exporter_options[] = {
 	{ "pid", "PID", OPT_LIST, opts.pids, .most = BX_MAX_TARGET_ARGS, .count = &opts.pid_count,
 	  .wants = "a process ID",
 	  .help = "every module of process PID that carries billing probes (repeatable)",
@@ -236,12 +236,12 @@ static const opt_option_t options[] = {
 	{ "verbose", NULL, OPT_FLAG, &opts.verbose, .help = "show libbpf's messages" },
 };
 
-static const opt_table_t table = {
+static const opt_table_t exporter_table = {
 	.prog = "billing-exporter",
 	.usage = "(--pid PID | --binary PATH | --stats-dir DIR)... [options]",
-	.options = options,
-	.n = sizeof options / sizeof options[0],
-	.report = report,
+	.options = exporter_options,
+	.n = sizeof exporter_options / sizeof exporter_options[0],
+	.report = say_escaped,
 };
 
 int bx_command_line_parse(bx_opts_t *o, int argc, char **argv)
@@ -249,7 +249,7 @@ int bx_command_line_parse(bx_opts_t *o, int argc, char **argv)
 	memset(&opts, 0, sizeof opts);
 	opts.only_uid = -1;
 	describe_groups();
-	int rc = opt_parse(&table, argc, argv);
+	int rc = opt_parse(&exporter_table, argc, argv);
 	*o = opts;
 	if (rc != OPT_RUN || o->print_metric_table || o->check_table)
 		return rc;

@@ -369,7 +369,8 @@ static const char *synopsis(char *buf, size_t len, const opt_option_t *o, const 
 	return buf;
 }
 
-static int listed(const opt_table_t *t, const opt_option_t *o)
+/* Whether o has a line in the help and the docs table of t's command. */
+static int shown(const opt_table_t *t, const opt_option_t *o)
 {
 	return o->name != NULL && opt_for_command(o, t->command);
 }
@@ -379,7 +380,7 @@ void opt_print_help(FILE *out, const opt_table_t *t)
 	char spelled[128];
 	int column = 22; /* "  --print-option-table" */
 	for (size_t i = 0; i < t->n; i++)
-		if (listed(t, &t->options[i])) {
+		if (shown(t, &t->options[i])) {
 			int width = 2 + (int)strlen(synopsis(spelled, sizeof spelled, &t->options[i], ""));
 			if (width > column)
 				column = width;
@@ -388,7 +389,7 @@ void opt_print_help(FILE *out, const opt_table_t *t)
 	for (size_t i = 0; i < t->n; i++) {
 		const opt_option_t *o = &t->options[i];
 		const char *line = o->help;
-		if (!listed(t, o))
+		if (!shown(t, o))
 			continue;
 		int width = fprintf(out, "  %s", synopsis(spelled, sizeof spelled, o, ""));
 		for (;;) {
@@ -427,7 +428,7 @@ void opt_print_markdown(FILE *out, const opt_table_t *t)
 	fputs("| --- | --- | --- |\n", out);
 	for (size_t i = 0; i < t->n; i++) {
 		const opt_option_t *o = &t->options[i];
-		if (!listed(t, o))
+		if (!shown(t, o))
 			continue;
 		fprintf(out, "| %s | ", synopsis(spelled, sizeof spelled, o, "`"));
 		put_cell(out, o->doc != NULL ? o->doc : o->help);
