@@ -418,6 +418,8 @@ FIGURES = {
     "slow-interval": named("tools/billing-probes/cmd_slow.c", "BP_SLOW_INTERVAL_S", lambda n: f"{n} s"),
     "top-interval": named("tools/billing-probes/cmd_top.c", "BP_TOP_INTERVAL_S", lambda n: f"{n} s"),
     "stale-pause": named("tools/billing-probes/stale_semaphores.c", "BP_STALE_PAUSE_MS", lambda n: f"{n} ms"),
+    "script-line-wait": named("tools/billing-probes/trace_run.c", "BP_SCRIPT_LINE_WAIT_MS", ms),
+    "fuzz-smoke": named("tests/fuzz/meson.build", "fuzz_smoke_seconds", lambda n: f"{n} s"),
     "slow-clients-answer": named("tests/security/exporter/test_slow_clients.py", "ANSWER_S", lambda n: f"{n:g} s"),
     "native-error-test": named("tests/exporter/test_native_histograms.py", "NATIVE_ERR_MAX",
                                lambda n: f"{100 * n:g} %"),
@@ -452,9 +454,6 @@ FROM_SOURCE = [
      r"firing after `for: 15m` at 40 \(41\) min"),
     ("docs/function-sites.md", "5 minutes", "windows/enable-dtrace.ps1", r"return \$now\.AddMinutes\(5\)"),
     ("docs/function-sites.md", "5 minutes", "windows/enable-dtrace-task.xml", r"<Delay>PT5M</Delay>"),
-    ("docs/tool.md", "5 s", "tools/billing-probes/trace_run.c",
-     r"i - ready_at >= 250\)\)[\s\S]{0,80}bp_trace_output_pass\(&run->out, 20\)"),
-    ("docs/tool.md", "15 s", "tests/fuzz/meson.build", r"corpus, '15'\]"),
 ]
 
 # --- which run each figure comes from, and whether it is current ----------------

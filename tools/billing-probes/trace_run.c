@@ -161,6 +161,13 @@ static int refused(tracer_run_t *run)
 	return 1;
 }
 
+/* The wait below: passes of bpftrace's output this long, up to
+ * BP_ATTACH_WAIT_MS to attach, then up to BP_SCRIPT_LINE_WAIT_MS for the
+ * script's first line. */
+#define BP_PASS_MS 20
+#define BP_ATTACH_WAIT_MS 60000
+#define BP_SCRIPT_LINE_WAIT_MS 5000
+
 /* Until bpftrace is attached to the stopped command target: up to 60 s
  * to compile and attach (its semaphores raised, or without any to watch,
  * its SIGINT handler in place and a moment more) and to say it attached
@@ -176,7 +183,7 @@ static int wait_attached(tracer_run_t *run, pid_t target, const pr_probe_set_t *
 	for (size_t i = 0; i < set->probe_count; i++)
 		any_semaphore |= used[i] == BP_TRACE_ATTACHED && set->probes[i].runtime_semaphore;
 	int ready_at = -1;
-	for (int i = 0; i < 3000; i++) {
+	for (int i = 0; i < BP_ATTACH_WAIT_MS / BP_PASS_MS; i++) {
 		if (waitpid(run->tracer, &run->status, WNOHANG) == run->tracer)
 			return 1;
 		if (refused(run))
@@ -188,9 +195,9 @@ static int wait_attached(tracer_run_t *run, pid_t target, const pr_probe_set_t *
 			ready_at = i;
 		}
 		if (ready_at >= 0 && run->out.gate == BP_GATE_OPEN &&
-		    (bp_trace_output_script_printed(&run->out) || i - ready_at >= 250))
+		    (bp_trace_output_script_printed(&run->out) || (i - ready_at) * BP_PASS_MS >= BP_SCRIPT_LINE_WAIT_MS))
 			return 0;
-		bp_trace_output_pass(&run->out, 20);
+		bp_trace_output_pass(&run->out, BP_PASS_MS);
 	}
 	return 0;
 }
