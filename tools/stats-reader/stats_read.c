@@ -518,14 +518,15 @@ static int read_src(const bs_src_t *src, bs_segment_t *out, bs_accept_fn accept,
 		return -1;
 	for (size_t m = 0; !rd.fresh && m < l->nmaps; m++)
 		rd.had[m] = out->map_rows[m];
-	/* a running writer's cells change between readings: read in place */
-	if (s->fd >= 0 && h.state == BS_RUNNING && !rd.fresh)
+	int rc = bs_check_layout_(&h, l, s->size, &pr, err, errlen) != 0 || plan(s, &h, l, &pr, &rd, err, errlen) != 0 ||
+	         place_rows(out, l, &rd, err, errlen) != 0 || read_new_rows(s, &h, l, &pr, &rd, err, errlen) != 0;
+	/* a running writer's cells change between readings: read in place,
+	 * once its counts passed every check (a file of reasonable size) */
+	if (rc == 0 && s->fd >= 0 && h.state == BS_RUNNING && !rd.fresh && s->size <= BS_MAP_MAX)
 		s->map = bs_map_(&out->map, s->fd, s->dev, s->ino, s->size);
 	else if (s->fd >= 0)
 		bs_unmap_(&out->map);
-	int rc = bs_check_layout_(&h, l, s->size, &pr, err, errlen) != 0 || plan(s, &h, l, &pr, &rd, err, errlen) != 0 ||
-	         place_rows(out, l, &rd, err, errlen) != 0 || read_new_rows(s, &h, l, &pr, &rd, err, errlen) != 0 ||
-	         read_cells(s, &h, l, &pr, out, &rd, err, errlen) != 0;
+	rc = rc || read_cells(s, &h, l, &pr, out, &rd, err, errlen) != 0;
 	if (rc == 0)
 		commit(&h, l, &pr, out, &rd);
 	reading_free(out, &rd);

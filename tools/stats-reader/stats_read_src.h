@@ -67,6 +67,8 @@ typedef struct bs_guard {
 	volatile sig_atomic_t on;
 } bs_guard_t;
 extern __thread bs_guard_t bs_guard_;
+/* The largest file read in place; a larger one is read with pread(). */
+#define BS_MAP_MAX (1ull << 30)
 /* fd's file mapped in m (the mapping m holds when it is this file at
  * this size), or NULL: read it with pread() */
 const unsigned char *bs_map_(bs_file_map_t *m, int fd, uint64_t dev, uint64_t ino, uint64_t size);
