@@ -19,17 +19,8 @@
  *                        (cells and native cells), and between its native
  *                        cells and each row's whole native block as the file
  *                        holds it; and the first of them.
- *   stats_dump --shrink FILE
- *                        read FILE (a running writer's: its state says so),
- *                        then read it again while it is emptied under the
- *                        reading (after its header), and print {"shrink":
- *                        {"error", "rows_kept"}}: the second reading's
- *                        refusal and the rows the first left; then touch a
- *                        mapping of the emptied file outside any reading,
- *                        a fault the reader must not take for its own.
  */
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,54 +254,12 @@ static int follow(const char *path)
 	return diff != 0;
 }
 
-/* accept_fn: the file emptied once its header is read */
-static int empty_it(void *path, const struct bs_header *h, char *err, size_t errlen)
-{
-	(void)h;
-	if (truncate(path, 0) == 0)
-		return 0;
-	snprintf(err, errlen, "truncate failed");
-	return -1;
-}
-
-static int shrink(const char *path)
-{
-	bs_segment_t seg;
-	char err[256] = "";
-	memset(&seg, 0, sizeof seg);
-	int fd = open(path, O_RDONLY);
-	if (fd < 0 || bs_read_fd(fd, &seg, err, sizeof err) != 0) {
-		printf("{\"shrink\":{\"first\":");
-		put_string(err);
-		printf("}}\n");
-		return 1;
-	}
-	int rc = bs_read_fd_if(fd, NULL, &seg, empty_it, (void *)path, err, sizeof err);
-	size_t rows = 0;
-	for (size_t m = 0; m < BS_MAX_MAPS; m++)
-		rows += seg.map_rows[m];
-	printf("{\"shrink\":{\"rc\":%d,\"error\":", rc);
-	put_string(rc ? err : "");
-	printf(",\"rows_kept\":%zu}}\n", rows);
-	fflush(stdout);
-	bs_segment_free(&seg);
-	volatile const char *page = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
-	if (page != MAP_FAILED)
-		rc = page[0]; /* past the end: SIGBUS, not the reader's */
-	close(fd);
-	return 3;
-}
-
 int main(int argc, char **argv)
 {
 	int rc = 0;
 	bs_segment_t *seg = calloc(1, sizeof *seg);
 	char err[256];
 
-	if (argc == 3 && strcmp(argv[1], "--shrink") == 0) {
-		free(seg);
-		return shrink(argv[2]);
-	}
 	if (argc == 3 && strcmp(argv[1], "--follow") == 0) {
 		free(seg);
 		return follow(argv[2]);

@@ -232,22 +232,21 @@ static int sum_slots(const bs_src_t *s, const struct bs_header *h, const bs_layo
 		}
 		span = to[nspans - 1] - from[0] > span ? to[nspans - 1] - from[0] : span;
 	}
-	int in_place = bs_src_in_place_(s);
-	uint64_t *buf = in_place ? NULL : scratch(&slot_scratch, span / 8);
-	if (!in_place && !buf)
+	uint64_t *buf = scratch(&slot_scratch, span / 8);
+	if (!buf)
 		BS_FAIL("out of memory");
+	unsigned char *bytes = (unsigned char *)buf;
 	uint32_t n = h->slots_used + (h->overflow_used && h->slots_used < h->nslots);
 	if (n == 0)
 		memset(rd->sums, 0, total * sizeof *rd->sums);
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t i = k < h->slots_used ? k : h->nslots - 1;
 		uint64_t base = h->slots_offset + (uint64_t)i * h->slot_size + BS_SLOT_HEADER;
-		const unsigned char *bytes = (const unsigned char *)buf;
 		s->work->slots++;
-		if (in_place && nspans && !(bytes = bs_src_view_(s, base + from[0], to[nspans - 1] - from[0])))
-			BS_FAIL("truncated in slot %u", i);
-		for (size_t j = 0; !in_place && j < nspans; j++)
-			if (bs_src_get_(s, base + from[j], buf + (from[j] - from[0]) / 8, to[j] - from[j]) != 0)
+		/* with pread even from a mapping: a slot's rows its thread never
+		 * counted in are holes, which a read of the mapping would fill */
+		for (size_t j = 0; j < nspans; j++)
+			if (bs_src_get_(s, base + from[j], bytes + (from[j] - from[0]), to[j] - from[j]) != 0)
 				BS_FAIL("truncated in slot %u", i);
 		for (size_t m = 0; m < l->nmaps; m++) {
 			uint64_t cells = rd->rows_of[m] * h->map_cells[m], *sum = rd->sums + rd->sums_at[m];
@@ -376,8 +375,8 @@ static int read_cells(const bs_src_t *s, const struct bs_header *h, const bs_lay
                       bs_segment_t *out, reading_t *rd, char *err, size_t errlen)
 {
 	if (s->map) {
-		bs_guard_.lo = s->map;
-		bs_guard_.hi = s->map + s->size;
+		bs_guard_.lo = s->map->at;
+		bs_guard_.hi = s->map->at + s->map->size;
 		if (sigsetjmp(bs_guard_.jb, 0) != 0)
 			BS_FAIL("truncated while read (its file shrank)");
 		bs_guard_.on = 1;
@@ -523,7 +522,7 @@ static int read_src(const bs_src_t *src, bs_segment_t *out, bs_accept_fn accept,
 	/* a running writer's cells change between readings: read in place,
 	 * once its counts passed every check (a file of reasonable size) */
 	if (rc == 0 && s->fd >= 0 && h.state == BS_RUNNING && !rd.fresh && s->size <= BS_MAP_MAX)
-		s->map = bs_map_(&out->map, s->fd, s->dev, s->ino, s->size);
+		s->map = bs_map_(&out->map, s->fd, s->dev, s->ino, s->size, s->backed);
 	else if (s->fd >= 0)
 		bs_unmap_(&out->map);
 	rc = rc || read_cells(s, &h, l, &pr, out, &rd, err, errlen) != 0;

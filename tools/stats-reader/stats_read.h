@@ -8,10 +8,10 @@
  * is trusted.  Every offset, count and index is checked against the file
  * and the segment's own description (stats_layout.h, parsed within a
  * small budget) before it is used.  A running writer's file is mapped
- * read-only and kept mapped between readings (its changed cells are read
- * where they are); others are read with pread().  A writer that shrinks
- * its file under a reading ends that reading (SIGBUS, caught:
- * stats_read_map.c), nothing more.  A segment that fails a check is refused with a one-line
+ * read-only and kept mapped between readings: its native cells are copied
+ * from the pages known to hold data (stats_read_map.c); everything else
+ * is read with pread().  A writer that shrinks its file under a reading
+ * ends that reading (SIGBUS, caught), nothing more.  A segment that fails a check is refused with a one-line
  * reason; no partial result is returned.  The reader's memory and work
  * follow what the segment uses: the rows its writer published and the
  * slots its threads claimed (docs/stats.md, "Reading").  Parsed
@@ -100,10 +100,13 @@ typedef struct bs_changes {
 	size_t nnatives, natives_cap;
 } bs_changes_t;
 
-/* A file mapped read-only, known by its device, inode and size. */
+/* A file mapped read-only, known by its device, inode and size, and the
+ * pages of it known to hold data (read there; the others with pread). */
 typedef struct bs_file_map {
 	const unsigned char *at; /* NULL: none */
 	uint64_t size, dev, ino;
+	uint64_t backed;      /* its bytes in memory at the last reading (st_blocks) */
+	unsigned char *known; /* a bit per page: holds data */
 } bs_file_map_t;
 
 typedef struct bs_segment {

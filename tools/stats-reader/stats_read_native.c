@@ -92,19 +92,10 @@ static int change(bs_changes_t *ch, uint32_t value, uint32_t cell, uint64_t delt
 	return 0;
 }
 
-/* One load of a cell another process may be adding to. */
-static inline uint64_t load(const uint64_t *cell)
-{
-	return *(const volatile uint64_t *)cell;
-}
-
-/* Whether the 4 cells at p are all zero: a look that decides only where
- * to load cells one by one (load()), so one copy of the block will do. */
+/* Whether the 4 cells at p are all zero. */
 static inline int zero4(const uint64_t *p)
 {
-	uint64_t w[4];
-	memcpy(w, p, sizeof w);
-	return (w[0] | w[1] | w[2] | w[3]) == 0;
+	return (p[0] | p[1] | p[2] | p[3]) == 0;
 }
 
 /* The first of c's cells at or after cell. */
@@ -121,8 +112,8 @@ static uint32_t lower(const bs_native_cells_t *c, uint32_t cell)
 	return lo;
 }
 
-/* Value v's cells in the ranges (dense[cell]: a running writer's mapping,
- * each cell loaded once) against had: each difference a change.  When
+/* Value v's cells in the ranges (dense[cell], as read) against had: each
+ * difference a change.  When
  * only counts changed, next says so (BS_NATIVE_DELTAS: the commit adds
  * them to had); when a cell was added or emptied, next is had with the
  * changes, built here (no cell is read twice). */
@@ -142,14 +133,14 @@ static int merge(const bs_native_cells_t *had, const range_t *r, size_t nr, cons
 					c += 3;
 					continue;
 				}
-				uint64_t now = load(&dense[c]);
+				uint64_t now = dense[c];
 				if (now && change(ch, v, c, now) != 0)
 					return -1;
 				reshaped |= now != 0;
 			}
 			if (c > r[k].to)
 				break;
-			uint64_t was = had->c[i++].count, now = load(&dense[c]);
+			uint64_t was = had->c[i++].count, now = dense[c];
 			if (now != was && change(ch, v, c, now - was) != 0)
 				return -1;
 			reshaped |= now == 0;
@@ -206,30 +197,26 @@ int bs_native_row_(const bs_src_t *s, const bs_lmap_t *m, const bs_layout_t *l, 
 	}
 	if (nreads == 0)
 		return 0;
-	int in_place = bs_src_in_place_(s);
-	if (!in_place && m->native_cells > dense_cap) {
+	if (m->native_cells > dense_cap) {
 		uint64_t *more = realloc(dense, m->native_cells * sizeof *more);
 		if (!more)
 			BS_FAIL("out of memory");
 		dense = more;
 		dense_cap = m->native_cells;
 	}
-	const uint64_t *row = in_place ? bs_src_view_(s, base, m->native_cells * 8) : dense;
-	if (!row)
-		BS_FAIL("truncated in map %s's native buckets", m->name);
-	/* in place: the ranges' lines asked for at once, not one miss after another */
-	for (size_t k = 0; in_place && k < nreads; k++)
-		for (uint32_t c = reads[k].from & ~7u; c <= reads[k].to; c += 8)
-			__builtin_prefetch(row + c);
-	nreads = in_place ? 0 : join(reads, nreads, READ_NEAR);
+	/* a mapping's lines asked for at once, not one miss after another */
+	for (size_t k = 0; s->map && k < nreads; k++)
+		for (uint64_t c = reads[k].from & ~7u; c <= reads[k].to && base + c * 8 < s->size; c += 8)
+			__builtin_prefetch(s->map->at + base + c * 8);
+	nreads = join(reads, nreads, s->map ? 0 : READ_NEAR);
 	for (size_t k = 0; k < nreads; k++) {
 		/* every thread adds to these atomically: each cell is read whole */
 		uint64_t n = (uint64_t)(reads[k].to - reads[k].from + 1);
-		if (bs_src_get_(s, base + (uint64_t)reads[k].from * 8, dense + reads[k].from, n * 8) != 0)
+		if (bs_src_cells_(s, base + (uint64_t)reads[k].from * 8, dense + reads[k].from, n * 8) != 0)
 			BS_FAIL("truncated in map %s's native buckets", m->name);
 	}
 	for (size_t v = 0; v < m->nvalues; v++)
-		if (nr[v] && merge(&had[v], r[v], nr[v], row + m->values[v].native, (uint32_t)v, &next[v], ch) != 0)
+		if (nr[v] && merge(&had[v], r[v], nr[v], dense + m->values[v].native, (uint32_t)v, &next[v], ch) != 0)
 			BS_FAIL("out of memory");
 	return 0;
 }

@@ -38,15 +38,6 @@ int bs_src_get_(const bs_src_t *s, uint64_t off, void *dst, uint64_t n)
 	return 0;
 }
 
-const void *bs_src_view_(const bs_src_t *s, uint64_t off, uint64_t n)
-{
-	const unsigned char *at = s->fd < 0 ? s->mem : s->map;
-	if (!at || off > s->size || n > s->size - off)
-		return NULL;
-	s->work->bytes += n;
-	return at + off;
-}
-
 int bs_src_fd_(int fd, bs_src_t *s, bs_read_work_t *work, char *err, size_t errlen)
 {
 	struct stat st;

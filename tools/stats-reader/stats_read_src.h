@@ -18,18 +18,12 @@
 typedef struct bs_src {
 	int fd; /* or -1: mem */
 	const unsigned char *mem;
-	const unsigned char *map; /* the file's bytes, mapped (a running writer's): cells are read there */
+	bs_file_map_t *map; /* the file, mapped (a running writer's): native cells are read there */
 	uint64_t size;
 	uint64_t backed;      /* bytes the file holds in memory or on disk (st_blocks), 0: unknown */
 	bs_read_work_t *work; /* what the reading costs, counted as it goes */
 	uint64_t dev, ino;    /* the file's (a mapping is kept for this file) */
 } bs_src_t;
-
-/* Whether cells are read where they are (bs_src_view_), not copied. */
-static inline int bs_src_in_place_(const bs_src_t *s)
-{
-	return (s->fd < 0 ? s->mem : s->map) != NULL;
-}
 
 #define BS_FAIL(...) \
   do { \
@@ -53,9 +47,12 @@ int bs_check_layout_(const struct bs_header *h, const bs_layout_t *l, uint64_t s
 
 /* n bytes at off into dst; -1 when the range is not wholly in the file. */
 int bs_src_get_(const bs_src_t *s, uint64_t off, void *dst, uint64_t n);
-/* The n bytes at off where they are (a mapping or memory), counted, or
- * NULL: not in the source, or a file read with pread() (bs_src_get_). */
-const void *bs_src_view_(const bs_src_t *s, uint64_t off, uint64_t n);
+/* n bytes of cells at off into dst: from the mapping where its pages are
+ * known to hold data, else as bs_src_get_ (pread reads a hole as zeros;
+ * a mapping's read would fill it, in its writer's file), and a page
+ * found holding data known from then on.  -1 when not wholly in the
+ * source. */
+int bs_src_cells_(const bs_src_t *s, uint64_t off, uint64_t *dst, uint64_t n);
 
 /* A reading of a mapping, guarded (stats_read_map.c): armed around the
  * parts that read it, a SIGBUS inside [lo, hi) returns to sigsetjmp(jb)
@@ -70,8 +67,10 @@ extern __thread bs_guard_t bs_guard_;
 /* The largest file read in place; a larger one is read with pread(). */
 #define BS_MAP_MAX (1ull << 30)
 /* fd's file mapped in m (the mapping m holds when it is this file at
- * this size), or NULL: read it with pread() */
-const unsigned char *bs_map_(bs_file_map_t *m, int fd, uint64_t dev, uint64_t ino, uint64_t size);
+ * this size), or NULL: read it with pread().  backed: its bytes in
+ * memory now (st_blocks); fewer than at the last reading (a hole
+ * punched), and no page is known to hold data any more. */
+bs_file_map_t *bs_map_(bs_file_map_t *m, int fd, uint64_t dev, uint64_t ino, uint64_t size, uint64_t backed);
 void bs_unmap_(bs_file_map_t *m);
 
 /* A file descriptor as a source: a regular file (work zeroed). */
