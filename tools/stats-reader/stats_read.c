@@ -521,7 +521,7 @@ static int read_src(const bs_src_t *src, bs_segment_t *out, bs_accept_fn accept,
 	         place_rows(out, l, &rd, err, errlen) != 0 || read_new_rows(s, &h, l, &pr, &rd, err, errlen) != 0;
 	/* a running writer's cells change between readings: read in place,
 	 * once its counts passed every check (a file of reasonable size) */
-	if (rc == 0 && s->fd >= 0 && h.state == BS_RUNNING && !rd.fresh && s->size <= BS_MAP_MAX)
+	if (rc == 0 && s->fd >= 0 && h.state == BS_RUNNING && s->size <= BS_MAP_MAX)
 		s->map = bs_map_(&out->map, s->fd, s->dev, s->ino, s->size, s->backed);
 	else if (s->fd >= 0)
 		bs_unmap_(&out->map);
