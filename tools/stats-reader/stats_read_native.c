@@ -33,8 +33,10 @@ static size_t dense_cap;
  * apart (sorted first); how many are left */
 static size_t join(range_t *r, size_t n, uint32_t near)
 {
-	size_t joined = 0;
-	if (n > 1)
+	size_t joined = 0, sorted = 1;
+	for (size_t k = 1; k < n && sorted; k++)
+		sorted = r[k - 1].from <= r[k].from;
+	if (!sorted) /* bucket by bucket, value by value: seldom */
 		qsort(r, n, sizeof *r, by_from);
 	for (size_t k = 0; k < n; k++) {
 		if (joined && r[k].from <= r[joined - 1].to + 1 + near) {
