@@ -520,7 +520,11 @@ static int read_src(const bs_src_t *src, bs_segment_t *out, bs_accept_fn accept,
 	int rc = bs_check_layout_(&h, l, s->size, &pr, err, errlen) != 0 || plan(s, &h, l, &pr, &rd, err, errlen) != 0 ||
 	         place_rows(out, l, &rd, err, errlen) != 0 || read_new_rows(s, &h, l, &pr, &rd, err, errlen) != 0;
 	/* a running writer's cells change between readings: read in place,
-	 * once its counts passed every check (a file of reasonable size) */
+	 * once its counts passed every check (a file of reasonable size); a
+	 * new generation maps its file anew (a file at the same path may have
+	 * the inode number of one deleted, whose mapping would still read) */
+	if (rd.fresh && s->fd >= 0)
+		bs_unmap_(&out->map);
 	if (rc == 0 && s->fd >= 0 && h.state == BS_RUNNING && s->size <= BS_MAP_MAX)
 		s->map = bs_map_(&out->map, s->fd, s->dev, s->ino, s->size, s->backed);
 	else if (s->fd >= 0)
