@@ -48,8 +48,6 @@ static int take_url(const cli_t *cli, size_t i, const char *text, const char **o
 static int take(void *ctx, const cli_t *cli, size_t i, const char *text)
 {
 	load_options_t *opts = ctx;
-	unsigned long long v;
-
 	switch (i) {
 	case URL:
 		return take_url(cli, i, text, &opts->url);
@@ -58,19 +56,13 @@ static int take(void *ctx, const cli_t *cli, size_t i, const char *text)
 	case DURATION:
 		return cli_number(cli, i, text, 0.1, 86400, &opts->duration_s);
 	case CONCURRENCY:
-		if (cli_uint(cli, i, text, 1, 1000, &v) != 0)
-			return -1;
-		opts->concurrency = (unsigned int)v;
-		return 0;
+		return cli_uint32(cli, i, text, 1, 1000, &opts->concurrency);
 	case INVALID_RATE:
 		return cli_number(cli, i, text, 0, 1, &opts->invalid_rate);
 	case REFUND_RATE:
 		return cli_number(cli, i, text, 0, 1, &opts->refund_rate);
 	case SEED:
-		if (cli_uint(cli, i, text, 0, UINT64_MAX, &v) != 0)
-			return -1;
-		opts->seed = (uint64_t)v;
-		return 0;
+		return cli_uint64(cli, i, text, &opts->seed);
 	case JSON:
 		opts->json = 1;
 		return 0;

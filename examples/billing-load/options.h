@@ -10,7 +10,7 @@ typedef struct load_options {
 	const char *url;   /* base URL of billingd, no trailing slash */
 	double rate;       /* requests per second; 0: as fast as possible */
 	double duration_s; /* how long to start new requests */
-	unsigned int concurrency;
+	uint32_t concurrency;
 	double invalid_rate; /* fraction of flows that are one bad request */
 	double refund_rate;  /* fraction of approved payments refunded */
 	uint64_t seed;

@@ -41,37 +41,24 @@ static const cli_option_t options[N_OPTIONS] = {
 	                "0" },
 };
 
-/* An unsigned int option min..max into *out. */
-static int take_uint(const cli_t *cli, size_t i, const char *text, unsigned int min, unsigned int max,
-                     unsigned int *out)
-{
-	unsigned long long v;
-	if (cli_uint(cli, i, text, min, max, &v) != 0)
-		return -1;
-	*out = (unsigned int)v;
-	return 0;
-}
-
 static int take(void *ctx, const cli_t *cli, size_t i, const char *text)
 {
 	billingd_options_t *opts = ctx;
-	unsigned long long seed;
-
 	switch (i) {
 	case PORT:
-		return take_uint(cli, i, text, 0, 65535, &opts->port);
+		return cli_uint32(cli, i, text, 0, 65535, &opts->port);
 	case LISTEN:
 		return cli_text(cli, i, text, "an IPv4 address", &opts->listen_address);
 	case DB:
 		return cli_text(cli, i, text, "a file path", &opts->db_path);
 	case THREADS:
-		return take_uint(cli, i, text, 1, 256, &opts->threads);
+		return cli_uint32(cli, i, text, 1, 256, &opts->threads);
 	case MAX_CONNECTIONS:
 		/* given on the command line, it must fit, not shrink (server.c) */
 		opts->max_connections_given = text != options[i].init;
-		return take_uint(cli, i, text, 16, 1000000, &opts->max_connections);
+		return cli_uint32(cli, i, text, 16, 1000000, &opts->max_connections);
 	case REQUEST_TIMEOUT:
-		return take_uint(cli, i, text, 1, 3600, &opts->request_timeout);
+		return cli_uint32(cli, i, text, 1, 3600, &opts->request_timeout);
 	case GATEWAY_LATENCY_MS:
 		return cli_number(cli, i, text, 0.0, 10000.0, &opts->gateway.latency_ms);
 	case GATEWAY_LATENCY_DIST:
@@ -81,12 +68,9 @@ static int take(void *ctx, const cli_t *cli, size_t i, const char *text)
 	case DECLINE_RATE:
 		return cli_number(cli, i, text, 0.0, 1.0, &opts->gateway.decline_rate);
 	case SEED:
-		if (cli_uint(cli, i, text, 0, UINT64_MAX, &seed) != 0)
-			return -1;
-		opts->seed = (uint64_t)seed;
-		return 0;
+		return cli_uint64(cli, i, text, &opts->seed);
 	case JSON_SEED:
-		return take_uint(cli, i, text, 0, UINT32_MAX, &opts->json_seed);
+		return cli_uint32(cli, i, text, 0, UINT32_MAX, &opts->json_seed);
 	}
 	return -1;
 }

@@ -9,16 +9,16 @@
 #include "gateway.h"
 
 typedef struct billingd_options {
-	const char *listen_address;   /* IPv4 literal; 127.0.0.1 unless told */
-	unsigned int port;            /* 0: an ephemeral port, printed at start */
-	const char *db_path;          /* NULL: a new file in a temporary directory */
-	unsigned int threads;         /* HTTP worker threads, each with its own DB connection */
-	unsigned int max_connections; /* open connections at most */
-	int max_connections_given;    /* on the command line: must fit, not shrink */
-	unsigned int request_timeout; /* seconds a client has to send a whole request */
+	const char *listen_address; /* IPv4 literal; 127.0.0.1 unless told */
+	uint32_t port;              /* 0: an ephemeral port, printed at start */
+	const char *db_path;        /* NULL: a new file in a temporary directory */
+	uint32_t threads;           /* HTTP worker threads, each with its own DB connection */
+	uint32_t max_connections;   /* open connections at most */
+	int max_connections_given;  /* on the command line: must fit, not shrink */
+	uint32_t request_timeout;   /* seconds a client has to send a whole request */
 	gateway_config_t gateway;
 	uint64_t seed;
-	unsigned int json_seed; /* jansson's hashing; 0: a random one (its own default) */
+	uint32_t json_seed; /* jansson's hashing; 0: a random one (its own default) */
 } billingd_options_t;
 
 /* Fills opts from argv.  Returns 0 to run, > 0 when --help or the option

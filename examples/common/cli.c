@@ -49,6 +49,24 @@ int cli_uint(const cli_t *cli, size_t i, const char *text, unsigned long long mi
 	return 0;
 }
 
+int cli_uint32(const cli_t *cli, size_t i, const char *text, uint32_t min, uint32_t max, uint32_t *out)
+{
+	unsigned long long v;
+	if (cli_uint(cli, i, text, min, max, &v) != 0)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int cli_uint64(const cli_t *cli, size_t i, const char *text, uint64_t *out)
+{
+	unsigned long long v;
+	if (cli_uint(cli, i, text, 0, UINT64_MAX, &v) != 0)
+		return -1;
+	*out = (uint64_t)v;
+	return 0;
+}
+
 int cli_number(const cli_t *cli, size_t i, const char *text, double min, double max, double *out)
 {
 	char wants[64], *end = NULL;

@@ -8,6 +8,7 @@
 #define EXAMPLES_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct cli_option {
 	const char *name; /* the long option, without "--" */
@@ -53,6 +54,9 @@ int cli_wrong(const cli_t *cli, size_t i, const char *wants, const char *text);
 /* A whole decimal number min..max, or -1 after the line. */
 int cli_uint(const cli_t *cli, size_t i, const char *text, unsigned long long min, unsigned long long max,
              unsigned long long *out);
+/* The same into a 32-bit or a 64-bit (0..2^64-1) unsigned value. */
+int cli_uint32(const cli_t *cli, size_t i, const char *text, uint32_t min, uint32_t max, uint32_t *out);
+int cli_uint64(const cli_t *cli, size_t i, const char *text, uint64_t *out);
 /* A finite number min..max, or -1 after the line. */
 int cli_number(const cli_t *cli, size_t i, const char *text, double min, double max, double *out);
 /* Text that is not empty, or -1 after "--NAME needs WANTS". */
