@@ -525,6 +525,7 @@ static int read_src(const bs_src_t *src, bs_segment_t *out, bs_accept_fn accept,
 	 * the inode number of one deleted, whose mapping would still read) */
 	if (rd.fresh && s->fd >= 0)
 		bs_unmap_(&out->map);
+	s->fresh = rd.fresh;
 	if (rc == 0 && s->fd >= 0 && h.state == BS_RUNNING && s->size <= BS_MAP_MAX)
 		s->map = bs_map_(&out->map, s->fd, s->dev, s->ino, s->size, s->backed);
 	else if (s->fd >= 0)

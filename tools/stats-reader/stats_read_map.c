@@ -104,14 +104,14 @@ int bs_src_cells_(const bs_src_t *s, uint64_t off, uint64_t *dst, uint64_t n)
 	unsigned char *d = (unsigned char *)dst;
 	for (uint64_t at = off, end = off + n; at < end;) {
 		uint64_t upto = (at / PAGE + 1) * PAGE < end ? (at / PAGE + 1) * PAGE : end;
-		if (known(m, at / PAGE)) {
+		if (!s->fresh && known(m, at / PAGE)) {
 			memcpy(d + (at - off), m->at + at, upto - at);
 			s->work->bytes += upto - at;
 			at = upto;
 			continue;
 		}
 		/* the pages up to the next known one, by one pread */
-		while (upto < end && !known(m, upto / PAGE))
+		while (upto < end && (s->fresh || !known(m, upto / PAGE)))
 			upto = (upto / PAGE + 1) * PAGE < end ? (upto / PAGE + 1) * PAGE : end;
 		if (bs_src_get_(s, at, d + (at - off), upto - at) != 0)
 			return -1;

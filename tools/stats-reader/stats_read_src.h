@@ -23,6 +23,7 @@ typedef struct bs_src {
 	uint64_t backed;      /* bytes the file holds in memory or on disk (st_blocks), 0: unknown */
 	bs_read_work_t *work; /* what the reading costs, counted as it goes */
 	uint64_t dev, ino;    /* the file's (a mapping is kept for this file) */
+	int fresh;            /* a first reading: every cell with pread, the pages holding data noted */
 } bs_src_t;
 
 #define BS_FAIL(...) \
@@ -50,7 +51,10 @@ int bs_src_get_(const bs_src_t *s, uint64_t off, void *dst, uint64_t n);
 /* n bytes of cells at off into dst: from the mapping where its pages are
  * known to hold data, else as bs_src_get_ (pread reads a hole as zeros;
  * a mapping's read would fill it, in its writer's file), and a page
- * found holding data known from then on.  -1 when not wholly in the
+ * found holding data known from then on.  A fresh reading reads with
+ * pread only: it reads every counted cell once, and the mapping's
+ * pages are then touched only as rows change (the exporter's resident
+ * memory holds the pages of what changes, not of every segment).  -1 when not wholly in the
  * source. */
 int bs_src_cells_(const bs_src_t *s, uint64_t off, uint64_t *dst, uint64_t n);
 
