@@ -450,7 +450,7 @@ static void commit(const struct bs_header *h, bs_layout_t *l, const plan_rows_t 
 			}
 			bs_native_cells_t old = *had;
 			*had = *next;
-			*next = old; /* freed with the reading */
+			*next = old; /* its memory reused by the next reading */
 		}
 	}
 	/* the sums as read become the segment's, its old ones the next
@@ -554,16 +554,9 @@ int bs_map_by_probe(const bs_segment_t *s, const char *probe)
 int bs_read_fd_if(int fd, const struct stat *st, bs_segment_t *out, bs_accept_fn accept, void *ctx, char *err,
                   size_t errlen)
 {
-	struct stat own;
-	if (!st) {
-		if (fstat(fd, &own) != 0)
-			BS_FAIL("%s", strerror(errno));
-		st = &own;
-	}
-	if (!S_ISREG(st->st_mode))
-		BS_FAIL("not a regular file");
-	memset(&out->work, 0, sizeof out->work);
-	bs_src_t s = { .fd = fd, .size = (uint64_t)st->st_size, .backed = (uint64_t)st->st_blocks * 512, .work = &out->work, .dev = (uint64_t)st->st_dev, .ino = (uint64_t)st->st_ino };
+	bs_src_t s;
+	if (bs_src_fd_(fd, st, &s, &out->work, err, errlen) != 0)
+		return -1;
 	return read_src(&s, out, accept, ctx, err, errlen);
 }
 

@@ -11,11 +11,12 @@
  * read-only and kept mapped between readings: its native cells are copied
  * from the pages known to hold data (stats_read_map.c); everything else
  * is read with pread().  A writer that shrinks its file under a reading
- * ends that reading (SIGBUS, caught), nothing more.  A segment that fails a check is refused with a one-line
- * reason; no partial result is returned.  The reader's memory and work
- * follow what the segment uses: the rows its writer published and the
- * slots its threads claimed (docs/stats.md, "Reading").  Parsed
- * descriptions are cached process-wide: one thread reads at a time.
+ * ends that reading (SIGBUS, caught), nothing more.  A segment that
+ * fails a check is refused with a one-line reason; no partial result is
+ * returned.  The reader's memory and work follow what the segment uses:
+ * the rows its writer published and the slots its threads claimed
+ * (docs/stats.md, "Reading").  Parsed descriptions are cached
+ * process-wide: one thread reads at a time.
  *
  * A reading into a bs_segment_t that holds an earlier reading of the same
  * segment (its generation) reads what changed since: the description,

@@ -94,6 +94,13 @@ void bs_unmap_(bs_file_map_t *m)
 	memset(m, 0, sizeof *m);
 }
 
+/* The end of at's page, or end if sooner. */
+static uint64_t page_end(uint64_t at, uint64_t end)
+{
+	uint64_t next = (at / PAGE + 1) * PAGE;
+	return next < end ? next : end;
+}
+
 int bs_src_cells_(const bs_src_t *s, uint64_t off, uint64_t *dst, uint64_t n)
 {
 	const bs_file_map_t *m = s->map;
@@ -103,7 +110,7 @@ int bs_src_cells_(const bs_src_t *s, uint64_t off, uint64_t *dst, uint64_t n)
 		return -1;
 	unsigned char *d = (unsigned char *)dst;
 	for (uint64_t at = off, end = off + n; at < end;) {
-		uint64_t upto = (at / PAGE + 1) * PAGE < end ? (at / PAGE + 1) * PAGE : end;
+		uint64_t upto = page_end(at, end);
 		if (!s->fresh && known(m, at / PAGE)) {
 			memcpy(d + (at - off), m->at + at, upto - at);
 			s->work->bytes += upto - at;
@@ -112,7 +119,7 @@ int bs_src_cells_(const bs_src_t *s, uint64_t off, uint64_t *dst, uint64_t n)
 		}
 		/* the pages up to the next known one, by one pread */
 		while (upto < end && (s->fresh || !known(m, upto / PAGE)))
-			upto = (upto / PAGE + 1) * PAGE < end ? (upto / PAGE + 1) * PAGE : end;
+			upto = page_end(upto, end);
 		if (bs_src_get_(s, at, d + (at - off), upto - at) != 0)
 			return -1;
 		for (uint64_t c = at; c < upto; c += 8) {

@@ -38,15 +38,22 @@ int bs_src_get_(const bs_src_t *s, uint64_t off, void *dst, uint64_t n)
 	return 0;
 }
 
-int bs_src_fd_(int fd, bs_src_t *s, bs_read_work_t *work, char *err, size_t errlen)
+int bs_src_fd_(int fd, const struct stat *st, bs_src_t *s, bs_read_work_t *work, char *err, size_t errlen)
 {
-	struct stat st;
+	struct stat own;
 	memset(work, 0, sizeof *work);
-	if (fstat(fd, &st) != 0)
+	if (!st && fstat(fd, &own) != 0)
 		BS_FAIL("%s", strerror(errno));
-	if (!S_ISREG(st.st_mode))
+	if (!st)
+		st = &own;
+	if (!S_ISREG(st->st_mode))
 		BS_FAIL("not a regular file");
-	*s = (bs_src_t){ .fd = fd, .size = (uint64_t)st.st_size, .backed = (uint64_t)st.st_blocks * 512, .work = work, .dev = (uint64_t)st.st_dev, .ino = (uint64_t)st.st_ino };
+	*s = (bs_src_t){ .fd = fd,
+		         .size = (uint64_t)st->st_size,
+		         .backed = (uint64_t)st->st_blocks * 512,
+		         .work = work,
+		         .dev = (uint64_t)st->st_dev,
+		         .ino = (uint64_t)st->st_ino };
 	return 0;
 }
 

@@ -77,8 +77,9 @@ extern __thread bs_guard_t bs_guard_;
 bs_file_map_t *bs_map_(bs_file_map_t *m, int fd, uint64_t dev, uint64_t ino, uint64_t size, uint64_t backed);
 void bs_unmap_(bs_file_map_t *m);
 
-/* A file descriptor as a source: a regular file (work zeroed). */
-int bs_src_fd_(int fd, bs_src_t *s, bs_read_work_t *work, char *err, size_t errlen);
+/* A file descriptor as a source: a regular file (work zeroed); st: its
+ * fstat() already taken, or NULL. */
+int bs_src_fd_(int fd, const struct stat *st, bs_src_t *s, bs_read_work_t *work, char *err, size_t errlen);
 /* The header, as a segment of this layout and byte order has it. */
 int bs_read_header_(const bs_src_t *s, struct bs_header *h, char *err, size_t errlen);
 /* The segment's description, read within its budget, parsed (or found

@@ -98,7 +98,7 @@ int bs_slow_thresholds_read_fd(int fd, bs_slow_thresholds_t *out, char *err, siz
 	struct bs_trail_ring ring;
 	bs_read_work_t work;
 	memset(out, 0, sizeof *out);
-	if (bs_src_fd_(fd, &s, &work, err, errlen) != 0 || bs_read_header_(&s, &h, err, errlen) != 0)
+	if (bs_src_fd_(fd, NULL, &s, &work, err, errlen) != 0 || bs_read_header_(&s, &h, err, errlen) != 0)
 		return -1;
 	if (h.trail_offset == 0)
 		return 1;
@@ -112,7 +112,7 @@ int bs_trails_read_fd(int fd, int lane, uint64_t since, bs_trails_t *out, char *
 	struct bs_trail_ring ring;
 	bs_read_work_t work;
 	memset(out, 0, sizeof *out);
-	if (bs_src_fd_(fd, &s, &work, err, errlen) != 0 || read_ring(&s, &h, &ring, &out->thresholds, err, errlen) != 0)
+	if (bs_src_fd_(fd, NULL, &s, &work, err, errlen) != 0 || read_ring(&s, &h, &ring, &out->thresholds, err, errlen) != 0)
 		return -1;
 	uint64_t records = lane == BS_LANE_KEPT ? BS_TRAIL_KEPT : BS_TRAIL_RECORDS;
 	uint64_t base = h.trail_offset + sizeof ring + (lane == BS_LANE_KEPT ? BS_TRAIL_RECORDS * sizeof(struct bs_trail) : 0);
