@@ -9,10 +9,13 @@
  *   stats_dump --follow FILE
  *                        read FILE at each line of stdin and once more at its
  *                        end, into one reading (each reads what changed
- *                        since the one before), every reading's changes
+ *                        since the one before; a line "defer": a reading
+ *                        that leaves native cells behind, as a scrape that
+ *                        serves none does), every reading's changes
  *                        summed; then read it afresh, compare, and print
  *                        {"follow": {"readings", "mapped" (those read in
- *                        place: a running writer's), "changed_rows",
+ *                        place: a running writer's), "deferred" (readings
+ *                        that left native cells behind), "changed_rows",
  *                        "changed_natives", "differences", "first"}}: the
  *                        differences between the sums of the changes and the
  *                        fresh reading, between the followed reading and it
@@ -159,13 +162,14 @@ static int follow(const char *path)
 	bs_segment_t seg, fresh;
 	shadow_t sh;
 	char err[256], line[64], first[256] = "";
-	size_t readings = 0, rows = 0, natives = 0, diff = 0, mapped = 0;
+	size_t readings = 0, rows = 0, natives = 0, diff = 0, mapped = 0, deferred = 0;
 	static uint64_t dense[BS_LAYOUT_VALUES * (BS_NATIVE_BUCKETS_MAX + 2)];
 	memset(&seg, 0, sizeof seg);
 	memset(&fresh, 0, sizeof fresh);
 	memset(&sh, 0, sizeof sh);
 	for (int more = 1; more;) {
 		more = fgets(line, sizeof line, stdin) != NULL;
+		seg.defer_natives = more && strcmp(line, "defer\n") == 0;
 		if (bs_read_path(path, &seg, err, sizeof err) != 0 || shadow_add(&sh, &seg) != 0) {
 			printf("{\"follow\":{\"error\":");
 			put_string(err);
@@ -174,6 +178,7 @@ static int follow(const char *path)
 		}
 		readings++;
 		mapped += seg.map.at != NULL;
+		deferred += seg.natives_behind;
 		rows += seg.changes.nrows;
 		natives += seg.changes.nnatives;
 		printf("read %zu\n", readings);
@@ -240,9 +245,9 @@ static int follow(const char *path)
 		}
 	}
 	close(fd);
-	printf("{\"follow\":{\"readings\":%zu,\"mapped\":%zu,\"changed_rows\":%zu,\"changed_natives\":%zu,"
-	       "\"differences\":%zu,\"first\":",
-	       readings, mapped, rows, natives, diff);
+	printf("{\"follow\":{\"readings\":%zu,\"mapped\":%zu,\"deferred\":%zu,\"changed_rows\":%zu,"
+	       "\"changed_natives\":%zu,\"differences\":%zu,\"first\":",
+	       readings, mapped, deferred, rows, natives, diff);
 	put_string(first);
 	printf("}}\n");
 	for (size_t m = 0; m < BS_MAX_MAPS; m++) {

@@ -8,9 +8,13 @@ reading, and sums each reading's changes; once the writer is done it reads
 once more, reads the segment afresh and counts the differences.  Cases: a
 writer with full label sets firing a label set a millisecond (values
 spread over many classic buckets, so native cells change in many of them)
-followed through 40 readings; then a later process's segment put at the
-same path (a new generation: the reading starts afresh); and eight
-threads counting at once while followed."""
+followed through 40 readings, and again with two readings of three
+deferring its native cells (as a text scrape does) and the third
+catching up; a writer that fires every label set between readings, each
+reading deferring, then one that catches up while it still runs; then a
+later process's segment put at the same path (a new generation: the
+reading starts afresh); and eight threads counting at once while
+followed."""
 import json
 import os
 import shutil
@@ -29,8 +33,8 @@ class Follower:
         self.proc = subprocess.Popen([st.DUMP, "--follow", path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
 
-    def read(self):
-        self.proc.stdin.write("read\n")
+    def read(self, how="read"):
+        self.proc.stdin.write(how + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line.startswith("read "):
@@ -42,7 +46,7 @@ class Follower:
         return json.loads(last)["follow"]
 
 
-def check_follow(what, f, want_changes=True):
+def check_follow(what, f, want_changes=True, want_deferred=0):
     r = f.result()
     bt.check("error" not in r and r["differences"] == 0,
              f"{what}: the changes of {r.get('readings')} readings summed are the fresh reading "
@@ -53,22 +57,45 @@ def check_follow(what, f, want_changes=True):
         bt.check(r.get("changed_rows", 0) > r.get("readings", 0) and r.get("changed_natives", 0) > 0,
                  f"{what}: the readings saw the writer's changes as it counted ({r})")
         bt.check(r.get("mapped", 0) > 0, f"{what}: readings of the running writer read its cells in place ({r})")
+    if want_deferred:
+        bt.check(r.get("deferred") == want_deferred,
+                 f"{what}: {want_deferred} readings left native cells behind, the others caught up ({r})")
+    return r
 
 
 with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
     d = os.path.join(tmp, "segments")
     env = dict(os.environ, BILLING_STATS_DIR=d)
-    w = subprocess.Popen([st.WORKLOAD, "full", "3", "trickle"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         env=env, text=True)
-    line = w.stdout.readline()
-    path = line.split(" ", 2)[2].strip()
-    f = Follower(path)
-    for _ in range(40):
-        f.read()
-        time.sleep(0.01)
+    for deferring in (False, True):
+        w = subprocess.Popen([st.WORKLOAD, "full", "3", "trickle"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             env=env, text=True)
+        line = w.stdout.readline()
+        path = line.split(" ", 2)[2].strip()
+        f = Follower(path)
+        for k in range(40):
+            f.read("defer" if deferring and k % 3 != 2 else "read")
+            time.sleep(0.01)
+        w.stdin.close()
+        w.wait(timeout=60)
+        check_follow("full label sets, a label set a millisecond" + (", native cells deferred" if deferring else ""),
+                     f, want_deferred=27 if deferring else 0)
+
+    # Every reading defers while the writer fires every label set between
+    # them; the last catches up while the writer still runs (idle).
+    d2 = os.path.join(tmp, "steps")
+    w = subprocess.Popen([st.WORKLOAD, "full", "3", "step"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         env=dict(os.environ, BILLING_STATS_DIR=d2), text=True)
+    path2 = w.stdout.readline().split(" ", 2)[2].strip()
+    f = Follower(path2)
+    for _ in range(5):
+        w.stdin.write("step\n")
+        w.stdin.flush()
+        bt.check(w.stdout.readline().strip() == "fired", "the writer fired every label set")
+        f.read("defer")
+    r = check_follow("every reading deferred, then one caught up beside a running writer", f, want_deferred=5)
+    bt.check(r.get("mapped") == 6, f"every reading was of the running writer ({r})")
     w.stdin.close()
     w.wait(timeout=60)
-    check_follow("full label sets, a label set a millisecond", f)
 
     # A later process's segment at the same path: a new generation.
     f = Follower(path)

@@ -42,11 +42,12 @@ static void set_int_text(char *dst, int32_t v)
  * until every check passed and every byte was read (commit()). */
 typedef struct reading {
 	int fresh;                                              /* a new generation, or the first reading */
+	int defer;                                              /* its native cells left behind (bs_segment_t.defer_natives) */
 	size_t had[BS_MAX_MAPS];                                /* rows the reading before holds, per map (0 when fresh) */
 	size_t rows_of[BS_MAX_MAPS], first[BS_MAX_MAPS], total; /* this one's */
 	bs_read_row_t *rows;                                    /* this reading's rows: new memory when they grew */
 	bs_native_cells_t *natives;
-	unsigned char *recheck;
+	unsigned char *recheck; /* per row: its native cells are behind its counts (bs_segment_t.recheck) */
 	uint64_t *sums; /* each row's cells summed over the slots, map after map (scratch memory) */
 	size_t sums_at[BS_MAX_MAPS];
 } reading_t;
@@ -319,18 +320,22 @@ static bs_row_change_t *add_change(bs_changes_t *ch, uint32_t sm, uint32_t row)
 
 /* Each row whose sums differ from its cells before (a new row's are
  * zeros): a change, and its native cells read where its classic buckets
- * changed (a writer without BS_FLAG_NATIVE_FIRST: every counted bucket,
- * this reading and the next). */
+ * changed.  A row whose native cells are behind its counts (recheck: a
+ * reading deferred them, or its writer lacks BS_FLAG_NATIVE_FIRST) has
+ * them read in every counted bucket; a deferring reading reads none. */
 static int find_changes(const bs_src_t *s, const struct bs_header *h, const bs_layout_t *l, const plan_rows_t *pr,
                         bs_segment_t *out, reading_t *rd, char *err, size_t errlen)
 {
 	bs_changes_t *ch = &changes_scratch;
 	int native_first = (h->flags & BS_FLAG_NATIVE_FIRST) != 0;
+	/* rows whose native cells are behind are read now, changed or not */
+	int catch_up = !rd->defer && !rd->fresh && out->natives_behind;
 	for (size_t m = 0; m < l->nmaps; m++) {
 		const bs_lmap_t *lm = &l->maps[m];
 		size_t c = h->map_cells[m];
 		/* the map's rows as they were, and the same rows now: no row changed */
-		int same = !rd->fresh && rd->rows_of[m] == rd->had[m] && rd->rows_of[m] && (native_first || !lm->native_cells) &&
+		int same = !rd->fresh && rd->rows_of[m] == rd->had[m] && rd->rows_of[m] &&
+		           ((native_first && !catch_up) || !lm->native_cells) &&
 		           memcmp(out->sums + out->map_first_cell[m], rd->sums + rd->sums_at[m], rd->rows_of[m] * c * 8) == 0;
 		for (size_t r = 0; !same && r < rd->rows_of[m]; r++) {
 			size_t at = rd->first[m] + r;
@@ -338,7 +343,7 @@ static int find_changes(const bs_src_t *s, const struct bs_header *h, const bs_l
 			int changed = was && memcmp(was, now, c * 8) != 0;
 			for (size_t k = 0; !was && !changed && k < c; k++)
 				changed = now[k] != 0;
-			int natives = pr->native && lm->native_cells && (changed || (!native_first && rd->recheck[at]));
+			int natives = !rd->defer && pr->native && lm->native_cells && (changed || rd->recheck[at]);
 			if (!changed && !natives)
 				continue;
 			bs_row_change_t *x = add_change(ch, (uint32_t)m, (uint32_t)r);
@@ -359,7 +364,8 @@ static int find_changes(const bs_src_t *s, const struct bs_header *h, const bs_l
 			for (size_t v = 0; v < BS_LAYOUT_VALUES; v++)
 				next[v].n = BS_NATIVE_UNCHANGED;
 			if (natives &&
-			    bs_native_row_(s, lm, l, pr->native_at[m] + (uint64_t)r * lm->native_cells * 8, was, now, !native_first,
+			    bs_native_row_(s, lm, l, pr->native_at[m] + (uint64_t)r * lm->native_cells * 8, was, now,
+			                   !native_first || rd->recheck[at],
 			                   &rd->natives[at * BS_LAYOUT_VALUES], next, ch, err, errlen) != 0)
 				return -1;
 			x->native_count = (uint32_t)(ch->nnatives - x->native_first);
@@ -433,12 +439,19 @@ static void commit(const struct bs_header *h, bs_layout_t *l, const plan_rows_t 
 		out->rows_cap = rd->total;
 	}
 	out->changes = changes_scratch;
+	int behind = rd->defer && !rd->fresh && out->natives_behind;
 	for (size_t i = 0; i < out->changes.nrows; i++) {
 		const bs_row_change_t *x = &out->changes.rows[i];
 		size_t at = rd->first[x->sm] + x->row, c = h->map_cells[x->sm];
 		const uint64_t *now = rd->sums + rd->sums_at[x->sm] + x->row * c;
-		/* a writer that may add a native cell after its bucket: read again next time */
-		out->recheck[at] = !(h->flags & BS_FLAG_NATIVE_FIRST) && memcmp(out->rows[at].cells, now, c * 8) != 0;
+		int changed = memcmp(out->rows[at].cells, now, c * 8) != 0;
+		/* native cells deferred, or a writer that may add a native cell
+		 * after its bucket: read in every counted bucket next time */
+		if (rd->defer)
+			out->recheck[at] |= changed && pr->native && l->maps[x->sm].native_cells;
+		else
+			out->recheck[at] = !(h->flags & BS_FLAG_NATIVE_FIRST) && changed;
+		behind |= rd->defer && out->recheck[at];
 		memcpy(out->rows[at].cells, now, c * 8);
 		for (size_t v = 0; v < BS_LAYOUT_VALUES; v++) {
 			bs_native_cells_t *next = &pending[i * BS_LAYOUT_VALUES + v], *had = &out->natives[at * BS_LAYOUT_VALUES + v];
@@ -474,6 +487,7 @@ static void commit(const struct bs_header *h, bs_layout_t *l, const plan_rows_t 
 	build_view(out);
 	out->changes.fresh = rd->fresh;
 	out->has_native = pr->native;
+	out->natives_behind = behind;
 	out->flags = h->flags;
 	out->trail_offset = h->trail_offset;
 	out->pid = h->pid;
@@ -512,6 +526,7 @@ static int read_src(const bs_src_t *src, bs_segment_t *out, bs_accept_fn accept,
 	if (accept && accept(ctx, &h, err, errlen) != 0)
 		return 1;
 	rd.fresh = !out->layout || out->generation != h.generation;
+	rd.defer = out->defer_natives && h.state == BS_RUNNING; /* a writer's last figures are read whole */
 	bs_layout_t *l = rd.fresh ? bs_read_layout_(s, &h, err, errlen) : (bs_layout_t *)out->layout;
 	if (!l)
 		return -1;

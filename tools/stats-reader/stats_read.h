@@ -134,8 +134,15 @@ typedef struct bs_segment {
 	int has_native;             /* 0: its writer counted none (BILLING_STATS_NATIVE=off) */
 	uint32_t flags;             /* its header's (BS_FLAG_*) */
 	uint64_t trail_offset;      /* its header's: the trails' ring (0: none) */
-	unsigned char *recheck;     /* per row: its natives are read again next time (a writer without
-	                             * BS_FLAG_NATIVE_FIRST: a native cell may come after its bucket) */
+	unsigned char *recheck;     /* per row: its native cells are behind its counts, read in every
+	                             * counted bucket next time (a reading deferred them, or a writer
+	                             * without BS_FLAG_NATIVE_FIRST added a native cell after its bucket) */
+	/* Set by the caller before a reading: it may leave a running writer's
+	 * native cells behind its counts (a scrape that serves none); the
+	 * next reading without it brings them up to date.  A writer that has
+	 * exited is read whole. */
+	int defer_natives;
+	int natives_behind; /* some row's native cells are behind its counts (its last reading deferred them) */
 	uint64_t *sums;             /* every row's cells as read, map after map, contiguous: a map whose
 	                             * block did not change has no row that did (owned) */
 	size_t sums_cap, map_first_cell[BS_MAX_MAPS];

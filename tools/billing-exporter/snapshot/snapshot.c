@@ -94,7 +94,7 @@ int bx_snapshot_take(bx_exporter_t *ex, bx_snapshot_t *s, int natives)
 
 	memset(s, 0, sizeof *s);
 	memset(rows, 0, sizeof rows);
-	bx_stats_refresh(ex->stats);
+	bx_stats_refresh(ex->stats, natives);
 	for (size_t i = 0; i < bx_map_count && rc == 0; i++)
 		if (bx_maps[i].group & ex->groups)
 			rc = bx_usdt_rows(&ex->usdt, i, ex->slots[i], &rows[i]) == 0 &&

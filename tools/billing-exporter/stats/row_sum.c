@@ -63,6 +63,10 @@ int bx_row_sum_reserve(bx_row_sum_t *t, size_t n)
 		if (!admitted)
 			return -1;
 		t->admitted = admitted;
+		unsigned char *lost = realloc(t->native_lost, cap);
+		if (!lost)
+			return -1;
+		t->native_lost = lost;
 		if (t->native_cells) {
 			uint64_t *native = realloc(t->native, cap * t->native_cells * sizeof *native);
 			if (!native)
@@ -98,6 +102,7 @@ size_t bx_row_sum_place(bx_row_sum_t *t, const bs_read_row_t *row)
 		memset(n->cells, 0, sizeof n->cells);
 		t->refs[t->count - 1] = 0;
 		t->admitted[t->count - 1][0] = NULL;
+		t->native_lost[t->count - 1] = 0;
 		if (t->native_cells)
 			memset(bx_row_native(t, t->count - 1), 0, t->native_cells * sizeof *t->native);
 		*at = (uint32_t)t->count;
@@ -112,6 +117,7 @@ void bx_row_sum_free(bx_row_sum_t *t)
 	free(t->native);
 	free(t->refs);
 	free(t->admitted);
+	free(t->native_lost);
 	free(t->index);
 	memset(t, 0, sizeof *t);
 	t->native_cells = native_cells;

@@ -57,6 +57,8 @@ static int keep_whole(stats_target_t *t, bs_segment_t *rd)
  * its rows, else freed (its counts are in the sums). */
 static void let_go(stats_target_t *t, seg_t *s, int keep)
 {
+	if (keep)
+		bx_sums_natives_lost(t, s);
 	bx_sums_places_free(&s->places);
 	if (s->reading && !(keep && keep_whole(t, s->reading) == 0)) {
 		bs_segment_free(s->reading);
@@ -79,6 +81,7 @@ void bx_stats_seg_drop(stats_target_t *t, seg_t *s, int keep)
 static void renew(const bx_stats_t *stats, stats_target_t *t, seg_t *s)
 {
 	bs_segment_t *rd = s->reading, *whole = rd && foreign(rd) ? malloc(sizeof *whole) : NULL;
+	bx_sums_natives_lost(t, s);
 	if (whole)
 		*whole = *rd;
 	if (whole && keep_whole(t, whole) == 0) {
@@ -232,8 +235,10 @@ int bx_stats_seg_read(bx_stats_t *stats, stats_target_t *t, seg_t *s, int dfd)
 		snprintf(err, sizeof err, "not owned by uid %ld (--uid)", t->only_uid);
 		why = BX_SKIP_UID;
 	} else if (fd >= 0) {
+		bs_segment_t *into = s->reading ? s->reading : first;
 		s->owner = st.st_uid;
-		rc = bs_read_fd_if(fd, &st, s->reading ? s->reading : first, accept_header, &c, err, sizeof err);
+		into->defer_natives = !stats->natives && !last; /* a last reading is whole */
+		rc = bs_read_fd_if(fd, &st, into, accept_header, &c, err, sizeof err);
 	}
 	if (rc == 0 && !s->reading && !(s->reading = malloc(sizeof *s->reading))) {
 		snprintf(err, sizeof err, "out of memory"); /* read afresh next time */
@@ -328,10 +333,11 @@ static void read_dir(bx_stats_t *stats, stats_target_t *t)
 	close(dfd);
 }
 
-void bx_stats_refresh(bx_stats_t *stats)
+void bx_stats_refresh(bx_stats_t *stats, int natives)
 {
 	if (!stats)
 		return;
+	stats->natives = natives;
 	for (size_t i = 0; i < stats->count; i++) {
 		stats_target_t *t = &stats->targets[i];
 		if (t->pid < 0) {
@@ -357,7 +363,7 @@ void bx_stats_refresh(bx_stats_t *stats)
 
 void bx_stats_start(bx_stats_t *stats)
 {
-	bx_stats_refresh(stats);
+	bx_stats_refresh(stats, 1); /* a writer gone before the first scrape leaves whole native cells */
 	stats->started = 1;
 }
 

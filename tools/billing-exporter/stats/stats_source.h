@@ -66,8 +66,10 @@ void bx_stats_start(bx_stats_t *st);
 
 /* Rescan and read every stats target, each segment's changes added to its
  * target's sums (call under the exporter's lock, once per snapshot, before the
- * rows). */
-void bx_stats_refresh(bx_stats_t *st);
+ * rows).  natives 0: the snapshot serves no native buckets, and a running
+ * writer's native cells are left behind its counts, read by the next
+ * refresh that asks for them. */
+void bx_stats_refresh(bx_stats_t *st, int natives);
 
 /* Append map mi's rows from the stats targets to rows, their labels
  * admitted into slots (map mi's, one per key field); 0, or -1 when out of

@@ -72,6 +72,10 @@ typedef struct bx_row_sum {
 	 * native[i * native_cells]; set native_cells before the first use. */
 	uint64_t *native;
 	size_t native_cells;
+	/* per row: its native cells are not its counts' and never will be (a
+	 * segment counted in it was let go while its native cells were
+	 * behind): served without them, its classic buckets still exact */
+	unsigned char *native_lost;
 	uint32_t *refs; /* per row: the segments' rows placed there (0: none counts in it now) */
 	/* per row: its labels as the exporter admitted them (labels.c: an
 	 * admitted value or "other" stays so), NULL until first served */
@@ -182,6 +186,7 @@ struct bx_stats {
 	pr_proc_t *named; /* the process of every --pid, whichever source serves it */
 	size_t nnamed;
 	int started;                     /* set up: probes may be attached from now on */
+	int natives;                     /* this refresh brings native cells up to date (bx_stats_refresh) */
 	bx_trail_exemplars_t *exemplars; /* the latest slow request per bucket, from the segments taken */
 	bs_segment_t first;              /* a segment's first reading, until it is taken: a name that is no
 	                                  * segment costs no memory of its own */
@@ -257,6 +262,9 @@ int bx_sums_add(stats_target_t *t, seg_t *s);
 /* Everything s's reading counted taken out of t's sums (a reading from
  * before any probe was attached, never to be shown), its places dropped. */
 void bx_sums_take_out(stats_target_t *t, seg_t *s);
+/* s let go with what it counted kept in t's sums: when its reading's
+ * native cells are behind its counts, its label sets' are lost. */
+void bx_sums_natives_lost(stats_target_t *t, const seg_t *s);
 void bx_sums_places_free(seg_places_t **p);
 void bx_sums_free(bx_sums_t *sums);
 

@@ -137,6 +137,15 @@ int bx_sums_add(stats_target_t *t, seg_t *s)
 	return 0;
 }
 
+void bx_sums_natives_lost(stats_target_t *t, const seg_t *s)
+{
+	const bs_segment_t *rd = s->reading;
+	for (int m = 0; s->places && rd && rd->natives_behind && m < BX_MAP_COUNT; m++)
+		for (size_t r = 0; r < s->places->n[m]; r++)
+			if (rd->recheck[rd->first_row[m] + r])
+				t->sums.map[m].native_lost[s->places->at[m][r]] = 1;
+}
+
 void bx_sums_take_out(stats_target_t *t, seg_t *s)
 {
 	if (s->reading && s->reading->layout)
@@ -190,7 +199,7 @@ static int add_row(size_t mi, bx_row_sum_t *sum, size_t i, bx_label_slot_t *slot
 		memcpy(admitted, row->labels, m->nfields * sizeof *admitted);
 	memcpy(row->cells, sr->cells, sizeof row->cells);
 	whole_histograms(mi, row->cells);
-	row->native = bx_row_native(sum, i);
+	row->native = sum->native_lost[i] ? NULL : bx_row_native(sum, i);
 	return 0;
 }
 
