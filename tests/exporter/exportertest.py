@@ -168,6 +168,63 @@ def parse_exposition(text):
     return out
 
 
+PROTOBUF = "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited"
+
+
+def _varint(b, i):
+    n = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        n |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return n, i
+
+
+def _fields(b):
+    """A protobuf message's fields: {number: [value, ...]}, varints as
+    ints, everything else as its bytes."""
+    out, i = {}, 0
+    while i < len(b):
+        key, i = _varint(b, i)
+        kind = key & 7
+        if kind == 0:
+            v, i = _varint(b, i)
+        elif kind == 2:
+            n, i = _varint(b, i)
+            v, i = b[i:i + n], i + n
+        elif kind in (1, 5):
+            v, i = b[i:i + (8 if kind == 1 else 4)], i + (8 if kind == 1 else 4)
+        else:
+            raise ValueError(f"protobuf wire type {kind}")
+        out.setdefault(key >> 3, []).append(v)
+    return out
+
+
+def native_histograms(body):
+    """The native histograms of a protobuf exposition (length-delimited
+    MetricFamily messages): {(family, labels): (count, schema, zero count,
+    spans, deltas)}.  client_model's field numbers: MetricFamily name 1,
+    metric 4; Metric label 1 (LabelPair name 1, value 2), histogram 7;
+    Histogram sample_count 1, schema 5, zero_count 7, positive_span 12,
+    positive_delta 13."""
+    out, i = {}, 0
+    while i < len(body):
+        n, i = _varint(body, i)
+        family = _fields(body[i:i + n])
+        i += n
+        for m in map(_fields, family.get(4, [])):
+            h = _fields(m[7][0]) if 7 in m else {}
+            if 5 not in h:
+                continue  # not a histogram, or its classic buckets alone
+            labels = tuple(sorted((_fields(x)[1][0].decode(), _fields(x).get(2, [b""])[0].decode())
+                                  for x in m.get(1, [])))
+            key = (family[1][0].decode(), labels)
+            out[key] = (h[1][0], h[5][0], h.get(7, [0])[0], tuple(h.get(12, [])), tuple(h.get(13, [])))
+    return out
+
+
 def total(samples, name, **want):
     """Sum of a metric's samples whose labels include want."""
     return sum(v for (n, labels), v in samples.items()

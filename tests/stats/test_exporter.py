@@ -138,6 +138,65 @@ try:
     bt.check(all(a <= b for a, b in zip(seen, seen[1:])), f"the service total never went back: {seen}")
     ex.stop()
 
+    # --- native cells left behind by text scrapes ------------------------------
+    # A text scrape serves no native buckets and leaves a running writer's
+    # native cells behind its counts; a protobuf scrape brings them up to
+    # date: then they are a fresh exporter's, series for series.  A writer
+    # whose segment is removed while its native cells are behind leaves
+    # its label sets without native buckets (their classic ones exact);
+    # one caught up first leaves them whole.
+    def native_of(e):
+        return h.native_histograms(h.http_get(e.url + "/metrics", {"Accept": h.PROTOBUF})[2])
+
+    def step(ws):
+        for w in ws:
+            w.stdin.write("step\n")
+            w.stdin.flush()
+        bt.check(all(w.stdout.readline().strip() == "fired" for w in ws), f"{len(ws)} writers fired every label set")
+
+    writers, paths, followers = {}, {}, {}
+    for case in ("behind", "caught up"):
+        d = os.path.join(base, "native " + case)
+        env = dict(os.environ, BILLING_STATS_DIR=d)
+        writers[case] = [subprocess.Popen([st.WORKLOAD, "full", "3", "step"], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, env=env, text=True) for _ in range(2)]
+        paths[case] = [w.stdout.readline().split(" ", 2)[2].strip() for w in writers[case]]
+        followers[case] = h.Exporter(exe, "--stats-dir", d)
+        exporters.append(followers[case])
+    ex = followers["behind"]
+    for _ in range(3):
+        step(writers["behind"])
+        ex.metrics()
+    got = native_of(ex)
+    fresh = h.Exporter(exe, "--stats-dir", os.path.dirname(paths["behind"][0]))
+    want = native_of(fresh)
+    fresh.stop()
+    bt.check(len(want) >= 10 and got == want,
+             f"text scrapes between: the protobuf scrape's {len(got)} native histograms are a fresh exporter's "
+             f"({len(want)}; {sum(got.get(k) == v for k, v in want.items())} equal)")
+    for case, ex in followers.items():
+        ws = writers[case]
+        step(ws)
+        ex.metrics()  # native cells behind from here
+        before = native_of(ex) if case == "caught up" else None
+        requests = h.total(ex.samples(), "billing_requests_total")
+        ws[0].kill()
+        ws[0].wait()
+        os.unlink(paths[case][0])
+        after, text = native_of(ex), ex.samples()
+        if case == "behind":
+            bt.check(len(got) >= 10 and not after, "a segment removed while its native cells were behind: its "
+                     f"label sets served without native buckets ({len(after)} native histograms)")
+        else:
+            bt.check(len(before) >= 10 and after == before, "a segment removed once caught up: its native buckets "
+                     f"kept ({len(before)} native histograms before, {sum(after.get(k) == v for k, v in before.items())}"
+                     " equal after)")
+        bt.check(h.total(text, "billing_requests_total") == requests > 0,
+                 f"{case}: the removed segment's requests kept ({requests})")
+        ws[1].stdin.close()
+        ws[1].wait(timeout=30)
+        ex.stop()
+
     # --- billingd with stats under billing-load ---------------------------------
     os.environ["BILLING_STATS_DIR"] = os.path.join(base, "billingd")
     billingd = Billingd(billingd_exe, "--gateway-latency-ms", "0.5", "--decline-rate", "0.15", "--threads", "4")
