@@ -60,8 +60,10 @@ class Exporter:
                 raise RuntimeError("billing-exporter did not start: " + text[-300:])
             time.sleep(0.05)
 
-    def scrape(self):
-        with urllib.request.urlopen(self.url + "/metrics", timeout=10) as r:
+    def scrape(self, accept=None):
+        """/metrics: text, or what the Accept header asks for."""
+        req = urllib.request.Request(self.url + "/metrics", headers={"Accept": accept} if accept else {})
+        with urllib.request.urlopen(req, timeout=10) as r:
             return r.read()
 
     def stop(self):

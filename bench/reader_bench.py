@@ -19,7 +19,10 @@ turn, so a busy moment of the shared machine lands on all:
    sets and values spread over their buckets (stats_workload full 20
    hold, then idle): CPU per scrape and memory.  Then the same processes
    firing every label set once between two scrapes (stats_workload full
-   20 step): what a scrape costs when every row of every segment changed.
+   20 step): what a scrape costs when every row of every segment changed,
+   scraped as Prometheus does by default (text: no native buckets, the
+   native cells left behind) and with native histograms on (protobuf:
+   the native cells read).
 3. Instructions per scrape (callgrind, bx_snapshot_take, the scrapes
    after the first: their difference) at 64 and 1,000 copies, and the
    slope per segment between them; --instructions measures this alone (the
@@ -51,6 +54,7 @@ sys.path.insert(0, os.path.join(BENCH_DIR, "..", "tests", "lib"))
 import billingtest as bt  # noqa: E402
 import exporter_bench  # noqa: E402  (its Exporter: a served billing-exporter)
 
+PROTOBUF = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
 TARGETS = {"live_cpu_ms": 5.0, "copies_1000_cpu_ms": 100.0, "copies_1000_rss_mb": 300.0, "junk_s": 3.0}
 COPIES = ["labels", "64"]
 LIVE = ["full", "20"]
@@ -138,10 +142,11 @@ def stats_of(values):
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def scrape_time(exes, d, scrapes, before=None):
+def scrape_time(exes, d, scrapes, before=None, accept=None):
     """Per exporter: ms and CPU ms per scrape (the first scrape apart: it
-    reads what the start did not), resident memory after, series served;
-    before() runs before each round of scrapes."""
+    reads what the start did not), resident memory after, series served
+    (text; None for protobuf); before() runs before each round of scrapes,
+    accept is each scrape's Accept header (None: text)."""
     exporters = {}
     try:
         for label, exe in exes.items():
@@ -153,11 +158,12 @@ def scrape_time(exes, d, scrapes, before=None):
                 before()
             for label, ex in exporters.items():
                 c0, t0 = cpu_ns(ex.proc.pid), time.perf_counter()
-                body = ex.scrape()
+                body = ex.scrape(accept)
                 ms, cpu = (time.perf_counter() - t0) * 1000, (cpu_ns(ex.proc.pid) - c0) / 1e6
                 if i == 0:
                     first[label] = cpu
-                    series[label] = sum(1 for line in body.decode().splitlines() if line and line[0] != "#")
+                    series[label] = None if accept else sum(1 for line in body.decode().splitlines()
+                                                            if line and line[0] != "#")
                 else:
                     times[label][0].append(ms)
                     times[label][1].append(cpu)
@@ -245,14 +251,16 @@ def measure(build, exes, a):
             d = os.path.join(workdir, f"live-{mode}")
             live = Live(build, d, a.live, mode)
             try:
-                row = {"processes": a.live, "mode": mode, "workload": " ".join(LIVE + [mode]),
-                       "data_bytes": live.bytes,
-                       "exporters": scrape_time(exes, d, a.reps, live.step if mode == "step" else None)}
+                for fmt in ("text", "protobuf") if mode == "step" else ("text",):
+                    row = {"processes": a.live, "mode": mode, "format": fmt, "workload": " ".join(LIVE + [mode]),
+                           "data_bytes": live.bytes,
+                           "exporters": scrape_time(exes, d, a.reps, live.step if mode == "step" else None,
+                                                    PROTOBUF if fmt == "protobuf" else None)}
+                    res["live"].append(row)
+                    print(f"  {a.live} live ({mode}, {fmt}): {json.dumps(row)}", file=sys.stderr, flush=True)
             finally:
                 live.stop()
             shutil.rmtree(d, ignore_errors=True)
-            res["live"].append(row)
-            print(f"  {a.live} live ({mode}): {json.dumps(row)}", file=sys.stderr, flush=True)
         if not a.quick:
             res["instructions"] = instruction_rows(exes, dirs)
             res["junk"] = junk_names(build, exes["this build"], workdir)
@@ -278,7 +286,8 @@ def verdict(value, target):
 
 def row_line(what, e):
     ms, cpu = e["ms"], e["cpu_ms"]
-    return (f"| {what} | {e['series']:,} | {ms['median']:.2f} ({ms['min']:.2f}..{ms['max']:.2f}) | "
+    series = f"{e['series']:,}" if e["series"] is not None else "as text"
+    return (f"| {what} | {series} | {ms['median']:.2f} ({ms['min']:.2f}..{ms['max']:.2f}) | "
             f"{cpu['median']:.2f} ({cpu['min']:.2f}..{cpu['max']:.2f}) | {e['first_cpu_ms']:.1f} | "
             f"{e['rss_kb'] / 1024:.1f} | {e['anon_kb'] / 1024:.1f} |")
 
@@ -304,6 +313,7 @@ def markdown(res):
         for label in labels:
             who = f" ({label})" if len(labels) > 1 else ""
             what = "idle" if r["mode"] == "hold" else "every label set fired once between scrapes"
+            what += ", protobuf (native histograms)" if r.get("format") == "protobuf" else ""
             o.append(row_line(f"{r['processes']} live processes ({r['workload']}), {what}{who}", r["exporters"][label]))
     ins = res.get("instructions")
     if ins:
@@ -324,12 +334,15 @@ def summary(res):
     rows = []
     # both modes held to the target: a live service's label sets change
     # between scrapes, so the idle figure alone would say less than it costs
-    for mode, how in (("hold", "idle"), ("step", "every label set fired between scrapes")):
-        live = next((r for r in res["live"] if r["mode"] == mode), None)
+    # scraped as text (Prometheus's default) and as protobuf (native histograms on)
+    for mode, fmt, how in (("hold", "text", "idle"), ("step", "text", "every label set fired between scrapes"),
+                           ("step", "protobuf", "every label set fired between scrapes, protobuf (native histograms)")):
+        live = next((r for r in res["live"] if r["mode"] == mode and r.get("format", "text") == fmt), None)
         if not live:
             continue
         e = live["exporters"]["this build"]
-        rows.append((f"/metrics from {live['processes']} live processes, full label sets ({e['series']:,} series), "
+        series = next(r for r in res["live"] if r["mode"] == mode)["exporters"]["this build"]["series"]
+        rows.append((f"/metrics from {live['processes']} live processes, full label sets ({series:,} series), "
                      f"{how}", f"{e['cpu_ms']['median']:.2f} ms of the exporter's CPU per scrape",
                      f"<= {TARGETS['live_cpu_ms']:g} ms: {verdict(e['cpu_ms']['median'], TARGETS['live_cpu_ms'])}"))
         rows.append((f"resident memory beside {live['processes']} live processes, {how}",
