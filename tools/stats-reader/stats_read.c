@@ -244,10 +244,11 @@ static int sum_slots(const bs_src_t *s, const struct bs_header *h, const bs_layo
 		uint32_t i = k < h->slots_used ? k : h->nslots - 1;
 		uint64_t base = h->slots_offset + (uint64_t)i * h->slot_size + BS_SLOT_HEADER;
 		s->work->slots++;
-		/* with pread even from a mapping: a slot's rows its thread never
-		 * counted in are holes, which a read of the mapping would fill */
+		/* from a mapping only where a page is known to hold data: a
+		 * slot's rows its thread never counted in are holes, which a read
+		 * of the mapping would fill */
 		for (size_t j = 0; j < nspans; j++)
-			if (bs_src_get_(s, base + from[j], bytes + (from[j] - from[0]), to[j] - from[j]) != 0)
+			if (bs_src_cells_(s, base + from[j], (uint64_t *)(bytes + (from[j] - from[0])), to[j] - from[j]) != 0)
 				BS_FAIL("truncated in slot %u", i);
 		for (size_t m = 0; m < l->nmaps; m++) {
 			uint64_t cells = rd->rows_of[m] * h->map_cells[m], *sum = rd->sums + rd->sums_at[m];
@@ -337,20 +338,23 @@ static int find_changes(const bs_src_t *s, const struct bs_header *h, const bs_l
 		int same = !rd->fresh && rd->rows_of[m] == rd->had[m] && rd->rows_of[m] &&
 		           ((native_first && !catch_up) || !lm->native_cells) &&
 		           memcmp(out->sums + out->map_first_cell[m], rd->sums + rd->sums_at[m], rd->rows_of[m] * c * 8) == 0;
+		/* the rows' cells before: the last reading's sums, laid out alike */
+		const uint64_t *before = rd->fresh ? NULL : out->sums + out->map_first_cell[m];
 		for (size_t r = 0; !same && r < rd->rows_of[m]; r++) {
 			size_t at = rd->first[m] + r;
-			const uint64_t *now = rd->sums + rd->sums_at[m] + r * c, *was = r < rd->had[m] ? rd->rows[at].cells : NULL;
-			int changed = was && memcmp(was, now, c * 8) != 0;
-			for (size_t k = 0; !was && !changed && k < c; k++)
-				changed = now[k] != 0;
-			int natives = !rd->defer && pr->native && lm->native_cells && (changed || rd->recheck[at]);
-			if (!changed && !natives)
-				continue;
+			const uint64_t *now = rd->sums + rd->sums_at[m] + r * c, *was = r < rd->had[m] ? before + r * c : NULL;
+			/* a change taken, and given back unless the row changed */
 			bs_row_change_t *x = add_change(ch, (uint32_t)m, (uint32_t)r);
 			if (!x)
 				BS_FAIL("out of memory");
+			uint64_t changed = 0;
 			for (size_t k = 0; k < c; k++)
-				x->cells[k] = now[k] - (was ? was[k] : 0);
+				changed |= x->cells[k] = now[k] - (was ? was[k] : 0);
+			int natives = !rd->defer && pr->native && lm->native_cells && (changed || rd->recheck[at]);
+			if (!changed && !natives) {
+				ch->nrows--;
+				continue;
+			}
 			if (ch->nrows * BS_LAYOUT_VALUES > pending_cap) {
 				size_t cap = 2 * ch->nrows * BS_LAYOUT_VALUES;
 				bs_native_cells_t *more = realloc(pending, cap * sizeof *more);
@@ -444,13 +448,13 @@ static void commit(const struct bs_header *h, bs_layout_t *l, const plan_rows_t 
 		const bs_row_change_t *x = &out->changes.rows[i];
 		size_t at = rd->first[x->sm] + x->row, c = h->map_cells[x->sm];
 		const uint64_t *now = rd->sums + rd->sums_at[x->sm] + x->row * c;
-		int changed = memcmp(out->rows[at].cells, now, c * 8) != 0;
-		/* native cells deferred, or a writer that may add a native cell
-		 * after its bucket: read in every counted bucket next time */
+		/* native cells deferred (a deferring reading's changes are rows
+		 * that changed), or a writer that may add a native cell after its
+		 * bucket: read in every counted bucket next time */
 		if (rd->defer)
-			out->recheck[at] |= changed && pr->native && l->maps[x->sm].native_cells;
+			out->recheck[at] |= pr->native && l->maps[x->sm].native_cells;
 		else
-			out->recheck[at] = !(h->flags & BS_FLAG_NATIVE_FIRST) && changed;
+			out->recheck[at] = !(h->flags & BS_FLAG_NATIVE_FIRST) && memcmp(out->rows[at].cells, now, c * 8) != 0;
 		behind |= rd->defer && out->recheck[at];
 		memcpy(out->rows[at].cells, now, c * 8);
 		for (size_t v = 0; v < BS_LAYOUT_VALUES; v++) {
