@@ -211,55 +211,36 @@ static int read_new_rows(const bs_src_t *s, const struct bs_header *h, const bs_
 
 /* Every claimed slot's cells of the rows in use, map by map, summed: the
  * slots ever claimed, [0, slots_used), and the overflow slot (the last)
- * once a thread found no free one.  A slot's maps with rows are read by as
- * few reads as the room between them allows (SLOT_NEAR: a read call costs
- * more than copying that much). */
-#define SLOT_NEAR (16u << 10)
+ * once a thread found no free one.  The first slot's are read into the
+ * sums, the others' beside them and added. */
 static int sum_slots(const bs_src_t *s, const struct bs_header *h, const bs_layout_t *l, reading_t *rd, char *err,
                      size_t errlen)
 {
-	uint64_t total = 0, span = 8, from[BS_MAX_MAPS], to[BS_MAX_MAPS];
-	size_t nspans = 0;
+	uint64_t total = 0, most = 1;
 	for (size_t m = 0; m < l->nmaps; m++) {
-		uint64_t bytes = rd->rows_of[m] * h->map_cells[m] * 8, at = h->map_cells_offset[m];
-		total += bytes / 8;
-		if (!bytes)
-			continue;
-		if (nspans && at - to[nspans - 1] <= SLOT_NEAR) {
-			to[nspans - 1] = at + bytes;
-		} else {
-			from[nspans] = at;
-			to[nspans++] = at + bytes;
-		}
-		span = to[nspans - 1] - from[0] > span ? to[nspans - 1] - from[0] : span;
+		uint64_t cells = rd->rows_of[m] * h->map_cells[m];
+		total += cells;
+		most = cells > most ? cells : most;
 	}
-	uint64_t *buf = scratch(&slot_scratch, span / 8);
-	if (!buf)
-		BS_FAIL("out of memory");
-	unsigned char *bytes = (unsigned char *)buf;
 	uint32_t n = h->slots_used + (h->overflow_used && h->slots_used < h->nslots);
+	uint64_t *got = n > 1 ? scratch(&slot_scratch, most) : NULL;
+	if (n > 1 && !got)
+		BS_FAIL("out of memory");
 	if (n == 0)
 		memset(rd->sums, 0, total * sizeof *rd->sums);
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t i = k < h->slots_used ? k : h->nslots - 1;
 		uint64_t base = h->slots_offset + (uint64_t)i * h->slot_size + BS_SLOT_HEADER;
 		s->work->slots++;
-		/* from a mapping only where a page is known to hold data: a
-		 * slot's rows its thread never counted in are holes, which a read
-		 * of the mapping would fill */
-		for (size_t j = 0; j < nspans; j++)
-			if (bs_src_cells_(s, base + from[j], (uint64_t *)(bytes + (from[j] - from[0])), to[j] - from[j]) != 0)
-				BS_FAIL("truncated in slot %u", i);
 		for (size_t m = 0; m < l->nmaps; m++) {
 			uint64_t cells = rd->rows_of[m] * h->map_cells[m], *sum = rd->sums + rd->sums_at[m];
-			const uint64_t *got = (const uint64_t *)(bytes + (h->map_cells_offset[m] - from[0]));
-			if (!cells)
-				continue;
-			if (k == 0)
-				memcpy(sum, got, cells * 8);
-			else
-				for (uint64_t c = 0; c < cells; c++)
-					sum[c] += got[c];
+			/* from a mapping only where a page is known to hold data: a
+			 * slot's rows its thread never counted in are holes, which a
+			 * read of the mapping would fill */
+			if (cells && bs_src_cells_(s, base + h->map_cells_offset[m], k == 0 ? sum : got, cells * 8) != 0)
+				BS_FAIL("truncated in slot %u", i);
+			for (uint64_t c = 0; k > 0 && c < cells; c++)
+				sum[c] += got[c];
 		}
 	}
 	return 0;
