@@ -336,6 +336,8 @@ static int find_changes(const bs_src_t *s, const struct bs_header *h, const bs_l
 				ch->nrows--;
 				continue;
 			}
+			if (!natives)
+				continue;
 			if (ch->nrows * BS_LAYOUT_VALUES > pending_cap) {
 				size_t cap = 2 * ch->nrows * BS_LAYOUT_VALUES;
 				bs_native_cells_t *more = realloc(pending, cap * sizeof *more);
@@ -348,8 +350,7 @@ static int find_changes(const bs_src_t *s, const struct bs_header *h, const bs_l
 			bs_native_cells_t *next = &pending[(ch->nrows - 1) * BS_LAYOUT_VALUES];
 			for (size_t v = 0; v < BS_LAYOUT_VALUES; v++)
 				next[v].n = BS_NATIVE_UNCHANGED;
-			if (natives &&
-			    bs_native_row_(s, lm, l, pr->native_at[m] + (uint64_t)r * lm->native_cells * 8, was, now,
+			if (bs_native_row_(s, lm, l, pr->native_at[m] + (uint64_t)r * lm->native_cells * 8, was, now,
 			                   !native_first || rd->recheck[at],
 			                   &rd->natives[at * BS_LAYOUT_VALUES], next, ch, err, errlen) != 0)
 				return -1;
@@ -438,7 +439,8 @@ static void commit(const struct bs_header *h, bs_layout_t *l, const plan_rows_t 
 			out->recheck[at] = !(h->flags & BS_FLAG_NATIVE_FIRST) && memcmp(out->rows[at].cells, now, c * 8) != 0;
 		behind |= rd->defer && out->recheck[at];
 		memcpy(out->rows[at].cells, now, c * 8);
-		for (size_t v = 0; v < BS_LAYOUT_VALUES; v++) {
+		/* a row's lists are pending only where its native cells changed */
+		for (size_t v = 0; x->native_count && v < BS_LAYOUT_VALUES; v++) {
 			bs_native_cells_t *next = &pending[i * BS_LAYOUT_VALUES + v], *had = &out->natives[at * BS_LAYOUT_VALUES + v];
 			if (next->n == BS_NATIVE_UNCHANGED)
 				continue;
