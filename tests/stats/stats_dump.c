@@ -91,7 +91,7 @@ static void put_described(const bs_segment_t *seg)
 			}
 			printf("],\"cells\":[");
 			for (size_t c = 0; c < mi->cells; c++)
-				printf("%s%llu", c ? "," : "", (unsigned long long)row->cells[c]);
+				printf("%s%llu", c ? "," : "", (unsigned long long)bs_map_cells(seg, m, r)[c]);
 			printf("]}");
 		}
 		printf("]}");
@@ -218,13 +218,13 @@ static int follow(const char *path)
 			       seg.map_rows[m]);
 		for (size_t r = 0; r < fresh.map_rows[m] && r < seg.map_rows[m] && r < sh.rows[m]; r++) {
 			for (size_t c = 0; c < lm->cells; c++) {
-				uint64_t want = bs_map_row(&fresh, m, r)->cells[c];
+				uint64_t want = bs_map_cells(&fresh, m, r)[c];
 				if (sh.cells[m][r * BS_CELLS_MAX + c] != want)
 					differ(&diff, first, sizeof first, "the changes' sum", lm->name, r, c, want,
 					       sh.cells[m][r * BS_CELLS_MAX + c]);
-				if (bs_map_row(&seg, m, r)->cells[c] != want)
+				if (bs_map_cells(&seg, m, r)[c] != want)
 					differ(&diff, first, sizeof first, "the followed reading", lm->name, r, c, want,
-					       bs_map_row(&seg, m, r)->cells[c]);
+					       bs_map_cells(&seg, m, r)[c]);
 			}
 			if (!bs_map_native(&fresh, m, r, dense))
 				continue;
@@ -300,8 +300,10 @@ int main(int argc, char **argv)
 				for (int f = 0; f < BX_MAX_FIELDS; f++)
 					printf("%s%d", f ? "," : "", row->state[f]);
 				printf("],\"cells\":[");
+				/* this build's cells of the row; zeros past its map's */
 				for (size_t c = 0; c < BX_MAX_CELLS; c++)
-					printf("%s%llu", c ? "," : "", (unsigned long long)row->cells[c]);
+					printf("%s%llu", c ? "," : "",
+					       c < billing_stats_maps_[m].cells ? (unsigned long long)bs_row_cells(seg, m, r)[c] : 0ull);
 				printf("]");
 				put_native(seg, m, r);
 				printf("}");

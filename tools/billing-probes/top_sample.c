@@ -139,7 +139,7 @@ static uint64_t fires(const bs_segment_t *seg, const char *probe)
 	int sm = bs_map_by_probe(seg, probe);
 	uint64_t n = 0;
 	for (size_t r = 0; sm >= 0 && r < seg->map_rows[sm]; r++)
-		n += bs_map_row(seg, (size_t)sm, r)->cells[0];
+		n += bs_map_cells(seg, (size_t)sm, r)[0];
 	return n;
 }
 
@@ -151,13 +151,14 @@ static void add_payments(const bs_segment_t *seg, top_sample_t *s)
 	int f = field_by_name(&seg->layout->maps[sm], "result");
 	for (size_t r = 0; r < seg->map_rows[sm]; r++) {
 		const bs_read_row_t *row = bs_map_row(seg, (size_t)sm, r);
-		s->payments += row->cells[0];
+		uint64_t n = bs_map_cells(seg, (size_t)sm, r)[0];
+		s->payments += n;
 		if (f < 0 || row->state[f] == BS_FIELD_OVERFLOW)
-			s->outcome_unknown += row->cells[0];
+			s->outcome_unknown += n;
 		else if (row->ints[f] != 0)
-			s->declined += row->cells[0];
+			s->declined += n;
 		else
-			s->approved += row->cells[0];
+			s->approved += n;
 	}
 }
 
@@ -193,8 +194,9 @@ static int other_by_default(const bs_segment_t *seg, int sm, int f, const bs_slo
  * unknown: a segment without trails publishes no thresholds, and a folded
  * row's may not be the default.  -1 when the threshold is no bound of the
  * buckets: a writer publishes no such threshold. */
-static int add_slow(const bs_segment_t *seg, int sm, int f, const bs_read_row_t *row, const bs_lquantity_t *q,
-                    size_t cell, const bs_slow_thresholds_t *th, top_handler_t *h, char *err, size_t errlen)
+static int add_slow(const bs_segment_t *seg, int sm, int f, const bs_read_row_t *row, const uint64_t *cells,
+                    const bs_lquantity_t *q, size_t cell, const bs_slow_thresholds_t *th, top_handler_t *h, char *err,
+                    size_t errlen)
 {
 	int named = f >= 0 && row->state[f] == BS_FIELD_VALUE;
 	if (th->default_ns == 0 || (!named && !other_by_default(seg, sm, f, th))) {
@@ -209,7 +211,7 @@ static int add_slow(const bs_segment_t *seg, int sm, int f, const bs_read_row_t 
 		return -1;
 	}
 	for (size_t k = (size_t)b + 1; k <= q->nbounds; k++)
-		h->slow += row->cells[cell + 2 + k];
+		h->slow += cells[cell + 2 + k];
 	return 0;
 }
 
@@ -277,16 +279,17 @@ static int add_requests(const bs_segment_t *seg, const bs_slow_thresholds_t *th,
 	}
 	for (size_t r = 0; r < seg->map_rows[sm]; r++) {
 		const bs_read_row_t *row = bs_map_row(seg, (size_t)sm, r);
+		const uint64_t *cells = bs_map_cells(seg, (size_t)sm, r);
 		const char *name = f < 0 || row->state[f] != BS_FIELD_VALUE ? "other" : row->text[f];
 		top_handler_t *h = handler(s, name);
 		if (!h) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
-		h->requests += row->cells[0];
+		h->requests += cells[0];
 		for (size_t b = 0; q && b <= q->nbounds; b++)
-			h->buckets[b] += row->cells[cell + 2 + b];
-		if (q && add_slow(seg, sm, f, row, q, cell, th, h, err, errlen) != 0)
+			h->buckets[b] += cells[cell + 2 + b];
+		if (q && add_slow(seg, sm, f, row, cells, q, cell, th, h, err, errlen) != 0)
 			return -1;
 	}
 	return 0;
@@ -345,16 +348,16 @@ static uint64_t family_value(const bs_segment_t *seg, const bs_lfamily_t *f)
 	if (cell + 2 + nbounds >= BS_CELLS_MAX)
 		return 0; /* no description the reader takes says so */
 	for (size_t r = 0; r < seg->map_rows[f->map]; r++) {
-		const bs_read_row_t *row = bs_map_row(seg, f->map, r);
-		if (f->where >= 0 && row->ints[f->where] == 0)
+		const uint64_t *cells = bs_map_cells(seg, f->map, r);
+		if (f->where >= 0 && bs_map_row(seg, f->map, r)->ints[f->where] == 0)
 			continue;
 		if (f->source == BS_SRC_COUNT)
-			v += row->cells[0];
+			v += cells[0];
 		else if (f->source == BS_SRC_SUM)
-			v += row->cells[cell + 1];
+			v += cells[cell + 1];
 		else
 			for (size_t b = 0; b <= nbounds; b++)
-				v += row->cells[cell + 2 + b];
+				v += cells[cell + 2 + b];
 	}
 	return v;
 }

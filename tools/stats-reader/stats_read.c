@@ -428,17 +428,18 @@ static void commit(const struct bs_header *h, bs_layout_t *l, const plan_rows_t 
 	int behind = rd->defer && !rd->fresh && out->natives_behind;
 	for (size_t i = 0; i < out->changes.nrows; i++) {
 		const bs_row_change_t *x = &out->changes.rows[i];
-		size_t at = rd->first[x->sm] + x->row, c = h->map_cells[x->sm];
-		const uint64_t *now = rd->sums + rd->sums_at[x->sm] + x->row * c;
+		size_t at = rd->first[x->sm] + x->row;
+		uint64_t changed = 0;
+		for (size_t k = 0; !(h->flags & BS_FLAG_NATIVE_FIRST) && k < h->map_cells[x->sm]; k++)
+			changed |= x->cells[k];
 		/* native cells deferred (a deferring reading's changes are rows
 		 * that changed), or a writer that may add a native cell after its
 		 * bucket: read in every counted bucket next time */
 		if (rd->defer)
 			out->recheck[at] |= pr->native && l->maps[x->sm].native_cells;
 		else
-			out->recheck[at] = !(h->flags & BS_FLAG_NATIVE_FIRST) && memcmp(out->rows[at].cells, now, c * 8) != 0;
+			out->recheck[at] = changed != 0;
 		behind |= rd->defer && out->recheck[at];
-		memcpy(out->rows[at].cells, now, c * 8);
 		/* a row's lists are pending only where its native cells changed */
 		for (size_t v = 0; x->native_count && v < BS_LAYOUT_VALUES; v++) {
 			bs_native_cells_t *next = &pending[i * BS_LAYOUT_VALUES + v], *had = &out->natives[at * BS_LAYOUT_VALUES + v];

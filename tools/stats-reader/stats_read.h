@@ -43,14 +43,14 @@ enum { BS_FIELD_VALUE,    /* a dictionary value */
        BS_FIELD_OVERFLOW, /* the overflow row: "other", value unknown */
 };
 
-/* A row as its segment's description lays it out: fields and cells of
- * its map there (bs_lmap_t), which may be more than this build's. */
+/* A row's label set as its segment's description lays it out: the
+ * fields of its map there (bs_lmap_t), which may be more than this
+ * build's.  Its cells: bs_map_cells(), bs_row_cells(). */
 typedef struct bs_read_row {
 	int state[BS_MAX_FIELDS];
 	char text[BS_MAX_FIELDS][BS_VALUE_BYTES + 1]; /* strings as written (bounded), ints in decimal, "other";
 	                                               * zero-padded: two label sets compare as bytes */
 	int32_t ints[BS_MAX_FIELDS];                  /* int fields' values (FOLDED: 1) */
-	uint64_t cells[BS_CELLS_MAX];
 } bs_read_row_t;
 
 /* What reading one segment cost: a reader's work is bounded by what the
@@ -163,6 +163,19 @@ static inline const bs_read_row_t *bs_row(const bs_segment_t *s, int m, size_t r
 static inline const bs_read_row_t *bs_map_row(const bs_segment_t *s, size_t sm, size_t r)
 {
 	return &s->rows[s->map_first[sm] + r];
+}
+
+/* The cells of row r (< map_rows[sm]) of the segment's own map sm:
+ * layout->maps[sm].cells of them. */
+static inline const uint64_t *bs_map_cells(const bs_segment_t *s, size_t sm, size_t r)
+{
+	return s->sums + s->map_first_cell[sm] + r * s->layout->maps[sm].cells;
+}
+
+/* The cells of row r (< nrows[m]) of this build's map m. */
+static inline const uint64_t *bs_row_cells(const bs_segment_t *s, int m, size_t r)
+{
+	return bs_map_cells(s, (size_t)s->build_sm[m], r);
 }
 
 /* The native cells of row r of the segment's own map sm into out

@@ -247,7 +247,7 @@ static int add_rows(ctx_t *c, bx_parts_t *out, size_t ncells, const bs_segment_t
 		for (size_t i = 0; i < f->nlabels; i++)
 			if (!(a->values[i] = label_value(c->s, mi, f, i, row)))
 				return -1;
-		memcpy(a->cells, row->cells + first, ncells * sizeof a->cells[0]);
+		memcpy(a->cells, bs_map_cells(seg, f->map, r) + first, ncells * sizeof a->cells[0]);
 		if (f->source == BS_SRC_OBSERVE) { /* whole histograms: the count is the buckets' sum */
 			a->cells[0] = 0;
 			for (size_t b = 0; b + 3 <= ncells; b++)

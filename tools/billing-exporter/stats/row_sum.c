@@ -67,6 +67,10 @@ int bx_row_sum_reserve(bx_row_sum_t *t, size_t n)
 		if (!lost)
 			return -1;
 		t->native_lost = lost;
+		uint64_t *cells = realloc(t->cells, cap * BX_MAX_CELLS * sizeof *cells);
+		if (!cells)
+			return -1;
+		t->cells = cells;
 		if (t->native_cells) {
 			uint64_t *native = realloc(t->native, cap * t->native_cells * sizeof *native);
 			if (!native)
@@ -99,7 +103,7 @@ size_t bx_row_sum_place(bx_row_sum_t *t, const bs_read_row_t *row)
 		memcpy(n->state, row->state, sizeof n->state);
 		memcpy(n->text, row->text, sizeof n->text);
 		memcpy(n->ints, row->ints, sizeof n->ints);
-		memset(n->cells, 0, sizeof n->cells);
+		memset(bx_row_cells(t, t->count - 1), 0, BX_MAX_CELLS * sizeof *t->cells);
 		t->refs[t->count - 1] = 0;
 		t->admitted[t->count - 1][0] = NULL;
 		t->native_lost[t->count - 1] = 0;
@@ -118,6 +122,7 @@ void bx_row_sum_free(bx_row_sum_t *t)
 	free(t->refs);
 	free(t->admitted);
 	free(t->native_lost);
+	free(t->cells);
 	free(t->index);
 	memset(t, 0, sizeof *t);
 	t->native_cells = native_cells;

@@ -68,6 +68,7 @@ const bx_exemplar_source_t *bx_trail_exemplars_source(bx_trail_exemplars_t *te);
 typedef struct bx_row_sum {
 	bs_read_row_t *rows; /* one per label set, in the order first placed */
 	size_t count, cap;
+	uint64_t *cells; /* each row's cells summed, BX_MAX_CELLS of them at cells[i * BX_MAX_CELLS] */
 	/* Each row's native buckets (stats_read.h), native_cells of them at
 	 * native[i * native_cells]; set native_cells before the first use. */
 	uint64_t *native;
@@ -90,6 +91,11 @@ int bx_row_sum_reserve(bx_row_sum_t *t, size_t n);
 /* The place of row's label set (a new row, its cells, native cells and
  * refs zero, on first sight).  Call only within reserved room. */
 size_t bx_row_sum_place(bx_row_sum_t *t, const bs_read_row_t *row);
+/* Row i's cells. */
+static inline uint64_t *bx_row_cells(const bx_row_sum_t *t, size_t i)
+{
+	return t->cells + i * BX_MAX_CELLS;
+}
 /* Row i's native cells (NULL when the rows have none). */
 static inline uint64_t *bx_row_native(const bx_row_sum_t *t, size_t i)
 {

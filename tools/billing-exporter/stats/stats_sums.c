@@ -64,8 +64,9 @@ static void add_changes(stats_target_t *t, const seg_t *s)
 			continue; /* a map of another shape: foreign_families.c serves it from the reading */
 		bx_row_sum_t *sum = &t->sums.map[m];
 		uint32_t at = s->places->at[m][x->row];
+		uint64_t *cells = bx_row_cells(sum, at);
 		for (size_t c = 0; c < billing_stats_maps_[m].cells; c++)
-			sum->rows[at].cells[c] += x->cells[c];
+			cells[c] += x->cells[c];
 		uint64_t *native = bx_row_native(sum, at);
 		for (uint32_t i = 0; native && i < x->native_count; i++) {
 			const bs_native_change_t *n = &rd->changes.natives[x->native_first + i];
@@ -86,10 +87,10 @@ static void apply_whole(stats_target_t *t, seg_t *s, uint64_t sign, int changes)
 		size_t cells = billing_stats_maps_[m].cells, sm = (size_t)rd->build_sm[m];
 		bx_row_sum_t *sum = &t->sums.map[m];
 		for (size_t r = 0; r < s->places->n[m]; r++) {
-			bs_read_row_t *dst = &sum->rows[s->places->at[m][r]];
-			const bs_read_row_t *src = bs_row(rd, m, r);
+			uint64_t *dst = bx_row_cells(sum, s->places->at[m][r]);
+			const uint64_t *src = bs_row_cells(rd, m, r);
 			for (size_t c = 0; c < cells; c++)
-				dst->cells[c] += sign * src->cells[c];
+				dst[c] += sign * src[c];
 			uint64_t *native = bx_row_native(sum, s->places->at[m][r]);
 			const bs_native_cells_t *nc = &rd->natives[(rd->first_row[m] + r) * BS_LAYOUT_VALUES];
 			for (size_t v = 0; native && rd->has_native && v < rd->layout->maps[sm].nvalues; v++)
@@ -197,7 +198,7 @@ static int add_row(size_t mi, bx_row_sum_t *sum, size_t i, bx_label_slot_t *slot
 	}
 	if (!admitted[0] && m->nfields)
 		memcpy(admitted, row->labels, m->nfields * sizeof *admitted);
-	memcpy(row->cells, sr->cells, sizeof row->cells);
+	memcpy(row->cells, bx_row_cells(sum, i), sizeof row->cells);
 	whole_histograms(mi, row->cells);
 	row->native = sum->native_lost[i] ? NULL : bx_row_native(sum, i);
 	return 0;
