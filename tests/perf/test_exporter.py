@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """billing-exporter's instructions per scrape at 64 and 1,000 live
 segments, and per added segment (the slope between them), held against
-tests/perf/budgets.json (test "exporter").
+tests/perf/budgets.json (test "exporter"): scraped as text (Prometheus's
+default: no native buckets, the native cells left behind) and as protobuf
+(native histograms on: the native cells read).
 
   test_exporter.py BUDGETS BILLING_EXPORTER LIVE_WRITERS
 
@@ -10,11 +12,11 @@ processes counting into their segments, every label set of the reading
 bench's fixture; billing-exporter --stats-dir --metrics all runs under
 callgrind, counting bx_render() only (a scrape: the segments read and
 summed, the exposition written) and dumping its count after each.  The
-first scrape reads every segment new; then every writer fires every label
-set again, so each row has changed, and the second scrape is the figure:
-a scrape of a live service.  Its bytes read (/proc/PID/io rchar: what
-the kernel copied for it, the CPU time callgrind does not see) are held
-beside its instructions.  The writers' parent has a segment too, empty,
+first scrape (protobuf) reads what the start did not; then every writer
+fires every label set again, so each row has changed, before each scrape
+that is a figure: a protobuf one, then a text one.  Each one's bytes read
+(/proc/PID/io rchar: what the kernel copied for it, the CPU time
+callgrind does not see) are held beside its instructions.  The writers' parent has a segment too, empty,
 as a pre-fork service's supervisor has.
 """
 import os
@@ -32,6 +34,10 @@ import billingtest as bt  # noqa: E402
 
 COUNTS = (64, 1000)
 SCRAPE_FUNCTION = "bx_render"  # tools/billing-exporter/http.c: one scrape, from the segments to the text
+PROTOBUF = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+# Each scrape's Accept (None: text); the second and third are the figures.
+SCRAPES = (PROTOBUF, PROTOBUF, None)
+FORMATS = {PROTOBUF: "protobuf, native histograms", None: "text"}
 
 
 class Writers:
@@ -67,8 +73,8 @@ def bytes_read(pid):
 
 
 def scrape_counts(exporter, directory, writers, workdir):
-    """Instructions of the first scrape and of the second, after a round;
-    bytes read in the second."""
+    """Instructions of each scrape (SCRAPES), a round before each after the
+    first; bytes read in each; the series of the text one."""
     out = os.path.join(workdir, "callgrind.out")
     log = open(os.path.join(workdir, "exporter.log"), "w+")
     # The scrape's own time limit lifted: under callgrind a scrape of today's code takes a minute.
@@ -88,14 +94,15 @@ def scrape_counts(exporter, directory, writers, workdir):
                 raise RuntimeError("billing-exporter under callgrind did not start: " + log.read()[-600:])
             else:
                 time.sleep(0.2)
-        bodies = []
-        for i in range(2):
+        bodies, read = [], []
+        for i, accept in enumerate(SCRAPES):
             if i:
                 writers.round()
             before = bytes_read(proc.pid)
-            with urllib.request.urlopen(url, timeout=1800) as r:
-                bodies.append(r.read().decode())
-            read = bytes_read(proc.pid) - before
+            req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
+            with urllib.request.urlopen(req, timeout=1800) as r:
+                bodies.append(r.read())
+            read.append(bytes_read(proc.pid) - before)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -105,12 +112,12 @@ def scrape_counts(exporter, directory, writers, workdir):
             proc.wait()
         log.close()
     counts = []
-    for i in (1, 2):
+    for i in range(1, len(SCRAPES) + 1):
         path = f"{out}.{i}"
         if not os.path.exists(path):
             raise RuntimeError(f"callgrind wrote no count after scrape {i} ({path}): {SCRAPE_FUNCTION} renamed?")
         counts.append(perftest.Profile(path).total)
-    series = sum(1 for line in bodies[1].splitlines() if line and not line.startswith("#"))
+    series = sum(1 for line in bodies[-1].decode().splitlines() if line and not line.startswith("#"))
     return counts, read, series
 
 
@@ -130,20 +137,22 @@ def main():
             try:
                 segments = len([f for f in os.listdir(directory) if f.endswith(".stats")])
                 bt.check(segments == n + 1, f"{n} writers and their parent made {n} + 1 segments ({segments})")
-                (first, second), read, series = scrape_counts(exporter, directory, writers, workdir)
+                counts, read, series = scrape_counts(exporter, directory, writers, workdir)
             finally:
                 writers.stop()
-        bt.check(series > 1000, f"{n} segments: the scrape served the fixture's {series} series")
-        per[n] = {"instructions": second, "bytes read": read}
-        budgets.hold(f"exporter, instructions per scrape, {n:,} live segments", second,
-                     f"a scrape after every row changed; the first scrape, every segment new: {first:,}; "
-                     f"{series:,} series")
-        budgets.hold(f"exporter, bytes read per scrape, {n:,} live segments", read, "/proc/PID/io rchar")
+        bt.check(series > 1000, f"{n} segments: the text scrape served the fixture's {series} series")
+        for i in (1, 2):
+            fmt = FORMATS[SCRAPES[i]]
+            per[n, fmt] = {"instructions": counts[i], "bytes read": read[i]}
+            budgets.hold(f"exporter, instructions per scrape, {n:,} live segments, {fmt}", counts[i],
+                         f"a scrape after every row changed; the first scrape: {counts[0]:,}; {series:,} series")
+            budgets.hold(f"exporter, bytes read per scrape, {n:,} live segments, {fmt}", read[i], "/proc/PID/io rchar")
     low, high = COUNTS
-    for what in ("instructions", "bytes read"):
-        budgets.hold(f"exporter, {what} per scrape per added segment (the slope from {low} to {high:,})",
-                     (per[high][what] - per[low][what]) / (high - low),
-                     f"({per[high][what]:,} - {per[low][what]:,}) / {high - low}")
+    for fmt in FORMATS.values():
+        for what in ("instructions", "bytes read"):
+            a, b = per[low, fmt][what], per[high, fmt][what]
+            budgets.hold(f"exporter, {what} per scrape per added segment (the slope from {low} to {high:,}), {fmt}",
+                         (b - a) / (high - low), f"({b:,} - {a:,}) / {high - low}")
     budgets.finish()
 
 

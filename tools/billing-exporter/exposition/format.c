@@ -32,12 +32,24 @@ static void put_escaped(pr_buf_t *b, const char *s, const char *specials)
 	}
 }
 
+/* A sample's value: an integer's digits written here (most values are
+ * counts: a scrape writes thousands), anything else as %.17g. */
 static void put_value(pr_buf_t *b, double v)
 {
-	if (v == (double)(long long)v && v < 9007199254740992.0 && v > -9007199254740992.0)
-		pr_buf_printf(b, "%lld", (long long)v);
-	else
-		pr_buf_printf(b, "%.17g", v);
+	char text[32], *p = text + sizeof text;
+	if (v == (double)(long long)v && v < 9007199254740992.0 && v > -9007199254740992.0) {
+		long long i = (long long)v;
+		unsigned long long u = i < 0 ? 0ull - (unsigned long long)i : (unsigned long long)i;
+		do
+			*--p = (char)('0' + u % 10);
+		while ((u /= 10) != 0);
+		if (i < 0)
+			*--p = '-';
+		pr_buf_append(b, p, (size_t)(text + sizeof text - p));
+		return;
+	}
+	int n = snprintf(text, sizeof text, "%.17g", v); /* at most 24 characters: -d.dddddddddddddddde-ddd */
+	pr_buf_append(b, text, n > 0 ? (size_t)n : 0);
 }
 
 /* OpenMetrics names a counter family without its _total. */
