@@ -197,6 +197,17 @@ try:
         ws[1].wait(timeout=30)
         ex.stop()
 
+    # A writer with native buckets off: its label sets are served with
+    # their classic buckets alone, never with empty native ones.
+    d = os.path.join(base, "native off")
+    p = st.run(["full", "2"], {"BILLING_STATS_DIR": d, "BILLING_STATS_NATIVE": "off"})
+    ex = h.Exporter(exe, "--stats-dir", d)
+    exporters.append(ex)
+    off, requests = native_of(ex), h.total(ex.samples(), "billing_requests_total")
+    bt.check(p.returncode == 0 and not off and requests > 0,
+             f"BILLING_STATS_NATIVE=off: {requests:.0f} requests served classic only ({len(off)} native histograms)")
+    ex.stop()
+
     # --- billingd with stats under billing-load ---------------------------------
     os.environ["BILLING_STATS_DIR"] = os.path.join(base, "billingd")
     billingd = Billingd(billingd_exe, "--gateway-latency-ms", "0.5", "--decline-rate", "0.15", "--threads", "4")

@@ -74,8 +74,9 @@ typedef struct bx_row_sum {
 	uint64_t *native;
 	size_t native_cells;
 	/* per row: its native cells are not its counts' and never will be (a
-	 * segment counted in it was let go while its native cells were
-	 * behind): served without them, its classic buckets still exact */
+	 * segment counted in it without native buckets, or was let go while
+	 * its native cells were behind): served without them, its classic
+	 * buckets still exact */
 	unsigned char *native_lost;
 	uint32_t *refs; /* per row: the segments' rows placed there (0: none counts in it now) */
 	/* per row: its labels as the exporter admitted them (labels.c: an

@@ -48,6 +48,8 @@ static int place_new_rows(stats_target_t *t, seg_t *s)
 			size_t r = s->places->n[m], i = bx_row_sum_place(&t->sums.map[m], bs_row(rd, m, r));
 			at[r] = (uint32_t)i;
 			t->sums.map[m].refs[i]++;
+			/* a writer with native buckets off counts values no native cell holds */
+			t->sums.map[m].native_lost[i] |= !rd->has_native;
 		}
 	}
 	return 0;
