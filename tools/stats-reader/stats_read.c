@@ -48,7 +48,7 @@ typedef struct reading {
 	bs_read_row_t *rows;                                    /* this reading's rows: new memory when they grew */
 	bs_native_cells_t *natives;
 	unsigned char *recheck; /* per row: its native cells are behind its counts (bs_segment_t.recheck) */
-	uint64_t *sums; /* each row's cells summed over the slots, map after map (scratch memory) */
+	uint64_t *sums;         /* each row's cells summed over the slots, map after map (scratch memory) */
 	size_t sums_at[BS_MAX_MAPS];
 } reading_t;
 

@@ -143,8 +143,8 @@ typedef struct bs_segment {
 	 * exited is read whole. */
 	int defer_natives;
 	int natives_behind; /* some row's native cells are behind its counts (its last reading deferred them) */
-	uint64_t *sums;             /* every row's cells as read, map after map, contiguous: a map whose
-	                             * block did not change has no row that did (owned) */
+	uint64_t *sums;     /* every row's cells as read, map after map, contiguous: a map whose
+	                     * block did not change has no row that did (owned) */
 	size_t sums_cap, map_first_cell[BS_MAX_MAPS];
 	int build_sm[BX_MAP_COUNT]; /* this build's map m is the segment's map build_sm[m]; -1: none */
 	bs_file_map_t map;          /* its file while its writer runs (owned) */
